@@ -1,0 +1,55 @@
+"""Authentication: a bearer secret in, a principal out, with key records cached in the container."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from cachetools import TTLCache
+
+from baton.domain import limits
+from baton.domain.access import KeyRecord, Principal, hash_secret
+from baton.domain.errors import Unauthenticated
+
+if TYPE_CHECKING:
+    from baton.store.keys import KeyStore
+
+_MISSING = "Send an API key as 'Authorization: Bearer <key>'."
+_UNKNOWN = "The API key is not valid; check it, or ask for a new one."
+
+
+def bearer_secret(authorization: str | None) -> str:
+    """The secret of an `Authorization: Bearer …` header, or `Unauthenticated`."""
+    if not authorization:
+        raise Unauthenticated(_MISSING)
+    scheme, _, secret = authorization.strip().partition(" ")
+    secret = secret.strip()
+    if scheme.lower() != "bearer" or not secret or " " in secret:
+        raise Unauthenticated(_MISSING)
+    return secret
+
+
+class Authenticator:
+    """Resolves secrets to principals; a record read once is trusted for at most `KEY_CACHE_SECONDS`."""
+
+    def __init__(self, keys: KeyStore, cache_seconds: int = limits.KEY_CACHE_SECONDS, size: int = 1024) -> None:
+        self._keys = keys
+        # Only known keys are cached, so a key created a moment ago works at once.
+        self._cache: TTLCache[str, KeyRecord] = TTLCache(maxsize=size, ttl=cache_seconds)
+
+    def authenticate(self, authorization: str | None, now_ms: int) -> Principal:
+        """The principal behind an `Authorization` header value."""
+        secret = bearer_secret(authorization)
+        digest = hash_secret(secret)
+        record = self._cache.get(digest)
+        if record is None:
+            record = self._keys.find(digest)
+            if record is None:
+                raise Unauthenticated(_UNKNOWN)
+            self._cache[digest] = record
+        return record.principal(now_ms)
+
+    def forget(self, key_id: str) -> None:
+        """Drop a revoked key from this container's cache at once (other containers take up to the cache TTL)."""
+        for digest, record in list(self._cache.items()):
+            if record.key_id == key_id:
+                self._cache.pop(digest, None)

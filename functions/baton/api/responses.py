@@ -1,0 +1,59 @@
+"""Building responses: the `{data, meta}` envelope, pages and errors, as JSON."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from aws_lambda_powertools.event_handler import Response
+
+JSON = "application/json"
+
+
+def dumps(value: Any) -> str:
+    """Compact JSON, UTF-8 characters kept as they are."""
+    return json.dumps(value, separators=(",", ":"), ensure_ascii=False)
+
+
+def ok(data: Any, request_id: str, status: int = 200, headers: dict[str, str] | None = None) -> Response[str]:
+    """A success envelope."""
+    return Response(
+        status_code=status,
+        content_type=JSON,
+        body=dumps({"data": data, "meta": {"request_id": request_id}}),
+        headers=headers or {},
+    )
+
+
+def page(items: list[Any], request_id: str, next_cursor: str | None) -> Response[str]:
+    """A page envelope: `meta.next_cursor` is null on the last page."""
+    return Response(
+        status_code=200,
+        content_type=JSON,
+        body=dumps({"data": items, "meta": {"request_id": request_id, "next_cursor": next_cursor}}),
+    )
+
+
+def error(
+    status: int,
+    code: str,
+    message: str,
+    request_id: str,
+    details: dict[str, Any] | None = None,
+    headers: dict[str, str] | None = None,
+) -> Response[str]:
+    """An error envelope; `details` is left out when there is nothing to add."""
+    body: dict[str, Any] = {"code": code, "message": message}
+    if details:
+        body["details"] = details
+    return Response(
+        status_code=status,
+        content_type=JSON,
+        body=dumps({"error": body, "meta": {"request_id": request_id}}),
+        headers=headers or {},
+    )
+
+
+def not_modified(etag: str) -> Response[str]:
+    """`304 Not Modified`: no body, the current tag."""
+    return Response(status_code=304, content_type=None, body="", headers={"ETag": etag})

@@ -1,0 +1,240 @@
+"""Checkpoints: save, lookup, get by id, delete, and a subject's list."""
+
+from __future__ import annotations
+
+import re
+from typing import Annotated
+from urllib.parse import unquote
+
+from aws_lambda_powertools.event_handler import Response
+from aws_lambda_powertools.event_handler.openapi.params import Body, Query
+from aws_lambda_powertools.event_handler.router import Router
+
+from baton.api.openapi import AUTHENTICATED_ERRORS, responses
+from baton.api.resolver import current_call, needs
+from baton.api.responses import not_modified, ok, page
+from baton.api.services import services
+from baton.domain import limits
+from baton.domain.canonical import pointer
+from baton.domain.checkpoints import CheckpointKey, etag_for, parse_etag, plan_save, request_fingerprint
+from baton.domain.errors import Forbidden, ValidationFailed
+from baton.domain.ids import CHECKPOINT_ID_PATTERN
+from baton.domain.lifecycle import Kind, Status
+from baton.domain.models import (
+    CheckpointRecord,
+    CheckpointSummary,
+    DataEnvelope,
+    DeleteResult,
+    Identifier,
+    ListEnvelope,
+    SaveCheckpointRequest,
+    SaveResult,
+    SubjectId,
+)
+from baton.store.checkpoints import IdempotencyClaim
+
+router = Router()
+
+_PRINTABLE = re.compile(r"^[\x20-\x7e]{1,%d}$" % limits.IDEMPOTENCY_KEY_MAX_CHARS)
+
+
+def _idempotency_claim(method: str, path: str) -> IdempotencyClaim | None:
+    value = router.current_event.headers.get("idempotency-key")
+    if value is None:
+        return None
+    if not _PRINTABLE.match(value):
+        raise ValidationFailed.single(
+            "/Idempotency-Key",
+            f"The Idempotency-Key header must be 1 to {limits.IDEMPOTENCY_KEY_MAX_CHARS} printable ASCII characters.",
+            "header",
+        )
+    return IdempotencyClaim(key=value, fingerprint=request_fingerprint(method, path, current_call(router).body))
+
+
+def _checkpoint_id(raw: str) -> str:
+    checkpoint_id = unquote(raw)
+    if not CHECKPOINT_ID_PATTERN.match(checkpoint_id):
+        raise ValidationFailed.single(
+            "/checkpoint_id",
+            "The path parameter checkpoint_id must be ckpt_ followed by 32 lowercase hex digits.",
+            "path",
+        )
+    return checkpoint_id
+
+
+def _matches(header: str | None, etag: str) -> bool:
+    """True when an `If-None-Match` / `If-Match` list names `etag` (weak comparison) or is `*`."""
+    if header is None:
+        return False
+    wanted = parse_etag(etag)
+    for candidate in header.split(","):
+        candidate = candidate.strip()
+        if candidate == "*" or (candidate and parse_etag(candidate) == wanted):
+            return True
+    return False
+
+
+def _record_response(record: dict[str, object], etag: str) -> Response[str]:
+    if _matches(router.current_event.headers.get("if-none-match"), etag):
+        return not_modified(etag)
+    return ok(record, current_call(router).request_id, headers={"ETag": etag})
+
+
+@router.post(
+    "/v1/checkpoints",
+    summary="Save a checkpoint",
+    description=(
+        "Upserts on (tenant, subject_id, agent_id, kind): 201 when created, 200 when updated, with the same "
+        "checkpoint_id. Honors an Idempotency-Key header (1-200 printable characters, 24 hours)."
+    ),
+    openapi_extensions=needs("checkpoints:write"),
+    responses=responses(
+        {
+            201: ("Created", DataEnvelope[SaveResult]),
+            200: ("Updated (or an idempotent replay of an update)", DataEnvelope[SaveResult]),
+        },
+        (400, *AUTHENTICATED_ERRORS, 409, 413, 415, 422),
+    ),
+    tags=["checkpoints"],
+)
+def save_checkpoint(request: Annotated[SaveCheckpointRequest, Body()]) -> Response[str]:
+    """Save where the work got to."""
+    call = current_call(router)
+    principal = call.caller
+    agent_id = principal.agent_for_write(request.agent_id)
+    plan = plan_save(request, principal.tenant_id, agent_id, call.request_id, call.now_ms)
+    claim = _idempotency_claim("POST", "/v1/checkpoints")
+    outcome = services().checkpoints.save(plan, claim)
+    headers = {"ETag": etag_for(outcome.result["checkpoint_id"], outcome.result["revision"])}
+    if outcome.replayed:
+        headers["Idempotent-Replayed"] = "true"
+    return ok(outcome.result, call.request_id, status=201 if outcome.created else 200, headers=headers)
+
+
+@router.get(
+    "/v1/checkpoints",
+    summary="Look up a checkpoint",
+    description=(
+        "The checkpoint of (subject_id, kind) for the caller's agent, or for agent_id with the scope *. "
+        'Sends ETag W/"<checkpoint_id>:<revision>"; If-None-Match with it answers 304.'
+    ),
+    openapi_extensions=needs("checkpoints:read"),
+    responses=responses(
+        {200: ("The checkpoint, state parsed", DataEnvelope[CheckpointRecord]), 304: ("Not modified", None)},
+        (400, *AUTHENTICATED_ERRORS, 404),
+    ),
+    tags=["checkpoints"],
+)
+def lookup_checkpoint(
+    subject_id: Annotated[SubjectId, Query()],
+    kind: Annotated[Kind, Query()],
+    agent_id: Annotated[Identifier | None, Query()] = None,
+) -> Response[str]:
+    """Read the latest state of one unit of work."""
+    call = current_call(router)
+    principal = call.caller
+    key = CheckpointKey(principal.tenant_id, subject_id, principal.agent_for_read(agent_id), kind)
+    found = services().checkpoints.get(key, call.now_ms)
+    return _record_response(found.record(), found.etag)
+
+
+@router.get(
+    "/v1/checkpoints/<checkpoint_id>",
+    summary="Get a checkpoint by id",
+    description="For about a second after a create this may answer 404 (the id index is eventually consistent).",
+    openapi_extensions=needs("checkpoints:read"),
+    responses=responses(
+        {200: ("The checkpoint, state parsed", DataEnvelope[CheckpointRecord]), 304: ("Not modified", None)},
+        (400, *AUTHENTICATED_ERRORS, 404),
+    ),
+    tags=["checkpoints"],
+)
+def get_checkpoint(checkpoint_id: str) -> Response[str]:
+    """Read a checkpoint by its id."""
+    call = current_call(router)
+    principal = call.caller
+    found = services().checkpoints.get_by_id(principal.tenant_id, _checkpoint_id(checkpoint_id), call.now_ms)
+    principal.agent_for_read(found.agent_id)
+    return _record_response(found.record(), found.etag)
+
+
+@router.delete(
+    "/v1/checkpoints/<checkpoint_id>",
+    summary="Delete a checkpoint",
+    description='If-Match: W/"<checkpoint_id>:<revision>" makes the delete conditional (409 when stale).',
+    openapi_extensions=needs("checkpoints:delete"),
+    responses=responses(
+        {200: ("Deleted", DataEnvelope[DeleteResult])}, (400, *AUTHENTICATED_ERRORS, 404, 409)
+    ),
+    tags=["checkpoints"],
+)
+def delete_checkpoint(checkpoint_id: str) -> Response[str]:
+    """Delete a checkpoint (terminal ones too); its blobs are removed later by the reaper."""
+    call = current_call(router)
+    principal = call.caller
+    target = _checkpoint_id(checkpoint_id)
+    revision = None
+    if_match = router.current_event.headers.get("if-match")
+    if if_match is not None and if_match.strip() != "*":
+        parsed = parse_etag(if_match)
+        if parsed is None:
+            raise ValidationFailed.single(
+                "/If-Match", 'The If-Match header must be an entity tag like W/"<checkpoint_id>:<revision>".', "header"
+            )
+        # A tag of another checkpoint can never match this one: -1 is a revision no checkpoint has.
+        revision = parsed[1] if parsed[0] == target else -1
+    services().checkpoints.delete(
+        principal.tenant_id,
+        target,
+        call.now_ms,
+        only_agent=None if principal.is_wildcard else principal.agent_id,
+        if_match_revision=revision,
+    )
+    return ok({"checkpoint_id": target, "deleted": True}, call.request_id)
+
+
+@router.get(
+    "/v1/subjects/<subject_id>/checkpoints",
+    summary="List a subject's checkpoints",
+    description=(
+        "Summaries (no state), newest updated_at first. Without the scope * only the caller's own agent's. "
+        "Paginated with limit and an opaque cursor."
+    ),
+    openapi_extensions=needs("checkpoints:read"),
+    responses=responses(
+        {200: ("A page of summaries", ListEnvelope[CheckpointSummary])}, (400, *AUTHENTICATED_ERRORS)
+    ),
+    tags=["checkpoints"],
+)
+def list_subject_checkpoints(
+    subject_id: str,
+    kind: Annotated[Kind | None, Query()] = None,
+    status: Annotated[Status | None, Query()] = None,
+    agent_id: Annotated[Identifier | None, Query()] = None,
+    limit: Annotated[int, Query(ge=1, le=limits.MAX_PAGE_LIMIT)] = limits.DEFAULT_PAGE_LIMIT,
+    cursor: Annotated[str | None, Query(max_length=2048)] = None,
+) -> Response[str]:
+    """List what is parked for a subject."""
+    call = current_call(router)
+    principal = call.caller
+    subject = unquote(subject_id)
+    if not subject or len(subject) > limits.MAX_SUBJECT_ID_CHARS or any(ord(c) < 32 or 127 <= ord(c) < 160 for c in subject):
+        raise ValidationFailed.single(
+            pointer("subject_id"),
+            f"The path parameter subject_id must be 1 to {limits.MAX_SUBJECT_ID_CHARS} characters without control "
+            "characters.",
+            "path",
+        )
+    if principal.is_wildcard:
+        only_agent = agent_id
+    elif agent_id is None or agent_id == principal.agent_id:
+        only_agent = principal.agent_id
+    else:
+        raise Forbidden(
+            f"The query parameter agent_id names another agent ({agent_id}); listing other agents' checkpoints "
+            "needs the scope *."
+        )
+    result = services().checkpoints.list_subject(
+        principal.tenant_id, subject, call.now_ms, only_agent, kind, status, limit, cursor
+    )
+    return page([cp.summary() for cp in result.items], call.request_id, result.next_cursor)

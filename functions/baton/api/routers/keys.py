@@ -1,0 +1,137 @@
+"""API keys: issue, list, revoke. A secret is shown once, at creation, and stored only as its hash."""
+
+from __future__ import annotations
+
+from typing import Annotated
+
+from aws_lambda_powertools.event_handler import Response
+from aws_lambda_powertools.event_handler.openapi.params import Body, Query
+from aws_lambda_powertools.event_handler.router import Router
+
+from baton.api.openapi import AUTHENTICATED_ERRORS, responses
+from baton.api.resolver import current_call, needs
+from baton.api.responses import ok, page
+from baton.api.services import services
+from baton.domain import limits
+from baton.domain.access import TENANTS_MANAGE, KeyRecord, Principal, check_can_issue, hash_secret, new_secret
+from baton.domain.clock import parse_time
+from baton.domain.errors import FieldError, Forbidden, ValidationFailed
+from baton.domain.ids import KEY_ID_PATTERN, new_key_id
+from baton.domain.models import CreatedKey, CreateKeyRequest, DataEnvelope, Identifier, KeyDeleted, KeyInfo, ListEnvelope
+
+router = Router()
+
+
+def _tenant_for(principal: Principal, requested: str | None) -> str:
+    if requested is None or requested == principal.tenant_id:
+        return principal.tenant_id
+    if not principal.holds(TENANTS_MANAGE):
+        raise Forbidden(
+            f"The query parameter tenant_id names another tenant ({requested}); that needs the scope tenants:manage."
+        )
+    return requested
+
+
+def _times(request: CreateKeyRequest, now_ms: int) -> tuple[int | None, int | None]:
+    parsed: dict[str, int | None] = {}
+    problems: list[FieldError] = []
+    for name in ("not_before", "expires_at"):
+        value = getattr(request, name)
+        parsed[name] = None
+        if value is None:
+            continue
+        try:
+            parsed[name] = parse_time(value)
+        except ValueError:
+            problems.append(FieldError(f"/{name}", f"/{name} must be an RFC 3339 time with a zone, e.g. 2026-07-30T11:48:04.652Z."))
+    if problems:
+        raise ValidationFailed(problems)
+    not_before, expires = parsed["not_before"], parsed["expires_at"]
+    if expires is not None and expires <= now_ms:
+        raise ValidationFailed.single("/expires_at", "/expires_at must be in the future.")
+    if expires is not None and not_before is not None and expires <= not_before:
+        raise ValidationFailed.single("/expires_at", "/expires_at must be later than /not_before.")
+    return not_before, expires
+
+
+@router.post(
+    "/v1/keys",
+    summary="Issue an API key",
+    description=(
+        "The secret is in this answer only. A key issues keys only with scopes it holds itself; without * only "
+        "for its own agent_id; a tenant_id other than its own needs tenants:manage (the tenant comes into being "
+        "with its first key)."
+    ),
+    openapi_extensions=needs("keys:manage"),
+    responses=responses({201: ("Created", DataEnvelope[CreatedKey])}, (400, *AUTHENTICATED_ERRORS, 415)),
+    tags=["keys"],
+)
+def create_key(request: Annotated[CreateKeyRequest, Body()]) -> Response[str]:
+    """Issue a key for an agent."""
+    call = current_call(router)
+    principal = call.caller
+    tenant_id = request.tenant_id or principal.tenant_id
+    scopes = frozenset(request.scopes)
+    check_can_issue(principal, tenant_id, request.agent_id, scopes)
+    not_before, expires = _times(request, call.now_ms)
+    secret = new_secret()
+    record = KeyRecord(
+        key_id=new_key_id(call.now_ms),
+        secret_hash=hash_secret(secret),
+        tenant_id=tenant_id,
+        agent_id=request.agent_id,
+        scopes=scopes,
+        created_ms=call.now_ms,
+        not_before_ms=not_before,
+        expires_ms=expires,
+        description=request.description,
+    )
+    services().keys.put(record)
+    return ok({**record.info(), "secret": secret}, call.request_id, status=201)
+
+
+@router.get(
+    "/v1/keys",
+    summary="List API keys",
+    description="Live keys of the caller's tenant (another tenant's with tenants:manage), without secrets.",
+    openapi_extensions=needs("keys:manage"),
+    responses=responses({200: ("A page of keys", ListEnvelope[KeyInfo])}, (400, *AUTHENTICATED_ERRORS)),
+    tags=["keys"],
+)
+def list_keys(
+    tenant_id: Annotated[Identifier | None, Query()] = None,
+    agent_id: Annotated[Identifier | None, Query()] = None,
+    limit: Annotated[int, Query(ge=1, le=limits.MAX_PAGE_LIMIT)] = limits.DEFAULT_PAGE_LIMIT,
+    cursor: Annotated[str | None, Query(max_length=2048)] = None,
+) -> Response[str]:
+    """List keys; a key without * sees only its own agent's."""
+    call = current_call(router)
+    principal = call.caller
+    tenant = _tenant_for(principal, tenant_id)
+    only_agent = agent_id if principal.is_wildcard else principal.agent_id
+    records, next_cursor = services().keys.list(tenant, only_agent, limit, cursor)
+    return page([r.info() for r in records], call.request_id, next_cursor)
+
+
+@router.delete(
+    "/v1/keys/<key_id>",
+    summary="Revoke an API key",
+    description="Takes effect within 60 seconds everywhere (the key cache's lifetime), at once in this container.",
+    openapi_extensions=needs("keys:manage"),
+    responses=responses({200: ("Revoked", DataEnvelope[KeyDeleted])}, (400, *AUTHENTICATED_ERRORS, 404)),
+    tags=["keys"],
+)
+def revoke_key(key_id: str, tenant_id: Annotated[Identifier | None, Query()] = None) -> Response[str]:
+    """Revoke a key."""
+    call = current_call(router)
+    principal = call.caller
+    if not KEY_ID_PATTERN.match(key_id):
+        raise ValidationFailed.single(
+            "/key_id", "The path parameter key_id must be key_ followed by 32 lowercase hex digits.", "path"
+        )
+    tenant = _tenant_for(principal, tenant_id)
+    only_agent = None if principal.is_wildcard else principal.agent_id
+    service = services()
+    service.keys.revoke(tenant, key_id, call.now_ms, only_agent)
+    service.authenticator.forget(key_id)
+    return ok({"key_id": key_id, "deleted": True}, call.request_id)

@@ -1,0 +1,152 @@
+"""Who may do what: scopes, principals, API key secrets and the rules for issuing keys."""
+
+from __future__ import annotations
+
+import hashlib
+import secrets
+from dataclasses import dataclass
+from typing import Final, Literal, get_args
+
+from baton.domain.clock import format_ms
+from baton.domain.errors import Forbidden, NotFound, Unauthenticated
+
+Scope = Literal[
+    "checkpoints:read",
+    "checkpoints:write",
+    "checkpoints:delete",
+    "blobs:write",
+    "leases:write",
+    "mcp:call",
+    "keys:manage",
+    "subjects:purge",
+    "tenants:manage",
+    "*",
+]
+SCOPES: Final[tuple[str, ...]] = get_args(Scope)
+WILDCARD: Final = "*"
+TENANTS_MANAGE: Final = "tenants:manage"
+# `*` stands for every scope but `tenants:manage`, which only operator keys hold.
+WILDCARD_COVERS: Final = frozenset(SCOPES) - {WILDCARD, TENANTS_MANAGE}
+
+SECRET_PREFIX: Final = "btn_"
+
+
+@dataclass(frozen=True)
+class Principal:
+    """The identity behind an authenticated API key. The tenant comes from here and nowhere else."""
+
+    tenant_id: str
+    agent_id: str
+    key_id: str
+    scopes: frozenset[str]
+
+    @property
+    def is_wildcard(self) -> bool:
+        """True when the key may act on every agent's work in its tenant."""
+        return WILDCARD in self.scopes
+
+    def holds(self, scope: str) -> bool:
+        """True when the key carries `scope`, directly or through `*`."""
+        if scope in self.scopes:
+            return True
+        return scope in WILDCARD_COVERS and self.is_wildcard
+
+    def require(self, scope: str) -> None:
+        """Raise `Forbidden` unless the key carries `scope`."""
+        if not self.holds(scope):
+            raise Forbidden(f"This API key lacks the scope {scope}, which this operation needs.")
+
+    def agent_for_read(self, requested: str | None) -> str:
+        """The agent whose work a read addresses; another agent's work is invisible without `*` (a 404)."""
+        if requested is None or requested == self.agent_id:
+            return self.agent_id
+        if not self.is_wildcard:
+            raise NotFound()
+        return requested
+
+    def agent_for_write(self, requested: str | None) -> str:
+        """The agent a write acts for; only a `*` key may name another agent."""
+        if requested is None or requested == self.agent_id:
+            return self.agent_id
+        if not self.is_wildcard:
+            raise Forbidden(
+                f"/agent_id names another agent ({requested}); a key without the scope * acts only for its own "
+                f"agent ({self.agent_id})."
+            )
+        return requested
+
+    def can_see_agent(self, agent_id: str) -> bool:
+        """True when the caller may see work owned by `agent_id`."""
+        return self.is_wildcard or agent_id == self.agent_id
+
+
+def effective_scopes(scopes: frozenset[str] | set[str]) -> frozenset[str]:
+    """Every scope a set grants, with `*` expanded."""
+    expanded = set(scopes)
+    if WILDCARD in scopes:
+        expanded |= WILDCARD_COVERS
+    return frozenset(expanded)
+
+
+def check_can_issue(issuer: Principal, tenant_id: str, agent_id: str, scopes: frozenset[str]) -> None:
+    """Raise `Forbidden` unless `issuer` may create a key for that tenant, agent and scopes."""
+    if tenant_id != issuer.tenant_id and not issuer.holds(TENANTS_MANAGE):
+        raise Forbidden("/tenant_id names another tenant; issuing keys for other tenants needs the scope tenants:manage.")
+    if agent_id != issuer.agent_id and not issuer.is_wildcard:
+        raise Forbidden(
+            f"/agent_id names another agent ({agent_id}); a key without the scope * issues keys only for its own "
+            f"agent ({issuer.agent_id})."
+        )
+    held = effective_scopes(issuer.scopes)
+    missing = sorted(s for s in effective_scopes(scopes) if s not in held)
+    if missing:
+        raise Forbidden(f"/scopes asks for {', '.join(missing)}, which this API key does not hold itself.")
+
+
+def new_secret() -> str:
+    """A new API key secret: the prefix and 256 random bits, URL-safe."""
+    return SECRET_PREFIX + secrets.token_urlsafe(32)
+
+
+def hash_secret(secret: str) -> str:
+    """SHA-256 hex of a secret: the only form in which a key is stored or looked up."""
+    return hashlib.sha256(secret.encode("utf-8")).hexdigest()
+
+
+@dataclass(frozen=True)
+class KeyRecord:
+    """An API key as stored: its hash, never its secret."""
+
+    key_id: str
+    secret_hash: str
+    tenant_id: str
+    agent_id: str
+    scopes: frozenset[str]
+    created_ms: int
+    not_before_ms: int | None = None
+    expires_ms: int | None = None
+    description: str | None = None
+    revoked_ms: int | None = None
+
+    def principal(self, now_ms: int) -> Principal:
+        """The principal this key stands for, or `Unauthenticated` when it cannot be used now."""
+        if self.revoked_ms is not None and self.revoked_ms <= now_ms:
+            raise Unauthenticated("The API key was revoked; ask for a new one.")
+        if self.expires_ms is not None and now_ms >= self.expires_ms:
+            raise Unauthenticated("The API key has expired; ask for a new one.")
+        if self.not_before_ms is not None and now_ms < self.not_before_ms:
+            raise Unauthenticated("The API key is not valid yet; see its not_before time.")
+        return Principal(tenant_id=self.tenant_id, agent_id=self.agent_id, key_id=self.key_id, scopes=self.scopes)
+
+    def info(self) -> dict[str, object]:
+        """The key as listed: never the secret nor its hash."""
+        return {
+            "key_id": self.key_id,
+            "tenant_id": self.tenant_id,
+            "agent_id": self.agent_id,
+            "scopes": sorted(self.scopes),
+            "not_before": format_ms(self.not_before_ms) if self.not_before_ms is not None else None,
+            "expires_at": format_ms(self.expires_ms) if self.expires_ms is not None else None,
+            "description": self.description,
+            "created_at": format_ms(self.created_ms),
+        }

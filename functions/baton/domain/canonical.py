@@ -1,0 +1,139 @@
+"""Strict JSON in, canonical JSON (RFC 8785) out.
+
+Python's `json` accepts what the contract rejects (`NaN`, `Infinity`, duplicate keys, numbers that overflow a
+double) and knows nothing of depth; `parse_strict` closes those gaps and names the offending place by its
+RFC 6901 pointer. `canonical_json` is the one serialization that hashes and sizes are computed from.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import math
+from dataclasses import dataclass
+from typing import Any
+
+import rfc8785
+
+from baton.domain.errors import ValidationFailed
+from baton.domain.limits import MAX_JSON_DEPTH
+
+JsonValue = Any  # JSON as Python: dict, list, str, int, float, bool, None
+
+
+def escape_pointer_token(token: str | int) -> str:
+    """Escape one reference token for an RFC 6901 pointer."""
+    return str(token).replace("~", "~0").replace("/", "~1")
+
+
+def pointer(*tokens: str | int) -> str:
+    """Build an RFC 6901 pointer from its tokens (`pointer("state", 0)` is `/state/0`)."""
+    return "".join("/" + escape_pointer_token(t) for t in tokens)
+
+
+class _DuplicateKey(ValueError):
+    def __init__(self, key: str) -> None:
+        super().__init__(key)
+        self.key = key
+
+
+class _NonFinite(ValueError):
+    pass
+
+
+def _reject_duplicates(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
+    result: dict[str, Any] = {}
+    for key, value in pairs:
+        if key in result:
+            raise _DuplicateKey(key)
+        result[key] = value
+    return result
+
+
+def _reject_constant(name: str) -> float:
+    raise _NonFinite(name)
+
+
+def _finite_float(text: str) -> float:
+    value = float(text)
+    if math.isinf(value):
+        raise _NonFinite(text)
+    return value
+
+
+def parse_strict(text: str | bytes) -> JsonValue:
+    """Parse a JSON document as the contract demands, or raise `ValidationFailed` naming where and why."""
+    try:
+        value = json.loads(
+            text,
+            object_pairs_hook=_reject_duplicates,
+            parse_constant=_reject_constant,
+            parse_float=_finite_float,
+        )
+    except _DuplicateKey as exc:
+        raise ValidationFailed.single("", f"The body has the key {exc.key!r} twice in one object; keys must be unique.")
+    except _NonFinite as exc:
+        raise ValidationFailed.single(
+            "", f"The body contains the number {exc}, which JSON cannot carry; use finite numbers only."
+        )
+    except RecursionError:
+        raise ValidationFailed.single("", f"The body is nested deeper than {MAX_JSON_DEPTH} levels.")
+    except UnicodeDecodeError:
+        raise ValidationFailed.single("", "The body is not valid UTF-8.")
+    except ValueError as exc:  # json.JSONDecodeError and int-digit limits
+        detail = exc.msg if isinstance(exc, json.JSONDecodeError) else str(exc)
+        where = f" at line {exc.lineno} column {exc.colno}" if isinstance(exc, json.JSONDecodeError) else ""
+        raise ValidationFailed.single("", f"The body is not valid JSON{where}: {detail}.")
+    check_depth(value)
+    return value
+
+
+def check_depth(value: JsonValue, limit: int = MAX_JSON_DEPTH) -> None:
+    """Raise `ValidationFailed` at the first container nested deeper than `limit` (the root counts as 1)."""
+    stack: list[tuple[JsonValue, tuple[str | int, ...]]] = [(value, ())]
+    while stack:
+        node, path = stack.pop()
+        if isinstance(node, dict):
+            children: list[tuple[str | int, Any]] = list(node.items())
+        elif isinstance(node, list):
+            children = list(enumerate(node))
+        else:
+            continue
+        if len(path) + 1 > limit:
+            raise ValidationFailed.single(
+                pointer(*path), f"{pointer(*path) or 'The body'} is nested deeper than {limit} levels."
+            )
+        stack.extend((child, (*path, key)) for key, child in children)
+
+
+@dataclass(frozen=True)
+class CanonicalState:
+    """A state in its canonical form, with the digest and size the contract reports."""
+
+    text: bytes
+    sha256: str
+
+    @property
+    def size(self) -> int:
+        """Length in bytes of the canonical UTF-8 JSON."""
+        return len(self.text)
+
+
+def canonical_json(value: JsonValue, at: str = "") -> bytes:
+    """RFC 8785 canonical UTF-8 bytes of `value`; `at` is the pointer used to name a value JSON cannot carry."""
+    try:
+        return rfc8785.dumps(value)
+    except rfc8785.IntegerDomainError:
+        raise ValidationFailed.single(
+            at, f"{at or 'The body'} contains an integer outside ±(2^53-1), which canonical JSON cannot carry exactly."
+        )
+    except rfc8785.CanonicalizationError as exc:
+        raise ValidationFailed.single(at, f"{at or 'The body'} cannot be canonicalized: {exc}.")
+    except UnicodeEncodeError:
+        raise ValidationFailed.single(at, f"{at or 'The body'} contains a lone surrogate, which is not valid Unicode.")
+
+
+def canonicalize(value: JsonValue, at: str = "") -> CanonicalState:
+    """The canonical form of `value` with its SHA-256."""
+    text = canonical_json(value, at)
+    return CanonicalState(text=text, sha256=hashlib.sha256(text).hexdigest())

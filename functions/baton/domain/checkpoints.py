@@ -1,0 +1,263 @@
+"""Checkpoints: the entity, how a save is planned, and the rules a write must pass.
+
+The store expresses the same rules as DynamoDB conditions; when a condition fails it hands the item it found
+back here (`check_write`) so that the answer is decided in one place.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import zlib
+from dataclasses import dataclass, field
+from typing import Any
+
+from baton.domain import limits
+from baton.domain.canonical import CanonicalState, canonical_json, canonicalize
+from baton.domain.clock import format_ms
+from baton.domain.errors import CheckpointClosed, PayloadTooLarge, RevisionConflict, ValidationFailed
+from baton.domain.lifecycle import ACTIVE, is_terminal
+from baton.domain.models import SaveCheckpointRequest
+
+# Compression is worth it only when it saves real space: small states rarely shrink, and every read pays to inflate.
+COMPRESS_MIN_BYTES = 512
+COMPRESS_MAX_RATIO = 0.9
+
+
+@dataclass(frozen=True)
+class CheckpointKey:
+    """What a checkpoint is upserted on: (tenant, subject, agent, kind)."""
+
+    tenant_id: str
+    subject_id: str
+    agent_id: str
+    kind: str
+
+
+@dataclass(frozen=True)
+class EncodedState:
+    """The canonical state as it is stored: either the UTF-8 text or its zlib deflate, whichever is smaller."""
+
+    canonical: CanonicalState
+    compressed: bytes | None
+
+    @property
+    def stored_bytes(self) -> int:
+        """Bytes the state occupies in the item."""
+        return len(self.compressed) if self.compressed is not None else self.canonical.size
+
+
+def encode_state(canonical: CanonicalState) -> EncodedState:
+    """Compress the canonical state when that saves at least a tenth of its size."""
+    if canonical.size >= COMPRESS_MIN_BYTES:
+        packed = zlib.compress(canonical.text, 6)
+        if len(packed) <= canonical.size * COMPRESS_MAX_RATIO:
+            return EncodedState(canonical=canonical, compressed=packed)
+    return EncodedState(canonical=canonical, compressed=None)
+
+
+def decode_state(text: str | None, compressed: bytes | None) -> bytes:
+    """The canonical UTF-8 bytes back from what the item holds."""
+    if compressed is not None:
+        return zlib.decompress(compressed)
+    if text is None:
+        raise ValueError("item holds no state")
+    return text.encode("utf-8")
+
+
+@dataclass(frozen=True)
+class SavePlan:
+    """A validated save, ready for the store: everything computed that does not depend on the stored item."""
+
+    key: CheckpointKey
+    state: EncodedState
+    status: str
+    ttl_seconds: int | None
+    keep_revisions: int | None
+    expected_revision: int | None
+    format: str | None
+    resources: list[dict[str, Any]]
+    source: dict[str, str] | None
+    request_id: str
+    now_ms: int
+    oversize: PayloadTooLarge | None = None
+    """Set when the state is over its limit: the store still checks what the contract ranks before a 413."""
+
+
+def plan_save(
+    request: SaveCheckpointRequest, tenant_id: str, agent_id: str, request_id: str, now_ms: int
+) -> SavePlan:
+    """Turn a validated request into a plan: canonical state, size and hash, and where the bytes go."""
+    canonical = canonicalize(request.state, at="/state")
+    oversize = None
+    if canonical.size > limits.MAX_INLINE_STATE_BYTES:
+        oversize = PayloadTooLarge(
+            field="/state",
+            limit_bytes=limits.MAX_INLINE_STATE_BYTES,
+            actual_bytes=canonical.size,
+            what="/state in canonical JSON",
+        )
+    if request.resources:
+        # Blobs arrive in a later release; until then no upload can have landed, so no reference can be valid.
+        first = request.resources[0]
+        raise ValidationFailed.single(
+            "/resources/0/blob_id", f"/resources/0/blob_id names the blob {first.blob_id!r}, which was not found."
+        )
+    source = None
+    if request.source is not None:
+        source = {k: v for k, v in request.source.model_dump().items() if v is not None} or None
+    return SavePlan(
+        key=CheckpointKey(tenant_id, request.subject_id, agent_id, request.kind),
+        state=encode_state(canonical),
+        status=request.status or ACTIVE,
+        ttl_seconds=request.ttl_seconds,
+        keep_revisions=request.keep_revisions,
+        expected_revision=request.expected_revision,
+        format=request.format,
+        resources=[],
+        source=source,
+        request_id=request_id,
+        now_ms=now_ms,
+        oversize=oversize,
+    )
+
+
+@dataclass(frozen=True)
+class Checkpoint:
+    """A stored checkpoint, as the domain sees it."""
+
+    tenant_id: str
+    checkpoint_id: str
+    subject_id: str
+    agent_id: str
+    kind: str
+    revision: int
+    status: str
+    state_text: bytes | None
+    state_hash: str
+    state_bytes: int
+    ttl_seconds: int
+    keep_revisions: int
+    created_ms: int
+    updated_ms: int
+    expires_ms: int
+    request_id: str | None = None
+    format: str | None = None
+    resources: list[dict[str, Any]] = field(default_factory=list)
+    source: dict[str, str] | None = None
+
+    def is_live(self, now_ms: int) -> bool:
+        """True until `expires_at`; after it the checkpoint is treated as absent."""
+        return now_ms < self.expires_ms
+
+    @property
+    def etag(self) -> str:
+        """The weak entity tag of this revision."""
+        return etag_for(self.checkpoint_id, self.revision)
+
+    def summary(self) -> dict[str, Any]:
+        """The record without state, as the contract names it."""
+        return {
+            "checkpoint_id": self.checkpoint_id,
+            "subject_id": self.subject_id,
+            "agent_id": self.agent_id,
+            "kind": self.kind,
+            "revision": self.revision,
+            "status": self.status,
+            "state_hash": self.state_hash,
+            "state_bytes": self.state_bytes,
+            "format": self.format,
+            "resources": list(self.resources),
+            "source": self.source,
+            "ttl_seconds": self.ttl_seconds,
+            "keep_revisions": self.keep_revisions,
+            "lease": None,
+            "expires_at": format_ms(self.expires_ms),
+            "created_at": format_ms(self.created_ms),
+            "updated_at": format_ms(self.updated_ms),
+        }
+
+    def record(self) -> dict[str, Any]:
+        """The full record, with the state parsed."""
+        if self.state_text is None:
+            raise ValueError("checkpoint was loaded without its state")
+        return {**self.summary(), "state": json.loads(self.state_text)}
+
+    def save_result(self) -> dict[str, Any]:
+        """What a save answers."""
+        return {
+            "checkpoint_id": self.checkpoint_id,
+            "subject_id": self.subject_id,
+            "agent_id": self.agent_id,
+            "kind": self.kind,
+            "revision": self.revision,
+            "status": self.status,
+            "state_hash": self.state_hash,
+            "state_bytes": self.state_bytes,
+            "expires_at": format_ms(self.expires_ms),
+            "updated": self.revision > 1,
+        }
+
+
+def etag_for(checkpoint_id: str, revision: int) -> str:
+    """`W/"<checkpoint_id>:<revision>"`."""
+    return f'W/"{checkpoint_id}:{revision}"'
+
+
+def parse_etag(value: str) -> tuple[str, int] | None:
+    """(checkpoint_id, revision) from an entity tag, weak or strong; None when it is not one of ours."""
+    text = value.strip()
+    if text.startswith("W/"):
+        text = text[2:]
+    if len(text) < 2 or not (text.startswith('"') and text.endswith('"')):
+        return None
+    checkpoint_id, sep, revision = text[1:-1].rpartition(":")
+    if not sep or not revision.isdigit():
+        return None
+    return checkpoint_id, int(revision)
+
+
+def check_write(existing: Checkpoint | None, expected_revision: int | None, now_ms: int) -> None:
+    """Raise what the contract says when a write meets `existing` (None or expired counts as absent)."""
+    live = existing is not None and existing.is_live(now_ms)
+    if live and existing is not None and is_terminal(existing.status):
+        raise CheckpointClosed(existing.status)
+    current = existing.revision if live and existing is not None else 0
+    if expected_revision is not None and expected_revision != current:
+        raise RevisionConflict(expected=expected_revision, current=current)
+
+
+def build_next(existing: Checkpoint | None, plan: SavePlan, new_id: str) -> Checkpoint:
+    """The checkpoint a save produces over `existing` (already checked with `check_write`)."""
+    live = existing if existing is not None and existing.is_live(plan.now_ms) else None
+    ttl = plan.ttl_seconds or (live.ttl_seconds if live else limits.DEFAULT_TTL_SECONDS)
+    keep = plan.keep_revisions if plan.keep_revisions is not None else (live.keep_revisions if live else 0)
+    return Checkpoint(
+        tenant_id=plan.key.tenant_id,
+        checkpoint_id=live.checkpoint_id if live else new_id,
+        subject_id=plan.key.subject_id,
+        agent_id=plan.key.agent_id,
+        kind=plan.key.kind,
+        revision=live.revision + 1 if live else 1,
+        status=plan.status,
+        state_text=plan.state.canonical.text,
+        state_hash=plan.state.canonical.sha256,
+        state_bytes=plan.state.canonical.size,
+        ttl_seconds=ttl,
+        keep_revisions=keep,
+        created_ms=live.created_ms if live else plan.now_ms,
+        updated_ms=plan.now_ms,
+        expires_ms=plan.now_ms + ttl * 1000,
+        request_id=plan.request_id,
+        format=plan.format,
+        resources=plan.resources,
+        source=plan.source,
+    )
+
+
+def request_fingerprint(method: str, path: str, body: Any) -> str:
+    """What makes two requests "the same" for idempotency: method, path and canonical body."""
+    digest = hashlib.sha256()
+    digest.update(f"{method.upper()} {path}\n".encode())
+    digest.update(canonical_json(body))
+    return digest.hexdigest()

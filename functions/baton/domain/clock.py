@@ -1,0 +1,31 @@
+"""Time as the contract writes it: RFC 3339 UTC with milliseconds and `Z`."""
+
+from __future__ import annotations
+
+import time
+from datetime import UTC, datetime
+from decimal import Decimal
+
+
+def now_ms() -> int:
+    """Milliseconds since the Unix epoch, from the wall clock."""
+    return time.time_ns() // 1_000_000
+
+
+def format_ms(epoch_ms: int) -> str:
+    """`2026-07-30T11:48:04.652Z` for a millisecond timestamp."""
+    moment = datetime.fromtimestamp(epoch_ms / 1000, tz=UTC)
+    return moment.strftime("%Y-%m-%dT%H:%M:%S.") + f"{epoch_ms % 1000:03d}Z"
+
+
+def parse_time(text: str) -> int:
+    """Milliseconds since the epoch for an RFC 3339 time with a zone (`Z` or an offset); ValueError otherwise."""
+    moment = datetime.fromisoformat(text.replace("Z", "+00:00").replace("z", "+00:00"))
+    if moment.tzinfo is None:
+        raise ValueError("time has no zone")
+    return int(moment.timestamp() * 1000)
+
+
+def ms_to_seconds(epoch_ms: int) -> Decimal:
+    """Exact seconds (three decimals) for a millisecond timestamp, as DynamoDB stores numbers."""
+    return Decimal(epoch_ms) / Decimal(1000)

@@ -1,0 +1,176 @@
+"""Domain errors: what went wrong, in the contract's terms, without HTTP.
+
+Only `baton.api` turns these into status codes (one error map keyed on these classes); only `baton.store`
+turns AWS client errors into them.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+
+@dataclass(frozen=True)
+class FieldError:
+    """One violation: where (an RFC 6901 pointer into the body, or a parameter's name) and the rule broken.
+
+    `location` is `body` for body fields; for a query parameter, path parameter or header the pointer is
+    `/<name>` and the location says which.
+    """
+
+    pointer: str
+    message: str
+    location: str = "body"
+
+    def as_detail(self) -> dict[str, str]:
+        """The entry in `details.errors`."""
+        entry = {"pointer": self.pointer, "message": self.message}
+        if self.location != "body":
+            entry["in"] = self.location
+        return entry
+
+
+class BatonError(Exception):
+    """Base of every error the contract names."""
+
+    code: str = "INTERNAL"
+
+    def __init__(self, message: str) -> None:
+        super().__init__(message)
+        self.message = message
+
+    def details(self) -> dict[str, object] | None:
+        """Extra machine-readable facts for the error envelope, or None when there is nothing to add."""
+        return None
+
+
+class ValidationFailed(BatonError):
+    """A field is missing, malformed, out of range or unknown, or the body is not JSON."""
+
+    code = "VALIDATION_ERROR"
+
+    def __init__(self, errors: list[FieldError]) -> None:
+        if not errors:
+            raise ValueError("ValidationFailed needs at least one FieldError")
+        first = errors[0].message
+        more = len(errors) - 1
+        message = first if more == 0 else f"{first} ({more} more error{'s' if more > 1 else ''} in details.errors)"
+        super().__init__(message)
+        self.errors = errors
+
+    @classmethod
+    def single(cls, pointer: str, message: str, location: str = "body") -> ValidationFailed:
+        """A validation failure with one violation."""
+        return cls([FieldError(pointer, message, location)])
+
+    def details(self) -> dict[str, object]:
+        return {"errors": [e.as_detail() for e in self.errors]}
+
+
+class Unauthenticated(BatonError):
+    """No key, or an unknown, revoked, expired or not-yet-valid key."""
+
+    code = "UNAUTHENTICATED"
+
+
+class Forbidden(BatonError):
+    """The key is valid but lacks what the operation needs."""
+
+    code = "FORBIDDEN"
+
+
+class NotFound(BatonError):
+    """Missing, expired, or not visible to the caller: always the same message, so nothing is disclosed."""
+
+    code = "NOT_FOUND"
+    MESSAGE = "Resource was not found."
+
+    def __init__(self) -> None:
+        super().__init__(self.MESSAGE)
+
+
+class MethodNotAllowed(BatonError):
+    """The path exists, but not with this method."""
+
+    code = "METHOD_NOT_ALLOWED"
+
+    def __init__(self, method: str, allowed: list[str]) -> None:
+        super().__init__(f"Method {method} is not allowed here; use {', '.join(allowed)}.")
+        self.allowed = allowed
+
+
+class RevisionConflict(BatonError):
+    """`expected_revision` (or `If-Match`) differs from the current revision."""
+
+    code = "REVISION_CONFLICT"
+
+    def __init__(self, expected: int, current: int, field: str = "/expected_revision") -> None:
+        super().__init__(
+            f"{field} is {expected} but the current revision is {current}; "
+            "read the checkpoint again and retry with the current revision."
+        )
+        self.current_revision = current
+
+    def details(self) -> dict[str, object]:
+        return {"current_revision": self.current_revision}
+
+
+class CheckpointClosed(BatonError):
+    """A write to a checkpoint whose status is terminal."""
+
+    code = "CHECKPOINT_CLOSED"
+
+    def __init__(self, status: str) -> None:
+        super().__init__(
+            f"The checkpoint is {status} and takes no further writes; delete it or save under another kind or subject."
+        )
+        self.status = status
+
+    def details(self) -> dict[str, object]:
+        return {"status": self.status}
+
+
+class IdempotencyKeyReused(BatonError):
+    """The idempotency key was used before with a different method, path or body."""
+
+    code = "IDEMPOTENCY_KEY_REUSED"
+
+    def __init__(self) -> None:
+        super().__init__(
+            "The Idempotency-Key header was used before with a different request; "
+            "send a new key for a new request."
+        )
+
+
+class PayloadTooLarge(BatonError):
+    """The body or the state is over its limit."""
+
+    code = "PAYLOAD_TOO_LARGE"
+
+    def __init__(self, field: str, limit_bytes: int, actual_bytes: int, what: str) -> None:
+        super().__init__(f"{what} is {actual_bytes} bytes, over the limit of {limit_bytes} bytes.")
+        self.field = field
+        self.limit_bytes = limit_bytes
+        self.actual_bytes = actual_bytes
+
+    def details(self) -> dict[str, object]:
+        return {"field": self.field, "limit_bytes": self.limit_bytes, "actual_bytes": self.actual_bytes}
+
+
+class UnsupportedMediaType(BatonError):
+    """The body is not `application/json`."""
+
+    code = "UNSUPPORTED_MEDIA_TYPE"
+
+    def __init__(self, content_type: str | None) -> None:
+        shown = content_type if content_type else "none"
+        super().__init__(f"Content-Type must be application/json (got {shown}).")
+
+
+class Unavailable(BatonError):
+    """A dependency is throttling or failing; nothing was written; the caller may retry."""
+
+    code = "UNAVAILABLE"
+
+    def __init__(self, message: str = "The service is busy; retry after the Retry-After delay.", retry_after: int = 1):
+        super().__init__(message)
+        self.retry_after = retry_after

@@ -1,0 +1,37 @@
+"""The contract's limits, in one place."""
+
+from typing import Final
+
+MAX_JSON_DEPTH: Final = 64
+"""Deepest nesting accepted anywhere in a body (the root counts as one level)."""
+
+MAX_BODY_BYTES: Final = 3_100_000
+"""Largest request body accepted, before any parsing."""
+
+MAX_INLINE_STATE_BYTES: Final = 64_000
+"""Largest canonical state accepted for now (a later release moves larger states to S3)."""
+
+MIN_TTL_SECONDS: Final = 60
+MAX_TTL_SECONDS: Final = 2_592_000
+DEFAULT_TTL_SECONDS: Final = 86_400
+
+MIN_KEEP_REVISIONS: Final = 0
+MAX_KEEP_REVISIONS: Final = 100
+
+MAX_SUBJECT_ID_CHARS: Final = 200
+MAX_SOURCE_FIELD_CHARS: Final = 200
+MAX_RESOURCES: Final = 100
+MAX_FORMAT_CHARS: Final = 100
+MAX_DESCRIPTION_CHARS: Final = 500
+
+IDENTIFIER_PATTERN: Final = r"^[a-z0-9][a-z0-9_-]{0,63}$"
+"""Client-chosen identifiers: `agent_id`, `tenant_id`."""
+
+IDEMPOTENCY_KEY_MAX_CHARS: Final = 200
+IDEMPOTENCY_TTL_SECONDS: Final = 86_400
+
+DEFAULT_PAGE_LIMIT: Final = 50
+MAX_PAGE_LIMIT: Final = 200
+
+KEY_CACHE_SECONDS: Final = 60
+"""How long a container trusts a key record it read: the bound on how late a revocation takes effect."""

@@ -1,0 +1,1 @@
+"""Repositories: the only code that knows DynamoDB keys and calls AWS."""

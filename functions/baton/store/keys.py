@@ -1,0 +1,143 @@
+"""The API key repository: records addressed by the SHA-256 of their secret, listed per tenant."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+from baton.domain.access import KeyRecord
+from baton.domain.clock import format_ms, parse_time
+from baton.domain.errors import NotFound
+from baton.store import schema
+from baton.store.attributes import from_item, names_in, to_attr, to_item
+from baton.store.aws import translated_errors
+from baton.store.cursors import decode_cursor, encode_cursor, query_binding
+
+if TYPE_CHECKING:
+    from mypy_boto3_dynamodb import DynamoDBClient
+
+
+def key_pk(secret_hash: str) -> str:
+    """Partition key of a key record: the hash of its secret, so authentication is one GetItem."""
+    return f"K#{secret_hash}"
+
+
+def tenant_keys_pk(tenant_id: str) -> str:
+    """gsi1 partition key listing a tenant's keys."""
+    return f"T#{tenant_id}#keys"
+
+
+def _record_from(values: dict[str, Any]) -> KeyRecord:
+    def optional_time(name: str) -> int | None:
+        value = values.get(name)
+        return parse_time(value) if value is not None else None
+
+    return KeyRecord(
+        key_id=values["key_id"],
+        secret_hash=values[schema.PK].removeprefix("K#"),
+        tenant_id=values["tenant_id"],
+        agent_id=values["agent_id"],
+        scopes=frozenset(values["scopes"]),
+        created_ms=parse_time(values["created_at"]),
+        not_before_ms=optional_time("not_before"),
+        expires_ms=optional_time("key_expires_at"),
+        description=values.get("description"),
+        revoked_ms=optional_time("revoked_at"),
+    )
+
+
+class KeyStore:
+    """API keys in the Baton table. Key records never carry a TTL: they expire by their own `expires_at`."""
+
+    def __init__(self, client: DynamoDBClient, table_name: str) -> None:
+        self._client = client
+        self._table = table_name
+
+    def put(self, record: KeyRecord, overwrite: bool = False) -> None:
+        """Store a key record; without `overwrite` an existing record with the same hash is never replaced."""
+        item = to_item(
+            {
+                schema.PK: key_pk(record.secret_hash),
+                schema.SK: "K",
+                schema.GSI1_PK: tenant_keys_pk(record.tenant_id),
+                schema.GSI1_SK: record.key_id,
+                "key_id": record.key_id,
+                "tenant_id": record.tenant_id,
+                "agent_id": record.agent_id,
+                "scopes": set(record.scopes),
+                "created_at": format_ms(record.created_ms),
+                "not_before": format_ms(record.not_before_ms) if record.not_before_ms is not None else None,
+                "key_expires_at": format_ms(record.expires_ms) if record.expires_ms is not None else None,
+                "description": record.description,
+            }
+        )
+        extra: dict[str, Any] = {} if overwrite else {"ConditionExpression": f"attribute_not_exists({schema.PK})"}
+        with translated_errors():
+            self._client.put_item(TableName=self._table, Item=item, **extra)
+
+    def find(self, secret_hash: str) -> KeyRecord | None:
+        """The key record for a secret's hash (one consistent GetItem), or None."""
+        with translated_errors():
+            response = self._client.get_item(
+                TableName=self._table,
+                Key={schema.PK: {"S": key_pk(secret_hash)}, schema.SK: {"S": "K"}},
+                ConsistentRead=True,
+            )
+        item = response.get("Item")
+        return _record_from(from_item(item)) if item is not None else None
+
+    def list(
+        self, tenant_id: str, agent_id: str | None, limit: int, cursor: str | None
+    ) -> tuple[list[KeyRecord], str | None]:
+        """One page of a tenant's live keys (optionally one agent's), oldest first (one Query)."""
+        binding = query_binding("keys", tenant_id, agent_id)
+        start = decode_cursor(cursor, binding, {schema.GSI1_PK: tenant_keys_pk(tenant_id)})
+        values: dict[str, Any] = {":pk": tenant_keys_pk(tenant_id)}
+        filters = ["attribute_not_exists(#revoked_at)"]
+        if agent_id is not None:
+            values[":agent"] = agent_id
+            filters.append("#agent_id = :agent")
+        request: dict[str, Any] = {
+            "TableName": self._table,
+            "IndexName": schema.GSI1,
+            "KeyConditionExpression": f"{schema.GSI1_PK} = :pk",
+            "FilterExpression": " AND ".join(filters),
+            "ExpressionAttributeNames": names_in(*filters),
+            "ExpressionAttributeValues": {k: to_attr(v) for k, v in values.items()},
+            "Limit": limit,
+        }
+        if start is not None:
+            request["ExclusiveStartKey"] = start
+        with translated_errors():
+            response = self._client.query(**request)
+        records = [_record_from(from_item(item)) for item in response.get("Items", [])]
+        return records, encode_cursor(response.get("LastEvaluatedKey"), binding)
+
+    def revoke(self, tenant_id: str, key_id: str, now_ms: int, only_agent: str | None) -> None:
+        """Mark a key revoked; NotFound when it is unknown, already revoked, or not the caller's to manage."""
+        with translated_errors():
+            response = self._client.query(
+                TableName=self._table,
+                IndexName=schema.GSI1,
+                KeyConditionExpression=f"{schema.GSI1_PK} = :pk AND {schema.GSI1_SK} = :key_id",
+                ExpressionAttributeValues={":pk": {"S": tenant_keys_pk(tenant_id)}, ":key_id": {"S": key_id}},
+                Limit=1,
+            )
+            items = response.get("Items", [])
+            if not items:
+                raise NotFound()
+            values: dict[str, Any] = {":now": format_ms(now_ms), ":key_id": key_id}
+            condition = "attribute_exists(#pk) AND attribute_not_exists(#revoked_at) AND #key_id = :key_id"
+            if only_agent is not None:
+                values[":agent"] = only_agent
+                condition += " AND #agent_id = :agent"
+            try:
+                self._client.update_item(
+                    TableName=self._table,
+                    Key={schema.PK: items[0][schema.PK], schema.SK: items[0][schema.SK]},
+                    UpdateExpression="SET #revoked_at = :now",
+                    ConditionExpression=condition,
+                    ExpressionAttributeNames=names_in(condition),
+                    ExpressionAttributeValues={k: to_attr(v) for k, v in values.items()},
+                )
+            except self._client.exceptions.ConditionalCheckFailedException:
+                raise NotFound() from None
