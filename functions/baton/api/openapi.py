@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, cast
+
+from aws_lambda_powertools.event_handler.openapi.types import OpenAPIResponse
 
 from baton.domain.models import ErrorEnvelope
 
@@ -19,7 +21,7 @@ _ERROR_TEXT = {
 }
 
 
-def responses(success: dict[int, tuple[str, Any]], errors: tuple[int, ...]) -> dict[int, dict[str, Any]]:
+def responses(success: dict[int, tuple[str, Any]], errors: tuple[int, ...]) -> dict[int, OpenAPIResponse]:
     """Response documentation: the success bodies given, and the error envelope for each error status."""
     documented: dict[int, dict[str, Any]] = {}
     for status, (description, model) in success.items():
@@ -32,7 +34,7 @@ def responses(success: dict[int, tuple[str, Any]], errors: tuple[int, ...]) -> d
             "description": _ERROR_TEXT[status],
             "content": {"application/json": {"model": ErrorEnvelope}},
         }
-    return documented
+    return cast(dict[int, OpenAPIResponse], documented)
 
 
 AUTHENTICATED_ERRORS = (401, 403, 503)

@@ -58,7 +58,7 @@ class BatonResolver(APIGatewayHttpResolver):
     def __init__(self) -> None:
         super().__init__(enable_validation=True)
 
-    def _call_route(self, route: Route, route_arguments: dict[str, str]) -> ResponseBuilder:
+    def _call_route(self, route: Route, route_arguments: dict[str, str]) -> ResponseBuilder[Any]:
         try:
             self._gate(route)
         except Exception as exc:
@@ -107,7 +107,6 @@ class BatonResolver(APIGatewayHttpResolver):
         """The methods registered for `path` (empty when no route has that path)."""
         routes = self._static_routes + self._dynamic_routes
         return sorted({r.method for r in routes if r.rule.match(path)})
-
 
 
 def current_call(router: Any) -> Call:

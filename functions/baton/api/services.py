@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from functools import cache
+from typing import TYPE_CHECKING
 
 from baton.api.auth import Authenticator
 from baton.settings import Settings, settings
@@ -11,12 +12,16 @@ from baton.store.aws import dynamodb_client
 from baton.store.checkpoints import CheckpointStore
 from baton.store.keys import KeyStore
 
+if TYPE_CHECKING:
+    from mypy_boto3_dynamodb import DynamoDBClient
+
 
 @dataclass(frozen=True)
 class Services:
     """The repositories and the authenticator of one container."""
 
     settings: Settings
+    dynamodb: DynamoDBClient
     checkpoints: CheckpointStore
     keys: KeyStore
     authenticator: Authenticator
@@ -28,6 +33,7 @@ def build_services(config: Settings) -> Services:
     keys = KeyStore(client, config.table_name)
     return Services(
         settings=config,
+        dynamodb=client,
         checkpoints=CheckpointStore(client, config.table_name),
         keys=keys,
         authenticator=Authenticator(keys),

@@ -91,7 +91,9 @@ def effective_scopes(scopes: frozenset[str] | set[str]) -> frozenset[str]:
 def check_can_issue(issuer: Principal, tenant_id: str, agent_id: str, scopes: frozenset[str]) -> None:
     """Raise `Forbidden` unless `issuer` may create a key for that tenant, agent and scopes."""
     if tenant_id != issuer.tenant_id and not issuer.holds(TENANTS_MANAGE):
-        raise Forbidden("/tenant_id names another tenant; issuing keys for other tenants needs the scope tenants:manage.")
+        raise Forbidden(
+            "/tenant_id names another tenant; issuing keys for other tenants needs the scope tenants:manage."
+        )
     if agent_id != issuer.agent_id and not issuer.is_wildcard:
         raise Forbidden(
             f"/agent_id names another agent ({agent_id}); a key without the scope * issues keys only for its own "

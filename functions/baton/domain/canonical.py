@@ -71,15 +71,17 @@ def parse_strict(text: str | bytes) -> JsonValue:
             parse_float=_finite_float,
         )
     except _DuplicateKey as exc:
-        raise ValidationFailed.single("", f"The body has the key {exc.key!r} twice in one object; keys must be unique.")
+        raise ValidationFailed.single(
+            "", f"The body has the key {exc.key!r} twice in one object; keys must be unique."
+        ) from None
     except _NonFinite as exc:
         raise ValidationFailed.single(
             "", f"The body contains the number {exc}, which JSON cannot carry; use finite numbers only."
-        )
+        ) from None
     except RecursionError:
-        raise ValidationFailed.single("", f"The body is nested deeper than {MAX_JSON_DEPTH} levels.")
+        raise ValidationFailed.single("", f"The body is nested deeper than {MAX_JSON_DEPTH} levels.") from None
     except UnicodeDecodeError:
-        raise ValidationFailed.single("", "The body is not valid UTF-8.")
+        raise ValidationFailed.single("", "The body is not valid UTF-8.") from None
     except ValueError as exc:  # json.JSONDecodeError and int-digit limits
         detail = exc.msg if isinstance(exc, json.JSONDecodeError) else str(exc)
         where = f" at line {exc.lineno} column {exc.colno}" if isinstance(exc, json.JSONDecodeError) else ""
@@ -126,11 +128,13 @@ def canonical_json(value: JsonValue, at: str = "") -> bytes:
     except rfc8785.IntegerDomainError:
         raise ValidationFailed.single(
             at, f"{at or 'The body'} contains an integer outside ±(2^53-1), which canonical JSON cannot carry exactly."
-        )
+        ) from None
     except rfc8785.CanonicalizationError as exc:
-        raise ValidationFailed.single(at, f"{at or 'The body'} cannot be canonicalized: {exc}.")
+        raise ValidationFailed.single(at, f"{at or 'The body'} cannot be canonicalized: {exc}.") from None
     except UnicodeEncodeError:
-        raise ValidationFailed.single(at, f"{at or 'The body'} contains a lone surrogate, which is not valid Unicode.")
+        raise ValidationFailed.single(
+            at, f"{at or 'The body'} contains a lone surrogate, which is not valid Unicode."
+        ) from None
 
 
 def canonicalize(value: JsonValue, at: str = "") -> CanonicalState:

@@ -84,9 +84,7 @@ class SavePlan:
     """Set when the state is over its limit: the store still checks what the contract ranks before a 413."""
 
 
-def plan_save(
-    request: SaveCheckpointRequest, tenant_id: str, agent_id: str, request_id: str, now_ms: int
-) -> SavePlan:
+def plan_save(request: SaveCheckpointRequest, tenant_id: str, agent_id: str, request_id: str, now_ms: int) -> SavePlan:
     """Turn a validated request into a plan: canonical state, size and hash, and where the bytes go."""
     canonical = canonicalize(request.state, at="/state")
     oversize = None

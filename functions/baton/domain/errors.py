@@ -136,8 +136,7 @@ class IdempotencyKeyReused(BatonError):
 
     def __init__(self) -> None:
         super().__init__(
-            "The Idempotency-Key header was used before with a different request; "
-            "send a new key for a new request."
+            "The Idempotency-Key header was used before with a different request; send a new key for a new request."
         )
 
 

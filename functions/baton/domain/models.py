@@ -16,9 +16,7 @@ from baton.domain.lifecycle import Kind, Status
 
 SubjectId = Annotated[
     str,
-    StringConstraints(
-        min_length=1, max_length=limits.MAX_SUBJECT_ID_CHARS, pattern=r"^[^\x00-\x1f\x7f-\x9f]+$"
-    ),
+    StringConstraints(min_length=1, max_length=limits.MAX_SUBJECT_ID_CHARS, pattern=r"^[^\x00-\x1f\x7f-\x9f]+$"),
 ]
 Identifier = Annotated[str, StringConstraints(pattern=limits.IDENTIFIER_PATTERN)]
 ShortText = Annotated[str, StringConstraints(max_length=limits.MAX_SOURCE_FIELD_CHARS)]

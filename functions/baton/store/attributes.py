@@ -11,7 +11,8 @@ from decimal import Decimal
 from typing import Any
 
 AttributeValue = dict[str, Any]
-Item = dict[str, AttributeValue]
+Item = dict[str, Any]
+"""An item in DynamoDB's typed form (kept loose: boto3's TypedDicts add nothing at this boundary)."""
 
 
 def to_attr(value: Any) -> AttributeValue:

@@ -10,9 +10,10 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 from decimal import Decimal
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, cast
 
 from baton.domain import limits
+from baton.domain.canonical import CanonicalState
 from baton.domain.checkpoints import (
     Checkpoint,
     CheckpointKey,
@@ -22,7 +23,6 @@ from baton.domain.checkpoints import (
     decode_state,
     encode_state,
 )
-from baton.domain.canonical import CanonicalState
 from baton.domain.clock import format_ms, ms_to_seconds, parse_time
 from baton.domain.errors import IdempotencyKeyReused, NotFound, RevisionConflict, Unavailable
 from baton.domain.ids import new_checkpoint_id
@@ -187,7 +187,7 @@ class CheckpointStore:
             try:
                 response = self._client.update_item(**request)
             except self._client.exceptions.ConditionalCheckFailedException as exc:
-                found = exc.response.get("Item")
+                found = cast(Item | None, exc.response.get("Item"))
                 old = from_record_item(found) if found else None
                 if old is not None and old.request_id == plan.request_id:
                     # Our own write landed and its answer was lost; botocore retried it. Report it, never redo it.
@@ -353,10 +353,15 @@ class CheckpointStore:
                     },
                 }
             record_expiry_ms = plan.now_ms + limits.IDEMPOTENCY_TTL_SECONDS * 1000
+            checkpoint_put: dict[str, Any] = {
+                "TableName": self._table,
+                "Item": to_item(to_record_item(new)),
+                **checkpoint_condition,
+            }
             try:
                 self._client.transact_write_items(
                     TransactItems=[
-                        {"Put": {"TableName": self._table, "Item": to_item(to_record_item(new)), **checkpoint_condition}},
+                        {"Put": checkpoint_put},  # type: ignore[typeddict-item]
                         {
                             "Put": {
                                 "TableName": self._table,
@@ -443,7 +448,8 @@ class CheckpointStore:
             )
             for item in response.get("Responses", {}).get(self._table, []):
                 found[_identity(item)] = item
-            pending = response.get("UnprocessedKeys", {}).get(self._table, {}).get("Keys", [])
+            unprocessed: Any = response.get("UnprocessedKeys") or {}
+            pending = unprocessed.get(self._table, {}).get("Keys", [])
         return found
 
     # -- delete ---------------------------------------------------------------------------------------------
@@ -479,7 +485,7 @@ class CheckpointStore:
                     ReturnValuesOnConditionCheckFailure="ALL_OLD",
                 )
             except self._client.exceptions.ConditionalCheckFailedException as exc:
-                found = exc.response.get("Item")
+                found = cast(Item | None, exc.response.get("Item"))
                 old = from_record_item(found) if found else None
                 if (
                     old is None

@@ -7,8 +7,8 @@ from typing import Annotated
 from urllib.parse import unquote
 
 from aws_lambda_powertools.event_handler import Response
+from aws_lambda_powertools.event_handler.api_gateway import Router
 from aws_lambda_powertools.event_handler.openapi.params import Body, Query
-from aws_lambda_powertools.event_handler.router import Router
 
 from baton.api.openapi import AUTHENTICATED_ERRORS, responses
 from baton.api.resolver import current_call, needs
@@ -35,7 +35,7 @@ from baton.store.checkpoints import IdempotencyClaim
 
 router = Router()
 
-_PRINTABLE = re.compile(r"^[\x20-\x7e]{1,%d}$" % limits.IDEMPOTENCY_KEY_MAX_CHARS)
+_PRINTABLE = re.compile(rf"^[\x20-\x7e]{{1,{limits.IDEMPOTENCY_KEY_MAX_CHARS}}}$")
 
 
 def _idempotency_claim(method: str, path: str) -> IdempotencyClaim | None:
@@ -163,9 +163,7 @@ def get_checkpoint(checkpoint_id: str) -> Response[str]:
     summary="Delete a checkpoint",
     description='If-Match: W/"<checkpoint_id>:<revision>" makes the delete conditional (409 when stale).',
     openapi_extensions=needs("checkpoints:delete"),
-    responses=responses(
-        {200: ("Deleted", DataEnvelope[DeleteResult])}, (400, *AUTHENTICATED_ERRORS, 404, 409)
-    ),
+    responses=responses({200: ("Deleted", DataEnvelope[DeleteResult])}, (400, *AUTHENTICATED_ERRORS, 404, 409)),
     tags=["checkpoints"],
 )
 def delete_checkpoint(checkpoint_id: str) -> Response[str]:
@@ -201,9 +199,7 @@ def delete_checkpoint(checkpoint_id: str) -> Response[str]:
         "Paginated with limit and an opaque cursor."
     ),
     openapi_extensions=needs("checkpoints:read"),
-    responses=responses(
-        {200: ("A page of summaries", ListEnvelope[CheckpointSummary])}, (400, *AUTHENTICATED_ERRORS)
-    ),
+    responses=responses({200: ("A page of summaries", ListEnvelope[CheckpointSummary])}, (400, *AUTHENTICATED_ERRORS)),
     tags=["checkpoints"],
 )
 def list_subject_checkpoints(
@@ -218,7 +214,11 @@ def list_subject_checkpoints(
     call = current_call(router)
     principal = call.caller
     subject = unquote(subject_id)
-    if not subject or len(subject) > limits.MAX_SUBJECT_ID_CHARS or any(ord(c) < 32 or 127 <= ord(c) < 160 for c in subject):
+    if (
+        not subject
+        or len(subject) > limits.MAX_SUBJECT_ID_CHARS
+        or any(ord(c) < 32 or 127 <= ord(c) < 160 for c in subject)
+    ):
         raise ValidationFailed.single(
             pointer("subject_id"),
             f"The path parameter subject_id must be 1 to {limits.MAX_SUBJECT_ID_CHARS} characters without control "

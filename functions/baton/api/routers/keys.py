@@ -5,8 +5,8 @@ from __future__ import annotations
 from typing import Annotated
 
 from aws_lambda_powertools.event_handler import Response
+from aws_lambda_powertools.event_handler.api_gateway import Router
 from aws_lambda_powertools.event_handler.openapi.params import Body, Query
-from aws_lambda_powertools.event_handler.router import Router
 
 from baton.api.openapi import AUTHENTICATED_ERRORS, responses
 from baton.api.resolver import current_call, needs
@@ -17,7 +17,15 @@ from baton.domain.access import TENANTS_MANAGE, KeyRecord, Principal, check_can_
 from baton.domain.clock import parse_time
 from baton.domain.errors import FieldError, Forbidden, ValidationFailed
 from baton.domain.ids import KEY_ID_PATTERN, new_key_id
-from baton.domain.models import CreatedKey, CreateKeyRequest, DataEnvelope, Identifier, KeyDeleted, KeyInfo, ListEnvelope
+from baton.domain.models import (
+    CreatedKey,
+    CreateKeyRequest,
+    DataEnvelope,
+    Identifier,
+    KeyDeleted,
+    KeyInfo,
+    ListEnvelope,
+)
 
 router = Router()
 
@@ -43,7 +51,9 @@ def _times(request: CreateKeyRequest, now_ms: int) -> tuple[int | None, int | No
         try:
             parsed[name] = parse_time(value)
         except ValueError:
-            problems.append(FieldError(f"/{name}", f"/{name} must be an RFC 3339 time with a zone, e.g. 2026-07-30T11:48:04.652Z."))
+            problems.append(
+                FieldError(f"/{name}", f"/{name} must be an RFC 3339 time with a zone, e.g. 2026-07-30T11:48:04.652Z.")
+            )
     if problems:
         raise ValidationFailed(problems)
     not_before, expires = parsed["not_before"], parsed["expires_at"]

@@ -1,0 +1,1 @@
+"""`baton serve`: the local API Gateway emulator and embedded moto (not deployed)."""

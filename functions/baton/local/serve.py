@@ -1,0 +1,127 @@
+"""`baton serve`: the whole API on this machine, on embedded moto or any AWS-compatible endpoint."""
+
+from __future__ import annotations
+
+import os
+import re
+import signal
+import sys
+from dataclasses import dataclass
+from typing import Any, TextIO
+
+from baton.domain.access import KeyRecord, hash_secret, new_secret
+from baton.domain.clock import now_ms
+from baton.domain.ids import new_key_id
+
+DEV_TENANT = "dev"
+DEV_AGENT = "operator"
+DEV_SCOPES = frozenset({"*", "tenants:manage"})
+DEFAULT_TABLE = "baton-local"
+_DEV_KEY_PATTERN = re.compile(r"^[\x21-\x7e]{16,200}$")
+
+
+@dataclass(frozen=True)
+class ServeOptions:
+    """What `baton serve` was asked for."""
+
+    host: str = "127.0.0.1"
+    port: int = 8787
+    aws_endpoint: str | None = None
+    table: str = DEFAULT_TABLE
+    region: str = "us-east-1"
+    dev_key: str | None = None
+
+
+def check_dev_key(value: str) -> str:
+    """A fixed development key must be 16 to 200 printable characters without spaces."""
+    if not _DEV_KEY_PATTERN.match(value):
+        raise ValueError("--dev-key must be 16 to 200 printable characters without spaces")
+    return value
+
+
+def _prepare_environment(options: ServeOptions, endpoint: str, embedded: bool) -> None:
+    os.environ["BATON_TABLE_NAME"] = options.table
+    os.environ["BATON_AWS_ENDPOINT_URL"] = endpoint
+    os.environ.setdefault("POWERTOOLS_SERVICE_NAME", "baton")
+    os.environ.setdefault("POWERTOOLS_METRICS_NAMESPACE", "Baton")
+    os.environ["AWS_DEFAULT_REGION"] = os.environ.get("AWS_REGION", options.region)
+    if embedded:
+        # moto accepts any credentials; never let a developer's real ones reach it (or anything else).
+        os.environ["AWS_ACCESS_KEY_ID"] = "baton-local"
+        os.environ["AWS_SECRET_ACCESS_KEY"] = "baton-local"
+        os.environ.pop("AWS_SESSION_TOKEN", None)
+        os.environ.pop("AWS_PROFILE", None)
+    else:
+        import boto3
+
+        if boto3.session.Session().get_credentials() is None:
+            os.environ["AWS_ACCESS_KEY_ID"] = "baton-local"
+            os.environ["AWS_SECRET_ACCESS_KEY"] = "baton-local"
+
+
+def serve(options: ServeOptions, out: TextIO = sys.stdout) -> int:
+    """Run until Ctrl-C (or SIGTERM); returns the exit status."""
+    from baton.local.gateway import Gateway, make_server
+    from baton.local.moto_server import LocalMotoServer
+
+    moto = None
+    if options.aws_endpoint is None:
+        moto = LocalMotoServer()
+        endpoint = moto.start()
+    else:
+        endpoint = options.aws_endpoint
+    _prepare_environment(options, endpoint, embedded=moto is not None)
+
+    from baton.api.services import reset, services
+    from baton.handlers.api import handler
+    from baton.store.aws import dynamodb_client
+    from baton.store.schema import ensure_table
+
+    reset()
+    ensure_table(dynamodb_client(endpoint), options.table)
+    secret = options.dev_key or os.environ.get("BATON_DEV_KEY") or new_secret()
+    check_dev_key(secret)
+    created = now_ms()
+    services().keys.put(
+        KeyRecord(
+            key_id=new_key_id(created),
+            secret_hash=hash_secret(secret),
+            tenant_id=DEV_TENANT,
+            agent_id=DEV_AGENT,
+            scopes=DEV_SCOPES,
+            created_ms=created,
+            description="baton serve development key",
+        ),
+        overwrite=True,
+    )
+
+    gateway = Gateway(handler)
+    server = make_server(gateway, options.host, options.port)
+    host, port = server.server_address[:2]
+    url = f"http://{host!s}:{port}"
+
+    def stop(signum: int, frame: Any) -> None:
+        raise KeyboardInterrupt
+
+    signal.signal(signal.SIGTERM, stop)
+    print(f"Baton is serving on {url}", file=out)
+    print(f"AWS endpoint: {endpoint}{' (embedded moto)' if moto else ''}; table: {options.table}", file=out)
+    print(f"Development key (tenant {DEV_TENANT}, agent {DEV_AGENT}, scopes * tenants:manage):", file=out)
+    print(f"  export BATON_KEY={secret}", file=out)
+    print(
+        f"  curl -s {url}/v1/checkpoints -H \"Authorization: Bearer $BATON_KEY\" -H 'Content-Type: application/json' "
+        '-d \'{"subject_id":"demo","kind":"task_state","state":{"step":1}}\'',
+        file=out,
+    )
+    print("Press Ctrl-C to stop.", file=out, flush=True)
+    try:
+        server.serve_forever(poll_interval=0.2)
+    except KeyboardInterrupt:
+        pass
+    finally:
+        server.server_close()
+        gateway.close()
+        if moto is not None:
+            moto.stop()
+        print("Baton stopped.", file=out, flush=True)
+    return 0

@@ -1,0 +1,73 @@
+"""Starts `baton serve` as its own process, on a free port, and stops it."""
+
+from __future__ import annotations
+
+import os
+import queue
+import re
+import signal
+import subprocess
+import sys
+import threading
+import time
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parents[2]
+
+
+class BatonServe:
+    """A running `baton serve` process: its URL, its development key and its output."""
+
+    def __init__(self, *args: str, dev_key: str | None = None, env: dict[str, str] | None = None) -> None:
+        command = [sys.executable, "-m", "baton.cli.main", "serve", "--port", "0", *args]
+        if dev_key is not None:
+            command += ["--dev-key", dev_key]
+        self.lines: list[str] = []
+        self._queue: queue.Queue[str] = queue.Queue()
+        self.process = subprocess.Popen(
+            command,
+            cwd=REPO,
+            env={**os.environ, **(env or {})},
+            stdout=subprocess.PIPE,
+            stderr=subprocess.STDOUT,
+            text=True,
+            bufsize=1,
+        )
+        threading.Thread(target=self._pump, daemon=True).start()
+        self.url = self._wait_for(r"Baton is serving on (http://\S+)")
+        self.key = self._wait_for(r"export BATON_KEY=(\S+)")
+
+    def _pump(self) -> None:
+        assert self.process.stdout is not None
+        for line in self.process.stdout:
+            self.lines.append(line.rstrip("\n"))
+            self._queue.put(line)
+
+    def _wait_for(self, pattern: str, timeout: float = 60.0) -> str:
+        deadline = time.monotonic() + timeout
+        for line in self.lines:
+            found = re.search(pattern, line)
+            if found:
+                return found.group(1)
+        while time.monotonic() < deadline:
+            try:
+                line = self._queue.get(timeout=0.5)
+            except queue.Empty:
+                if self.process.poll() is not None:
+                    raise RuntimeError("baton serve exited:\n" + "\n".join(self.lines)) from None
+                continue
+            found = re.search(pattern, line)
+            if found:
+                return found.group(1)
+        raise TimeoutError(f"baton serve did not print {pattern!r}:\n" + "\n".join(self.lines))
+
+    def stop(self, sig: int = signal.SIGINT, timeout: float = 15.0) -> int:
+        """Stop it the way a developer does (Ctrl-C) and return its exit status."""
+        if self.process.poll() is None:
+            self.process.send_signal(sig)
+            try:
+                self.process.wait(timeout=timeout)
+            except subprocess.TimeoutExpired:
+                self.process.kill()
+                self.process.wait()
+        return self.process.returncode
