@@ -85,7 +85,7 @@ def parse_strict(text: str | bytes) -> JsonValue:
     except ValueError as exc:  # json.JSONDecodeError and int-digit limits
         detail = exc.msg if isinstance(exc, json.JSONDecodeError) else str(exc)
         where = f" at line {exc.lineno} column {exc.colno}" if isinstance(exc, json.JSONDecodeError) else ""
-        raise ValidationFailed.single("", f"The body is not valid JSON{where}: {detail}.")
+        raise ValidationFailed.single("", f"The body is not valid JSON{where}: {detail}.") from None
     check_depth(value)
     return value
 
