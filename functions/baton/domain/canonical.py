@@ -64,8 +64,10 @@ def _finite_float(text: str) -> float:
 def parse_strict(text: str | bytes) -> JsonValue:
     """Parse a JSON document as the contract demands, or raise `ValidationFailed` naming where and why."""
     try:
+        # json.loads would decode bytes with surrogatepass; decode strictly first.
+        document = text.decode("utf-8") if isinstance(text, bytes) else text
         value = json.loads(
-            text,
+            document,
             object_pairs_hook=_reject_duplicates,
             parse_constant=_reject_constant,
             parse_float=_finite_float,
@@ -82,8 +84,8 @@ def parse_strict(text: str | bytes) -> JsonValue:
         raise ValidationFailed.single("", f"The body is nested deeper than {MAX_JSON_DEPTH} levels.") from None
     except UnicodeDecodeError:
         raise ValidationFailed.single("", "The body is not valid UTF-8.") from None
-    except ValueError as exc:  # json.JSONDecodeError and int-digit limits
-        detail = exc.msg if isinstance(exc, json.JSONDecodeError) else str(exc)
+    except ValueError as exc:  # json.JSONDecodeError and the interpreter's limit on integer digits
+        detail = exc.msg if isinstance(exc, json.JSONDecodeError) else "an integer has too many digits"
         where = f" at line {exc.lineno} column {exc.colno}" if isinstance(exc, json.JSONDecodeError) else ""
         raise ValidationFailed.single("", f"The body is not valid JSON{where}: {detail}.") from None
     check_depth(value)

@@ -210,7 +210,7 @@ def parse_etag(value: str) -> tuple[str, int] | None:
     if len(text) < 2 or not (text.startswith('"') and text.endswith('"')):
         return None
     checkpoint_id, sep, revision = text[1:-1].rpartition(":")
-    if not sep or not revision.isdigit():
+    if not sep or not (revision.isascii() and revision.isdigit()):
         return None
     return checkpoint_id, int(revision)
 

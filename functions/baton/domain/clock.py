@@ -3,8 +3,11 @@
 from __future__ import annotations
 
 import time
-from datetime import UTC, datetime
+from datetime import UTC, datetime, timedelta
 from decimal import Decimal
+
+
+_EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
 
 
 def now_ms() -> int:
@@ -23,7 +26,8 @@ def parse_time(text: str) -> int:
     moment = datetime.fromisoformat(text.replace("Z", "+00:00").replace("z", "+00:00"))
     if moment.tzinfo is None:
         raise ValueError("time has no zone")
-    return int(moment.timestamp() * 1000)
+    # Integer arithmetic: `timestamp() * 1000` can land a millisecond early through float rounding.
+    return (moment - _EPOCH) // timedelta(milliseconds=1)
 
 
 def ms_to_seconds(epoch_ms: int) -> Decimal:

@@ -6,8 +6,8 @@ import re
 import secrets
 from typing import Final
 
-CHECKPOINT_ID_PATTERN: Final = re.compile(r"^ckpt_[0-9a-f]{32}$")
-KEY_ID_PATTERN: Final = re.compile(r"^key_[0-9a-f]{32}$")
+CHECKPOINT_ID_PATTERN: Final = re.compile(r"ckpt_[0-9a-f]{32}\Z")
+KEY_ID_PATTERN: Final = re.compile(r"key_[0-9a-f]{32}\Z")
 
 
 def new_checkpoint_id() -> str:

@@ -17,7 +17,7 @@ DEV_TENANT = "dev"
 DEV_AGENT = "operator"
 DEV_SCOPES = frozenset({"*", "tenants:manage"})
 DEFAULT_TABLE = "baton-local"
-_DEV_KEY_PATTERN = re.compile(r"^[\x21-\x7e]{16,200}$")
+_DEV_KEY_PATTERN = re.compile(r"[\x21-\x7e]{16,200}\Z")
 
 
 @dataclass(frozen=True)

@@ -35,7 +35,7 @@ from baton.store.checkpoints import IdempotencyClaim
 
 router = Router()
 
-_PRINTABLE = re.compile(rf"^[\x20-\x7e]{{1,{limits.IDEMPOTENCY_KEY_MAX_CHARS}}}$")
+_PRINTABLE = re.compile(rf"[\x20-\x7e]{{1,{limits.IDEMPOTENCY_KEY_MAX_CHARS}}}\Z")
 
 
 def _idempotency_claim(method: str, path: str) -> IdempotencyClaim | None:

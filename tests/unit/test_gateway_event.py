@@ -1,0 +1,268 @@
+"""The local API Gateway: HTTP requests become HTTP API payload 2.0 events, handler results become responses."""
+
+from __future__ import annotations
+
+import base64
+import json
+from typing import Any
+
+import pytest
+
+from baton.local.gateway import MAX_RESPONSE_BYTES, build_event, gateway_error, to_answer
+
+NOW = 1_785_412_084.652  # 2026-07-30T11:48:04.652Z
+
+
+def event(
+    target: str = "/v1/checkpoints",
+    headers: list[tuple[str, str]] | None = None,
+    body: bytes = b"",
+    method: str = "GET",
+) -> dict[str, Any]:
+    """The event for one request, with a fixed request id, source and time."""
+    return build_event(method, target, headers or [], body, "203.0.113.9", request_id="req-abc", now=NOW)
+
+
+# --- build_event: envelope ------------------------------------------------------------------------------------
+
+
+def test_the_event_is_an_http_api_v2_event_with_its_request_context() -> None:
+    # Given a POST with a host and a user agent
+    headers = [("Host", "api.example.com"), ("User-Agent", "sdk/1.0"), ("Content-Type", "application/json")]
+    # When the event is built
+    built = event("/v1/checkpoints", headers, b"{}", method="POST")
+    # Then it has the payload 2.0 shape with method, path, source, request id and time
+    assert built["version"] == "2.0"
+    assert built["routeKey"] == "$default"
+    context = built["requestContext"]
+    assert context["http"] == {
+        "method": "POST",
+        "path": "/v1/checkpoints",
+        "protocol": "HTTP/1.1",
+        "sourceIp": "203.0.113.9",
+        "userAgent": "sdk/1.0",
+    }
+    assert context["requestId"] == "req-abc"
+    assert context["timeEpoch"] == 1_785_412_084_652
+    assert context["time"] == "30/Jul/2026:11:48:04 +0000"
+    assert context["domainName"] == "api.example.com"
+    assert context["domainPrefix"] == "api"
+    assert context["stage"] == "$default"
+
+
+def test_a_request_id_is_made_up_when_none_is_given() -> None:
+    # Given no request id
+    # When two events are built
+    first = build_event("GET", "/", [], b"", "127.0.0.1")
+    second = build_event("GET", "/", [], b"", "127.0.0.1")
+    # Then each has its own non-empty id
+    assert first["requestContext"]["requestId"]
+    assert first["requestContext"]["requestId"] != second["requestContext"]["requestId"]
+
+
+@pytest.mark.parametrize(
+    ("target", "raw_path", "raw_query"),
+    [
+        ("/v1/health", "/v1/health", ""),
+        ("/v1/subjects/a%2Fb/checkpoints", "/v1/subjects/a%2Fb/checkpoints", ""),
+        ("/v1/checkpoints?subject_id=a%20b&kind=cursor", "/v1/checkpoints", "subject_id=a%20b&kind=cursor"),
+        ("/v1/x?", "/v1/x", ""),
+        ("", "/", ""),
+        ("/", "/", ""),
+    ],
+)
+def test_raw_path_and_raw_query_string_are_kept_as_sent(target: str, raw_path: str, raw_query: str) -> None:
+    # Given a request target, percent-encoded or not
+    # When the event is built
+    built = event(target)
+    # Then rawPath and http.path are the path as sent, and rawQueryString the query as sent
+    assert built["rawPath"] == raw_path
+    assert built["requestContext"]["http"]["path"] == raw_path
+    assert built["rawQueryString"] == raw_query
+
+
+# --- build_event: headers and cookies -------------------------------------------------------------------------
+
+
+def test_header_names_are_lowercased_and_repeats_joined_by_commas() -> None:
+    # Given mixed-case headers, one of them sent twice under different cases
+    headers = [("Authorization", "Bearer k"), ("X-Trace", "a"), ("x-trace", "b"), ("If-None-Match", 'W/"c:1"')]
+    # When the event is built
+    built = event(headers=headers)
+    # Then names are lowercase and the repeated values are joined with commas, in order
+    assert built["headers"] == {"authorization": "Bearer k", "x-trace": "a,b", "if-none-match": 'W/"c:1"'}
+
+
+def test_cookies_are_split_out_of_the_headers() -> None:
+    # Given two Cookie headers, one with several cookies and stray separators
+    headers = [("Cookie", "a=1; b=2;"), ("cookie", " c=3 "), ("Accept", "*/*")]
+    # When the event is built
+    built = event(headers=headers)
+    # Then each cookie is its own entry in `cookies`, and no cookie header remains
+    assert built["cookies"] == ["a=1", "b=2", "c=3"]
+    assert "cookie" not in built["headers"]
+    assert built["headers"] == {"accept": "*/*"}
+
+
+def test_no_cookies_means_no_cookies_field() -> None:
+    # Given a request without cookies
+    # When the event is built
+    # Then the event has no cookies field (as API Gateway omits it)
+    assert "cookies" not in event()
+
+
+# --- build_event: query string --------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("query", "parameters"),
+    [
+        ("kind=cursor", {"kind": "cursor"}),
+        ("a=1&a=2&b=x", {"a": "1,2", "b": "x"}),
+        ("subject_id=a%2Fb%20c", {"subject_id": "a/b c"}),
+        ("subject_id=caf%C3%A9", {"subject_id": "café"}),
+        ("empty=&flag", {"empty": "", "flag": ""}),
+        ("cursor=eyJiIjoiYiJ9", {"cursor": "eyJiIjoiYiJ9"}),
+    ],
+)
+def test_query_parameters_are_decoded_and_repeats_joined_by_commas(query: str, parameters: dict[str, str]) -> None:
+    # Given a query string
+    # When the event is built
+    built = event("/v1/checkpoints?" + query)
+    # Then queryStringParameters holds the decoded values, repeated names joined by commas, blanks kept
+    assert built["queryStringParameters"] == parameters
+    assert built["rawQueryString"] == query
+
+
+def test_no_query_string_means_no_parameters_field() -> None:
+    # Given a request without a query string
+    # When the event is built
+    # Then there is no queryStringParameters field
+    assert "queryStringParameters" not in event("/v1/health")
+
+
+# --- build_event: bodies --------------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    "content_type",
+    [
+        "application/json",
+        "application/json; charset=utf-8",
+        "Application/JSON",
+        "application/problem+json",
+        "text/plain",
+    ],
+)
+def test_text_bodies_are_passed_as_text(content_type: str) -> None:
+    # Given a UTF-8 body of a textual media type
+    body = '{"subject_id": "café ☕"}'.encode()
+    # When the event is built
+    built = event(headers=[("Content-Type", content_type)], body=body, method="POST")
+    # Then the body is the text itself, not base64
+    assert built["body"] == '{"subject_id": "café ☕"}'
+    assert built["isBase64Encoded"] is False
+
+
+@pytest.mark.parametrize(
+    ("content_type", "body"),
+    [
+        ("application/octet-stream", b"\x00\x01\xff"),
+        ("image/png", b"\x89PNG\r\n"),
+        (None, b'{"a": 1}'),
+        ("application/json", b'{"a": "\xff"}'),  # declared JSON but not UTF-8
+    ],
+)
+def test_binary_bodies_are_passed_as_base64(content_type: str | None, body: bytes) -> None:
+    # Given a binary body, a body without a content type, or JSON that is not valid UTF-8
+    headers = [] if content_type is None else [("Content-Type", content_type)]
+    # When the event is built
+    built = event(headers=headers, body=body, method="POST")
+    # Then the body is base64 and flagged so, and decodes to the exact bytes
+    assert built["isBase64Encoded"] is True
+    assert base64.b64decode(built["body"]) == body
+
+
+def test_an_empty_body_is_left_out() -> None:
+    # Given a request without a body
+    # When the event is built
+    built = event(headers=[("Content-Type", "application/json")])
+    # Then the event has no body and is not base64
+    assert "body" not in built
+    assert built["isBase64Encoded"] is False
+
+
+def test_the_event_is_json_serializable() -> None:
+    # Given a request with every feature
+    built = event(
+        "/v1/checkpoints?a=1&a=2",
+        [("Cookie", "s=1"), ("Content-Type", "application/octet-stream")],
+        b"\x00\xff",
+        method="POST",
+    )
+    # When it is serialized as Lambda would
+    # Then it survives the trip unchanged
+    assert json.loads(json.dumps(built)) == built
+
+
+# --- to_answer ------------------------------------------------------------------------------------------------
+
+
+def test_a_text_result_becomes_the_response() -> None:
+    # Given a handler result with a status, headers and a text body
+    result = {"statusCode": 201, "headers": {"Content-Type": "application/json", "ETag": 'W/"c:1"'}, "body": '{"é":1}'}
+    # When it becomes the response
+    answer = to_answer(result)
+    # Then status, headers and UTF-8 body carry over
+    assert answer.status == 201
+    assert answer.headers == [("Content-Type", "application/json"), ("ETag", 'W/"c:1"')]
+    assert answer.body == '{"é":1}'.encode()
+
+
+def test_a_base64_result_body_is_decoded() -> None:
+    # Given a result whose body is base64 (a gzip-compressed answer, say)
+    raw = b"\x1f\x8b\x08\x00binary\xff"
+    result = {"statusCode": 200, "body": base64.b64encode(raw).decode("ascii"), "isBase64Encoded": True}
+    # When it becomes the response
+    # Then the client gets the raw bytes
+    assert to_answer(result).body == raw
+
+
+def test_result_cookies_become_set_cookie_headers() -> None:
+    # Given a result with two cookies and multi-value headers
+    result = {
+        "statusCode": 200,
+        "headers": {"X-One": "1"},
+        "multiValueHeaders": {"X-Many": ["a", "b"]},
+        "cookies": ["s=1; Path=/", "t=2; HttpOnly"],
+        "body": "",
+    }
+    # When it becomes the response
+    answer = to_answer(result)
+    # Then each cookie is its own Set-Cookie header, and multi-value headers are repeated
+    assert answer.headers == [
+        ("X-One", "1"),
+        ("X-Many", "a"),
+        ("X-Many", "b"),
+        ("Set-Cookie", "s=1; Path=/"),
+        ("Set-Cookie", "t=2; HttpOnly"),
+    ]
+
+
+def test_a_bare_result_is_a_200_with_an_empty_body() -> None:
+    # Given a result with neither status nor body
+    # When it becomes the response
+    answer = to_answer({})
+    # Then it is 200 with nothing in it
+    assert (answer.status, answer.headers, answer.body) == (200, [], b"")
+
+
+def test_a_result_over_lambdas_response_limit_is_api_gateways_500() -> None:
+    # Given a result larger than Lambda may return
+    result = {"statusCode": 200, "body": "x" * (MAX_RESPONSE_BYTES + 1)}
+    # When it becomes the response
+    answer = to_answer(result)
+    # Then the client sees API Gateway's own 500 body
+    assert answer == gateway_error(500, "Internal Server Error")
+    assert json.loads(answer.body) == {"message": "Internal Server Error"}
+    assert answer.status == 500
