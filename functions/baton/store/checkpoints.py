@@ -30,7 +30,7 @@ from baton.domain.lifecycle import ACTIVE
 from baton.store import schema
 from baton.store.attributes import Item, from_item, names_in, to_attr, to_item
 from baton.store.aws import error_code, translated_errors
-from baton.store.cursors import decode_cursor, encode_cursor, query_binding
+from baton.store.cursors import decode_cursor, encode_cursor, query_binding, refused_cursor
 
 if TYPE_CHECKING:
     from mypy_boto3_dynamodb import DynamoDBClient
@@ -512,7 +512,11 @@ class CheckpointStore:
         """One page of a subject's live checkpoints, newest `updated_at` first (one Query)."""
         pk = checkpoint_pk(tenant_id, subject_id)
         binding = query_binding("subject", tenant_id, subject_id, agent_id, kind, status)
-        start = decode_cursor(cursor, binding, {schema.PK: pk})
+        agent_prefix = f"C#{agent_id}#" if agent_id is not None else "C#"
+        bounds = {schema.SK: agent_prefix}
+        if agent_id is not None:
+            bounds[schema.LSI_AGENT_UPDATED_SK] = f"{agent_id}#"
+        start = decode_cursor(cursor, binding, {schema.PK: pk}, bounds)
         values: dict[str, Any] = {":pk": pk, ":now_s": ms_to_seconds(now_ms)}
         if agent_id is None:
             index, key_condition = schema.LSI_UPDATED, f"#{schema.PK} = :pk"
@@ -539,7 +543,7 @@ class CheckpointStore:
         }
         if start is not None:
             request["ExclusiveStartKey"] = start
-        with translated_errors():
+        with translated_errors(), refused_cursor(start):
             response = self._client.query(**request)
         return Page(
             items=[from_record_item(item) for item in response.get("Items", [])],

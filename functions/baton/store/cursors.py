@@ -10,6 +10,8 @@ import base64
 import binascii
 import hashlib
 import json
+from collections.abc import Iterator
+from contextlib import contextmanager
 from typing import Any
 
 from baton.domain.errors import ValidationFailed
@@ -33,8 +35,24 @@ def encode_cursor(last_key: Item | None, binding: str) -> str | None:
     return base64.urlsafe_b64encode(raw).decode("ascii").rstrip("=")
 
 
-def decode_cursor(cursor: str | None, binding: str, required: dict[str, str]) -> Item | None:
-    """The ExclusiveStartKey of a cursor, checked against its binding and the attributes it must hold."""
+@contextmanager
+def refused_cursor(start: Item | None) -> Iterator[None]:
+    """A start key DynamoDB refuses (a forged cursor outside the query's range) is the caller's error, not ours."""
+    try:
+        yield
+    except Exception as exc:
+        response: Any = getattr(exc, "response", None)
+        code = response.get("Error", {}).get("Code") if isinstance(response, dict) else None
+        if start is not None and code == "ValidationException":
+            raise ValidationFailed.single("/cursor", _INVALID, "query") from None
+        raise
+
+
+def decode_cursor(
+    cursor: str | None, binding: str, required: dict[str, str], prefixes: dict[str, str] | None = None
+) -> Item | None:
+    """The ExclusiveStartKey of a cursor, checked against its binding, the attributes it must hold, and the
+    prefixes its other attributes must start with (so a forged cursor cannot start outside the query's range)."""
     if cursor is None:
         return None
     try:
@@ -49,5 +67,8 @@ def decode_cursor(cursor: str | None, binding: str, required: dict[str, str]) ->
         raise ValidationFailed.single("/cursor", _INVALID, "query")
     for name, value in required.items():
         if keys.get(name) != value:
+            raise ValidationFailed.single("/cursor", _INVALID, "query")
+    for name, prefix in (prefixes or {}).items():
+        if not str(keys.get(name, "")).startswith(prefix):
             raise ValidationFailed.single("/cursor", _INVALID, "query")
     return {k: {"S": v} for k, v in keys.items()}

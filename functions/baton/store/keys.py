@@ -10,7 +10,7 @@ from baton.domain.errors import NotFound
 from baton.store import schema
 from baton.store.attributes import from_item, names_in, to_attr, to_item
 from baton.store.aws import translated_errors
-from baton.store.cursors import decode_cursor, encode_cursor, query_binding
+from baton.store.cursors import decode_cursor, encode_cursor, query_binding, refused_cursor
 
 if TYPE_CHECKING:
     from mypy_boto3_dynamodb import DynamoDBClient
@@ -90,7 +90,9 @@ class KeyStore:
     ) -> tuple[list[KeyRecord], str | None]:
         """One page of a tenant's live keys (optionally one agent's), oldest first (one Query)."""
         binding = query_binding("keys", tenant_id, agent_id)
-        start = decode_cursor(cursor, binding, {schema.GSI1_PK: tenant_keys_pk(tenant_id)})
+        start = decode_cursor(
+            cursor, binding, {schema.GSI1_PK: tenant_keys_pk(tenant_id), schema.SK: "K"}, {schema.PK: "K#"}
+        )
         values: dict[str, Any] = {":pk": tenant_keys_pk(tenant_id)}
         filters = ["attribute_not_exists(#revoked_at)"]
         if agent_id is not None:
@@ -107,7 +109,7 @@ class KeyStore:
         }
         if start is not None:
             request["ExclusiveStartKey"] = start
-        with translated_errors():
+        with translated_errors(), refused_cursor(start):
             response = self._client.query(**request)
         records = [_record_from(from_item(item)) for item in response.get("Items", [])]
         return records, encode_cursor(response.get("LastEvaluatedKey"), binding)
