@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from cachetools import TTLCache
+from cachetools import LRUCache
 
 from baton.domain import limits
 from baton.domain.access import KeyRecord, Principal, hash_secret
@@ -33,23 +33,29 @@ class Authenticator:
 
     def __init__(self, keys: KeyStore, cache_seconds: int = limits.KEY_CACHE_SECONDS, size: int = 1024) -> None:
         self._keys = keys
-        # Only known keys are cached, so a key created a moment ago works at once.
-        self._cache: TTLCache[str, KeyRecord] = TTLCache(maxsize=size, ttl=cache_seconds)
+        # Only known keys are cached, so a key created a moment ago works at once. Each entry remembers when it was
+        # read, and its age is measured on the same clock as every other time rule (the request's `now_ms`).
+        self._cache_ms = cache_seconds * 1000
+        self._cache: LRUCache[str, tuple[KeyRecord, int]] = LRUCache(maxsize=size)
 
     def authenticate(self, authorization: str | None, now_ms: int) -> Principal:
         """The principal behind an `Authorization` header value."""
         secret = bearer_secret(authorization)
         digest = hash_secret(secret)
-        record = self._cache.get(digest)
-        if record is None:
-            record = self._keys.find(digest)
-            if record is None:
+        cached = self._cache.get(digest)
+        if cached is not None and 0 <= now_ms - cached[1] < self._cache_ms:
+            record = cached[0]
+        else:
+            found = self._keys.find(digest)
+            if found is None:
+                self._cache.pop(digest, None)
                 raise Unauthenticated(_UNKNOWN)
-            self._cache[digest] = record
+            record = found
+            self._cache[digest] = (record, now_ms)
         return record.principal(now_ms)
 
     def forget(self, key_id: str) -> None:
         """Drop a revoked key from this container's cache at once (other containers take up to the cache TTL)."""
-        for digest, record in list(self._cache.items()):
+        for digest, (record, _) in list(self._cache.items()):
             if record.key_id == key_id:
                 self._cache.pop(digest, None)

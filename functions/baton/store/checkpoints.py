@@ -70,9 +70,11 @@ def _ttl_epoch(expires_ms: int) -> int:
 
 @dataclass(frozen=True)
 class IdempotencyClaim:
-    """An `Idempotency-Key` and the fingerprint of the request that carries it."""
+    """An `Idempotency-Key`, the agent of the key that sent it (keys belong to the caller), and the fingerprint
+    of the request that carries it."""
 
     key: str
+    agent_id: str
     fingerprint: str
 
 
@@ -320,7 +322,7 @@ class CheckpointStore:
 
     def _save_idempotent(self, plan: SavePlan, claim: IdempotencyClaim) -> SaveOutcome:
         """Read the checkpoint and the idempotency record together, then write both in one transaction."""
-        record_key = _key(idempotency_pk(plan.key.tenant_id, plan.key.agent_id, claim.key), "D")
+        record_key = _key(idempotency_pk(plan.key.tenant_id, claim.agent_id, claim.key), "D")
         checkpoint_key = _key(
             checkpoint_pk(plan.key.tenant_id, plan.key.subject_id), checkpoint_sk(plan.key.agent_id, plan.key.kind)
         )

@@ -48,7 +48,10 @@ def _idempotency_claim(method: str, path: str) -> IdempotencyClaim | None:
             f"The Idempotency-Key header must be 1 to {limits.IDEMPOTENCY_KEY_MAX_CHARS} printable ASCII characters.",
             "header",
         )
-    return IdempotencyClaim(key=value, fingerprint=request_fingerprint(method, path, current_call(router).body))
+    call = current_call(router)
+    return IdempotencyClaim(
+        key=value, agent_id=call.caller.agent_id, fingerprint=request_fingerprint(method, path, call.body)
+    )
 
 
 def _checkpoint_id(raw: str) -> str:
