@@ -101,7 +101,11 @@ class BatonResolver(APIGatewayHttpResolver):
             raise PayloadTooLarge(
                 field="body", limit_bytes=limits.MAX_BODY_BYTES, actual_bytes=size, what="The request body"
             )
-        return parse_strict(raw)
+        body = parse_strict(raw)
+        # Every body of this API is an object; powertools would otherwise validate a list's first element.
+        if not isinstance(body, dict):
+            raise ValidationFailed.single("", "The body must be a JSON object.")
+        return body
 
     def allowed_methods(self, path: str) -> list[str]:
         """The methods registered for `path` (empty when no route has that path)."""

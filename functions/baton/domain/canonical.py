@@ -31,55 +31,44 @@ def pointer(*tokens: str | int) -> str:
     return "".join("/" + escape_pointer_token(t) for t in tokens)
 
 
-class _DuplicateKey(ValueError):
-    def __init__(self, key: str) -> None:
-        super().__init__(key)
-        self.key = key
+class _NonFinite:
+    """Stands in, while parsing, for a number JSON cannot carry (`NaN`, `Infinity`, `1e999`)."""
+
+    def __init__(self, text: str) -> None:
+        self.text = text
 
 
-class _NonFinite(ValueError):
-    pass
+class _DuplicatedKeys(dict[str, Any]):
+    """An object that had a key twice; remembers the key, so the walk after parsing can name it."""
+
+    def __init__(self, pairs: list[tuple[str, Any]], key: str) -> None:
+        super().__init__(pairs)
+        self.duplicate = key
 
 
-def _reject_duplicates(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
-    result: dict[str, Any] = {}
-    for key, value in pairs:
-        if key in result:
-            raise _DuplicateKey(key)
-        result[key] = value
-    return result
+def _object(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
+    seen: set[str] = set()
+    for key, _ in pairs:
+        if key in seen:
+            return _DuplicatedKeys(pairs, key)
+        seen.add(key)
+    return dict(pairs)
 
 
-def _reject_constant(name: str) -> float:
-    raise _NonFinite(name)
-
-
-def _finite_float(text: str) -> float:
+def _number(text: str) -> float | _NonFinite:
     value = float(text)
-    if math.isinf(value):
-        raise _NonFinite(text)
-    return value
+    return _NonFinite(text) if math.isinf(value) else value
 
 
 def parse_strict(text: str | bytes) -> JsonValue:
-    """Parse a JSON document as the contract demands, or raise `ValidationFailed` naming where and why."""
+    """Parse a JSON document as the contract demands, or raise `ValidationFailed` naming where and why.
+
+    Duplicate keys and non-finite numbers are marked while parsing and reported afterwards with their pointer.
+    """
     try:
         # json.loads would decode bytes with surrogatepass; decode strictly first.
         document = text.decode("utf-8") if isinstance(text, bytes) else text
-        value = json.loads(
-            document,
-            object_pairs_hook=_reject_duplicates,
-            parse_constant=_reject_constant,
-            parse_float=_finite_float,
-        )
-    except _DuplicateKey as exc:
-        raise ValidationFailed.single(
-            "", f"The body has the key {exc.key!r} twice in one object; keys must be unique."
-        ) from None
-    except _NonFinite as exc:
-        raise ValidationFailed.single(
-            "", f"The body contains the number {exc}, which JSON cannot carry; use finite numbers only."
-        ) from None
+        value = json.loads(document, object_pairs_hook=_object, parse_constant=_NonFinite, parse_float=_number)
     except RecursionError:
         raise ValidationFailed.single("", f"The body is nested deeper than {MAX_JSON_DEPTH} levels.") from None
     except UnicodeDecodeError:
@@ -88,17 +77,26 @@ def parse_strict(text: str | bytes) -> JsonValue:
         detail = exc.msg if isinstance(exc, json.JSONDecodeError) else "an integer has too many digits"
         where = f" at line {exc.lineno} column {exc.colno}" if isinstance(exc, json.JSONDecodeError) else ""
         raise ValidationFailed.single("", f"The body is not valid JSON{where}: {detail}.") from None
-    check_depth(value)
+    check_document(value)
     return value
 
 
-def check_depth(value: JsonValue, limit: int = MAX_JSON_DEPTH) -> None:
-    """Raise `ValidationFailed` at the first container nested deeper than `limit` (the root counts as 1)."""
+def check_document(value: JsonValue, limit: int = MAX_JSON_DEPTH) -> None:
+    """Raise `ValidationFailed` at the first place (in document order) that is nested deeper than `limit` (the
+    root counts as 1), repeats a key, or holds a number JSON cannot carry."""
     stack: list[tuple[JsonValue, tuple[str | int, ...]]] = [(value, ())]
     while stack:
         node, path = stack.pop()
+        if isinstance(node, _NonFinite):
+            where = pointer(*path)
+            raise ValidationFailed.single(
+                where, f"{where or 'The body'} is the number {node.text}, which JSON cannot carry; use finite numbers."
+            )
         if isinstance(node, dict):
             children: list[tuple[str | int, Any]] = list(node.items())
+            if isinstance(node, _DuplicatedKeys):
+                where = pointer(*path, node.duplicate)
+                raise ValidationFailed.single(where, f"{where} appears twice in one object; keys must be unique.")
         elif isinstance(node, list):
             children = list(enumerate(node))
         else:
@@ -107,7 +105,7 @@ def check_depth(value: JsonValue, limit: int = MAX_JSON_DEPTH) -> None:
             raise ValidationFailed.single(
                 pointer(*path), f"{pointer(*path) or 'The body'} is nested deeper than {limit} levels."
             )
-        stack.extend((child, (*path, key)) for key, child in children)
+        stack.extend((child, (*path, key)) for key, child in reversed(children))
 
 
 @dataclass(frozen=True)
