@@ -28,6 +28,12 @@ def _parser() -> argparse.ArgumentParser:
         metavar="VALUE",
         help="use this development key instead of a random one (or set BATON_DEV_KEY)",
     )
+    serve.add_argument(
+        "--containers",
+        type=int,
+        default=4,
+        help="how many Lambda containers (processes) serve requests concurrently (default 4)",
+    )
     return parser
 
 
@@ -51,6 +57,7 @@ def main(argv: list[str] | None = None) -> int:
                 table=args.table,
                 region=args.region,
                 dev_key=args.dev_key,
+                containers=max(1, args.containers),
             )
         )
     return 2

@@ -7,17 +7,20 @@ and API Gateway's and Lambda's limits answer the way they do on AWS, with API Ga
 from __future__ import annotations
 
 import base64
+import importlib
 import json
 import secrets
+import signal
 import sys
 import time
 import uuid
 from collections.abc import Callable
-from concurrent.futures import ThreadPoolExecutor
+from concurrent.futures import ProcessPoolExecutor
 from concurrent.futures import TimeoutError as FutureTimeout
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from multiprocessing import get_context
 from typing import Any, TextIO
 from urllib.parse import parse_qsl, urlsplit
 
@@ -161,20 +164,38 @@ def to_answer(result: dict[str, Any]) -> Answer:
     return Answer(status, headers, body)
 
 
-class Gateway:
-    """Turns requests into events, runs the handler with Lambda's limits, and turns results into responses."""
+def _container_start() -> None:
+    """A new "container": Ctrl-C belongs to `baton serve` itself, which stops its containers."""
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
 
-    def __init__(self, handler: Handler, timeout: float = TIMEOUT_SECONDS, workers: int = 32) -> None:
-        self._handler = handler
+
+def _invoke_in_container(target: str, event: dict[str, Any], context: LambdaContext) -> dict[str, Any]:
+    """Run the handler named `module:function` on one event, inside a container process."""
+    module_name, _, function_name = target.partition(":")
+    handler: Handler = getattr(importlib.import_module(module_name), function_name)
+    return handler(event, context)
+
+
+class Gateway:
+    """Turns requests into events, runs the handler with Lambda's limits, and turns results into responses.
+
+    Like Lambda, each container (a process) handles one event at a time and keeps its own state (the resolver's
+    current request, the key cache) between events; concurrent requests go to different containers.
+    """
+
+    def __init__(self, target: str, containers: int = 4, timeout: float = TIMEOUT_SECONDS) -> None:
+        self._target = target
         self._timeout = timeout
-        self._pool = ThreadPoolExecutor(max_workers=workers, thread_name_prefix="lambda")
+        self._pool = ProcessPoolExecutor(
+            max_workers=containers, mp_context=get_context("spawn"), initializer=_container_start
+        )
 
     def invoke(self, event: dict[str, Any]) -> Answer:
         """Run the handler on `event` as Lambda would behind API Gateway."""
         if len(json.dumps(event).encode("utf-8")) > MAX_EVENT_BYTES:
             return gateway_error(413, "Request Entity Too Large")
         context = LambdaContext(deadline_ms=int(time.time() * 1000 + self._timeout * 1000))
-        future = self._pool.submit(self._handler, event, context)
+        future = self._pool.submit(_invoke_in_container, self._target, event, context)
         try:
             result = future.result(timeout=self._timeout)
         except FutureTimeout:
@@ -186,7 +207,7 @@ class Gateway:
         return to_answer(result)
 
     def close(self) -> None:
-        """Stop the worker threads (running invocations finish first)."""
+        """Stop the containers (an invocation still running is abandoned)."""
         self._pool.shutdown(wait=False, cancel_futures=True)
 
 

@@ -30,6 +30,7 @@ class ServeOptions:
     table: str = DEFAULT_TABLE
     region: str = "us-east-1"
     dev_key: str | None = None
+    containers: int = 4
 
 
 def check_dev_key(value: str) -> str:
@@ -73,7 +74,6 @@ def serve(options: ServeOptions, out: TextIO = sys.stdout) -> int:
     _prepare_environment(options, endpoint, embedded=moto is not None)
 
     from baton.api.services import reset, services
-    from baton.handlers.api import handler
     from baton.store.aws import dynamodb_client
     from baton.store.schema import ensure_table
 
@@ -95,7 +95,7 @@ def serve(options: ServeOptions, out: TextIO = sys.stdout) -> int:
         overwrite=True,
     )
 
-    gateway = Gateway(handler)
+    gateway = Gateway("baton.handlers.api:handler", containers=options.containers)
     server = make_server(gateway, options.host, options.port)
     host, port = server.server_address[:2]
     url = f"http://{host!s}:{port}"
