@@ -44,7 +44,7 @@ e2e: $(STAMP)
 	$(BIN)/pytest tests/e2e -q
 
 bench: $(STAMP)
-	$(BIN)/python bench/coldstart.py
+	$(BIN)/python bench/run.py
 
 openapi: $(STAMP)
 	$(BIN)/python -m baton.api.openapi_export docs/openapi.json
