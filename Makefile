@@ -7,13 +7,19 @@ STAMP := $(VENV)/.installed
 export JSII_SILENCE_WARNING_END_OF_LIFE_NODE_VERSION := 20
 export CDK_DISABLE_CLI_TELEMETRY := true
 
-.PHONY: help serve test lint types unit integration e2e bench openapi clean
+STAGE ?= dev
+# The CDK CLI passes context to the app in CDK_CONTEXT_JSON; `make synth` does the same without the CLI.
+SYNTH_CONTEXT := {"stage": "$(STAGE)"}
+
+.PHONY: help serve test lint types unit integration e2e infrastructure bench openapi synth deploy destroy clean
 
 help:
 	@echo "make serve    run Baton on http://127.0.0.1:8787 against embedded moto (prints a dev key)"
 	@echo "make test     lint, types and every test suite, offline"
 	@echo "make bench    cold-start benchmark (ratio to a boto3 baseline), writes bench/report.md"
 	@echo "make openapi  regenerate docs/openapi.json"
+	@echo "make synth    synthesize the CDK app into cdk.out/ (STAGE=dev|prod)"
+	@echo "make deploy   deploy it with your AWS credentials (STAGE=dev|prod); make destroy removes it"
 
 $(STAMP): pyproject.toml
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
@@ -28,8 +34,8 @@ test: lint types
 	$(BIN)/pytest
 
 lint: $(STAMP)
-	$(BIN)/ruff check functions tests bench
-	$(BIN)/ruff format --check functions tests bench
+	$(BIN)/ruff check functions infra tests bench
+	$(BIN)/ruff format --check functions infra tests bench
 
 types: $(STAMP)
 	$(BIN)/mypy
@@ -43,11 +49,28 @@ integration: $(STAMP)
 e2e: $(STAMP)
 	$(BIN)/pytest tests/e2e -q
 
+infrastructure: $(STAMP)
+	$(BIN)/pytest tests/infrastructure -q
+
 bench: $(STAMP)
 	$(BIN)/python bench/run.py
 
 openapi: $(STAMP)
 	$(BIN)/python -m baton.api.openapi_export docs/openapi.json
 
+synth: $(STAMP)
+	rm -rf cdk.out
+	CDK_OUTDIR=cdk.out CDK_CONTEXT_JSON='$(SYNTH_CONTEXT)' $(BIN)/python infra/app.py
+	@echo "cdk.out/Baton-$(STAGE).template.json written"
+
+node_modules/.package-lock.json: package.json package-lock.json
+	npm ci --no-audit --no-fund
+
+deploy: $(STAMP) node_modules/.package-lock.json
+	npx cdk deploy -c stage=$(STAGE) --require-approval broadening
+
+destroy: node_modules/.package-lock.json
+	npx cdk destroy -c stage=$(STAGE)
+
 clean:
-	rm -rf $(VENV) .mypy_cache .ruff_cache .pytest_cache cdk.out
+	rm -rf $(VENV) .mypy_cache .ruff_cache .pytest_cache cdk.out node_modules

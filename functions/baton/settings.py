@@ -18,9 +18,19 @@ class Settings(BaseModel):
     model_config = ConfigDict(frozen=True, extra="ignore")
 
     table_name: str = Field(alias="BATON_TABLE_NAME", min_length=3, max_length=255)
+    bucket_name: str | None = Field(default=None, alias="BATON_BUCKET_NAME", min_length=3, max_length=63)
+    """The blob bucket; unset until a deployment stores blobs (the API does not use it yet)."""
     aws_endpoint_url: str | None = Field(default=None, alias="BATON_AWS_ENDPOINT_URL")
     """An AWS-compatible endpoint (moto, DynamoDB Local); unset on AWS itself."""
     service_name: str = Field(default="baton", alias="POWERTOOLS_SERVICE_NAME")
+
+
+def environment_name(field: str) -> str:
+    """The environment variable that sets a field of `Settings` (infrastructure sets them by these names)."""
+    alias = Settings.model_fields[field].alias
+    if alias is None:
+        raise KeyError(field)
+    return alias
 
 
 class SettingsError(RuntimeError):

@@ -1,4 +1,4 @@
-"""`baton`: run the API locally (`baton serve`)."""
+"""`baton`: run the API locally (`baton serve`), create keys in a table (`baton keys create`)."""
 
 from __future__ import annotations
 
@@ -34,6 +34,9 @@ def _parser() -> argparse.ArgumentParser:
         default=4,
         help="how many Lambda containers (processes) serve requests concurrently (default 4)",
     )
+    from baton.cli.keys import add_commands
+
+    add_commands(commands)
     return parser
 
 
@@ -60,6 +63,10 @@ def main(argv: list[str] | None = None) -> int:
                 containers=max(1, args.containers),
             )
         )
+    if args.command == "keys" and args.action == "create":
+        from baton.cli.keys import create_key
+
+        return create_key(args)
     return 2
 
 

@@ -165,3 +165,11 @@ def ensure_table(client: Any, table_name: str, schema: TableSchema = TABLE) -> b
         TimeToLiveSpecification={"Enabled": True, "AttributeName": schema.ttl_attribute},
     )
     return True
+
+
+BLOB_PREFIX: Final = "blobs/"
+"""Every object Baton writes lives under this prefix of the bucket; the api function may touch nothing else."""
+PENDING_TAG: Final = ("baton-state", "pending")
+"""Objects are written with this tag and retagged once a checkpoint references them; a lifecycle rule expires
+what stayed pending (an upload never attached)."""
+PENDING_EXPIRY_DAYS: Final = 2

@@ -1,0 +1,1 @@
+"""The CDK app that puts Baton on AWS."""

@@ -1,0 +1,203 @@
+"""The api function: Python 3.13 on arm64, packaged without Docker, granted only what it touches."""
+
+from __future__ import annotations
+
+import shutil
+import subprocess
+import sys
+import tomllib
+from pathlib import Path
+from typing import Any
+
+import jsii
+from aws_cdk import BundlingOptions, CfnElement, DockerImage, Duration, ILocalBundling, Stack
+from aws_cdk import aws_dynamodb as dynamodb
+from aws_cdk import aws_iam as iam
+from aws_cdk import aws_lambda as lambda_
+from aws_cdk import aws_logs as logs
+from aws_cdk import aws_s3 as s3
+from constructs import Construct
+
+from baton.settings import environment_name
+from baton.store import schema
+from infra.config import StageConfig
+from infra.nag import acknowledge
+
+REPO = Path(__file__).resolve().parents[2]
+FUNCTIONS = REPO / "functions"
+# What `baton` ships to Lambda: everything but the local emulator, the CLI and the SDK.
+NOT_DEPLOYED = ("local", "cli", "client")
+RUNTIME = lambda_.Runtime.PYTHON_3_13
+PLATFORM = "manylinux2014_aarch64"
+TIMEOUT = Duration.seconds(29)
+"""Below API Gateway's 30 s, so a slow request ends in the function's own answer, not the gateway's."""
+
+TABLE_ACTIONS = (
+    "dynamodb:GetItem",
+    "dynamodb:BatchGetItem",
+    "dynamodb:Query",
+    "dynamodb:PutItem",
+    "dynamodb:UpdateItem",
+    "dynamodb:DeleteItem",
+    "dynamodb:ConditionCheckItem",
+)
+"""Every operation the store makes (TransactWriteItems is authorized per item, as Put/Update/ConditionCheck)."""
+BUCKET_ACTIONS = (
+    "s3:GetObject",
+    "s3:PutObject",
+    "s3:DeleteObject",
+    "s3:GetObjectTagging",
+    "s3:PutObjectTagging",
+)
+
+
+def runtime_requirements() -> list[str]:
+    """The Lambda runtime set: `[project].dependencies` of pyproject.toml, as pinned there."""
+    project = tomllib.loads((REPO / "pyproject.toml").read_text(encoding="utf-8"))["project"]
+    return list(project["dependencies"])
+
+
+@jsii.implements(ILocalBundling)
+class PipBundling:
+    """Bundles the asset on this machine: pip fetches arm64 wheels for Python 3.13, then Baton's package is copied.
+
+    Runs only when the stack is synthesized for deployment (`make synth`, `make deploy`); tests skip bundling.
+    """
+
+    def try_bundle(self, output_dir: str, options: Any = None) -> bool:
+        command = [
+            sys.executable,
+            "-m",
+            "pip",
+            "install",
+            "--quiet",
+            "--disable-pip-version-check",
+            "--no-compile",
+            "--target",
+            output_dir,
+            "--platform",
+            PLATFORM,
+            "--implementation",
+            "cp",
+            "--python-version",
+            RUNTIME.name.removeprefix("python"),
+            "--only-binary=:all:",
+            *runtime_requirements(),
+        ]
+        subprocess.run(command, check=True)
+        target = Path(output_dir) / "baton"
+        shutil.copytree(
+            FUNCTIONS / "baton",
+            target,
+            ignore=shutil.ignore_patterns("__pycache__", "*.pyc", *NOT_DEPLOYED),
+            dirs_exist_ok=True,
+        )
+        return True
+
+
+def function_code() -> lambda_.Code:
+    """The api function's asset; bundled locally, never in a container."""
+    return lambda_.Code.from_asset(
+        str(FUNCTIONS),
+        bundling=BundlingOptions(
+            # Required by the API, never used: local bundling always answers (and raises if pip fails).
+            image=DockerImage.from_registry("baton-local-bundling-only"),
+            local=PipBundling(),
+        ),
+        exclude=["**/__pycache__", *(f"baton/{name}" for name in NOT_DEPLOYED)],
+    )
+
+
+class Functions(Construct):
+    """The api function, its log group and its least-privilege role."""
+
+    def __init__(
+        self,
+        scope: Construct,
+        construct_id: str,
+        *,
+        config: StageConfig,
+        table: dynamodb.Table,
+        index_names: tuple[str, ...],
+        bucket: s3.Bucket,
+    ) -> None:
+        super().__init__(scope, construct_id)
+        table_arn, bucket_arn = table.table_arn, bucket.bucket_arn
+        self.log_group = logs.LogGroup(
+            self, "ApiLogs", retention=config.log_retention, removal_policy=config.removal_policy
+        )
+        self.role = iam.Role(
+            self,
+            "ApiRole",
+            assumed_by=iam.ServicePrincipal("lambda.amazonaws.com"),
+            description="Baton api function: its table, its indexes, its bucket prefix, its logs.",
+        )
+        self.role.add_to_policy(
+            iam.PolicyStatement(
+                sid="Table",
+                actions=list(TABLE_ACTIONS),
+                resources=[table_arn, *(f"{table_arn}/index/{name}" for name in index_names)],
+            )
+        )
+        self.role.add_to_policy(
+            iam.PolicyStatement(
+                sid="BlobPrefix", actions=list(BUCKET_ACTIONS), resources=[f"{bucket_arn}/{schema.BLOB_PREFIX}*"]
+            )
+        )
+        self.role.add_to_policy(
+            iam.PolicyStatement(
+                sid="Logs",
+                actions=["logs:CreateLogStream", "logs:PutLogEvents"],
+                resources=[f"{self.log_group.log_group_arn}"],
+            )
+        )
+        self.api = lambda_.Function(
+            self,
+            "Api",
+            description="Baton HTTP API",
+            runtime=RUNTIME,
+            architecture=lambda_.Architecture.ARM_64,
+            handler="baton.handlers.api.handler",
+            code=function_code(),
+            memory_size=config.api_memory_mb,
+            timeout=TIMEOUT,
+            role=self.role,
+            log_group=self.log_group,
+            logging_format=lambda_.LoggingFormat.JSON,
+            tracing=lambda_.Tracing.ACTIVE,
+            reserved_concurrent_executions=config.reserved_concurrency,
+            environment={
+                environment_name("table_name"): table.table_name,
+                environment_name("bucket_name"): bucket.bucket_name,
+                environment_name("service_name"): "baton",
+                "POWERTOOLS_METRICS_NAMESPACE": "Baton",
+                "POWERTOOLS_LOG_LEVEL": "INFO",
+            },
+        )
+        self.alias = lambda_.Alias(
+            self,
+            "Live",
+            alias_name="live",
+            version=self.api.current_version,
+            provisioned_concurrent_executions=config.provisioned_concurrency,
+        )
+        acknowledge(
+            self.api,
+            "AwsSolutions-L1",
+            "Pinned to python3.13, the runtime Baton's dependencies and tests target; a runtime upgrade is a "
+            "deliberate change with its own tests, not something a synth should pick up.",
+        )
+        bucket_resource = bucket.node.default_child
+        if not isinstance(bucket_resource, CfnElement):
+            raise TypeError("the bucket has no CloudFormation resource")
+        bucket_id = Stack.of(self).get_logical_id(bucket_resource)
+        acknowledge(
+            self.role,
+            f"AwsSolutions-IAM5[Resource::<{bucket_id}.Arn>/{schema.BLOB_PREFIX}*]",
+            "Blobs are objects under one prefix; the grant is limited to that prefix of Baton's own bucket.",
+        )
+        acknowledge(
+            self.role,
+            "AwsSolutions-IAM5[Resource::*]",
+            "X-Ray's PutTraceSegments and PutTelemetryRecords support no resource-level permissions.",
+        )

@@ -1,0 +1,126 @@
+"""Alarms on what hurts callers: 5xx answers, function errors and throttles, table throttling, p99 latency."""
+
+from __future__ import annotations
+
+from aws_cdk import Duration
+from aws_cdk import aws_apigatewayv2 as apigwv2
+from aws_cdk import aws_cloudwatch as cloudwatch
+from aws_cdk import aws_cloudwatch_actions as actions
+from aws_cdk import aws_dynamodb as dynamodb
+from aws_cdk import aws_kms as kms
+from aws_cdk import aws_lambda as lambda_
+from aws_cdk import aws_sns as sns
+from aws_cdk import aws_sns_subscriptions as subscriptions
+from constructs import Construct
+
+from infra.config import StageConfig
+
+PERIOD = Duration.minutes(1)
+TABLE_OPERATIONS = (
+    dynamodb.Operation.GET_ITEM,
+    dynamodb.Operation.BATCH_GET_ITEM,
+    dynamodb.Operation.QUERY,
+    dynamodb.Operation.PUT_ITEM,
+    dynamodb.Operation.UPDATE_ITEM,
+    dynamodb.Operation.DELETE_ITEM,
+    dynamodb.Operation.TRANSACT_WRITE_ITEMS,
+)
+
+
+class Monitoring(Construct):
+    """The alarms, and the SNS topic they notify when `-c alarm_email=...` is given."""
+
+    def __init__(
+        self,
+        scope: Construct,
+        construct_id: str,
+        *,
+        config: StageConfig,
+        http_api: apigwv2.HttpApi,
+        function: lambda_.Function,
+        table: dynamodb.Table,
+    ) -> None:
+        super().__init__(scope, construct_id)
+        self.topic: sns.Topic | None = None
+        if config.alarm_email:
+            self.topic = sns.Topic(
+                self,
+                "Alarms",
+                display_name="Baton alarms",
+                enforce_ssl=True,
+                master_key=kms.Alias.from_alias_name(self, "SnsKey", "alias/aws/sns"),
+            )
+            self.topic.add_subscription(subscriptions.EmailSubscription(config.alarm_email))
+
+        requests = http_api.metric_count(period=PERIOD, statistic="Sum")
+        server_errors = http_api.metric_server_error(period=PERIOD, statistic="Sum")
+        error_rate = cloudwatch.MathExpression(
+            expression="IF(requests > 0, 100 * errors / requests, 0)",
+            using_metrics={"errors": server_errors, "requests": requests},
+            period=PERIOD,
+            label="5xx rate (%)",
+        )
+        throttled = cloudwatch.MathExpression(
+            expression="SUM(METRICS())",
+            using_metrics={
+                f"t{i}": table.metric(
+                    "ThrottledRequests",
+                    dimensions_map={"TableName": table.table_name, "Operation": op.value},
+                    period=PERIOD,
+                    statistic="Sum",
+                )
+                for i, op in enumerate(TABLE_OPERATIONS)
+            },
+            period=PERIOD,
+            label="DynamoDB throttled requests",
+        )
+        self.alarms = [
+            self._alarm(
+                "ServerErrorRate",
+                error_rate,
+                config.error_rate_threshold_percent,
+                config,
+                "More than the threshold share of requests answered 5xx.",
+            ),
+            self._alarm(
+                "FunctionErrors",
+                function.metric_errors(period=PERIOD, statistic="Sum"),
+                1,
+                config,
+                "The api function failed (a defect or a timeout).",
+            ),
+            self._alarm(
+                "FunctionThrottles",
+                function.metric_throttles(period=PERIOD, statistic="Sum"),
+                1,
+                config,
+                "Lambda throttled the api function: concurrency is exhausted.",
+            ),
+            self._alarm("TableThrottles", throttled, 1, config, "DynamoDB throttled requests of the api function."),
+            self._alarm(
+                "LatencyP99",
+                function.metric_duration(period=PERIOD, statistic="p99"),
+                config.p99_latency_threshold_ms,
+                config,
+                "The api function's p99 duration is over the threshold.",
+            ),
+        ]
+
+    def _alarm(
+        self, name: str, metric: cloudwatch.IMetric, threshold: float, config: StageConfig, description: str
+    ) -> cloudwatch.Alarm:
+        alarm = cloudwatch.Alarm(
+            self,
+            name,
+            metric=metric,
+            threshold=threshold,
+            evaluation_periods=config.alarm_evaluation_periods,
+            datapoints_to_alarm=config.alarm_evaluation_periods,
+            comparison_operator=cloudwatch.ComparisonOperator.GREATER_THAN_OR_EQUAL_TO_THRESHOLD,
+            treat_missing_data=cloudwatch.TreatMissingData.NOT_BREACHING,
+            alarm_description=f"Baton {config.name}: {description}",
+        )
+        if self.topic is not None:
+            alarm.add_alarm_action(actions.SnsAction(self.topic))
+            alarm.add_ok_action(actions.SnsAction(self.topic))
+        return alarm

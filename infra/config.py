@@ -1,0 +1,93 @@
+"""What differs between stages, in one place: `-c stage=dev|prod` picks a row, other context keys refine it."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, replace
+from typing import Any
+
+from aws_cdk import RemovalPolicy
+from aws_cdk import aws_logs as logs
+
+
+@dataclass(frozen=True)
+class StageConfig:
+    """Settings of one deployment stage."""
+
+    name: str
+    removal_policy: RemovalPolicy
+    """Whether data survives the stack's deletion: kept outside development."""
+    log_retention: logs.RetentionDays
+    throttle_rate: int
+    """Steady requests per second the HTTP API stage accepts before answering 429."""
+    throttle_burst: int
+    api_memory_mb: int = 1024
+    reserved_concurrency: int | None = None
+    provisioned_concurrency: int | None = None
+    cors_origins: tuple[str, ...] = ()
+    alarm_email: str | None = None
+    error_rate_threshold_percent: float = 1.0
+    """Alarm when more than this share of requests answer 5xx over the evaluation window."""
+    p99_latency_threshold_ms: int = 1000
+    alarm_evaluation_periods: int = 3
+
+
+STAGES: dict[str, StageConfig] = {
+    "dev": StageConfig(
+        name="dev",
+        removal_policy=RemovalPolicy.DESTROY,
+        log_retention=logs.RetentionDays.ONE_WEEK,
+        throttle_rate=50,
+        throttle_burst=100,
+        error_rate_threshold_percent=5.0,
+        p99_latency_threshold_ms=2000,
+    ),
+    "prod": StageConfig(
+        name="prod",
+        removal_policy=RemovalPolicy.RETAIN,
+        log_retention=logs.RetentionDays.THREE_MONTHS,
+        throttle_rate=1000,
+        throttle_burst=2000,
+        error_rate_threshold_percent=1.0,
+        p99_latency_threshold_ms=1000,
+    ),
+}
+
+
+class ConfigError(ValueError):
+    """The context asks for something this app cannot build."""
+
+
+def _optional_int(value: Any, key: str) -> int | None:
+    if value is None or value == "":
+        return None
+    try:
+        number = int(value)
+    except (TypeError, ValueError):
+        raise ConfigError(f"-c {key} must be an integer, got {value!r}") from None
+    if number < 0:
+        raise ConfigError(f"-c {key} must not be negative")
+    return number
+
+
+def stage_config(context: dict[str, Any]) -> StageConfig:
+    """The stage chosen by the context (`stage`, default `dev`) with its overrides applied.
+
+    Overrides: `cors_origins` (comma-separated), `alarm_email`, `reserved_concurrency`, `provisioned_concurrency`.
+    """
+    name = str(context.get("stage") or "dev")
+    if name not in STAGES:
+        raise ConfigError(f"-c stage must be one of {', '.join(STAGES)}, got {name!r}")
+    config = STAGES[name]
+    origins = context.get("cors_origins")
+    if origins:
+        parsed = tuple(o.strip() for o in str(origins).split(",") if o.strip())
+        if "*" in parsed:
+            raise ConfigError("-c cors_origins must list origins; '*' would let any site use a browser's key")
+        config = replace(config, cors_origins=parsed)
+    if context.get("alarm_email"):
+        config = replace(config, alarm_email=str(context["alarm_email"]))
+    return replace(
+        config,
+        reserved_concurrency=_optional_int(context.get("reserved_concurrency"), "reserved_concurrency"),
+        provisioned_concurrency=_optional_int(context.get("provisioned_concurrency"), "provisioned_concurrency"),
+    )

@@ -1,0 +1,43 @@
+"""The Baton stack: storage, functions, api and monitoring, composed."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from aws_cdk import CfnOutput, Stack, Tags
+from constructs import Construct
+
+from infra.components.api import Api
+from infra.components.functions import Functions
+from infra.components.monitoring import Monitoring
+from infra.components.storage import Storage
+from infra.config import StageConfig
+
+
+class BatonStack(Stack):
+    """Everything one Baton deployment needs."""
+
+    def __init__(self, scope: Construct, construct_id: str, *, config: StageConfig, **kwargs: Any) -> None:
+        super().__init__(scope, construct_id, **kwargs)
+        Tags.of(self).add("baton:stage", config.name)
+        self.storage = Storage(self, "Storage", config=config)
+        self.functions = Functions(
+            self,
+            "Functions",
+            config=config,
+            table=self.storage.table,
+            index_names=self.storage.index_names,
+            bucket=self.storage.bucket,
+        )
+        self.api = Api(self, "Api", config=config, handler=self.functions.alias, removal_policy=config.removal_policy)
+        self.monitoring = Monitoring(
+            self,
+            "Monitoring",
+            config=config,
+            http_api=self.api.http_api,
+            function=self.functions.api,
+            table=self.storage.table,
+        )
+        CfnOutput(self, "ApiUrl", value=self.api.stage.url, description="Base URL of the Baton API")
+        CfnOutput(self, "TableName", value=self.storage.table.table_name, description="DynamoDB table")
+        CfnOutput(self, "BucketName", value=self.storage.bucket.bucket_name, description="Blob bucket")
