@@ -7,7 +7,7 @@ import subprocess
 import sys
 import tomllib
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 import jsii
 from aws_cdk import BundlingOptions, CfnElement, DockerImage, Duration, ILocalBundling, Stack
@@ -102,7 +102,8 @@ def function_code() -> lambda_.Code:
         bundling=BundlingOptions(
             # Required by the API, never used: local bundling always answers (and raises if pip fails).
             image=DockerImage.from_registry("baton-local-bundling-only"),
-            local=PipBundling(),
+            # jsii hands the options over as one positional object, not as the keywords its stub declares.
+            local=cast(ILocalBundling, PipBundling()),
         ),
         exclude=["**/__pycache__", *(f"baton/{name}" for name in NOT_DEPLOYED)],
     )
