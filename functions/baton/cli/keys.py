@@ -10,8 +10,9 @@ import json
 import sys
 from typing import TextIO
 
-from baton.domain.access import SCOPES, KeyRecord, hash_secret, new_secret
-from baton.domain.clock import now_ms, parse_time
+from baton.domain.access import SCOPES, KeyRecord, hash_secret, key_validity, new_secret
+from baton.domain.clock import now_ms
+from baton.domain.errors import ValidationFailed
 from baton.domain.ids import new_key_id
 from baton.domain.models import CreateKeyRequest
 
@@ -50,9 +51,13 @@ def create_key(args: argparse.Namespace, out: TextIO = sys.stdout) -> int:
                 "expires_at": args.expires_at,
             }
         )
-        expires = parse_time(request.expires_at) if request.expires_at else None
-    except (ValidationError, ValueError) as exc:
-        print(f"baton keys create: {exc}", file=sys.stderr)
+        _, expires = key_validity(None, request.expires_at, now_ms())
+    except ValidationError as exc:
+        problems = "; ".join(f"{'/'.join(str(p) for p in e['loc'])}: {e['msg']}" for e in exc.errors())
+        print(f"baton keys create: {problems}", file=sys.stderr)
+        return 2
+    except ValidationFailed as exc:
+        print(f"baton keys create: {exc.message}", file=sys.stderr)
         return 2
     import boto3
 

@@ -7,8 +7,8 @@ import secrets
 from dataclasses import dataclass
 from typing import Final, Literal, get_args
 
-from baton.domain.clock import format_ms
-from baton.domain.errors import Forbidden, NotFound, Unauthenticated
+from baton.domain.clock import format_ms, parse_time
+from baton.domain.errors import FieldError, Forbidden, NotFound, Unauthenticated, ValidationFailed
 
 Scope = Literal[
     "checkpoints:read",
@@ -103,6 +103,30 @@ def check_can_issue(issuer: Principal, tenant_id: str, agent_id: str, scopes: fr
     missing = sorted(s for s in effective_scopes(scopes) if s not in held)
     if missing:
         raise Forbidden(f"/scopes asks for {', '.join(missing)}, which this API key does not hold itself.")
+
+
+def key_validity(not_before: str | None, expires_at: str | None, now_ms: int) -> tuple[int | None, int | None]:
+    """The validity window of a new key in milliseconds, or `ValidationFailed` naming the bad time."""
+    parsed: dict[str, int | None] = {}
+    problems: list[FieldError] = []
+    for name, value in (("not_before", not_before), ("expires_at", expires_at)):
+        parsed[name] = None
+        if value is None:
+            continue
+        try:
+            parsed[name] = parse_time(value)
+        except ValueError:
+            problems.append(
+                FieldError(f"/{name}", f"/{name} must be an RFC 3339 time with a zone, e.g. 2026-07-30T11:48:04.652Z.")
+            )
+    if problems:
+        raise ValidationFailed(problems)
+    start, end = parsed["not_before"], parsed["expires_at"]
+    if end is not None and end <= now_ms:
+        raise ValidationFailed.single("/expires_at", "/expires_at must be in the future.")
+    if end is not None and start is not None and end <= start:
+        raise ValidationFailed.single("/expires_at", "/expires_at must be later than /not_before.")
+    return start, end
 
 
 def new_secret() -> str:

@@ -13,9 +13,16 @@ from baton.api.resolver import current_call, needs
 from baton.api.responses import ok, page
 from baton.api.services import services
 from baton.domain import limits
-from baton.domain.access import TENANTS_MANAGE, KeyRecord, Principal, check_can_issue, hash_secret, new_secret
-from baton.domain.clock import parse_time
-from baton.domain.errors import FieldError, Forbidden, ValidationFailed
+from baton.domain.access import (
+    TENANTS_MANAGE,
+    KeyRecord,
+    Principal,
+    check_can_issue,
+    hash_secret,
+    key_validity,
+    new_secret,
+)
+from baton.domain.errors import Forbidden, ValidationFailed
 from baton.domain.ids import KEY_ID_PATTERN, new_key_id
 from baton.domain.models import (
     CreatedKey,
@@ -40,30 +47,6 @@ def _tenant_for(principal: Principal, requested: str | None) -> str:
     return requested
 
 
-def _times(request: CreateKeyRequest, now_ms: int) -> tuple[int | None, int | None]:
-    parsed: dict[str, int | None] = {}
-    problems: list[FieldError] = []
-    for name in ("not_before", "expires_at"):
-        value = getattr(request, name)
-        parsed[name] = None
-        if value is None:
-            continue
-        try:
-            parsed[name] = parse_time(value)
-        except ValueError:
-            problems.append(
-                FieldError(f"/{name}", f"/{name} must be an RFC 3339 time with a zone, e.g. 2026-07-30T11:48:04.652Z.")
-            )
-    if problems:
-        raise ValidationFailed(problems)
-    not_before, expires = parsed["not_before"], parsed["expires_at"]
-    if expires is not None and expires <= now_ms:
-        raise ValidationFailed.single("/expires_at", "/expires_at must be in the future.")
-    if expires is not None and not_before is not None and expires <= not_before:
-        raise ValidationFailed.single("/expires_at", "/expires_at must be later than /not_before.")
-    return not_before, expires
-
-
 @router.post(
     "/v1/keys",
     summary="Issue an API key",
@@ -83,7 +66,7 @@ def create_key(request: Annotated[CreateKeyRequest, Body()]) -> Response[str]:
     tenant_id = request.tenant_id or principal.tenant_id
     scopes = frozenset(request.scopes)
     check_can_issue(principal, tenant_id, request.agent_id, scopes)
-    not_before, expires = _times(request, call.now_ms)
+    not_before, expires = key_validity(request.not_before, request.expires_at, call.now_ms)
     secret = new_secret()
     record = KeyRecord(
         key_id=new_key_id(call.now_ms),
