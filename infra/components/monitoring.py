@@ -60,19 +60,8 @@ class Monitoring(Construct):
             period=PERIOD,
             label="5xx rate (%)",
         )
-        throttled = cloudwatch.MathExpression(
-            expression="SUM(METRICS())",
-            using_metrics={
-                f"t{i}": table.metric(
-                    "ThrottledRequests",
-                    dimensions_map={"TableName": table.table_name, "Operation": op.value},
-                    period=PERIOD,
-                    statistic="Sum",
-                )
-                for i, op in enumerate(TABLE_OPERATIONS)
-            },
-            period=PERIOD,
-            label="DynamoDB throttled requests",
+        throttled = table.metric_throttled_requests_for_operations(
+            operations=list(TABLE_OPERATIONS), period=PERIOD
         )
         self.alarms = [
             self._alarm(

@@ -1,0 +1,48 @@
+"""Stage configuration: what the context may ask for (pure: nothing is synthesized)."""
+
+from __future__ import annotations
+
+import pytest
+from infra.config import ConfigError, stage_config
+
+
+def test_unknown_stage_is_refused_naming_the_known_ones() -> None:
+    # Given a stage the app does not define
+    # When its configuration is asked for
+    with pytest.raises(ConfigError) as raised:
+        stage_config({"stage": "staging"})
+    # Then the error names the stage asked for and the ones that exist
+    message = str(raised.value)
+    assert "'staging'" in message
+    assert "dev" in message
+    assert "prod" in message
+
+
+@pytest.mark.parametrize("origins", ["*", "https://app.example.com,*", " * "])
+def test_wildcard_cors_origin_is_refused(origins: str) -> None:
+    # Given cors_origins that include `*`
+    # When the configuration is built
+    with pytest.raises(ConfigError) as raised:
+        stage_config({"stage": "prod", "cors_origins": origins})
+    # Then the error says why: any site could use a browser's key
+    assert "'*'" in str(raised.value)
+    assert "cors_origins" in str(raised.value)
+
+
+def test_cors_origins_are_split_on_commas() -> None:
+    # Given two comma-separated origins
+    config = stage_config({"cors_origins": "https://a.example.com, https://b.example.com"})
+    # Then both are allowed, trimmed, in order (and the stage defaults to dev)
+    assert config.cors_origins == ("https://a.example.com", "https://b.example.com")
+    assert config.name == "dev"
+
+
+@pytest.mark.parametrize("key", ["reserved_concurrency", "provisioned_concurrency"])
+@pytest.mark.parametrize("value", ["many", "-1"])
+def test_concurrency_must_be_a_non_negative_integer(key: str, value: str) -> None:
+    # Given a concurrency that is not a count
+    # When the configuration is built
+    with pytest.raises(ConfigError) as raised:
+        stage_config({key: value})
+    # Then the error names the setting
+    assert key in str(raised.value)

@@ -1,0 +1,148 @@
+"""The api function: runtime, architecture, handler, tracing, logs, settings, concurrency, and its alias."""
+
+from __future__ import annotations
+
+import importlib
+from typing import Any
+
+import pytest
+
+from baton.settings import environment_name
+from tests.infrastructure.conftest import Synthesized
+
+RETENTION_DAYS = {"dev": 7, "prod": 90}
+
+
+def _function(synthesized: Synthesized) -> tuple[str, dict[str, Any]]:
+    logical_id, function = synthesized.only("AWS::Lambda::Function")
+    assert logical_id == synthesized.logical_id(synthesized.stack.functions.api)
+    return logical_id, function["Properties"]
+
+
+def _alias(synthesized: Synthesized) -> dict[str, Any]:
+    logical_id, alias = synthesized.only("AWS::Lambda::Alias")
+    assert logical_id == synthesized.logical_id(synthesized.stack.functions.alias)
+    return dict(alias["Properties"])
+
+
+def test_function_runs_python_3_13_on_arm64(synthesized: Synthesized) -> None:
+    # Given the api function
+    _, properties = _function(synthesized)
+    # Then it runs on Python 3.13, on Graviton
+    assert properties["Runtime"] == "python3.13"
+    assert properties["Architectures"] == ["arm64"]
+
+
+def test_function_handler_names_the_api_handler(synthesized: Synthesized) -> None:
+    # Given the api function's handler setting
+    _, properties = _function(synthesized)
+    assert properties["Handler"] == "baton.handlers.api.handler"
+    # When that name is resolved in the package Lambda receives
+    module_name, _, attribute = properties["Handler"].rpartition(".")
+    handler = getattr(importlib.import_module(module_name), attribute)
+    # Then it is a callable
+    assert callable(handler)
+
+
+def test_function_is_traced_with_x_ray(synthesized: Synthesized) -> None:
+    # Given the api function
+    _, properties = _function(synthesized)
+    # Then X-Ray tracing is active
+    assert properties["TracingConfig"] == {"Mode": "Active"}
+
+
+def test_function_logs_json_to_its_stages_log_group(synthesized: Synthesized) -> None:
+    # Given the api function and the stack's function log group
+    _, properties = _function(synthesized)
+    log_group_id = synthesized.logical_id(synthesized.stack.functions.log_group)
+    # Then its logs are structured JSON, written to that log group
+    assert properties["LoggingConfig"]["LogFormat"] == "JSON"
+    assert properties["LoggingConfig"]["LogGroup"] == {"Ref": log_group_id}
+    assert synthesized.resources[log_group_id]["Type"] == "AWS::Logs::LogGroup"
+
+
+def test_function_times_out_before_api_gateway_does(synthesized: Synthesized) -> None:
+    # Given the api function
+    _, properties = _function(synthesized)
+    # Then it ends a slow request itself, below API Gateway's 30 s integration limit
+    assert 0 < properties["Timeout"] < 30
+
+
+def test_function_environment_names_its_table_and_bucket(synthesized: Synthesized) -> None:
+    # Given the api function's environment
+    _, properties = _function(synthesized)
+    variables = properties["Environment"]["Variables"]
+    # Then the settings model's variables reference the stack's own table and bucket
+    table_id = synthesized.logical_id(synthesized.stack.storage.table)
+    bucket_id = synthesized.logical_id(synthesized.stack.storage.bucket)
+    assert variables[environment_name("table_name")] == {"Ref": table_id}
+    assert variables[environment_name("bucket_name")] == {"Ref": bucket_id}
+    assert environment_name("table_name") == "BATON_TABLE_NAME"
+    assert environment_name("bucket_name") == "BATON_BUCKET_NAME"
+
+
+def test_function_environment_never_points_at_another_endpoint(synthesized: Synthesized) -> None:
+    # Given the api function's environment
+    _, properties = _function(synthesized)
+    # Then it does not redirect the AWS clients (that setting is for moto and DynamoDB Local only)
+    assert environment_name("aws_endpoint_url") not in properties["Environment"]["Variables"]
+
+
+@pytest.mark.parametrize("name", ["dev", "prod"])
+def test_function_has_no_reserved_concurrency_unless_configured(request: pytest.FixtureRequest, name: str) -> None:
+    # Given a stage synthesized without reserved_concurrency
+    synthesized: Synthesized = request.getfixturevalue(name)
+    # Then the function's concurrency is not reserved
+    _, properties = _function(synthesized)
+    assert "ReservedConcurrentExecutions" not in properties
+
+
+def test_function_reserves_the_configured_concurrency(overrides: Synthesized) -> None:
+    # Given a stage synthesized with reserved_concurrency=50
+    _, properties = _function(overrides)
+    # Then 50 concurrent executions are reserved for the function
+    assert properties["ReservedConcurrentExecutions"] == 50
+
+
+def test_live_alias_points_at_the_functions_current_version(synthesized: Synthesized) -> None:
+    # Given the function, its published version and the alias
+    function_id, _ = _function(synthesized)
+    version_id, version = synthesized.only("AWS::Lambda::Version")
+    alias = _alias(synthesized)
+    # Then the alias `live` is of the function and points at the version published from it
+    assert alias["Name"] == "live"
+    assert alias["FunctionName"] == {"Ref": function_id}
+    assert alias["FunctionVersion"] == {"Fn::GetAtt": [version_id, "Version"]}
+    assert version["Properties"]["FunctionName"] == {"Ref": function_id}
+
+
+@pytest.mark.parametrize("name", ["dev", "prod"])
+def test_live_alias_has_no_provisioned_concurrency_unless_configured(request: pytest.FixtureRequest, name: str) -> None:
+    # Given a stage synthesized without provisioned_concurrency
+    synthesized: Synthesized = request.getfixturevalue(name)
+    # Then nothing is provisioned (and billed) on the alias
+    assert "ProvisionedConcurrencyConfig" not in _alias(synthesized)
+
+
+def test_live_alias_provisions_the_configured_concurrency(overrides: Synthesized) -> None:
+    # Given a stage synthesized with provisioned_concurrency=2
+    alias = _alias(overrides)
+    # Then two environments stay initialized on the alias the API invokes
+    assert alias["ProvisionedConcurrencyConfig"] == {"ProvisionedConcurrentExecutions": 2}
+
+
+@pytest.mark.parametrize("name", ["dev", "prod"])
+def test_function_log_retention_depends_on_the_stage(request: pytest.FixtureRequest, name: str) -> None:
+    # Given a stage's function log group
+    synthesized: Synthesized = request.getfixturevalue(name)
+    log_group = synthesized.resource(synthesized.stack.functions.log_group)
+    # Then its logs are kept a week in dev and three months in prod
+    assert log_group["Properties"]["RetentionInDays"] == RETENTION_DAYS[name]
+
+
+def test_log_retention_differs_between_dev_and_prod(dev: Synthesized, prod: Synthesized) -> None:
+    # Given both stages' function log groups
+    retention = {s.label: s.resource(s.stack.functions.log_group)["Properties"]["RetentionInDays"] for s in (dev, prod)}
+    # Then prod keeps logs longer than dev
+    assert retention == RETENTION_DAYS
+    assert retention["prod"] > retention["dev"]
