@@ -60,9 +60,7 @@ class Monitoring(Construct):
             period=PERIOD,
             label="5xx rate (%)",
         )
-        throttled = table.metric_throttled_requests_for_operations(
-            operations=list(TABLE_OPERATIONS), period=PERIOD
-        )
+        throttled = table.metric_throttled_requests_for_operations(operations=list(TABLE_OPERATIONS), period=PERIOD)
         self.alarms = [
             self._alarm(
                 "ServerErrorRate",
