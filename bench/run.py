@@ -173,7 +173,7 @@ def render(cold: coldstart.ColdStart, save: warm.WarmFigures, item: warm.ItemFig
         "",
         "| part | bytes |",
         "|---|---|",
-        f"| `{item.state_attribute}` (the state{', zlib' if item.state_attribute == 'state_z' else ''}) | "
+        f"| `{item.state_attribute}` (the state{', compressed' if item.state_attribute == 'state_z' else ''}) | "
         f"{item.state_attribute_bytes:,} |",
         f"| every other attribute (keys, index keys, metadata) | {others:,} |",
         f"| **item** | **{item.item_bytes:,}** ({item.ratio:.3f} of the canonical JSON; "

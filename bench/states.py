@@ -23,7 +23,6 @@ from __future__ import annotations
 
 import json
 import random
-import zlib
 from collections.abc import Callable
 from functools import cache
 from pydoc_data.topics import topics
@@ -242,13 +241,15 @@ def task_state(target_bytes: int = 16_000, seed: int = 7) -> dict[str, Any]:
 
 
 def main() -> None:
-    """Print the size and zlib ratio of a few states (a quick look at what the benchmark stores)."""
+    """Print the size and stored ratio of a few states (a quick look at what the benchmark stores)."""
+    from baton.domain.checkpoints import compress_state
+
     for name, make in (("conversation", conversation_state), ("task", task_state)):
         for target in (4_000, 32_000):
             state = make(target_bytes=target, seed=7)
             raw = json.dumps(state, ensure_ascii=False, separators=(",", ":"), sort_keys=True).encode()
-            packed = len(zlib.compress(raw, 6))
-            print(f"{name:12} target {target:6}  canonical {len(raw):6}  zlib {packed:6}  {packed / len(raw):.2f}")
+            packed = len(compress_state(raw))
+            print(f"{name:12} target {target:6}  canonical {len(raw):6}  stored {packed:6}  {packed / len(raw):.2f}")
 
 
 if __name__ == "__main__":

@@ -260,7 +260,7 @@ def measure_warm(saves: int = SAVES, with_handler: bool = True) -> WarmFigures:
         "parse_strict": _median_us(lambda: parse_strict(body), stage_runs),
         "SaveCheckpointRequest": _median_us(lambda: SaveCheckpointRequest.model_validate(document), stage_runs),
         "canonical JSON + SHA-256": _median_us(lambda: canonicalize(request.state, at="/state"), stage_runs),
-        "compression decision (zlib)": _median_us(lambda: encode_state(canonical), stage_runs),
+        "compression decision (brotli)": _median_us(lambda: encode_state(canonical), stage_runs),
     }
     return WarmFigures(
         state_bytes=plan.state.canonical.size,

@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import hashlib
 import json
-import zlib
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -22,6 +21,14 @@ from baton.domain.models import SaveCheckpointRequest
 # Compression is worth it only when it saves real space: small states rarely shrink, and every read pays to inflate.
 COMPRESS_MIN_BYTES = 512
 COMPRESS_MAX_RATIO = 0.9
+# Brotli in text mode stores agent text smaller than zlib at the same speed (quality 6). From 16 KB a state is
+# worth a slower, denser pass (quality 10: about 10 ms for 32 KB), because every stored kilobyte is paid again on
+# every write and read of the item; below that, the write's latency matters more than the bytes.
+DENSE_FROM_BYTES = 16_000
+FAST_QUALITY = 6
+DENSE_QUALITY = 10
+BROTLI = b"\x01"
+"""First byte of a compressed state: the codec, so that the codec can change without a migration."""
 
 
 @dataclass(frozen=True)
@@ -36,7 +43,7 @@ class CheckpointKey:
 
 @dataclass(frozen=True)
 class EncodedState:
-    """The canonical state as it is stored: either the UTF-8 text or its zlib deflate, whichever is smaller."""
+    """The canonical state as it is stored: either the UTF-8 text or its compressed form, whichever pays."""
 
     canonical: CanonicalState
     compressed: bytes | None
@@ -47,10 +54,19 @@ class EncodedState:
         return len(self.compressed) if self.compressed is not None else self.canonical.size
 
 
+def compress_state(text: bytes) -> bytes:
+    """The codec byte and the Brotli stream of a canonical state."""
+    import brotli  # only saves and reads of large states pay for the import
+
+    quality = DENSE_QUALITY if len(text) >= DENSE_FROM_BYTES else FAST_QUALITY
+    packed: bytes = brotli.compress(text, quality=quality, mode=brotli.MODE_TEXT)
+    return BROTLI + packed
+
+
 def encode_state(canonical: CanonicalState) -> EncodedState:
     """Compress the canonical state when that saves at least a tenth of its size."""
     if canonical.size >= COMPRESS_MIN_BYTES:
-        packed = zlib.compress(canonical.text, 6)
+        packed = compress_state(canonical.text)
         if len(packed) <= canonical.size * COMPRESS_MAX_RATIO:
             return EncodedState(canonical=canonical, compressed=packed)
     return EncodedState(canonical=canonical, compressed=None)
@@ -59,7 +75,11 @@ def encode_state(canonical: CanonicalState) -> EncodedState:
 def decode_state(text: str | None, compressed: bytes | None) -> bytes:
     """The canonical UTF-8 bytes back from what the item holds."""
     if compressed is not None:
-        return zlib.decompress(compressed)
+        if compressed[:1] != BROTLI:
+            raise ValueError(f"unknown state codec {compressed[:1]!r}")
+        import brotli
+
+        return bytes(brotli.decompress(compressed[1:]))
     if text is None:
         raise ValueError("item holds no state")
     return text.encode("utf-8")

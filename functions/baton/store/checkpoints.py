@@ -17,6 +17,7 @@ from baton.domain.canonical import CanonicalState
 from baton.domain.checkpoints import (
     Checkpoint,
     CheckpointKey,
+    EncodedState,
     SavePlan,
     build_next,
     check_write,
@@ -99,11 +100,12 @@ class Page:
     next_cursor: str | None
 
 
-def to_record_item(cp: Checkpoint) -> dict[str, Any]:
-    """A checkpoint as the attributes of its item."""
+def to_record_item(cp: Checkpoint, encoded: EncodedState | None = None) -> dict[str, Any]:
+    """A checkpoint as the attributes of its item (`encoded`: its state already encoded, to avoid doing it twice)."""
     if cp.state_text is None:
         raise ValueError("cannot store a checkpoint without its state")
-    encoded = encode_state(CanonicalState(text=cp.state_text, sha256=cp.state_hash))
+    if encoded is None or encoded.canonical.text != cp.state_text:
+        encoded = encode_state(CanonicalState(text=cp.state_text, sha256=cp.state_hash))
     updated_at = format_ms(cp.updated_ms)
     return {
         schema.PK: checkpoint_pk(cp.tenant_id, cp.subject_id),
@@ -136,10 +138,11 @@ def to_record_item(cp: Checkpoint) -> dict[str, Any]:
     }
 
 
-def from_record_item(item: Item) -> Checkpoint:
-    """A checkpoint from its item (or from an index projection without the state)."""
+def from_record_item(item: Item, with_state: bool = True) -> Checkpoint:
+    """A checkpoint from its item (or from an index projection without the state); `with_state=False` leaves
+    the state undecoded, for answers that do not show it."""
     values = from_item(item)
-    has_state = "state" in values or "state_z" in values
+    has_state = with_state and ("state" in values or "state_z" in values)
     return Checkpoint(
         tenant_id=values["tenant_id"],
         checkpoint_id=values["checkpoint_id"],
@@ -190,7 +193,7 @@ class CheckpointStore:
                 response = self._client.update_item(**request)
             except self._client.exceptions.ConditionalCheckFailedException as exc:
                 found = cast(Item | None, exc.response.get("Item"))
-                old = from_record_item(found) if found else None
+                old = from_record_item(found, with_state=False) if found else None
                 if old is not None and old.request_id == plan.request_id:
                     # Our own write landed and its answer was lost; botocore retried it. Report it, never redo it.
                     return SaveOutcome(result=old.save_result())
@@ -200,7 +203,7 @@ class CheckpointStore:
                     if outcome is not None:
                         return outcome
                 continue  # the item changed between the write and now: try again
-            return SaveOutcome(result=from_record_item(response["Attributes"]).save_result())
+            return SaveOutcome(result=from_record_item(response["Attributes"], with_state=False).save_result())
         raise Unavailable("Too many concurrent writers on this checkpoint; nothing was written. Retry shortly.")
 
     def _upsert_request(self, plan: SavePlan) -> dict[str, Any]:
@@ -308,7 +311,7 @@ class CheckpointStore:
         try:
             self._client.put_item(
                 TableName=self._table,
-                Item=to_item(to_record_item(fresh)),
+                Item=to_item(to_record_item(fresh, plan.state)),
                 ConditionExpression="#checkpoint_id = :old_id AND #revision = :old_revision",
                 ExpressionAttributeNames=names_in("#checkpoint_id #revision"),
                 ExpressionAttributeValues={
@@ -337,7 +340,7 @@ class CheckpointStore:
                         raise IdempotencyKeyReused()
                     return SaveOutcome(result=stored["result"], replayed=stored["request_id"] != plan.request_id)
             raw = found.get(_identity(checkpoint_key))
-            old = from_record_item(raw) if raw is not None else None
+            old = from_record_item(raw, with_state=False) if raw is not None else None
             check_write(old, plan.expected_revision, plan.now_ms)
             if plan.oversize is not None:
                 raise plan.oversize
@@ -357,7 +360,7 @@ class CheckpointStore:
             record_expiry_ms = plan.now_ms + limits.IDEMPOTENCY_TTL_SECONDS * 1000
             checkpoint_put: dict[str, Any] = {
                 "TableName": self._table,
-                "Item": to_item(to_record_item(new)),
+                "Item": to_item(to_record_item(new, plan.state)),
                 **checkpoint_condition,
             }
             try:
@@ -488,7 +491,7 @@ class CheckpointStore:
                 )
             except self._client.exceptions.ConditionalCheckFailedException as exc:
                 found = cast(Item | None, exc.response.get("Item"))
-                old = from_record_item(found) if found else None
+                old = from_record_item(found, with_state=False) if found else None
                 if (
                     old is None
                     or old.checkpoint_id != checkpoint_id
