@@ -1,4 +1,5 @@
-"""Logging and metrics in one place, created on first use (Tracer alone costs ~0.5 s of cold start).
+"""Logging in one place, created on first use (powertools' Tracer alone costs ~0.5 s of cold start; metrics and
+tracing join here when something emits them).
 
 Nothing here logs request bodies or headers, so API keys never reach the logs.
 """
@@ -9,7 +10,7 @@ from functools import cache
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
-    from aws_lambda_powertools import Logger, Metrics
+    from aws_lambda_powertools import Logger
 
 
 @cache
@@ -18,11 +19,3 @@ def logger() -> Logger:
     from aws_lambda_powertools import Logger
 
     return Logger(service="baton")
-
-
-@cache
-def metrics() -> Metrics:
-    """CloudWatch embedded-format metrics of the service."""
-    from aws_lambda_powertools import Metrics
-
-    return Metrics(namespace="Baton", service="baton")
