@@ -39,16 +39,15 @@ TABLE_ACTIONS = (
     "dynamodb:PutItem",
     "dynamodb:UpdateItem",
     "dynamodb:DeleteItem",
-    "dynamodb:ConditionCheckItem",
 )
-"""Every operation the store makes (TransactWriteItems is authorized per item, as Put/Update/ConditionCheck)."""
+"""Every operation the store makes (TransactWriteItems is authorized per item, as the Puts it carries)."""
 BUCKET_ACTIONS = (
     "s3:GetObject",
     "s3:PutObject",
-    "s3:DeleteObject",
     "s3:GetObjectTagging",
     "s3:PutObjectTagging",
 )
+"""Reading and writing blobs and their pending/attached tag; deleting them is the reaper's, not the API's."""
 
 
 def runtime_requirements() -> list[str]:

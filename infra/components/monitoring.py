@@ -2,11 +2,12 @@
 
 from __future__ import annotations
 
-from aws_cdk import Duration
+from aws_cdk import Duration, Stack
 from aws_cdk import aws_apigatewayv2 as apigwv2
 from aws_cdk import aws_cloudwatch as cloudwatch
 from aws_cdk import aws_cloudwatch_actions as actions
 from aws_cdk import aws_dynamodb as dynamodb
+from aws_cdk import aws_iam as iam
 from aws_cdk import aws_kms as kms
 from aws_cdk import aws_lambda as lambda_
 from aws_cdk import aws_sns as sns
@@ -43,13 +44,25 @@ class Monitoring(Construct):
         super().__init__(scope, construct_id)
         self.topic: sns.Topic | None = None
         if config.alarm_email:
-            self.topic = sns.Topic(
+            # CloudWatch can publish to an encrypted topic only with a customer-managed key whose policy lets it
+            # (the AWS-managed alias/aws/sns key cannot grant that), so the topic gets its own key.
+            key = kms.Key(
                 self,
-                "Alarms",
-                display_name="Baton alarms",
-                enforce_ssl=True,
-                master_key=kms.Alias.from_alias_name(self, "SnsKey", "alias/aws/sns"),
+                "AlarmsKey",
+                description="Baton alarm topic",
+                enable_key_rotation=True,
+                removal_policy=config.removal_policy,
             )
+            key.add_to_resource_policy(
+                iam.PolicyStatement(
+                    sid="CloudWatchAlarmsPublish",
+                    principals=[iam.ServicePrincipal("cloudwatch.amazonaws.com")],
+                    actions=["kms:Decrypt", "kms:GenerateDataKey*"],
+                    resources=["*"],
+                    conditions={"StringEquals": {"aws:SourceAccount": Stack.of(self).account}},
+                )
+            )
+            self.topic = sns.Topic(self, "Alarms", display_name="Baton alarms", enforce_ssl=True, master_key=key)
             self.topic.add_subscription(subscriptions.EmailSubscription(config.alarm_email))
 
         requests = http_api.metric_count(period=PERIOD, statistic="Sum")

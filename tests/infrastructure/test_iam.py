@@ -204,3 +204,38 @@ def test_every_policy_is_attached_to_a_function_role_only(synthesized: Synthesiz
         assert all(role in function_roles for role in policy["Properties"]["Roles"])
         assert "Groups" not in policy["Properties"]
         assert "Users" not in policy["Properties"]
+
+
+# What each client call of the store is authorized as (TransactWriteItems: the Put requests it carries).
+_IAM_FOR_CALL = {
+    "get_item": {"dynamodb:GetItem"},
+    "batch_get_item": {"dynamodb:BatchGetItem"},
+    "query": {"dynamodb:Query"},
+    "put_item": {"dynamodb:PutItem"},
+    "update_item": {"dynamodb:UpdateItem"},
+    "delete_item": {"dynamodb:DeleteItem"},
+    "transact_write_items": {"dynamodb:PutItem"},
+}
+
+
+def _store_calls() -> set[str]:
+    """The DynamoDB client methods the store calls, read from its source."""
+    import re
+    from pathlib import Path
+
+    store = Path(__file__).resolve().parents[2] / "functions" / "baton" / "store"
+    found: set[str] = set()
+    for source in store.glob("*.py"):
+        found |= set(re.findall(r"self\._client\.([a-z_]+)\(", source.read_text(encoding="utf-8")))
+    return found
+
+
+def test_the_function_is_granted_exactly_the_dynamodb_actions_the_store_uses(synthesized: Synthesized) -> None:
+    # Given the operations the store's code calls (a transaction is authorized as the Puts it carries)
+    calls = _store_calls()
+    assert calls <= set(_IAM_FOR_CALL), f"map these calls to IAM actions: {sorted(calls - set(_IAM_FOR_CALL))}"
+    needed = set().union(*(_IAM_FOR_CALL[call] for call in calls))
+    # When the function role's DynamoDB grants are read from the template
+    granted = set().union(*(actions for actions, _ in _actions_of(synthesized, "dynamodb:")))
+    # Then they are exactly those: nothing missing, nothing extra
+    assert granted == needed

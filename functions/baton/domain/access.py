@@ -105,6 +105,21 @@ def check_can_issue(issuer: Principal, tenant_id: str, agent_id: str, scopes: fr
         raise Forbidden(f"/scopes asks for {', '.join(missing)}, which this API key does not hold itself.")
 
 
+def check_can_revoke(issuer: Principal, target: KeyRecord) -> None:
+    """Raise unless `issuer` may revoke `target`: another agent's key is invisible without `*` (NotFound), and a
+    key holding a scope the issuer lacks (an operator key, say) cannot be revoked by it (Forbidden)."""
+    if target.revoked_ms is not None or (target.tenant_id != issuer.tenant_id and not issuer.holds(TENANTS_MANAGE)):
+        raise NotFound()
+    if target.agent_id != issuer.agent_id and not issuer.is_wildcard:
+        raise NotFound()
+    missing = sorted(s for s in effective_scopes(target.scopes) if s not in effective_scopes(issuer.scopes))
+    if missing:
+        raise Forbidden(
+            f"The key holds {', '.join(missing)}, which this API key does not hold itself; only a key with at least "
+            "the same scopes may revoke it."
+        )
+
+
 def key_validity(not_before: str | None, expires_at: str | None, now_ms: int) -> tuple[int | None, int | None]:
     """The validity window of a new key in milliseconds, or `ValidationFailed` naming the bad time."""
     parsed: dict[str, int | None] = {}

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 import time
 from datetime import UTC, datetime, timedelta
 from decimal import Decimal
@@ -20,8 +21,19 @@ def format_ms(epoch_ms: int) -> str:
     return moment.strftime("%Y-%m-%dT%H:%M:%S.") + f"{epoch_ms % 1000:03d}Z"
 
 
+_RFC3339 = re.compile(r"\d{4}-\d{2}-\d{2}[Tt ]\d{2}:\d{2}:\d{2}(\.\d{1,9})?([Zz]|[+-]\d{2}:\d{2})\Z")
+
+
 def parse_time(text: str) -> int:
-    """Milliseconds since the epoch for an RFC 3339 time with a zone (`Z` or an offset); ValueError otherwise."""
+    """Milliseconds since the epoch for an RFC 3339 time with a zone (`Z` or an offset); ValueError otherwise.
+
+    Python's ISO parser also takes forms RFC 3339 does not (week dates, basic format); those are refused first.
+    """
+    if not _RFC3339.match(text):
+        raise ValueError(f"not an RFC 3339 time: {text!r}")
+    fraction = re.search(r"\.(\d+)", text)
+    if fraction and len(fraction.group(1)) > 6:
+        text = text.replace(fraction.group(0), fraction.group(0)[:7])  # datetime keeps microseconds at most
     moment = datetime.fromisoformat(text.replace("Z", "+00:00").replace("z", "+00:00"))
     if moment.tzinfo is None:
         raise ValueError("time has no zone")

@@ -103,10 +103,14 @@ class RevisionConflict(BatonError):
 
     code = "REVISION_CONFLICT"
 
-    def __init__(self, expected: int, current: int, field: str = "/expected_revision") -> None:
+    def __init__(self, expected: int | None, current: int, field: str = "/expected_revision") -> None:
+        # A negative or missing expectation is a precondition naming another checkpoint altogether.
+        stated = (
+            f"{field} is {expected}" if expected is not None and expected >= 0 else f"{field} names another checkpoint"
+        )
         super().__init__(
-            f"{field} is {expected} but the current revision is {current}; "
-            "read the checkpoint again and retry with the current revision."
+            f"{stated} but the current revision is {current}; read the checkpoint again and retry with the current "
+            "revision."
         )
         self.current_revision = current
 

@@ -18,6 +18,11 @@ DEFAULT_TTL_SECONDS: Final = 86_400
 MIN_KEEP_REVISIONS: Final = 0
 MAX_KEEP_REVISIONS: Final = 100
 
+MAX_SAFE_INTEGER: Final = 2**53 - 1
+"""Largest integer canonical JSON (RFC 8785) carries exactly; bounds counters a client sends."""
+MAX_BLOB_BYTES: Final = 5 * 1024**3
+"""Largest blob (S3's single PUT)."""
+
 MAX_SUBJECT_ID_CHARS: Final = 200
 MAX_SOURCE_FIELD_CHARS: Final = 200
 MAX_RESOURCES: Final = 100

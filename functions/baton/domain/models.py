@@ -44,7 +44,7 @@ class ResourceRef(RequestModel):
     name: Annotated[str, StringConstraints(min_length=1, max_length=200)]
     blob_id: Annotated[str, StringConstraints(min_length=1, max_length=100)]
     sha256: Sha256Hex
-    size: Annotated[int, Field(ge=0)]
+    size: Annotated[int, Field(ge=0, le=limits.MAX_BLOB_BYTES)]
     media_type: Annotated[str, StringConstraints(min_length=1, max_length=200)]
 
 
@@ -56,7 +56,7 @@ class SaveCheckpointRequest(RequestModel):
     state: Annotated[Any, Field(description="Any JSON value except null.")]
     ttl_seconds: Annotated[int, Field(ge=limits.MIN_TTL_SECONDS, le=limits.MAX_TTL_SECONDS)] | None = None
     agent_id: Identifier | None = None
-    expected_revision: Annotated[int, Field(ge=0)] | None = None
+    expected_revision: Annotated[int, Field(ge=0, le=limits.MAX_SAFE_INTEGER)] | None = None
     status: Status | None = None
     format: Annotated[str, StringConstraints(min_length=1, max_length=limits.MAX_FORMAT_CHARS)] | None = None
     resources: Annotated[list[ResourceRef], Field(max_length=limits.MAX_RESOURCES)] = Field(default_factory=list)

@@ -65,6 +65,12 @@ def serve(options: ServeOptions, out: TextIO = sys.stdout) -> int:
     from baton.local.gateway import Gateway, make_server
     from baton.local.moto_server import LocalMotoServer
 
+    secret = options.dev_key or os.environ.get("BATON_DEV_KEY") or new_secret()
+    try:
+        check_dev_key(secret)
+    except ValueError as exc:
+        print(f"baton serve: {exc} (from --dev-key or BATON_DEV_KEY)", file=sys.stderr)
+        return 2
     moto = None
     if options.aws_endpoint is None:
         moto = LocalMotoServer()
@@ -79,8 +85,6 @@ def serve(options: ServeOptions, out: TextIO = sys.stdout) -> int:
 
     reset()
     ensure_table(dynamodb_client(endpoint), options.table)
-    secret = options.dev_key or os.environ.get("BATON_DEV_KEY") or new_secret()
-    check_dev_key(secret)
     created = now_ms()
     services().keys.put(
         KeyRecord(

@@ -20,6 +20,8 @@ RETRYABLE_CODES = frozenset(
         "InternalServerError",
         "ServiceUnavailable",
         "TransactionInProgressException",
+        # A single-item write that meets an in-flight transaction on the same item; botocore does not retry it.
+        "TransactionConflictException",
     }
 )
 

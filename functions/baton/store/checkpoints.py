@@ -203,6 +203,8 @@ class CheckpointStore:
                     if outcome is not None:
                         return outcome
                 continue  # the item changed between the write and now: try again
+            except self._client.exceptions.TransactionConflictException:
+                continue  # an idempotent save's transaction holds the item for a moment: try again
             return SaveOutcome(result=from_record_item(response["Attributes"], with_state=False).save_result())
         raise Unavailable("Too many concurrent writers on this checkpoint; nothing was written. Retry shortly.")
 
@@ -319,7 +321,10 @@ class CheckpointStore:
                     ":old_revision": to_attr(expired.revision),
                 },
             )
-        except self._client.exceptions.ConditionalCheckFailedException:
+        except (
+            self._client.exceptions.ConditionalCheckFailedException,
+            self._client.exceptions.TransactionConflictException,
+        ):
             return None
         return SaveOutcome(result=fresh.save_result())
 
@@ -387,7 +392,9 @@ class CheckpointStore:
                         },
                     ]
                 )
-            except self._client.exceptions.TransactionCanceledException:
+            except self._client.exceptions.TransactionCanceledException as exc:
+                if not _lost_a_race(exc):
+                    raise
                 continue  # another writer got in between: read again
             except Exception as exc:
                 if error_code(exc) == "TransactionConflictException":
@@ -499,7 +506,7 @@ class CheckpointStore:
                     or (only_agent is not None and old.agent_id != only_agent)
                 ):
                     raise NotFound() from None
-                raise RevisionConflict(expected=if_match_revision or 0, current=old.revision) from None
+                raise RevisionConflict(expected=if_match_revision, current=old.revision, field="If-Match") from None
 
     # -- list -----------------------------------------------------------------------------------------------
 
@@ -544,6 +551,7 @@ class CheckpointStore:
             "ExpressionAttributeNames": names_in(key_condition, *filters),
             "ExpressionAttributeValues": {k: to_attr(v) for k, v in values.items()},
             "ScanIndexForward": False,
+            "ConsistentRead": True,
             "Limit": limit,
         }
         if start is not None:
@@ -554,6 +562,13 @@ class CheckpointStore:
             items=[from_record_item(item) for item in response.get("Items", [])],
             next_cursor=encode_cursor(response.get("LastEvaluatedKey"), binding),
         )
+
+
+def _lost_a_race(exc: Exception) -> bool:
+    """True when a cancelled transaction failed only because another writer changed what it read."""
+    response: Any = getattr(exc, "response", None) or {}
+    reasons = response.get("CancellationReasons") or []
+    return all(reason.get("Code") in ("None", "ConditionalCheckFailed", "TransactionConflict") for reason in reasons)
 
 
 def _identity(item: Item) -> tuple[str, str]:

@@ -72,3 +72,24 @@ def decode_cursor(
         if not str(keys.get(name, "")).startswith(prefix):
             raise ValidationFailed.single("/cursor", _INVALID, "query")
     return {k: {"S": v} for k, v in keys.items()}
+
+
+def encode_after(position: str | None, binding: str) -> str | None:
+    """A cursor that carries only the sort key of the last item shown (never another item's keys)."""
+    if position is None:
+        return None
+    raw = json.dumps({"a": position, "b": binding}, separators=(",", ":"), sort_keys=True).encode("utf-8")
+    return base64.urlsafe_b64encode(raw).decode("ascii").rstrip("=")
+
+
+def decode_after(cursor: str | None, binding: str) -> str | None:
+    """The position of a cursor made by `encode_after`, checked against its binding."""
+    if cursor is None:
+        return None
+    try:
+        decoded: Any = json.loads(base64.urlsafe_b64decode(cursor + "=" * (-len(cursor) % 4)))
+    except (binascii.Error, ValueError, UnicodeDecodeError):
+        raise ValidationFailed.single("/cursor", _INVALID, "query") from None
+    if not isinstance(decoded, dict) or decoded.get("b") != binding or not isinstance(decoded.get("a"), str):
+        raise ValidationFailed.single("/cursor", _INVALID, "query")
+    return str(decoded["a"])

@@ -10,7 +10,7 @@ from baton.domain.errors import NotFound
 from baton.store import schema
 from baton.store.attributes import from_item, names_in, to_attr, to_item
 from baton.store.aws import translated_errors
-from baton.store.cursors import decode_cursor, encode_cursor, query_binding, refused_cursor
+from baton.store.cursors import decode_after, encode_after, query_binding
 
 if TYPE_CHECKING:
     from mypy_boto3_dynamodb import DynamoDBClient
@@ -86,60 +86,68 @@ class KeyStore:
         return _record_from(from_item(item)) if item is not None else None
 
     def list(
-        self, tenant_id: str, agent_id: str | None, limit: int, cursor: str | None
+        self, tenant_id: str, agent_id: str | None, now_ms: int, limit: int, cursor: str | None
     ) -> tuple[list[KeyRecord], str | None]:
-        """One page of a tenant's live keys (optionally one agent's), oldest first (one Query)."""
+        """One page of a tenant's live keys (optionally one agent's), oldest first (one Query).
+
+        The cursor carries only the last key id shown: DynamoDB's LastEvaluatedKey would hold the table key of
+        the last record read, another agent's secret hash included.
+        """
         binding = query_binding("keys", tenant_id, agent_id)
-        start = decode_cursor(
-            cursor, binding, {schema.GSI1_PK: tenant_keys_pk(tenant_id), schema.SK: "K"}, {schema.PK: "K#"}
-        )
-        values: dict[str, Any] = {":pk": tenant_keys_pk(tenant_id)}
-        filters = ["attribute_not_exists(#revoked_at)"]
+        after = decode_after(cursor, binding)
+        values: dict[str, Any] = {":pk": tenant_keys_pk(tenant_id), ":now": format_ms(now_ms)}
+        key_condition = f"#{schema.GSI1_PK} = :pk"
+        if after is not None:
+            values[":after"] = after
+            key_condition += f" AND #{schema.GSI1_SK} > :after"
+        filters = [
+            "attribute_not_exists(#revoked_at)",
+            "(attribute_not_exists(#key_expires_at) OR #key_expires_at > :now)",
+        ]
         if agent_id is not None:
             values[":agent"] = agent_id
             filters.append("#agent_id = :agent")
         request: dict[str, Any] = {
             "TableName": self._table,
             "IndexName": schema.GSI1,
-            "KeyConditionExpression": f"{schema.GSI1_PK} = :pk",
+            "KeyConditionExpression": key_condition,
             "FilterExpression": " AND ".join(filters),
-            "ExpressionAttributeNames": names_in(*filters),
+            "ExpressionAttributeNames": names_in(key_condition, *filters),
             "ExpressionAttributeValues": {k: to_attr(v) for k, v in values.items()},
             "Limit": limit,
         }
-        if start is not None:
-            request["ExclusiveStartKey"] = start
-        with translated_errors(), refused_cursor(start):
+        with translated_errors():
             response = self._client.query(**request)
         records = [_record_from(from_item(item)) for item in response.get("Items", [])]
-        return records, encode_cursor(response.get("LastEvaluatedKey"), binding)
+        last = response.get("LastEvaluatedKey")
+        return records, encode_after(last[schema.GSI1_SK]["S"] if last else None, binding)
 
-    def revoke(self, tenant_id: str, key_id: str, now_ms: int, only_agent: str | None) -> None:
-        """Mark a key revoked; NotFound when it is unknown, already revoked, or not the caller's to manage."""
+    def find_by_id(self, tenant_id: str, key_id: str) -> KeyRecord | None:
+        """A tenant's key record by its id, revoked or not (one index Query)."""
         with translated_errors():
             response = self._client.query(
                 TableName=self._table,
                 IndexName=schema.GSI1,
-                KeyConditionExpression=f"{schema.GSI1_PK} = :pk AND {schema.GSI1_SK} = :key_id",
+                KeyConditionExpression=f"#{schema.GSI1_PK} = :pk AND #{schema.GSI1_SK} = :key_id",
+                ExpressionAttributeNames=names_in(f"#{schema.GSI1_PK} #{schema.GSI1_SK}"),
                 ExpressionAttributeValues={":pk": {"S": tenant_keys_pk(tenant_id)}, ":key_id": {"S": key_id}},
                 Limit=1,
             )
-            items = response.get("Items", [])
-            if not items:
-                raise NotFound()
-            values: dict[str, Any] = {":now": format_ms(now_ms), ":key_id": key_id}
-            condition = "attribute_exists(#pk) AND attribute_not_exists(#revoked_at) AND #key_id = :key_id"
-            if only_agent is not None:
-                values[":agent"] = only_agent
-                condition += " AND #agent_id = :agent"
-            try:
+        items = response.get("Items", [])
+        return _record_from(from_item(items[0])) if items else None
+
+    def revoke(self, record: KeyRecord, now_ms: int) -> None:
+        """Mark a key revoked, unless it already is (NotFound)."""
+        condition = "attribute_exists(#pk) AND attribute_not_exists(#revoked_at) AND #key_id = :key_id"
+        try:
+            with translated_errors():
                 self._client.update_item(
                     TableName=self._table,
-                    Key={schema.PK: items[0][schema.PK], schema.SK: items[0][schema.SK]},
+                    Key={schema.PK: {"S": key_pk(record.secret_hash)}, schema.SK: {"S": "K"}},
                     UpdateExpression="SET #revoked_at = :now",
                     ConditionExpression=condition,
-                    ExpressionAttributeNames=names_in(condition),
-                    ExpressionAttributeValues={k: to_attr(v) for k, v in values.items()},
+                    ExpressionAttributeNames=names_in(condition, "#revoked_at"),
+                    ExpressionAttributeValues={":now": to_attr(format_ms(now_ms)), ":key_id": to_attr(record.key_id)},
                 )
-            except self._client.exceptions.ConditionalCheckFailedException:
-                raise NotFound() from None
+        except self._client.exceptions.ConditionalCheckFailedException:
+            raise NotFound() from None

@@ -90,7 +90,7 @@ def _record_response(record: dict[str, object], etag: str) -> Response[str]:
         "Upserts on (tenant, subject_id, agent_id, kind): 201 when created, 200 when updated, with the same "
         "checkpoint_id. Honors an Idempotency-Key header (1-200 printable characters, 24 hours)."
     ),
-    openapi_extensions=needs("checkpoints:write"),
+    openapi_extensions=needs("checkpoints:write", acts_for=True),
     responses=responses(
         {
             201: ("Created", DataEnvelope[SaveResult]),

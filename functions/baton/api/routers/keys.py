@@ -18,11 +18,12 @@ from baton.domain.access import (
     KeyRecord,
     Principal,
     check_can_issue,
+    check_can_revoke,
     hash_secret,
     key_validity,
     new_secret,
 )
-from baton.domain.errors import Forbidden, ValidationFailed
+from baton.domain.errors import Forbidden, NotFound, ValidationFailed
 from baton.domain.ids import KEY_ID_PATTERN, new_key_id
 from baton.domain.models import (
     CreatedKey,
@@ -55,7 +56,7 @@ def _tenant_for(principal: Principal, requested: str | None) -> str:
         "for its own agent_id; a tenant_id other than its own needs tenants:manage (the tenant comes into being "
         "with its first key)."
     ),
-    openapi_extensions=needs("keys:manage"),
+    openapi_extensions=needs("keys:manage", acts_for=True),
     responses=responses({201: ("Created", DataEnvelope[CreatedKey])}, (400, *AUTHENTICATED_ERRORS, 415)),
     tags=["keys"],
 )
@@ -86,7 +87,10 @@ def create_key(request: Annotated[CreateKeyRequest, Body()]) -> Response[str]:
 @router.get(
     "/v1/keys",
     summary="List API keys",
-    description="Live keys of the caller's tenant (another tenant's with tenants:manage), without secrets.",
+    description=(
+        "Live keys (not revoked, not expired) of the caller's tenant (another tenant's with tenants:manage), "
+        "without secrets; a key without * sees only its own agent's."
+    ),
     openapi_extensions=needs("keys:manage"),
     responses=responses({200: ("A page of keys", ListEnvelope[KeyInfo])}, (400, *AUTHENTICATED_ERRORS)),
     tags=["keys"],
@@ -101,15 +105,26 @@ def list_keys(
     call = current_call(router)
     principal = call.caller
     tenant = _tenant_for(principal, tenant_id)
-    only_agent = agent_id if principal.is_wildcard else principal.agent_id
-    records, next_cursor = services().keys.list(tenant, only_agent, limit, cursor)
+    if principal.is_wildcard:
+        only_agent = agent_id
+    elif agent_id is None or agent_id == principal.agent_id:
+        only_agent = principal.agent_id
+    else:
+        raise Forbidden(
+            f"The query parameter agent_id names another agent ({agent_id}); listing other agents' keys needs the "
+            "scope *."
+        )
+    records, next_cursor = services().keys.list(tenant, only_agent, call.now_ms, limit, cursor)
     return page([r.info() for r in records], call.request_id, next_cursor)
 
 
 @router.delete(
     "/v1/keys/<key_id>",
     summary="Revoke an API key",
-    description="Takes effect within 60 seconds everywhere (the key cache's lifetime), at once in this container.",
+    description=(
+        "Takes effect within 60 seconds everywhere (the key cache's lifetime), at once in this container. A key "
+        "revokes only keys whose scopes it holds itself; without * only its own agent's."
+    ),
     openapi_extensions=needs("keys:manage"),
     responses=responses({200: ("Revoked", DataEnvelope[KeyDeleted])}, (400, *AUTHENTICATED_ERRORS, 404)),
     tags=["keys"],
@@ -123,8 +138,11 @@ def revoke_key(key_id: str, tenant_id: Annotated[Identifier | None, Query()] = N
             "/key_id", "The path parameter key_id must be key_ followed by 32 lowercase hex digits.", "path"
         )
     tenant = _tenant_for(principal, tenant_id)
-    only_agent = None if principal.is_wildcard else principal.agent_id
     service = services()
-    service.keys.revoke(tenant, key_id, call.now_ms, only_agent)
+    target = service.keys.find_by_id(tenant, key_id)
+    if target is None:
+        raise NotFound()
+    check_can_revoke(principal, target)
+    service.keys.revoke(target, call.now_ms)
     service.authenticator.forget(key_id)
     return ok({"key_id": key_id, "deleted": True}, call.request_id)

@@ -1,0 +1,91 @@
+"""Listing and revoking keys: a page never reveals another key, and revocation respects privilege."""
+
+from __future__ import annotations
+
+import base64
+import json
+from typing import Any
+
+import time_machine
+
+from tests.integration.conftest import OPERATOR_SECRET, put_key
+from tests.integration.driver import ApiDriver
+
+OPERATOR_KEY_ID = "key_" + "a" * 32
+
+
+def _decoded(cursor: str) -> str:
+    return base64.urlsafe_b64decode(cursor + "=" * (-len(cursor) % 4)).decode()
+
+
+def test_a_key_page_cursor_reveals_nothing_of_other_keys(api: ApiDriver, services: Any) -> None:
+    # Given a key-manager of agent alice (no *) in a tenant whose operator key sorts first
+    put_key(services, "btn_alice_manager_secret_0001", "acme", "alice", {"keys:manage"}, "key_" + "b" * 32)
+    alice = ApiDriver("btn_alice_manager_secret_0001")
+    # When alice lists her keys one at a time
+    first = alice.invoke("list_keys", query={"limit": "1"})
+    # Then the cursor carries no secret hash and no other key's id
+    assert first.status == 200, first.raw_body
+    cursor = first.body["meta"]["next_cursor"]
+    assert cursor is not None
+    from baton.domain.access import hash_secret
+
+    assert hash_secret(OPERATOR_SECRET) not in _decoded(cursor)
+    assert "K#" not in _decoded(cursor)
+    # And following it still reaches her own key
+    second = alice.invoke("list_keys", query={"limit": "1", "cursor": cursor})
+    assert [k["key_id"] for k in second.data] == ["key_" + "b" * 32]
+
+
+def test_expired_keys_are_not_listed(api: ApiDriver) -> None:
+    # Given a key with an expiry, and one without
+    created = api.invoke(
+        "create_key", body={"agent_id": "bob", "scopes": ["checkpoints:read"], "expires_at": "2099-01-01T00:00:00Z"}
+    )
+    lasting = api.invoke("create_key", body={"agent_id": "carol", "scopes": ["checkpoints:read"]})
+    assert created.status == 201
+    assert lasting.status == 201
+    # When the clock passes its expiry
+    with time_machine.travel("2099-01-01T00:00:01Z", tick=False):
+        listed = api.invoke("list_keys", query={})
+    # Then it is no longer listed, the others are
+    ids = {k["key_id"] for k in listed.data}
+    assert created.data["key_id"] not in ids
+    assert lasting.data["key_id"] in ids
+
+
+def test_a_key_without_star_cannot_list_another_agents_keys(api: ApiDriver, services: Any) -> None:
+    # Given a key-manager of agent alice without *
+    put_key(services, "btn_alice_manager_secret_0002", "acme", "alice", {"keys:manage"}, "key_" + "c" * 32)
+    # When it asks for the operator's keys
+    result = ApiDriver("btn_alice_manager_secret_0002").invoke("list_keys", query={"agent_id": "operator"})
+    # Then it is refused, naming agent_id
+    assert result.status == 403
+    assert "agent_id" in result.error["message"]
+
+
+def test_a_star_key_cannot_revoke_a_key_holding_scopes_it_lacks(api: ApiDriver, services: Any) -> None:
+    # Given a * key without tenants:manage, and the operator key (with it) in the same tenant
+    put_key(services, "btn_star_only_secret_000001", "acme", "admin", {"*"}, "key_" + "d" * 32)
+    star = ApiDriver("btn_star_only_secret_000001")
+    # When it tries to revoke the operator key
+    refused = star.invoke("revoke_key", path=f"/v1/keys/{OPERATOR_KEY_ID}")
+    # Then it is forbidden, and the operator key still works
+    assert refused.status == 403
+    assert "tenants:manage" in refused.error["message"]
+    assert api.invoke("list_keys", query={}).status == 200
+    # And it may still revoke a key whose scopes it holds
+    lesser = api.invoke("create_key", body={"agent_id": "bob", "scopes": ["checkpoints:read"]})
+    done = star.invoke("revoke_key", path=f"/v1/keys/{lesser.data['key_id']}")
+    assert done.status == 200, done.raw_body
+
+
+def test_a_key_without_star_cannot_see_another_agents_key_to_revoke(api: ApiDriver, services: Any) -> None:
+    # Given a key-manager of agent alice without *, and a key of agent bob
+    put_key(services, "btn_alice_manager_secret_0003", "acme", "alice", {"keys:manage"}, "key_" + "e" * 32)
+    bob = api.invoke("create_key", body={"agent_id": "bob", "scopes": ["keys:manage"]})
+    # When alice tries to revoke bob's key
+    result = ApiDriver("btn_alice_manager_secret_0003").invoke("revoke_key", path=f"/v1/keys/{bob.data['key_id']}")
+    # Then it is as if the key did not exist
+    assert result.status == 404
+    assert json.loads(result.raw_body)["error"]["message"] == "Resource was not found."
