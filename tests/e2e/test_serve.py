@@ -220,3 +220,17 @@ def test_an_invalid_dev_key_is_refused_at_start() -> None:
     assert done.returncode != 0
     assert "--dev-key" in done.stderr
     assert "Baton is serving" not in done.stdout
+
+
+def test_a_chunked_request_body_reaches_the_api_whole(http: httpx.Client) -> None:
+    # Given a save whose body is sent in chunks (as `curl -T -` or a streaming client does)
+    body = json.dumps({"subject_id": f"chunked-{uuid.uuid4()}", "kind": "task_state", "state": {"step": 1}}).encode()
+
+    def chunks() -> Iterator[bytes]:
+        for start in range(0, len(body), 7):
+            yield body[start : start + 7]
+
+    # When it is posted without a Content-Length
+    response = http.post("/v1/checkpoints", content=chunks(), headers={"Content-Type": "application/json"})
+    # Then it is saved as if it had been sent in one piece
+    assert response.status_code == 201, response.text

@@ -220,17 +220,15 @@ def make_server(gateway: Gateway, host: str, port: int, log: TextIO = sys.stderr
 
         def _handle(self) -> None:
             started = time.perf_counter()
-            length = int(self.headers.get("Content-Length") or 0)
-            if length > MAX_BODY_BYTES:
+            body = self._read_body()
+            if body is None:
                 answer = gateway_error(413, "Request Entity Too Large")
                 self.close_connection = True
                 request_id = "-"
             else:
-                body = self.rfile.read(length) if length else b""
                 request_id = _request_id()
-                event = build_event(
-                    self.command, self.path, list(self.headers.items()), body, self.client_address[0], request_id
-                )
+                headers = [(k, v) for k, v in self.headers.items() if k.lower() != "transfer-encoding"]
+                event = build_event(self.command, self.path, headers, body, self.client_address[0], request_id)
                 answer = gateway.invoke(event)
             self.send_response(answer.status)
             for name, value in answer.headers:
@@ -248,6 +246,27 @@ def make_server(gateway: Gateway, host: str, port: int, log: TextIO = sys.stderr
                 file=log,
                 flush=True,
             )
+
+        def _read_body(self) -> bytes | None:
+            """The request body (plain or chunked), or None when it is over API Gateway's 10 MB."""
+            if "chunked" in self.headers.get("Transfer-Encoding", "").lower():
+                parts: list[bytes] = []
+                size = 0
+                while True:
+                    chunk_size = int(self.rfile.readline().split(b";", 1)[0].strip() or b"0", 16)
+                    if chunk_size == 0:
+                        while self.rfile.readline() not in (b"\r\n", b"\n", b""):
+                            pass  # trailers
+                        return b"".join(parts)
+                    size += chunk_size
+                    if size > MAX_BODY_BYTES:
+                        return None
+                    parts.append(self.rfile.read(chunk_size))
+                    self.rfile.readline()
+            length = int(self.headers.get("Content-Length") or 0)
+            if length > MAX_BODY_BYTES:
+                return None
+            return self.rfile.read(length) if length else b""
 
         do_GET = do_POST = do_PUT = do_PATCH = do_DELETE = do_HEAD = do_OPTIONS = _handle  # noqa: N815
 
