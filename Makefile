@@ -21,13 +21,22 @@ help:
 	@echo "make synth    synthesize the CDK app into cdk.out/ (STAGE=dev|prod)"
 	@echo "make deploy   deploy it with your AWS credentials (STAGE=dev|prod); make destroy removes it"
 
+LOCAL_STAMP := $(VENV)/.installed-local
+
+# `make test` needs everything (tests, lint, types, the CDK app); `make serve` only Baton and moto.
 $(STAMP): pyproject.toml
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install --quiet --disable-pip-version-check --upgrade pip
 	$(BIN)/python -m pip install --quiet --disable-pip-version-check -e '.[dev]'
-	touch $(STAMP)
+	touch $(STAMP) $(LOCAL_STAMP)
 
-serve: $(STAMP)
+$(LOCAL_STAMP): pyproject.toml
+	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
+	$(BIN)/python -m pip install --quiet --disable-pip-version-check --upgrade pip
+	$(BIN)/python -m pip install --quiet --disable-pip-version-check -e '.[local]'
+	touch $(LOCAL_STAMP)
+
+serve: $(LOCAL_STAMP)
 	$(BIN)/baton serve $(ARGS)
 
 test: lint types
