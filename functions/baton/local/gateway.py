@@ -176,6 +176,11 @@ def _invoke_in_container(target: str, event: dict[str, Any], context: LambdaCont
     return handler(event, context)
 
 
+def _load_in_container(target: str) -> None:
+    """Import the handler's module, as Lambda's init phase does before the first event."""
+    importlib.import_module(target.partition(":")[0])
+
+
 class Gateway:
     """Turns requests into events, runs the handler with Lambda's limits, and turns results into responses.
 
@@ -189,6 +194,11 @@ class Gateway:
         self._pool = ProcessPoolExecutor(
             max_workers=containers, mp_context=get_context("spawn"), initializer=_container_start
         )
+
+    def warm(self, containers: int) -> None:
+        """Start the containers and run their init phase now, so the first requests do not pay for it."""
+        for future in [self._pool.submit(_load_in_container, self._target) for _ in range(containers)]:
+            future.result(timeout=60)
 
     def invoke(self, event: dict[str, Any]) -> Answer:
         """Run the handler on `event` as Lambda would behind API Gateway."""

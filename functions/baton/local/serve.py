@@ -100,6 +100,7 @@ def serve(options: ServeOptions, out: TextIO = sys.stdout) -> int:
     )
 
     gateway = Gateway("baton.handlers.api:handler", containers=options.containers)
+    gateway.warm(options.containers)
     server = make_server(gateway, options.host, options.port)
     host, port = server.server_address[:2]
     url = f"http://{host!s}:{port}"
