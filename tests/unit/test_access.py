@@ -339,3 +339,18 @@ def test_different_secrets_hash_differently() -> None:
     # Then the hashes differ, and hashing is stable
     assert hash_secret("btn_a") != hash_secret("btn_b")
     assert hash_secret("btn_a") == hash_secret("btn_a")
+
+
+def test_agent_for_list_lets_star_keys_list_anyone_and_others_only_themselves() -> None:
+    # Given a * key and a plain key of agent-a
+    star = Principal(tenant_id="acme", agent_id="agent-a", key_id="key_1", scopes=frozenset({"*"}))
+    plain = Principal(tenant_id="acme", agent_id="agent-a", key_id="key_2", scopes=frozenset({"checkpoints:read"}))
+    # When each asks whose work a list shows
+    # Then the * key gets what it asked for (None: every agent), the plain key only its own agent
+    assert star.agent_for_list(None, "checkpoints") is None
+    assert star.agent_for_list("agent-b", "checkpoints") == "agent-b"
+    assert plain.agent_for_list(None, "checkpoints") == "agent-a"
+    assert plain.agent_for_list("agent-a", "keys") == "agent-a"
+    # And naming another agent without * is forbidden, naming agent_id and what was listed
+    with pytest.raises(Forbidden, match=r"agent_id.*agent-b.*keys"):
+        plain.agent_for_list("agent-b", "keys")

@@ -75,6 +75,17 @@ class Principal:
             )
         return requested
 
+    def agent_for_list(self, requested: str | None, listing: str) -> str | None:
+        """Whose `listing` a list shows: any agent's (None: all) with `*`, else only the caller's own."""
+        if self.is_wildcard:
+            return requested
+        if requested is None or requested == self.agent_id:
+            return self.agent_id
+        raise Forbidden(
+            f"The query parameter agent_id names another agent ({requested}); listing other agents' {listing} needs "
+            "the scope *."
+        )
+
     def can_see_agent(self, agent_id: str) -> bool:
         """True when the caller may see work owned by `agent_id`."""
         return self.is_wildcard or agent_id == self.agent_id

@@ -17,7 +17,7 @@ from baton.api.services import services
 from baton.domain import limits
 from baton.domain.canonical import pointer
 from baton.domain.checkpoints import CheckpointKey, etag_for, parse_etag, plan_save, request_fingerprint
-from baton.domain.errors import Forbidden, ValidationFailed
+from baton.domain.errors import ValidationFailed
 from baton.domain.ids import CHECKPOINT_ID_PATTERN
 from baton.domain.lifecycle import Kind, Status
 from baton.domain.models import (
@@ -228,15 +228,7 @@ def list_subject_checkpoints(
             "characters.",
             "path",
         )
-    if principal.is_wildcard:
-        only_agent = agent_id
-    elif agent_id is None or agent_id == principal.agent_id:
-        only_agent = principal.agent_id
-    else:
-        raise Forbidden(
-            f"The query parameter agent_id names another agent ({agent_id}); listing other agents' checkpoints "
-            "needs the scope *."
-        )
+    only_agent = principal.agent_for_list(agent_id, "checkpoints")
     result = services().checkpoints.list_subject(
         principal.tenant_id, subject, call.now_ms, only_agent, kind, status, limit, cursor
     )

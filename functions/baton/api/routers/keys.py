@@ -105,15 +105,7 @@ def list_keys(
     call = current_call(router)
     principal = call.caller
     tenant = _tenant_for(principal, tenant_id)
-    if principal.is_wildcard:
-        only_agent = agent_id
-    elif agent_id is None or agent_id == principal.agent_id:
-        only_agent = principal.agent_id
-    else:
-        raise Forbidden(
-            f"The query parameter agent_id names another agent ({agent_id}); listing other agents' keys needs the "
-            "scope *."
-        )
+    only_agent = principal.agent_for_list(agent_id, "keys")
     records, next_cursor = services().keys.list(tenant, only_agent, call.now_ms, limit, cursor)
     return page([r.info() for r in records], call.request_id, next_cursor)
 
