@@ -11,6 +11,7 @@ import sys
 import time
 import uuid
 from collections.abc import Iterator
+from typing import Any
 from urllib.parse import urlsplit
 
 import httpx
@@ -234,3 +235,15 @@ def test_a_chunked_request_body_reaches_the_api_whole(http: httpx.Client) -> Non
     response = http.post("/v1/checkpoints", content=chunks(), headers={"Content-Type": "application/json"})
     # Then it is saved as if it had been sent in one piece
     assert response.status_code == 201, response.text
+
+
+def test_the_dev_key_in_a_table_that_outlives_serve_expires(baton: BatonServe, table: Any) -> None:
+    # Given baton serve running against an endpoint it does not own (the session's moto server)
+    from baton.domain.access import hash_secret
+    from tests.e2e.conftest import TABLE
+
+    # When its development key record is read from the table
+    item = table.get_item(TableName=TABLE, Key={"pk": {"S": f"K#{hash_secret(baton.key)}"}, "sk": {"S": "K"}})["Item"]
+    # Then it carries an expiry (12 hours), and serve said so when it printed the key
+    assert "key_expires_at" in item
+    assert any("expires" in line and "Development key" in line for line in baton.lines)

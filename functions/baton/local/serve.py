@@ -10,13 +10,15 @@ from dataclasses import dataclass
 from typing import Any, TextIO
 
 from baton.domain.access import KeyRecord, hash_secret, new_secret
-from baton.domain.clock import now_ms
+from baton.domain.clock import format_ms, now_ms
 from baton.domain.ids import new_key_id
 
 DEV_TENANT = "dev"
 DEV_AGENT = "operator"
 DEV_SCOPES = frozenset({"*", "tenants:manage"})
 DEFAULT_TABLE = "baton-local"
+DEV_KEY_LIFETIME_SECONDS = 12 * 3600
+"""How long the development key lives in a table other than embedded moto's (restarting renews it)."""
 _DEV_KEY_PATTERN = re.compile(r"[\x21-\x7e]{16,200}\Z")
 
 
@@ -86,6 +88,9 @@ def serve(options: ServeOptions, out: TextIO = sys.stdout) -> int:
     reset()
     ensure_table(dynamodb_client(endpoint), options.table)
     created = now_ms()
+    # On embedded moto the key dies with the process; in a table that outlives `baton serve` it must not stay
+    # an operator key forever.
+    expires = None if moto is not None else created + DEV_KEY_LIFETIME_SECONDS * 1000
     services().keys.put(
         KeyRecord(
             key_id=new_key_id(created),
@@ -94,6 +99,7 @@ def serve(options: ServeOptions, out: TextIO = sys.stdout) -> int:
             agent_id=DEV_AGENT,
             scopes=DEV_SCOPES,
             created_ms=created,
+            expires_ms=expires,
             description="baton serve development key",
         ),
         overwrite=True,
@@ -111,7 +117,8 @@ def serve(options: ServeOptions, out: TextIO = sys.stdout) -> int:
     signal.signal(signal.SIGTERM, stop)
     print(f"Baton is serving on {url}", file=out)
     print(f"AWS endpoint: {endpoint}{' (embedded moto)' if moto else ''}; table: {options.table}", file=out)
-    print(f"Development key (tenant {DEV_TENANT}, agent {DEV_AGENT}, scopes * tenants:manage):", file=out)
+    lifetime = "" if expires is None else f"; expires {format_ms(expires)}"
+    print(f"Development key (tenant {DEV_TENANT}, agent {DEV_AGENT}, scopes * tenants:manage{lifetime}):", file=out)
     print(f"  export BATON_KEY={secret}", file=out)
     print(
         f"  curl -s {url}/v1/checkpoints -H \"Authorization: Bearer $BATON_KEY\" -H 'Content-Type: application/json' "
