@@ -17,7 +17,7 @@ from baton.api.services import services
 from baton.domain import limits
 from baton.domain.canonical import pointer
 from baton.domain.checkpoints import CheckpointKey, etag_for, parse_etag, plan_save, request_fingerprint
-from baton.domain.errors import ValidationFailed
+from baton.domain.errors import NotFound, ValidationFailed
 from baton.domain.ids import CHECKPOINT_ID_PATTERN
 from baton.domain.lifecycle import Kind, Status
 from baton.domain.models import (
@@ -157,7 +157,8 @@ def get_checkpoint(checkpoint_id: str) -> Response[str]:
     call = current_call(router)
     principal = call.caller
     found = services().checkpoints.get_by_id(principal.tenant_id, _checkpoint_id(checkpoint_id), call.now_ms)
-    principal.agent_for_read(found.agent_id)
+    if not principal.can_see_agent(found.agent_id):
+        raise NotFound()  # another agent's checkpoint answers exactly like a missing one
     return _record_response(found.record(), found.etag)
 
 
