@@ -11,11 +11,13 @@ STAGE ?= dev
 # The CDK CLI passes context to the app in CDK_CONTEXT_JSON; `make synth` does the same without the CLI.
 SYNTH_CONTEXT := {"stage": "$(STAGE)"}
 
-.PHONY: help serve test lint types unit integration e2e infrastructure bench openapi synth deploy destroy clean
+.PHONY: help serve test lint types unit integration e2e infrastructure fuzz soak bench openapi synth deploy destroy clean
 
 help:
 	@echo "make serve    run Baton on http://127.0.0.1:8787 against embedded moto (prints a dev key)"
 	@echo "make test     lint, types and every test suite, offline"
+	@echo "make fuzz     schemathesis against baton serve for FUZZ_SECONDS (default 600)"
+	@echo "make soak     concurrent clients against baton serve for SOAK_SECONDS (default 300)"
 	@echo "make bench    cold-start benchmark (ratio to a boto3 baseline), writes bench/report.md"
 	@echo "make openapi  regenerate docs/openapi.json"
 	@echo "make synth    synthesize the CDK app into cdk.out/ (STAGE=dev|prod)"
@@ -60,6 +62,16 @@ e2e: $(STAMP)
 
 infrastructure: $(STAMP)
 	$(BIN)/pytest tests/infrastructure -q
+
+# The proof suites run bounded inside `make test`; these run them longer.
+FUZZ_SECONDS ?= 600
+SOAK_SECONDS ?= 300
+
+fuzz: $(STAMP)
+	BATON_FUZZ_SECONDS=$(FUZZ_SECONDS) $(BIN)/pytest tests/e2e/test_schemathesis.py -q -s
+
+soak: $(STAMP)
+	BATON_SOAK_SECONDS=$(SOAK_SECONDS) $(BIN)/pytest tests/e2e/test_soak.py -q -s
 
 bench: $(STAMP)
 	$(BIN)/python bench/run.py
