@@ -15,3 +15,15 @@ def _offline_aws() -> None:
     os.environ["AWS_DEFAULT_REGION"] = "us-east-1"
     os.environ.pop("AWS_PROFILE", None)
     os.environ.pop("AWS_SESSION_TOKEN", None)
+
+
+def pytest_terminal_summary(terminalreporter: pytest.TerminalReporter) -> None:
+    """The proof suites' case counts, one line each."""
+    from tests.proof_counts import COUNTS
+
+    if not COUNTS:
+        return
+    terminalreporter.section("proof suites: cases tried")
+    for suite in sorted(COUNTS):
+        counts = ", ".join(f"{name} {value}" for name, value in sorted(COUNTS[suite].items()))
+        terminalreporter.write_line(f"{suite}: {counts}")
