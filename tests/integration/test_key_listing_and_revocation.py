@@ -19,22 +19,39 @@ def _decoded(cursor: str) -> str:
 
 
 def test_a_key_page_cursor_reveals_nothing_of_other_keys(api: ApiDriver, services: Any) -> None:
-    # Given a key-manager of agent alice (no *) in a tenant whose operator key sorts first
+    # Given a key-manager of agent alice (no *) in a tenant whose operator key sorts first, and keys of other
+    # agents minted between alice's own
     put_key(services, "btn_alice_manager_secret_0001", "acme", "alice", {"keys:manage"}, "key_" + "b" * 32)
+    put_key(services, "btn_bob_reader_secret_000001", "acme", "bob", {"checkpoints:read"}, "key_" + "c" * 32)
+    put_key(services, "btn_alice_reader_secret_0001", "acme", "alice", {"checkpoints:read"}, "key_" + "d" * 32)
+    put_key(services, "btn_carol_reader_secret_0001", "acme", "carol", {"checkpoints:read"}, "key_" + "e" * 32)
     alice = ApiDriver("btn_alice_manager_secret_0001")
-    # When alice lists her keys one at a time
-    first = alice.invoke("list_keys", query={"limit": "1"})
-    # Then the cursor carries no secret hash and no other key's id
-    assert first.status == 200, first.raw_body
-    cursor = first.body["meta"]["next_cursor"]
-    assert cursor is not None
     from baton.domain.access import hash_secret
 
-    assert hash_secret(OPERATOR_SECRET) not in _decoded(cursor)
-    assert "K#" not in _decoded(cursor)
-    # And following it still reaches her own key
-    second = alice.invoke("list_keys", query={"limit": "1", "cursor": cursor})
-    assert [k["key_id"] for k in second.data] == ["key_" + "b" * 32]
+    # When alice lists her keys one at a time
+    seen: list[str] = []
+    cursor = None
+    pages = 0
+    while True:
+        query = {"limit": "1"} | ({"cursor": cursor} if cursor else {})
+        page = alice.invoke("list_keys", query=query)
+        assert page.status == 200, page.raw_body
+        pages += 1
+        cursor = page.body["meta"]["next_cursor"]
+        # Then no page is empty unless it is the last, and no cursor carries a secret hash or another key's id
+        assert page.data or cursor is None
+        seen.extend(k["key_id"] for k in page.data)
+        if cursor is None:
+            break
+        decoded = _decoded(cursor)
+        assert hash_secret(OPERATOR_SECRET) not in decoded
+        assert "K#" not in decoded
+        for other in ("a", "c", "e"):
+            assert "key_" + other * 32 not in decoded
+        assert decoded.count("key_") == 1 and seen[-1] in decoded
+    # And paging reached exactly her own keys, each once, in two pages
+    assert seen == ["key_" + "b" * 32, "key_" + "d" * 32]
+    assert pages == 2
 
 
 def test_expired_keys_are_not_listed(api: ApiDriver) -> None:

@@ -539,7 +539,7 @@ def test_build_next_over_nothing_creates_revision_one_with_defaults() -> None:
     assert created.state_text == b'{"step":1}'
     assert created.state_hash == the_plan.state.canonical.sha256
     assert created.state_bytes == 10
-    assert created.request_id == "req-1"
+    assert created.recent_requests == ("req-1",)
 
 
 def test_build_next_over_a_live_checkpoint_keeps_identity_ttl_and_keep() -> None:

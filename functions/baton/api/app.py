@@ -13,7 +13,7 @@ from baton.api.errors import field_errors, headers_of, status_of
 from baton.api.resolver import BatonResolver
 from baton.api.responses import error
 from baton.api.routers import checkpoints, keys, meta
-from baton.domain.errors import BatonError, MethodNotAllowed, NotFound, ValidationFailed
+from baton.domain.errors import MAX_REPORTED_ERRORS, BatonError, MethodNotAllowed, NotFound, ValidationFailed
 
 app = BatonResolver()
 app.include_router(meta.router)
@@ -41,7 +41,10 @@ def handle_baton_error(exc: BatonError) -> Response[str]:
 @app.exception_handler(RequestValidationError)
 def handle_validation_error(exc: RequestValidationError) -> Response[str]:
     """Pydantic's findings, as pointers and sentences."""
-    return _answer(ValidationFailed(field_errors(exc.errors())))
+    found = exc.errors()
+    # Describe only what the answer will show; count the rest (a body can carry 100,000 unknown fields).
+    shown = list(found[:MAX_REPORTED_ERRORS])
+    return _answer(ValidationFailed(field_errors(shown), more=len(found) - len(shown)))
 
 
 @app.not_found

@@ -38,11 +38,12 @@ class Authenticator:
         self._cache_ms = cache_seconds * 1000
         self._cache: LRUCache[str, tuple[KeyRecord, int]] = LRUCache(maxsize=size)
 
-    def authenticate(self, authorization: str | None, now_ms: int) -> Principal:
-        """The principal behind an `Authorization` header value."""
+    def authenticate(self, authorization: str | None, now_ms: int, fresh: bool = False) -> Principal:
+        """The principal behind an `Authorization` header value; `fresh` reads the key record even when cached
+        (key management must never act on a revocation this container has not seen yet)."""
         secret = bearer_secret(authorization)
         digest = hash_secret(secret)
-        cached = self._cache.get(digest)
+        cached = None if fresh else self._cache.get(digest)
         if cached is not None and 0 <= now_ms - cached[1] < self._cache_ms:
             record = cached[0]
         else:

@@ -24,16 +24,21 @@ from baton.domain.errors import Forbidden, PayloadTooLarge, UnsupportedMediaType
 SCOPE_EXTENSION = "x-baton-scope"
 PUBLIC_EXTENSION = "x-baton-public"
 ACTS_FOR_EXTENSION = "x-baton-acts-for"
-"""The body's `agent_id` / `tenant_id` say whom the request acts for: authority, checked before validation."""
+"""Body fields (`agent_id`, `tenant_id`) that say whom the request acts for: authority, checked before validation."""
+FRESH_KEY_EXTENSION = "x-baton-fresh-key"
+"""The route reads the caller's key record fresh, never from the container's cache (key management)."""
 BODY_METHODS = frozenset({"POST", "PUT", "PATCH"})
 
 
-def needs(scope: str, acts_for: bool = False) -> dict[str, Any]:
-    """Route metadata: the scope a route needs (also shown in the OpenAPI document), and whether the body's
-    `agent_id` / `tenant_id` claim authority (so naming another agent or tenant is a 403, ranked before 400)."""
+def needs(scope: str, acts_for: tuple[str, ...] = (), fresh_key: bool = False) -> dict[str, Any]:
+    """Route metadata: the scope a route needs (also shown in the OpenAPI document); which body fields claim
+    authority (naming another agent or tenant there is a 403, ranked before 400); and whether the caller's key
+    must be read fresh, so that a key revoked a moment ago can do nothing with it."""
     extensions: dict[str, Any] = {SCOPE_EXTENSION: scope}
     if acts_for:
-        extensions[ACTS_FOR_EXTENSION] = True
+        extensions[ACTS_FOR_EXTENSION] = list(acts_for)
+    if fresh_key:
+        extensions[FRESH_KEY_EXTENSION] = True
     return extensions
 
 
@@ -85,13 +90,15 @@ class BatonResolver(APIGatewayHttpResolver):
         if not extensions.get(PUBLIC_EXTENSION):
             from baton.api.services import services
 
-            principal = services().authenticator.authenticate(event.headers.get("authorization"), now_ms())
+            principal = services().authenticator.authenticate(
+                event.headers.get("authorization"), now_ms(), fresh=bool(extensions.get(FRESH_KEY_EXTENSION))
+            )
             principal.require(extensions[SCOPE_EXTENSION])
         body = None
         if route.method in BODY_METHODS:
             body = self._json_body()
             if principal is not None and extensions.get(ACTS_FOR_EXTENSION):
-                _check_authority(principal, body)
+                _check_authority(principal, body, extensions[ACTS_FOR_EXTENSION])
         self.append_context(call=Call(request_id=request_id, principal=principal, body=body, now_ms=now_ms()))
 
     def _json_body(self) -> Any:
@@ -121,13 +128,21 @@ class BatonResolver(APIGatewayHttpResolver):
         return sorted({r.method for r in routes if r.rule.match(path)})
 
 
-def _check_authority(principal: Principal, body: dict[str, Any]) -> None:
-    """A body acting for another agent or tenant needs the authority to: 403 before any validation error."""
+def _check_authority(principal: Principal, body: dict[str, Any], fields: list[str]) -> None:
+    """A body acting for another agent or tenant needs the authority to: 403 before any validation error.
+
+    Only the route's own authority fields count: on a route without `tenant_id`, that field is just unknown (400).
+    """
     agent_id = body.get("agent_id")
-    if isinstance(agent_id, str):
+    if "agent_id" in fields and isinstance(agent_id, str):
         principal.agent_for_write(agent_id)
     tenant_id = body.get("tenant_id")
-    if isinstance(tenant_id, str) and tenant_id != principal.tenant_id and not principal.holds(TENANTS_MANAGE):
+    if (
+        "tenant_id" in fields
+        and isinstance(tenant_id, str)
+        and tenant_id != principal.tenant_id
+        and not principal.holds(TENANTS_MANAGE)
+    ):
         raise Forbidden("/tenant_id names another tenant; acting for other tenants needs the scope tenants:manage.")
 
 

@@ -39,6 +39,8 @@ class Principal:
     agent_id: str
     key_id: str
     scopes: frozenset[str]
+    expires_ms: int | None = None
+    """When the key stops working (None: never); keys it issues expire no later."""
 
     @property
     def is_wildcard(self) -> bool:
@@ -131,8 +133,14 @@ def check_can_revoke(issuer: Principal, target: KeyRecord) -> None:
         )
 
 
-def key_validity(not_before: str | None, expires_at: str | None, now_ms: int) -> tuple[int | None, int | None]:
-    """The validity window of a new key in milliseconds, or `ValidationFailed` naming the bad time."""
+def key_validity(
+    not_before: str | None, expires_at: str | None, now_ms: int, issuer_expires_ms: int | None = None
+) -> tuple[int | None, int | None]:
+    """The validity window of a new key in milliseconds, or `ValidationFailed` naming the bad time.
+
+    A key never outlives the key that issues it: without `expires_at` it expires with its issuer, and an
+    `expires_at` later than the issuer's is refused.
+    """
     parsed: dict[str, int | None] = {}
     problems: list[FieldError] = []
     for name, value in (("not_before", not_before), ("expires_at", expires_at)):
@@ -143,15 +151,33 @@ def key_validity(not_before: str | None, expires_at: str | None, now_ms: int) ->
             parsed[name] = parse_time(value)
         except ValueError:
             problems.append(
-                FieldError(f"/{name}", f"/{name} must be an RFC 3339 time with a zone, e.g. 2026-07-30T11:48:04.652Z.")
+                FieldError(
+                    f"/{name}",
+                    f"/{name} must be an RFC 3339 time with a zone, within years 0001-9999 in UTC, e.g. "
+                    "2026-07-30T11:48:04.652Z.",
+                )
             )
     if problems:
         raise ValidationFailed(problems)
     start, end = parsed["not_before"], parsed["expires_at"]
     if end is not None and end <= now_ms:
         raise ValidationFailed.single("/expires_at", "/expires_at must be in the future.")
+    if issuer_expires_ms is not None:
+        if end is not None and end > issuer_expires_ms:
+            raise ValidationFailed.single(
+                "/expires_at",
+                f"/expires_at must be no later than {format_ms(issuer_expires_ms)}, when the issuing API key "
+                "expires; a key never outlives its issuer.",
+            )
+        end = issuer_expires_ms if end is None else end
     if end is not None and start is not None and end <= start:
-        raise ValidationFailed.single("/expires_at", "/expires_at must be later than /not_before.")
+        field = "/expires_at" if expires_at is not None else "/not_before"
+        rule = (
+            "/expires_at must be later than /not_before."
+            if expires_at is not None
+            else f"/not_before must be earlier than {format_ms(end)}, when the issuing API key expires."
+        )
+        raise ValidationFailed.single(field, rule)
     return start, end
 
 
@@ -188,7 +214,13 @@ class KeyRecord:
             raise Unauthenticated("The API key has expired; ask for a new one.")
         if self.not_before_ms is not None and now_ms < self.not_before_ms:
             raise Unauthenticated("The API key is not valid yet; see its not_before time.")
-        return Principal(tenant_id=self.tenant_id, agent_id=self.agent_id, key_id=self.key_id, scopes=self.scopes)
+        return Principal(
+            tenant_id=self.tenant_id,
+            agent_id=self.agent_id,
+            key_id=self.key_id,
+            scopes=self.scopes,
+            expires_ms=self.expires_ms,
+        )
 
     def info(self) -> dict[str, object]:
         """The key as listed: never the secret nor its hash."""

@@ -27,6 +27,9 @@ COMPRESS_MAX_RATIO = 0.9
 DENSE_FROM_BYTES = 16_000
 FAST_QUALITY = 6
 DENSE_QUALITY = 10
+RECENT_REQUESTS = 8
+"""How many writes' request ids a checkpoint remembers: a retry of a lost write is recognised while at most
+seven other writes landed after it."""
 BROTLI = b"\x01"
 """First byte of a compressed state: the codec, so that the codec can change without a migration."""
 
@@ -105,7 +108,11 @@ class SavePlan:
 
 
 def plan_save(request: SaveCheckpointRequest, tenant_id: str, agent_id: str, request_id: str, now_ms: int) -> SavePlan:
-    """Turn a validated request into a plan: canonical state, size and hash, and where the bytes go."""
+    """Turn a validated request into a plan: canonical state, size and hash, and where the bytes go.
+
+    The size is known from the canonical bytes, so an oversized state is refused before any compression: refusing
+    it costs no more than canonicalizing it.
+    """
     canonical = canonicalize(request.state, at="/state")
     oversize = None
     if canonical.size > limits.MAX_INLINE_STATE_BYTES:
@@ -126,7 +133,7 @@ def plan_save(request: SaveCheckpointRequest, tenant_id: str, agent_id: str, req
         source = {k: v for k, v in request.source.model_dump().items() if v is not None} or None
     return SavePlan(
         key=CheckpointKey(tenant_id, request.subject_id, agent_id, request.kind),
-        state=encode_state(canonical),
+        state=EncodedState(canonical=canonical, compressed=None) if oversize else encode_state(canonical),
         status=request.status or ACTIVE,
         ttl_seconds=request.ttl_seconds,
         keep_revisions=request.keep_revisions,
@@ -159,7 +166,9 @@ class Checkpoint:
     created_ms: int
     updated_ms: int
     expires_ms: int
-    request_id: str | None = None
+    recent_requests: tuple[str, ...] = ()
+    """Request ids of the latest writes, newest first (at most `RECENT_REQUESTS`): a write whose answer was lost
+    and that the AWS SDK retried is recognised by its id even when other writes landed in between."""
     format: str | None = None
     resources: list[dict[str, Any]] = field(default_factory=list)
     source: dict[str, str] | None = None
@@ -217,22 +226,70 @@ class Checkpoint:
         }
 
 
+def recognised_write(existing: Checkpoint, plan: SavePlan) -> dict[str, Any] | None:
+    """The answer of `plan`'s own earlier write when `existing` remembers its request id, else None.
+
+    The ids are kept newest first, one per revision, so the position of ours says which revision it wrote.
+    """
+    if plan.request_id not in existing.recent_requests:
+        return None
+    position = existing.recent_requests.index(plan.request_id)
+    if position == 0:
+        return existing.save_result()  # ours is still the latest write: the item says exactly what it wrote
+    revision = existing.revision - position
+    # Later writes replaced ours; what it wrote is what this same plan writes (the SDK retries the same request).
+    ttl = plan.ttl_seconds or existing.ttl_seconds
+    return {
+        "checkpoint_id": existing.checkpoint_id,
+        "subject_id": plan.key.subject_id,
+        "agent_id": plan.key.agent_id,
+        "kind": plan.key.kind,
+        "revision": revision,
+        "status": plan.status,
+        "state_hash": plan.state.canonical.sha256,
+        "state_bytes": plan.state.canonical.size,
+        "expires_at": format_ms(plan.now_ms + ttl * 1000),
+        "updated": revision > 1,
+    }
+
+
 def etag_for(checkpoint_id: str, revision: int) -> str:
     """`W/"<checkpoint_id>:<revision>"`."""
     return f'W/"{checkpoint_id}:{revision}"'
 
 
 def parse_etag(value: str) -> tuple[str, int] | None:
-    """(checkpoint_id, revision) from an entity tag, weak or strong; None when it is not one of ours."""
+    """(checkpoint_id, revision) from an entity tag, weak or strong; None when it is not one of ours.
+
+    A revision past 2^53-1 (the largest any checkpoint can reach) is read as -1, a revision no checkpoint has: such
+    a tag is well formed but can never be current, and no unbounded number is ever parsed or sent to the store.
+    """
     text = value.strip()
     if text.startswith("W/"):
         text = text[2:]
     if len(text) < 2 or not (text.startswith('"') and text.endswith('"')):
         return None
     checkpoint_id, sep, revision = text[1:-1].rpartition(":")
-    if not sep or not (revision.isascii() and revision.isdigit()):
+    if not sep or not revision or not (revision.isascii() and revision.isdigit()):
         return None
-    return checkpoint_id, int(revision)
+    digits = revision.lstrip("0") or "0"
+    if len(digits) > len(str(limits.MAX_SAFE_INTEGER)) or int(digits) > limits.MAX_SAFE_INTEGER:
+        return checkpoint_id, -1
+    return checkpoint_id, int(digits)
+
+
+def parse_etag_list(header: str) -> list[tuple[str, int]] | None:
+    """Every entity tag of an `If-Match` / `If-None-Match` list (RFC 9110: comma-separated, and the gateway joins
+    repeated headers with commas); None when any member is not an entity tag of ours."""
+    tags: list[tuple[str, int]] = []
+    for member in header.split(","):
+        if not member.strip():
+            continue  # RFC 9110 lists tolerate empty elements
+        parsed = parse_etag(member)
+        if parsed is None:
+            return None
+        tags.append(parsed)
+    return tags or None
 
 
 def check_write(existing: Checkpoint | None, expected_revision: int | None, now_ms: int) -> None:
@@ -266,7 +323,7 @@ def build_next(existing: Checkpoint | None, plan: SavePlan, new_id: str) -> Chec
         created_ms=live.created_ms if live else plan.now_ms,
         updated_ms=plan.now_ms,
         expires_ms=plan.now_ms + ttl * 1000,
-        request_id=plan.request_id,
+        recent_requests=(plan.request_id, *(live.recent_requests[: RECENT_REQUESTS - 1] if live else ())),
         format=plan.format,
         resources=plan.resources,
         source=plan.source,

@@ -8,6 +8,19 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+MAX_REPORTED_ERRORS = 50
+"""At most this many violations are listed in `details.errors`; `details.more` counts the rest."""
+MAX_ECHOED_CHARS = 300
+"""Longest pointer or sentence an error repeats: a field name can be as long as the body, the answer cannot."""
+
+MAX_MESSAGE_CHARS = 1000
+"""Longest `message` of any error."""
+
+
+def clip(text: str, limit: int = MAX_ECHOED_CHARS) -> str:
+    """`text`, cut to `limit` characters with an ellipsis when longer."""
+    return text if len(text) <= limit else text[: limit - 1] + "…"
+
 
 @dataclass(frozen=True)
 class FieldError:
@@ -23,7 +36,7 @@ class FieldError:
 
     def as_detail(self) -> dict[str, str]:
         """The entry in `details.errors`."""
-        entry = {"pointer": self.pointer, "message": self.message}
+        entry = {"pointer": clip(self.pointer), "message": clip(self.message)}
         if self.location != "body":
             entry["in"] = self.location
         return entry
@@ -35,6 +48,8 @@ class BatonError(Exception):
     code: str = "INTERNAL"
 
     def __init__(self, message: str) -> None:
+        # Messages may quote what the client sent; a quote is bounded so that no answer grows with the request.
+        message = clip(message, MAX_MESSAGE_CHARS)
         super().__init__(message)
         self.message = message
 
@@ -48,14 +63,17 @@ class ValidationFailed(BatonError):
 
     code = "VALIDATION_ERROR"
 
-    def __init__(self, errors: list[FieldError]) -> None:
+    def __init__(self, errors: list[FieldError], more: int = 0) -> None:
         if not errors:
             raise ValueError("ValidationFailed needs at least one FieldError")
-        first = errors[0].message
-        more = len(errors) - 1
-        message = first if more == 0 else f"{first} ({more} more error{'s' if more > 1 else ''} in details.errors)"
+        # No answer grows with a hostile request: at most MAX_REPORTED_ERRORS violations are named, the rest counted.
+        self.more = more + max(0, len(errors) - MAX_REPORTED_ERRORS)
+        self.errors = errors[:MAX_REPORTED_ERRORS]
+        first = clip(self.errors[0].message)
+        others = len(self.errors) - 1 + self.more
+        plural = "s" if others > 1 else ""
+        message = first if others == 0 else f"{first} ({others} more error{plural} in details.errors)"
         super().__init__(message)
-        self.errors = errors
 
     @classmethod
     def single(cls, pointer: str, message: str, location: str = "body") -> ValidationFailed:
@@ -63,7 +81,10 @@ class ValidationFailed(BatonError):
         return cls([FieldError(pointer, message, location)])
 
     def details(self) -> dict[str, object]:
-        return {"errors": [e.as_detail() for e in self.errors]}
+        found: dict[str, object] = {"errors": [e.as_detail() for e in self.errors]}
+        if self.more:
+            found["more"] = self.more
+        return found
 
 
 class Unauthenticated(BatonError):
@@ -103,11 +124,16 @@ class RevisionConflict(BatonError):
 
     code = "REVISION_CONFLICT"
 
-    def __init__(self, expected: int | None, current: int, field: str = "/expected_revision") -> None:
+    def __init__(self, expected: int | tuple[int, ...] | None, current: int, field: str = "/expected_revision") -> None:
         # A negative or missing expectation is a precondition naming another checkpoint altogether.
-        stated = (
-            f"{field} is {expected}" if expected is not None and expected >= 0 else f"{field} names another checkpoint"
-        )
+        wanted = [expected] if isinstance(expected, int) else list(expected or ())
+        wanted = [w for w in wanted if w >= 0]
+        if not wanted:
+            stated = f"{field} names another checkpoint"
+        elif len(wanted) == 1:
+            stated = f"{field} is {wanted[0]}"
+        else:
+            stated = f"{field} names revisions {', '.join(str(w) for w in wanted)}"
         super().__init__(
             f"{stated} but the current revision is {current}; read the checkpoint again and retry with the current "
             "revision."

@@ -35,6 +35,9 @@ IDENTIFIER_PATTERN: Final = r"^[a-z0-9][a-z0-9_-]{0,63}$"
 IDEMPOTENCY_KEY_MAX_CHARS: Final = 200
 IDEMPOTENCY_TTL_SECONDS: Final = 86_400
 
+MAX_IF_MATCH_TAGS: Final = 50
+"""Most revisions one `If-Match` list may name for a checkpoint (DynamoDB's `IN` takes at most 100 operands)."""
+
 DEFAULT_PAGE_LIMIT: Final = 50
 MAX_PAGE_LIMIT: Final = 200
 

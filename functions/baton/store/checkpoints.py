@@ -7,14 +7,16 @@ decides what that means: no second read to explain a failure.
 
 from __future__ import annotations
 
+import itertools
 import re
 from dataclasses import dataclass
 from decimal import Decimal
-from typing import TYPE_CHECKING, Any, cast
+from typing import TYPE_CHECKING, Any, Final, cast
 
 from baton.domain import limits
 from baton.domain.canonical import CanonicalState
 from baton.domain.checkpoints import (
+    RECENT_REQUESTS,
     Checkpoint,
     CheckpointKey,
     EncodedState,
@@ -23,6 +25,7 @@ from baton.domain.checkpoints import (
     check_write,
     decode_state,
     encode_state,
+    recognised_write,
 )
 from baton.domain.clock import format_ms, ms_to_seconds, parse_time
 from baton.domain.errors import IdempotencyKeyReused, NotFound, RevisionConflict, Unavailable
@@ -30,8 +33,8 @@ from baton.domain.ids import new_checkpoint_id
 from baton.domain.lifecycle import ACTIVE
 from baton.store import schema
 from baton.store.attributes import Item, from_item, names_in, to_attr, to_item
-from baton.store.aws import error_code, translated_errors
 from baton.store.cursors import decode_cursor, encode_cursor, query_binding, refused_cursor
+from baton.store.errors import Failure, classify, reraise, translated_errors
 
 if TYPE_CHECKING:
     from mypy_boto3_dynamodb import DynamoDBClient
@@ -58,6 +61,10 @@ def checkpoint_index_pk(tenant_id: str, checkpoint_id: str) -> str:
 def idempotency_pk(tenant_id: str, agent_id: str, key: str) -> str:
     """Partition key of an idempotency record: keys belong to (tenant, agent)."""
     return f"D#{tenant_id}#{agent_id}#{key}"
+
+
+RECENT_ATTRIBUTES: Final = tuple(f"rq{i}" for i in range(RECENT_REQUESTS))
+"""The attributes holding the request ids of a checkpoint's latest writes, newest first: `rq0` is the last."""
 
 
 def _key(pk: str, sk: str) -> Item:
@@ -134,7 +141,7 @@ def to_record_item(cp: Checkpoint, encoded: EncodedState | None = None) -> dict[
         "updated_at": updated_at,
         "expires_at": ms_to_seconds(cp.expires_ms),
         schema.TTL_ATTRIBUTE: _ttl_epoch(cp.expires_ms),
-        "request_id": cp.request_id,
+        **dict(zip(RECENT_ATTRIBUTES, cp.recent_requests, strict=False)),
     }
 
 
@@ -159,7 +166,7 @@ def from_record_item(item: Item, with_state: bool = True) -> Checkpoint:
         created_ms=parse_time(values["created_at"]),
         updated_ms=parse_time(values["updated_at"]),
         expires_ms=int(Decimal(values["expires_at"]) * 1000),
-        request_id=values.get("request_id"),
+        recent_requests=tuple(values[name] for name in RECENT_ATTRIBUTES if values.get(name)),
         format=values.get("format"),
         resources=list(values.get("resources", [])),
         source=values.get("source"),
@@ -191,20 +198,26 @@ class CheckpointStore:
             request = self._upsert_request(plan)
             try:
                 response = self._client.update_item(**request)
-            except self._client.exceptions.ConditionalCheckFailedException as exc:
-                found = cast(Item | None, exc.response.get("Item"))
+            except Exception as exc:
+                failure = classify(exc)
+                if failure is Failure.RACE:
+                    continue  # an idempotent save's transaction holds the item for a moment: try again
+                if failure is not Failure.CONDITION_FAILED:
+                    reraise(exc, failure)
+                found = cast(Item | None, getattr(exc, "response", {}).get("Item"))
                 old = from_record_item(found, with_state=False) if found else None
-                if old is not None and old.request_id == plan.request_id:
-                    # Our own write landed and its answer was lost; botocore retried it. Report it, never redo it.
-                    return SaveOutcome(result=old.save_result())
+                if old is not None:
+                    # Our own write landed and its answer was lost; the AWS SDK retried it (perhaps after other
+                    # writes). Report what it wrote, never redo it.
+                    mine = recognised_write(old, plan)
+                    if mine is not None:
+                        return SaveOutcome(result=mine)
                 check_write(old, plan.expected_revision, plan.now_ms)
                 if old is not None and not old.is_live(plan.now_ms):
                     outcome = self._replace_expired(plan, old)
                     if outcome is not None:
                         return outcome
                 continue  # the item changed between the write and now: try again
-            except self._client.exceptions.TransactionConflictException:
-                continue  # an idempotent save's transaction holds the item for a moment: try again
             return SaveOutcome(result=from_record_item(response["Attributes"], with_state=False).save_result())
         raise Unavailable("Too many concurrent writers on this checkpoint; nothing was written. Retry shortly.")
 
@@ -232,6 +245,7 @@ class CheckpointStore:
             ":now_s": ms_to_seconds(plan.now_ms),
             ":ttl_base": _ttl_epoch(plan.now_ms),
             ":active": ACTIVE,
+            ":blank": "",
         }
         sets = [
             "#checkpoint_id = if_not_exists(#checkpoint_id, :new_id)",
@@ -250,7 +264,9 @@ class CheckpointStore:
             "#updated_at = :now_iso",
             f"#{schema.LSI_UPDATED_SK} = :now_iso",
             f"#{schema.LSI_AGENT_UPDATED_SK} = :agent_now",
-            "#request_id = :request_id",
+            # The request ids of the latest writes shift down one place; the oldest falls off.
+            f"#{RECENT_ATTRIBUTES[0]} = :request_id",
+            *(f"#{newer} = if_not_exists(#{older}, :blank)" for older, newer in itertools.pairwise(RECENT_ATTRIBUTES)),
         ]
         removes = []
         if plan.state.compressed is not None:
@@ -284,7 +300,9 @@ class CheckpointStore:
                 values[f":{attribute}"] = value
                 sets.append(f"#{attribute} = :{attribute}")
 
-        live_and_writable = "(#expires_at > :now_s AND #status = :active AND #request_id <> :request_id)"
+        # A missing attribute equals nothing, so slots not yet written never match.
+        not_mine = "NOT (" + " OR ".join(f"#{name} = :request_id" for name in RECENT_ATTRIBUTES) + ")"
+        live_and_writable = f"(#expires_at > :now_s AND #status = :active AND {not_mine})"
         if plan.expected_revision is None:
             condition = f"attribute_not_exists(#{schema.PK}) OR {live_and_writable}"
         elif plan.expected_revision == 0:
@@ -321,11 +339,11 @@ class CheckpointStore:
                     ":old_revision": to_attr(expired.revision),
                 },
             )
-        except (
-            self._client.exceptions.ConditionalCheckFailedException,
-            self._client.exceptions.TransactionConflictException,
-        ):
-            return None
+        except Exception as exc:
+            failure = classify(exc)
+            if failure in (Failure.CONDITION_FAILED, Failure.RACE):
+                return None
+            reraise(exc, failure)
         return SaveOutcome(result=fresh.save_result())
 
     def _save_idempotent(self, plan: SavePlan, claim: IdempotencyClaim) -> SaveOutcome:
@@ -392,14 +410,11 @@ class CheckpointStore:
                         },
                     ]
                 )
-            except self._client.exceptions.TransactionCanceledException as exc:
-                if not _lost_a_race(exc):
-                    raise
-                continue  # another writer got in between: read again
             except Exception as exc:
-                if error_code(exc) == "TransactionConflictException":
-                    continue
-                raise
+                failure = classify(exc)
+                if failure in (Failure.CONDITION_FAILED, Failure.RACE):
+                    continue  # another writer got in between (or our own retried write landed): read again
+                reraise(exc, failure)
             return SaveOutcome(result=result)
         raise Unavailable("Too many concurrent writers on this checkpoint; nothing was written. Retry shortly.")
 
@@ -472,17 +487,22 @@ class CheckpointStore:
         checkpoint_id: str,
         now_ms: int,
         only_agent: str | None,
-        if_match_revision: int | None,
+        if_match_revisions: tuple[int, ...] | None,
     ) -> None:
-        """Delete the live checkpoint with this id; NotFound if it is not there or not the caller's to see."""
+        """Delete the live checkpoint with this id; NotFound if it is not there or not the caller's to see.
+
+        `if_match_revisions` (from `If-Match`) makes it conditional: the current revision must be one of them.
+        """
         values: dict[str, Any] = {":id": checkpoint_id, ":now_s": ms_to_seconds(now_ms)}
         condition = "#checkpoint_id = :id AND #expires_at > :now_s"
         if only_agent is not None:
             values[":agent"] = only_agent
             condition += " AND #agent_id = :agent"
-        if if_match_revision is not None:
-            values[":revision"] = if_match_revision
-            condition += " AND #revision = :revision"
+        if if_match_revisions is not None:
+            wanted = sorted(set(if_match_revisions)) or [-1]  # -1: a revision no checkpoint has
+            names = [f":revision{i}" for i in range(len(wanted))]
+            values.update(zip(names, wanted, strict=True))
+            condition += f" AND #revision IN ({', '.join(names)})"
         with translated_errors():
             key = self._locate(tenant_id, checkpoint_id)
             if key is None:
@@ -496,8 +516,10 @@ class CheckpointStore:
                     ExpressionAttributeValues={k: to_attr(v) for k, v in values.items()},
                     ReturnValuesOnConditionCheckFailure="ALL_OLD",
                 )
-            except self._client.exceptions.ConditionalCheckFailedException as exc:
-                found = cast(Item | None, exc.response.get("Item"))
+            except Exception as exc:
+                if classify(exc) is not Failure.CONDITION_FAILED:
+                    raise
+                found = cast(Item | None, getattr(exc, "response", {}).get("Item"))
                 old = from_record_item(found, with_state=False) if found else None
                 if (
                     old is None
@@ -506,7 +528,7 @@ class CheckpointStore:
                     or (only_agent is not None and old.agent_id != only_agent)
                 ):
                     raise NotFound() from None
-                raise RevisionConflict(expected=if_match_revision, current=old.revision, field="If-Match") from None
+                raise RevisionConflict(expected=if_match_revisions, current=old.revision, field="If-Match") from None
 
     # -- list -----------------------------------------------------------------------------------------------
 
@@ -552,23 +574,34 @@ class CheckpointStore:
             "ExpressionAttributeValues": {k: to_attr(v) for k, v in values.items()},
             "ScanIndexForward": False,
             "ConsistentRead": True,
-            "Limit": limit,
         }
-        if start is not None:
-            request["ExclusiveStartKey"] = start
-        with translated_errors(), refused_cursor(start):
-            response = self._client.query(**request)
-        return Page(
-            items=[from_record_item(item) for item in response.get("Items", [])],
-            next_cursor=encode_cursor(response.get("LastEvaluatedKey"), binding),
-        )
+        index_sk = schema.LSI_UPDATED_SK if agent_id is None else schema.LSI_AGENT_UPDATED_SK
+        shown, more = self._fill_page(request, start, limit)
+        # The cursor is the position of the last item shown, never of an item the filter skipped.
+        position = {k: shown[limit - 1][k] for k in (schema.PK, schema.SK, index_sk)} if more else None
+        items = [from_record_item(item) for item in shown[:limit]]
+        return Page(items=items, next_cursor=encode_cursor(position, binding))
 
+    def _fill_page(self, request: dict[str, Any], start: Item | None, limit: int) -> tuple[list[Item], bool]:
+        """Up to `limit` items that pass the query's filter, and whether more follow.
 
-def _lost_a_race(exc: Exception) -> bool:
-    """True when a cancelled transaction failed only because another writer changed what it read."""
-    response: Any = getattr(exc, "response", None) or {}
-    reasons = response.get("CancellationReasons") or []
-    return all(reason.get("Code") in ("None", "ConditionalCheckFailed", "TransactionConflict") for reason in reasons)
+        One Query asks for one item more than the page, which is enough unless the filter drops items (expired or
+        filtered out); then the next Query continues where DynamoDB stopped. A page is empty only at the end.
+        """
+        shown: list[Item] = []
+        while True:
+            wanted = limit + 1 - len(shown)
+            page_request = {**request, "Limit": wanted}
+            if start is not None:
+                page_request["ExclusiveStartKey"] = start
+            with translated_errors(), refused_cursor(start):
+                response = self._client.query(**page_request)
+            shown.extend(response.get("Items", []))
+            start = response.get("LastEvaluatedKey")
+            if len(shown) > limit:
+                return shown[: limit + 1], True
+            if not start:
+                return shown, False
 
 
 def _identity(item: Item) -> tuple[str, str]:

@@ -16,6 +16,7 @@ from typing import Any
 
 from baton.domain.errors import ValidationFailed
 from baton.store.attributes import Item
+from baton.store.errors import error_code
 
 _INVALID = "The cursor is not one this query produced; pass meta.next_cursor from the previous page unchanged."
 
@@ -41,9 +42,7 @@ def refused_cursor(start: Item | None) -> Iterator[None]:
     try:
         yield
     except Exception as exc:
-        response: Any = getattr(exc, "response", None)
-        code = response.get("Error", {}).get("Code") if isinstance(response, dict) else None
-        if start is not None and code == "ValidationException":
+        if start is not None and error_code(exc) == "ValidationException":
             raise ValidationFailed.single("/cursor", _INVALID, "query") from None
         raise
 

@@ -8,9 +8,9 @@ from baton.domain.access import KeyRecord
 from baton.domain.clock import format_ms, parse_time
 from baton.domain.errors import NotFound
 from baton.store import schema
-from baton.store.attributes import from_item, names_in, to_attr, to_item
-from baton.store.aws import translated_errors
+from baton.store.attributes import Item, from_item, names_in, to_attr, to_item
 from baton.store.cursors import decode_after, encode_after, query_binding
+from baton.store.errors import Failure, classify, translated_errors
 
 if TYPE_CHECKING:
     from mypy_boto3_dynamodb import DynamoDBClient
@@ -24,6 +24,21 @@ def key_pk(secret_hash: str) -> str:
 def tenant_keys_pk(tenant_id: str) -> str:
     """gsi1 partition key listing a tenant's keys."""
     return f"T#{tenant_id}#keys"
+
+
+def _readable(item: Item) -> KeyRecord | None:
+    """The key record of an item, or None (logged) when the item cannot be read: one damaged record must never
+    take down its tenant's key management, nor authenticate anyone."""
+    try:
+        return _record_from(from_item(item))
+    except (KeyError, TypeError, ValueError) as exc:
+        from baton.observability import logger
+
+        logger().error(
+            "skipped an unreadable key record",
+            extra={"key_id": str(item.get("key_id", {}).get("S", "?")), "cause": f"{type(exc).__name__}: {exc}"},
+        )
+        return None
 
 
 def _record_from(values: dict[str, Any]) -> KeyRecord:
@@ -83,7 +98,7 @@ class KeyStore:
                 ConsistentRead=True,
             )
         item = response.get("Item")
-        return _record_from(from_item(item)) if item is not None else None
+        return _readable(item) if item is not None else None
 
     def list(
         self, tenant_id: str, agent_id: str | None, now_ms: int, limit: int, cursor: str | None
@@ -96,10 +111,6 @@ class KeyStore:
         binding = query_binding("keys", tenant_id, agent_id)
         after = decode_after(cursor, binding)
         values: dict[str, Any] = {":pk": tenant_keys_pk(tenant_id), ":now": format_ms(now_ms)}
-        key_condition = f"#{schema.GSI1_PK} = :pk"
-        if after is not None:
-            values[":after"] = after
-            key_condition += f" AND #{schema.GSI1_SK} > :after"
         filters = [
             "attribute_not_exists(#revoked_at)",
             "(attribute_not_exists(#key_expires_at) OR #key_expires_at > :now)",
@@ -107,20 +118,33 @@ class KeyStore:
         if agent_id is not None:
             values[":agent"] = agent_id
             filters.append("#agent_id = :agent")
-        request: dict[str, Any] = {
-            "TableName": self._table,
-            "IndexName": schema.GSI1,
-            "KeyConditionExpression": key_condition,
-            "FilterExpression": " AND ".join(filters),
-            "ExpressionAttributeNames": names_in(key_condition, *filters),
-            "ExpressionAttributeValues": {k: to_attr(v) for k, v in values.items()},
-            "Limit": limit,
-        }
-        with translated_errors():
-            response = self._client.query(**request)
-        records = [_record_from(from_item(item)) for item in response.get("Items", [])]
-        last = response.get("LastEvaluatedKey")
-        return records, encode_after(last[schema.GSI1_SK]["S"] if last else None, binding)
+        shown: list[KeyRecord] = []
+        exhausted = False
+        # Keys the filter drops (revoked, expired, another agent's) never shape the page: Query goes on until the
+        # page has one key more than it shows, or the tenant's keys end. The cursor is the last key id shown.
+        while len(shown) <= limit and not exhausted:
+            key_condition = f"#{schema.GSI1_PK} = :pk"
+            if after is not None:
+                values[":after"] = after
+                key_condition += f" AND #{schema.GSI1_SK} > :after"
+            request: dict[str, Any] = {
+                "TableName": self._table,
+                "IndexName": schema.GSI1,
+                "KeyConditionExpression": key_condition,
+                "FilterExpression": " AND ".join(filters),
+                "ExpressionAttributeNames": names_in(key_condition, *filters),
+                "ExpressionAttributeValues": {k: to_attr(v) for k, v in values.items()},
+                "Limit": limit + 1 - len(shown),
+            }
+            with translated_errors():
+                response = self._client.query(**request)
+            shown.extend(r for r in map(_readable, response.get("Items", [])) if r is not None)
+            last = response.get("LastEvaluatedKey")
+            exhausted = not last
+            if last:
+                after = last[schema.GSI1_SK]["S"]
+        page = shown[:limit]
+        return page, encode_after(page[-1].key_id if len(shown) > limit else None, binding)
 
     def find_by_id(self, tenant_id: str, key_id: str) -> KeyRecord | None:
         """A tenant's key record by its id, revoked or not (one index Query)."""
@@ -134,7 +158,7 @@ class KeyStore:
                 Limit=1,
             )
         items = response.get("Items", [])
-        return _record_from(from_item(items[0])) if items else None
+        return _readable(items[0]) if items else None
 
     def revoke(self, record: KeyRecord, now_ms: int) -> None:
         """Mark a key revoked, unless it already is (NotFound)."""
@@ -149,5 +173,7 @@ class KeyStore:
                     ExpressionAttributeNames=names_in(condition, "#revoked_at"),
                     ExpressionAttributeValues={":now": to_attr(format_ms(now_ms)), ":key_id": to_attr(record.key_id)},
                 )
-        except self._client.exceptions.ConditionalCheckFailedException:
-            raise NotFound() from None
+        except Exception as exc:
+            if classify(exc) is Failure.CONDITION_FAILED:
+                raise NotFound() from None
+            raise

@@ -16,7 +16,14 @@ from baton.api.responses import not_modified, ok, page
 from baton.api.services import services
 from baton.domain import limits
 from baton.domain.canonical import pointer
-from baton.domain.checkpoints import CheckpointKey, etag_for, parse_etag, plan_save, request_fingerprint
+from baton.domain.checkpoints import (
+    CheckpointKey,
+    etag_for,
+    parse_etag,
+    parse_etag_list,
+    plan_save,
+    request_fingerprint,
+)
 from baton.domain.errors import NotFound, ValidationFailed
 from baton.domain.ids import CHECKPOINT_ID_PATTERN
 from baton.domain.lifecycle import Kind, Status
@@ -66,15 +73,35 @@ def _checkpoint_id(raw: str) -> str:
 
 
 def _matches(header: str | None, etag: str) -> bool:
-    """True when an `If-None-Match` / `If-Match` list names `etag` (weak comparison) or is `*`."""
+    """True when an `If-None-Match` list names `etag` (weak comparison) or is `*`; a list that is not ours, or a
+    tag that cannot be current, simply does not match."""
     if header is None:
         return False
+    if header.strip() == "*":
+        return True
     wanted = parse_etag(etag)
-    for candidate in header.split(","):
-        candidate = candidate.strip()
-        if candidate == "*" or (candidate and parse_etag(candidate) == wanted):
-            return True
-    return False
+    return wanted in (parse_etag_list(header) or [])
+
+
+def _if_match_revisions(header: str | None, checkpoint_id: str) -> tuple[int, ...] | None:
+    """The revisions an `If-Match` list allows for `checkpoint_id` (None: unconditional). Tags of other
+    checkpoints allow nothing, so a list naming none of this one's revisions fails the precondition (409)."""
+    if header is None or header.strip() == "*":
+        return None
+    tags = parse_etag_list(header)
+    if tags is None:
+        raise ValidationFailed.single(
+            "/If-Match",
+            'The If-Match header must be an entity tag like W/"<checkpoint_id>:<revision>", or a comma-separated '
+            "list of them.",
+            "header",
+        )
+    revisions = {revision for tag_id, revision in tags if tag_id == checkpoint_id and revision >= 0}
+    if len(revisions) > limits.MAX_IF_MATCH_TAGS:
+        raise ValidationFailed.single(
+            "/If-Match", f"The If-Match header may list at most {limits.MAX_IF_MATCH_TAGS} entity tags.", "header"
+        )
+    return tuple(sorted(revisions))
 
 
 def _record_response(record: dict[str, object], etag: str) -> Response[str]:
@@ -90,7 +117,7 @@ def _record_response(record: dict[str, object], etag: str) -> Response[str]:
         "Upserts on (tenant, subject_id, agent_id, kind): 201 when created, 200 when updated, with the same "
         "checkpoint_id. Honors an Idempotency-Key header (1-200 printable characters, 24 hours)."
     ),
-    openapi_extensions=needs("checkpoints:write", acts_for=True),
+    openapi_extensions=needs("checkpoints:write", acts_for=("agent_id",)),
     responses=responses(
         {
             201: ("Created", DataEnvelope[SaveResult]),
@@ -175,22 +202,13 @@ def delete_checkpoint(checkpoint_id: str) -> Response[str]:
     call = current_call(router)
     principal = call.caller
     target = _checkpoint_id(checkpoint_id)
-    revision = None
-    if_match = router.current_event.headers.get("if-match")
-    if if_match is not None and if_match.strip() != "*":
-        parsed = parse_etag(if_match)
-        if parsed is None:
-            raise ValidationFailed.single(
-                "/If-Match", 'The If-Match header must be an entity tag like W/"<checkpoint_id>:<revision>".', "header"
-            )
-        # A tag of another checkpoint can never match this one: -1 is a revision no checkpoint has.
-        revision = parsed[1] if parsed[0] == target else -1
+    revisions = _if_match_revisions(router.current_event.headers.get("if-match"), target)
     services().checkpoints.delete(
         principal.tenant_id,
         target,
         call.now_ms,
         only_agent=None if principal.is_wildcard else principal.agent_id,
-        if_match_revision=revision,
+        if_match_revisions=revisions,
     )
     return ok({"checkpoint_id": target, "deleted": True}, call.request_id)
 

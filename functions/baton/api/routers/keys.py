@@ -56,7 +56,7 @@ def _tenant_for(principal: Principal, requested: str | None) -> str:
         "for its own agent_id; a tenant_id other than its own needs tenants:manage (the tenant comes into being "
         "with its first key)."
     ),
-    openapi_extensions=needs("keys:manage", acts_for=True),
+    openapi_extensions=needs("keys:manage", acts_for=("agent_id", "tenant_id"), fresh_key=True),
     responses=responses({201: ("Created", DataEnvelope[CreatedKey])}, (400, *AUTHENTICATED_ERRORS, 415)),
     tags=["keys"],
 )
@@ -67,7 +67,7 @@ def create_key(request: Annotated[CreateKeyRequest, Body()]) -> Response[str]:
     tenant_id = request.tenant_id or principal.tenant_id
     scopes = frozenset(request.scopes)
     check_can_issue(principal, tenant_id, request.agent_id, scopes)
-    not_before, expires = key_validity(request.not_before, request.expires_at, call.now_ms)
+    not_before, expires = key_validity(request.not_before, request.expires_at, call.now_ms, principal.expires_ms)
     secret = new_secret()
     record = KeyRecord(
         key_id=new_key_id(call.now_ms),
@@ -117,7 +117,7 @@ def list_keys(
         "Takes effect within 60 seconds everywhere (the key cache's lifetime), at once in this container. A key "
         "revokes only keys whose scopes it holds itself; without * only its own agent's."
     ),
-    openapi_extensions=needs("keys:manage"),
+    openapi_extensions=needs("keys:manage", fresh_key=True),
     responses=responses({200: ("Revoked", DataEnvelope[KeyDeleted])}, (400, *AUTHENTICATED_ERRORS, 404)),
     tags=["keys"],
 )

@@ -1,0 +1,233 @@
+"""Fault injection at the wire of the handler's DynamoDB client, in front of moto.
+
+moto answers a botocore client on its `before-send` event. `FaultInjector` takes moto's place on the handler's
+client and hands each request to moto itself, so it decides per request what the client sees:
+
+- a fault BEFORE the request reaches moto: moto never sees it, nothing lands, the client gets an error answer
+  (throttling, 5xx, a cancelled transaction) or a transport failure (timeout, dropped or refused connection);
+- a fault AFTER moto processed it: the write landed, then its answer is lost (a timeout, a dropped connection, a
+  5xx), and botocore's standard retry sends the same request again, as it does against DynamoDB.
+
+Everything else is real: botocore serialises, signs, parses the error answers and retries them by its own rules;
+moto applies conditions and transactions.
+"""
+
+from __future__ import annotations
+
+import json
+from collections import Counter
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+from enum import Enum
+from typing import Any
+
+from botocore.awsrequest import AWSPreparedRequest, AWSResponse
+from botocore.exceptions import ConnectionClosedError, EndpointConnectionError, ReadTimeoutError
+
+# A persistent fault stops after this many attempts: a store that loops on it forever fails its test instead of
+# hanging the run.
+PERSISTENT_CAP = 30
+
+READS = frozenset({"GetItem", "Query", "BatchGetItem"})
+SINGLE_WRITES = frozenset({"UpdateItem", "PutItem", "DeleteItem"})
+TRANSACTION = "TransactWriteItems"
+
+
+class Phase(Enum):
+    """Where the fault strikes a request."""
+
+    BEFORE = "before"
+    """Before the request reaches DynamoDB: nothing landed."""
+    AFTER = "after"
+    """After DynamoDB applied it: the write landed and its answer was lost."""
+
+
+class Duration(Enum):
+    """How many attempts the fault strikes."""
+
+    ONCE = "once"
+    """The first attempt only: botocore's retry (or the store's) may absorb it."""
+    EVERY = "every"
+    """Every attempt (up to `PERSISTENT_CAP`): the request cannot succeed, so the answer must be 503."""
+
+
+@dataclass(frozen=True)
+class FaultKind:
+    """One way DynamoDB or the network fails a request."""
+
+    name: str
+    code: str | None = None
+    """The AWS error code of the answer; None for a transport failure."""
+    status: int = 400
+    reasons: tuple[str, ...] = ()
+    """For `TransactionCanceledException`: the cancellation reason of the transaction's first item."""
+    transport: type[Exception] | None = None
+    retried_by_botocore: bool = True
+    """Whether botocore's standard retry mode retries it (throttling codes, 5xx, transport failures)."""
+    unprocessed: bool = False
+    """A BatchGetItem answered 200 with every key left unprocessed (what DynamoDB does when throttled)."""
+
+
+THROTTLING = FaultKind("throttling", "ThrottlingException")
+THROUGHPUT = FaultKind("throughput_exceeded", "ProvisionedThroughputExceededException")
+REQUEST_LIMIT = FaultKind("request_limit", "RequestLimitExceeded")
+INTERNAL_500 = FaultKind("internal_500", "InternalServerError", status=500)
+UNAVAILABLE_503 = FaultKind("unavailable_503", "ServiceUnavailable", status=503)
+TRANSACTION_CONFLICT = FaultKind("transaction_conflict", "TransactionConflictException", retried_by_botocore=False)
+CANCELLED_THROTTLING = FaultKind(
+    "cancelled_throttling", "TransactionCanceledException", reasons=("ThrottlingError",), retried_by_botocore=False
+)
+CANCELLED_THROUGHPUT = FaultKind(
+    "cancelled_throughput",
+    "TransactionCanceledException",
+    reasons=("ProvisionedThroughputExceeded",),
+    retried_by_botocore=False,
+)
+READ_TIMEOUT = FaultKind("read_timeout", transport=ReadTimeoutError)
+CONNECTION_DROPPED = FaultKind("connection_dropped", transport=ConnectionClosedError)
+UNREACHABLE = FaultKind("unreachable", transport=EndpointConnectionError)
+UNPROCESSED_KEYS = FaultKind("unprocessed_keys", unprocessed=True, retried_by_botocore=False)
+
+COMMON_KINDS = (
+    THROTTLING,
+    THROUGHPUT,
+    REQUEST_LIMIT,
+    INTERNAL_500,
+    UNAVAILABLE_503,
+    READ_TIMEOUT,
+    CONNECTION_DROPPED,
+    UNREACHABLE,
+)
+LOST_ANSWER_KINDS = (READ_TIMEOUT, CONNECTION_DROPPED, INTERNAL_500)
+"""What can strike after a write landed: its answer times out, its connection drops, the service fails after
+committing."""
+
+
+def kinds_for(operation: str) -> tuple[FaultKind, ...]:
+    """The faults DynamoDB can answer `operation` with (before it reaches the table)."""
+    if operation == "BatchGetItem":
+        return (*COMMON_KINDS, UNPROCESSED_KEYS)
+    if operation in SINGLE_WRITES:
+        return (*COMMON_KINDS, TRANSACTION_CONFLICT)
+    if operation == TRANSACTION:
+        return (*COMMON_KINDS, TRANSACTION_CONFLICT, CANCELLED_THROTTLING, CANCELLED_THROUGHPUT)
+    return COMMON_KINDS
+
+
+@dataclass
+class Fault:
+    """A fault armed on one operation."""
+
+    operation: str
+    kind: FaultKind
+    phase: Phase
+    duration: Duration
+    between: Callable[[], None] | None = None
+    """Run once, after the first struck attempt landed and before botocore's retry goes out (another writer)."""
+    remaining: int = 0
+    struck: int = 0
+
+    def __post_init__(self) -> None:
+        self.remaining = 1 if self.duration is Duration.ONCE else PERSISTENT_CAP
+
+    @property
+    def exhausted(self) -> bool:
+        """True when a persistent fault ran out: the store kept retrying past any sensible bound."""
+        return self.duration is Duration.EVERY and self.remaining == 0
+
+
+@dataclass
+class FaultInjector:
+    """Stands in for moto on one client's `before-send` event, and passes every request on to moto."""
+
+    moto: Callable[..., AWSResponse | None]
+    faults: list[Fault] = field(default_factory=list)
+    attempts: Counter[str] = field(default_factory=Counter)
+    """Requests per operation that reached the wire, retries included."""
+
+    def arm(self, fault: Fault) -> Fault:
+        """Strike `fault.operation` from now on."""
+        self.faults.append(fault)
+        return fault
+
+    def disarm(self) -> None:
+        """Strike nothing any more (the client's retry of the same request goes through)."""
+        self.faults.clear()
+
+    @property
+    def struck(self) -> int:
+        """How many attempts the armed faults struck."""
+        return sum(f.struck for f in self.faults)
+
+    def __call__(self, request: AWSPreparedRequest, event_name: str, **kwargs: Any) -> AWSResponse | None:
+        operation = event_name.rsplit(".", 1)[-1]
+        self.attempts[operation] += 1
+        fault = next((f for f in self.faults if f.operation == operation and f.remaining > 0), None)
+        if fault is None:
+            return self.moto(event_name=event_name, request=request, **kwargs)
+        fault.remaining -= 1
+        fault.struck += 1
+        if fault.phase is Phase.AFTER:
+            landed = self.moto(event_name=event_name, request=request, **kwargs)
+            if landed is not None:
+                landed.content  # noqa: B018 - read the answer, as the network would have delivered it
+            if fault.between is not None:
+                between, fault.between = fault.between, None
+                between()
+        return _strike(fault.kind, request)
+
+
+def _strike(kind: FaultKind, request: AWSPreparedRequest) -> AWSResponse:
+    """Raise the transport failure of `kind`, or return DynamoDB's error answer for it."""
+    if kind.transport is ReadTimeoutError:
+        raise ReadTimeoutError(endpoint_url=request.url, error="Read timed out. (read timeout=5)")
+    if kind.transport is ConnectionClosedError:
+        raise ConnectionClosedError(endpoint_url=request.url)
+    if kind.transport is EndpointConnectionError:
+        raise EndpointConnectionError(endpoint_url=request.url)
+    sent = json.loads(request.body or b"{}")
+    if kind.unprocessed:
+        return _answer(request, 200, {"Responses": {t: [] for t in sent["RequestItems"]}, "UnprocessedKeys": sent["RequestItems"]})
+    body: dict[str, Any] = {
+        "__type": f"com.amazonaws.dynamodb.v20120810#{kind.code}",
+        "message": f"Injected fault: {kind.name}",
+    }
+    if kind.reasons:
+        # One reason per item of the transaction, in order: the first item was throttled, the others passed.
+        items = len(sent.get("TransactItems", [])) or 1
+        first = [{"Code": reason, "Message": f"Injected fault: {kind.name}"} for reason in kind.reasons]
+        body["CancellationReasons"] = first + [{"Code": "None"}] * (items - len(first))
+        body["message"] = f"Transaction cancelled, please refer cancellation reasons for specific reasons [{', '.join(kind.reasons)}]"
+    return _answer(request, kind.status, body)
+
+
+class _Body:
+    """The raw body of a fake answer, as botocore reads it."""
+
+    def __init__(self, content: bytes) -> None:
+        self._content = content
+
+    def stream(self, **_: Any) -> Iterator[bytes]:
+        yield self._content
+
+
+def _answer(request: AWSPreparedRequest, status: int, body: dict[str, Any]) -> AWSResponse:
+    headers = {"Content-Type": "application/x-amz-json-1.0", "x-amzn-RequestId": "injected-fault"}
+    return AWSResponse(request.url, status, headers, _Body(json.dumps(body).encode()))  # type: ignore[arg-type]
+
+
+@contextmanager
+def injected(client: Any) -> Iterator[FaultInjector]:
+    """Put a `FaultInjector` between `client` and moto for the block's duration."""
+    from moto.core.models import botocore_stubber
+
+    events = client.meta.events
+    injector = FaultInjector(moto=botocore_stubber)
+    events.unregister("before-send", botocore_stubber)
+    events.register("before-send.dynamodb", injector)
+    try:
+        yield injector
+    finally:
+        events.unregister("before-send.dynamodb", injector)
+        events.register("before-send", botocore_stubber)
