@@ -34,7 +34,7 @@ from baton.domain.lifecycle import ACTIVE
 from baton.store import schema
 from baton.store.attributes import Item, from_item, names_in, to_attr, to_item
 from baton.store.cursors import decode_cursor, encode_cursor, query_binding, refused_cursor
-from baton.store.errors import Failure, classify, reraise, translated_errors
+from baton.store.errors import Failure, classify, error_code, reraise, translated_errors
 
 if TYPE_CHECKING:
     from mypy_boto3_dynamodb import DynamoDBClient
@@ -202,6 +202,12 @@ class CheckpointStore:
                 failure = classify(exc)
                 if failure is Failure.RACE:
                     continue  # an idempotent save's transaction holds the item for a moment: try again
+                if failure is Failure.UNAVAILABLE and error_code(exc) is None:
+                    # No answer came back (a timeout, a dropped connection): the write may have landed. One read
+                    # tells, so that a 503 keeps its promise that nothing was written.
+                    landed = self._landed(plan)
+                    if landed is not None:
+                        return SaveOutcome(result=landed)
                 if failure is not Failure.CONDITION_FAILED:
                     reraise(exc, failure)
                 found = cast(Item | None, getattr(exc, "response", {}).get("Item"))
@@ -220,6 +226,14 @@ class CheckpointStore:
                 continue  # the item changed between the write and now: try again
             return SaveOutcome(result=from_record_item(response["Attributes"], with_state=False).save_result())
         raise Unavailable("Too many concurrent writers on this checkpoint; nothing was written. Retry shortly.")
+
+    def _landed(self, plan: SavePlan) -> dict[str, Any] | None:
+        """What `plan`'s write answered if the item shows it landed; None when it did not or cannot be known."""
+        try:
+            found = self._get_item(plan.key)
+        except Exception:  # the store is still unreachable: the caller answers 503
+            return None
+        return recognised_write(found, plan) if found is not None else None
 
     def _upsert_request(self, plan: SavePlan) -> dict[str, Any]:
         """One UpdateItem that creates or updates the live checkpoint, with every rule as a condition."""

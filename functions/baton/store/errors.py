@@ -63,7 +63,10 @@ CONDITION_CODES = frozenset({"ConditionalCheckFailedException"})
 TRANSACTION_CANCELLED = "TransactionCanceledException"
 
 UNAVAILABLE_MESSAGE = "The database is busy; nothing was written. Retry after the Retry-After delay."
-UNREACHABLE_MESSAGE = "The database could not be reached; nothing was written. Retry after the Retry-After delay."
+UNREACHABLE_MESSAGE = (
+    "The database could not be reached; retry after the Retry-After delay (a retry with the same Idempotency-Key "
+    "is applied at most once)."
+)
 
 
 def error_code(exc: BaseException) -> str | None:
