@@ -28,7 +28,7 @@ def logger() -> Logger:
     """The structured JSON logger of the service."""
     from aws_lambda_powertools import Logger
 
-    created = Logger(service=SERVICE)
+    created = Logger(service=SERVICE, utc=True, use_rfc3339=True)
     _route_stray_records(created)
     return created
 

@@ -9,7 +9,8 @@ handlers as everything else.
 from __future__ import annotations
 
 import uuid
-from dataclasses import dataclass
+from collections.abc import Mapping
+from dataclasses import dataclass, replace
 from typing import Any
 
 from aws_lambda_powertools.event_handler import APIGatewayHttpResolver
@@ -54,6 +55,8 @@ class Call:
     principal: Principal | None
     body: Any
     now_ms: int
+    route: str | None = None
+    """The matched route's pattern (`/v1/checkpoints/{checkpoint_id}`), None for an unknown path."""
 
     @property
     def caller(self) -> Principal:
@@ -68,6 +71,13 @@ class BatonResolver(APIGatewayHttpResolver):
 
     def __init__(self) -> None:
         super().__init__(enable_validation=True)
+        self.last_call: Call | None = None
+        """What the gate learned about the request served last, kept after `resolve` (for the access log)."""
+
+    def resolve(self, event: Mapping[str, Any], context: Any) -> dict[str, Any]:
+        """Resolve one event; `last_call` then tells who asked what, however far the request got."""
+        self.last_call = None
+        return super().resolve(event, context)
 
     def _call_route(self, route: Route, route_arguments: dict[str, str]) -> ResponseBuilder[Any]:
         try:
@@ -79,27 +89,38 @@ class BatonResolver(APIGatewayHttpResolver):
             raise
         return super()._call_route(route, route_arguments)
 
+    def _record(self, call: Call) -> None:
+        self.last_call = call
+        self.append_context(call=call)
+
     def _gate(self, route: Route) -> None:
         event = self.current_event
-        request_id = event.request_context.request_id or str(uuid.uuid4())
-        self.append_context(call=Call(request_id=request_id, principal=None, body=None, now_ms=now_ms()))
         extensions = route.openapi_extensions or {}
+        call = Call(
+            request_id=event.request_context.request_id or str(uuid.uuid4()),
+            principal=None,
+            body=None,
+            now_ms=now_ms(),
+            # powertools' own not-found route carries no Baton metadata; its "pattern" would be the raw path
+            route=route.openapi_path if extensions else None,
+        )
+        self._record(call)
         if not extensions:
-            return  # powertools' own not-found route: the not-found handler answers
-        principal = None
+            return  # the not-found handler answers
         if not extensions.get(PUBLIC_EXTENSION):
             from baton.api.services import services
 
             principal = services().authenticator.authenticate(
-                event.headers.get("authorization"), now_ms(), fresh=bool(extensions.get(FRESH_KEY_EXTENSION))
+                event.headers.get("authorization"), call.now_ms, fresh=bool(extensions.get(FRESH_KEY_EXTENSION))
             )
+            call = replace(call, principal=principal)
+            self._record(call)  # a request refused from here on is still logged with its caller
             principal.require(extensions[SCOPE_EXTENSION])
-        body = None
         if route.method in BODY_METHODS:
             body = self._json_body()
-            if principal is not None and extensions.get(ACTS_FOR_EXTENSION):
-                _check_authority(principal, body, extensions[ACTS_FOR_EXTENSION])
-        self.append_context(call=Call(request_id=request_id, principal=principal, body=body, now_ms=now_ms()))
+            if call.principal is not None and extensions.get(ACTS_FOR_EXTENSION):
+                _check_authority(call.principal, body, extensions[ACTS_FOR_EXTENSION])
+            self._record(replace(call, body=body))
 
     def _json_body(self) -> Any:
         event = self.current_event

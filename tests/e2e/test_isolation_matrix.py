@@ -1,0 +1,722 @@
+"""Isolation, route by route and caller by caller, over real HTTP against `baton serve`.
+
+A victim tenant holds checkpoints and keys full of distinctive marker strings (tenant, agent, subject, checkpoint
+and key ids, state content, key descriptions); so does a second tenant. Every route is called by every kind of
+caller (another tenant's key, another agent's key, a key missing the route's scope, revoked, expired, not yet valid
+and unknown keys, no key, the tenant's own `*` key and the operator key), and each answer must have the status the
+contract gives (docs: /work/shared/design/api-v1.md) and must not hold a byte of what that caller may not see: not
+in the status line, the headers, the body, nor inside a page cursor. Lists are read with `limit=1`, so every page
+and every cursor is looked at.
+
+Positive controls (the `*` key reading the victim's state, the operator listing the victim's keys) prove that the
+markers are found where they are shown, so their absence elsewhere means something.
+"""
+
+from __future__ import annotations
+
+import base64
+import binascii
+import json
+import time
+import uuid
+from collections.abc import Callable, Iterator
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass, field
+from datetime import UTC, datetime, timedelta
+from typing import Any
+
+import httpx
+import pytest
+
+from tests import proof_counts
+from tests.e2e.planted import plant_secret, plant_state_marker
+from tests.e2e.server_process import BatonServe
+
+NOT_FOUND_BODY = {"error": {"code": "NOT_FOUND", "message": "Resource was not found."}}
+ROUTES = (
+    "POST /v1/checkpoints",
+    "GET /v1/checkpoints",
+    "GET /v1/checkpoints/{checkpoint_id}",
+    "DELETE /v1/checkpoints/{checkpoint_id}",
+    "GET /v1/subjects/{subject_id}/checkpoints",
+    "POST /v1/keys",
+    "GET /v1/keys",
+    "DELETE /v1/keys/{key_id}",
+    "GET /v1/health",
+    "GET /v1/openapi.json",
+)
+CALLERS = (
+    "other_tenant",
+    "other_agent",
+    "missing_scope",
+    "revoked",
+    "expired",
+    "not_yet_valid",
+    "unknown",
+    "no_key",
+    "own_wildcard",
+    "operator",
+)
+REFUSED = ("revoked", "expired", "not_yet_valid", "unknown", "no_key")
+EXPIRING_SECONDS = 3.0
+MAX_PAGES = 100
+
+
+def rfc3339(moment: datetime) -> str:
+    return moment.astimezone(UTC).strftime("%Y-%m-%dT%H:%M:%S.") + f"{moment.microsecond // 1000:03d}Z"
+
+
+def parse_rfc3339(text: str) -> datetime:
+    return datetime.fromisoformat(text.replace("Z", "+00:00"))
+
+
+# -- the world: two tenants full of markers ---------------------------------------------------------------------
+
+
+@dataclass
+class Party:
+    """Markers owned by one (tenant, agent); agent None holds the tenant's own id."""
+
+    tenant: str
+    agent: str | None
+    markers: set[str] = field(default_factory=set)
+
+
+@dataclass
+class World:
+    """Everything the matrix needs: ids, secrets, and who owns which marker."""
+
+    run: str
+    victim: str
+    other: str
+    owner: str
+    admin: str
+    intruder: str
+    stranger: str
+    victim_subject: str
+    shared_subject: str
+    delete_subject: str
+    other_subject: str
+    secrets: dict[str, str | None] = field(default_factory=dict)
+    """Caller name -> bearer secret (None: no Authorization header)."""
+    parties: dict[tuple[str, str | None], Party] = field(default_factory=dict)
+    checkpoints: dict[str, str] = field(default_factory=dict)
+    """Label -> checkpoint id."""
+    keys: dict[str, dict[str, Any]] = field(default_factory=dict)
+    """Label -> the key as POST /v1/keys answered it (secret included)."""
+    expiring_at: float = 0.0
+
+    def party(self, tenant: str, agent: str | None) -> Party:
+        return self.parties.setdefault((tenant, agent), Party(tenant, agent))
+
+    def mark(self, tenant: str, agent: str | None, *markers: str) -> None:
+        self.party(tenant, agent).markers.update(markers)
+
+
+class Api:
+    """One HTTP client on the server; every call names its caller."""
+
+    def __init__(self, baton: BatonServe) -> None:
+        self.baton = baton
+        self.client = httpx.Client(base_url=baton.url, timeout=30)
+
+    def call(
+        self,
+        secret: str | None,
+        method: str,
+        path: str,
+        params: dict[str, Any] | None = None,
+        body: Any = None,
+    ) -> httpx.Response:
+        headers = {} if secret is None else {"Authorization": f"Bearer {secret}"}
+        return self.client.request(method, path, params=params, json=body, headers=headers)
+
+    def mint(self, world: World, label: str, tenant: str, agent: str, scopes: list[str], **extra: Any) -> str:
+        """A key minted by the operator; its id, description and agent become markers of (tenant, agent)."""
+        description = f"desc-{label}-{world.run}"
+        body = {"tenant_id": tenant, "agent_id": agent, "scopes": scopes, "description": description, **extra}
+        answer = self.call(self.baton.key, "POST", "/v1/keys", body=body)
+        assert answer.status_code == 201, answer.text
+        data: dict[str, Any] = answer.json()["data"]
+        plant_secret(data["secret"])
+        world.keys[label] = data
+        world.mark(tenant, agent, data["key_id"], description, agent)
+        return str(data["secret"])
+
+    def save(self, world: World, label: str, secret: str, tenant: str, agent: str, subject: str, kind: str) -> str:
+        """A checkpoint whose state carries a marker of (tenant, agent); its id becomes one too."""
+        state_marker = plant_state_marker(f"state-{label}-{world.run}")
+        state = {"note": state_marker, "steps": [{"done": state_marker}], "agent": agent}
+        body = {"subject_id": subject, "kind": kind, "state": state, "agent_id": agent}
+        answer = self.call(secret, "POST", "/v1/checkpoints", body=body)
+        assert answer.status_code in (200, 201), answer.text
+        checkpoint_id = str(answer.json()["data"]["checkpoint_id"])
+        world.checkpoints[label] = checkpoint_id
+        world.mark(tenant, agent, checkpoint_id, state_marker)
+        return checkpoint_id
+
+
+@pytest.fixture(scope="module")
+def world(baton: BatonServe) -> Iterator[World]:
+    """Two tenants with checkpoints and keys, and one key per kind of caller."""
+    run = uuid.uuid4().hex[:12]
+    w = World(
+        run=run,
+        victim=f"tv{run}",
+        other=f"to{run}",
+        owner=f"owner-{run}",
+        admin=f"admin-{run}",
+        intruder=f"intruder-{run}",
+        stranger=f"stranger-{run}",
+        victim_subject=f"subject-victim-{run}",
+        shared_subject=f"subject-shared-{run}",
+        delete_subject=f"subject-delete-{run}",
+        other_subject=f"subject-other-{run}",
+    )
+    api = Api(baton)
+    victim, other = w.victim, w.other
+    w.mark(victim, None, victim)
+    w.mark(other, None, other)
+    w.mark(victim, w.owner, w.victim_subject, w.delete_subject)
+    w.mark(other, w.stranger, w.other_subject)
+    # The expiring key first: the rest of the set-up is time it needs to run out anyway.
+    expires = datetime.now(UTC) + timedelta(seconds=EXPIRING_SECONDS)
+    w.secrets["expired"] = api.mint(w, "expiring", victim, w.owner, ["*"], expires_at=rfc3339(expires))
+    w.expiring_at = expires.timestamp()
+    # Keys of the victim tenant, agents interleaved so that key-list pages and cursors mix them.
+    admin_secret = api.mint(w, "admin", victim, w.admin, ["*"])
+    owner_secret = api.mint(w, "owner-1", victim, w.owner, ["checkpoints:read", "checkpoints:write"])
+    intruder_secret = api.mint(
+        w,
+        "intruder-1",
+        victim,
+        w.intruder,
+        ["checkpoints:read", "checkpoints:write", "checkpoints:delete", "keys:manage"],
+    )
+    api.mint(w, "owner-2", victim, w.owner, ["checkpoints:read"])
+    api.mint(w, "intruder-2", victim, w.intruder, ["checkpoints:read"])
+    w.secrets["missing_scope:read_only"] = api.mint(w, "owner-read-only", victim, w.owner, ["checkpoints:read"])
+    w.secrets["missing_scope:write_only"] = api.mint(w, "owner-write-only", victim, w.owner, ["checkpoints:write"])
+    api.mint(w, "owner-3", victim, w.owner, ["checkpoints:read"])
+    api.mint(w, "target-of-wildcard", victim, w.owner, ["checkpoints:read"])
+    api.mint(w, "target-of-operator", victim, w.owner, ["checkpoints:read"])
+    w.secrets["not_yet_valid"] = api.mint(
+        w, "future", victim, w.owner, ["*"], not_before=rfc3339(datetime.now(UTC) + timedelta(hours=1))
+    )
+    # Revoked before it is ever used: no container can have it cached.
+    w.secrets["revoked"] = api.mint(w, "revoked", victim, w.owner, ["*"])
+    revoked = api.call(baton.key, "DELETE", f"/v1/keys/{w.keys['revoked']['key_id']}", params={"tenant_id": victim})
+    assert revoked.status_code == 200, revoked.text
+    # The other tenant.
+    stranger_secret = api.mint(w, "stranger", other, w.stranger, ["*"])
+    api.mint(w, "stranger-2", other, w.stranger, ["checkpoints:read"])
+    # Checkpoints: the owner's (saved by the `*` key on its behalf), the intruder's, the other tenant's.
+    for kind in ("task_state", "conversation", "workflow"):
+        api.save(w, f"victim-{kind}", admin_secret, victim, w.owner, w.victim_subject, kind)
+    for kind in ("task_state", "workflow"):
+        api.save(w, f"victim-shared-{kind}", admin_secret, victim, w.owner, w.shared_subject, kind)
+    api.save(w, "victim-delete", admin_secret, victim, w.owner, w.delete_subject, "task_state")
+    for kind in ("task_state", "conversation"):
+        api.save(w, f"intruder-shared-{kind}", intruder_secret, victim, w.intruder, w.shared_subject, kind)
+    api.save(w, "stranger-own", stranger_secret, other, w.stranger, w.other_subject, "task_state")
+    for kind in ("task_state", "conversation"):
+        api.save(w, f"stranger-shared-{kind}", stranger_secret, other, w.stranger, w.shared_subject, kind)
+    w.secrets.update(
+        other_tenant=stranger_secret,
+        other_agent=intruder_secret,
+        own_wildcard=admin_secret,
+        operator=baton.key,
+        unknown=f"btn_{uuid.uuid4().hex}{uuid.uuid4().hex[:11]}",
+        no_key=None,
+        owner=owner_secret,
+        missing_scope=w.secrets["missing_scope:read_only"],
+    )
+    yield w
+    api.client.close()
+
+
+# -- reading answers for markers --------------------------------------------------------------------------------
+
+
+def decoded_cursor(cursor: str) -> str:
+    """The text inside an opaque cursor (base64url of JSON today); the cursor itself when it is not base64."""
+    try:
+        return base64.urlsafe_b64decode(cursor + "=" * (-len(cursor) % 4)).decode("utf-8", "replace")
+    except (binascii.Error, ValueError):
+        return cursor
+
+
+def everything_in(response: httpx.Response) -> str:
+    """Status line, headers, body and decoded cursor of an answer, as one text to search."""
+    parts = [f"HTTP/1.1 {response.status_code} {response.reason_phrase}"]
+    parts.extend(f"{name}: {value}" for name, value in response.headers.items())
+    parts.append(response.content.decode("utf-8", "replace"))
+    try:
+        cursor = response.json().get("meta", {}).get("next_cursor")
+    except (ValueError, AttributeError):
+        cursor = None
+    if isinstance(cursor, str):
+        parts.append(decoded_cursor(cursor))
+    return "\n".join(parts)
+
+
+def asked_in(request: httpx.Request) -> str:
+    """What the caller itself sent: echoing it back is no leak."""
+    return f"{request.method} {request.url}\n{request.content.decode('utf-8', 'replace')}"
+
+
+def without_request_id(response: httpx.Response) -> Any:
+    body = response.json()
+    if isinstance(body, dict) and isinstance(body.get("meta"), dict):
+        body["meta"] = {k: v for k, v in body["meta"].items() if k != "request_id"}
+        if not body["meta"]:
+            body.pop("meta")
+    return body
+
+
+def comparable_headers(response: httpx.Response) -> list[tuple[str, str]]:
+    return sorted((k.lower(), v) for k, v in response.headers.items() if k.lower() not in ("date", "apigw-requestid"))
+
+
+# -- the cases --------------------------------------------------------------------------------------------------
+
+
+@dataclass
+class Case:
+    """One request of one caller, the statuses it may answer and what else must hold."""
+
+    route: str
+    method: str
+    path: str
+    expect: tuple[int, ...]
+    code: str | None = None
+    params: dict[str, Any] | None = None
+    body: Any = None
+    secret_of: str | None = None
+    """Which of the world's secrets sends it (default: the caller's own)."""
+    paginate: bool = False
+    must_show: tuple[str, ...] = ()
+    """Positive controls: markers the answer (any page) must contain."""
+    check: Callable[[Any], str | None] | None = None
+    """Extra check on each page's `data`; returns a problem or None."""
+    same_as_missing: tuple[str, str, dict[str, Any] | None] | None = None
+    """(method, path, params) of the same request for something that does not exist: the answer must be identical."""
+
+
+def visible(world: World, caller: str, route: str, params: dict[str, Any] | None) -> set[tuple[str, str | None]]:
+    """The (tenant, agent) parties whose markers `caller` may see in the answer of `route`."""
+    every = set(world.parties)
+    victim = {p for p in every if p[0] == world.victim}
+    other = {p for p in every if p[0] == world.other}
+    if caller == "other_tenant":
+        return other
+    if caller == "other_agent":
+        return {(world.victim, None), (world.victim, world.intruder)}
+    if caller == "own_wildcard":
+        return victim
+    if caller == "operator" and route in ("POST /v1/keys", "GET /v1/keys", "DELETE /v1/keys/{key_id}"):
+        return victim if (params or {}).get("tenant_id") == world.victim or route == "POST /v1/keys" else set()
+    return set()  # refused callers see nothing; the operator's checkpoints live in its own tenant
+
+
+def state_of(caller: str, world: World) -> dict[str, Any]:
+    """A state for `caller` to save, with a marker the log audit looks for."""
+    marker = plant_state_marker(f"state-by-{caller}-{world.run}")
+    return {"note": marker}
+
+
+def cases_for(caller: str, w: World) -> list[Case]:
+    """Every route, called by `caller`."""
+    victim, other = w.victim, w.other
+    victim_checkpoint = w.checkpoints["victim-task_state"]
+    missing_checkpoint = f"ckpt_{uuid.uuid4().hex}"
+    missing_key = f"key_{uuid.uuid4().hex}"
+    owner_key = w.keys["owner-1"]["key_id"]
+    lookup = {"subject_id": w.victim_subject, "kind": "workflow"}
+    missing_lookup = {"subject_id": f"subject-missing-{uuid.uuid4().hex}", "kind": "workflow"}
+    by_id = f"/v1/checkpoints/{victim_checkpoint}"
+    missing_by_id = f"/v1/checkpoints/{missing_checkpoint}"
+    victim_list = f"/v1/subjects/{w.victim_subject}/checkpoints"
+    shared_list = f"/v1/subjects/{w.shared_subject}/checkpoints"
+    public = [
+        Case("GET /v1/health", "GET", "/v1/health", (200,)),
+        Case("GET /v1/openapi.json", "GET", "/v1/openapi.json", (200,)),
+    ]
+    save_body = {"subject_id": w.shared_subject, "kind": "task_state", "state": state_of(caller, w)}
+
+    def only_agents(*agents: str) -> Callable[[Any], str | None]:
+        def check(data: Any) -> str | None:
+            seen = {item.get("agent_id") for item in data}
+            return None if seen <= set(agents) else f"items of agents {sorted(seen - set(agents))}"
+
+        return check
+
+    def only_tenant(tenant: str) -> Callable[[Any], str | None]:
+        def check(data: Any) -> str | None:
+            seen = {item.get("tenant_id") for item in data}
+            return None if seen <= {tenant} else f"keys of tenants {sorted(seen - {tenant})}"
+
+        return check
+
+    if caller in REFUSED:
+        everything = [
+            Case("POST /v1/checkpoints", "POST", "/v1/checkpoints", (401,), "UNAUTHENTICATED", body=save_body),
+            Case("GET /v1/checkpoints", "GET", "/v1/checkpoints", (401,), "UNAUTHENTICATED", params=lookup),
+            Case("GET /v1/checkpoints/{checkpoint_id}", "GET", by_id, (401,), "UNAUTHENTICATED"),
+            Case("DELETE /v1/checkpoints/{checkpoint_id}", "DELETE", by_id, (401,), "UNAUTHENTICATED"),
+            Case("GET /v1/subjects/{subject_id}/checkpoints", "GET", victim_list, (401,), "UNAUTHENTICATED"),
+            Case(
+                "POST /v1/keys",
+                "POST",
+                "/v1/keys",
+                (401,),
+                "UNAUTHENTICATED",
+                body={"agent_id": w.owner, "scopes": ["checkpoints:read"]},
+            ),
+            Case("GET /v1/keys", "GET", "/v1/keys", (401,), "UNAUTHENTICATED"),
+            Case("DELETE /v1/keys/{key_id}", "DELETE", f"/v1/keys/{owner_key}", (401,), "UNAUTHENTICATED"),
+        ]
+        return everything + public
+
+    if caller == "missing_scope":
+        read_only, write_only = "missing_scope:read_only", "missing_scope:write_only"
+        return [
+            Case("POST /v1/checkpoints", "POST", "/v1/checkpoints", (403,), "FORBIDDEN", body=save_body,
+                 secret_of=read_only),
+            Case("GET /v1/checkpoints", "GET", "/v1/checkpoints", (403,), "FORBIDDEN",
+                 params={**lookup, "agent_id": w.owner}, secret_of=write_only),
+            Case("GET /v1/checkpoints/{checkpoint_id}", "GET", by_id, (403,), "FORBIDDEN", secret_of=write_only),
+            Case("DELETE /v1/checkpoints/{checkpoint_id}", "DELETE", by_id, (403,), "FORBIDDEN",
+                 secret_of=read_only),
+            Case("GET /v1/subjects/{subject_id}/checkpoints", "GET", victim_list, (403,), "FORBIDDEN",
+                 secret_of=write_only),
+            Case("POST /v1/keys", "POST", "/v1/keys", (403,), "FORBIDDEN",
+                 body={"agent_id": w.owner, "scopes": ["checkpoints:read"]}, secret_of=read_only),
+            Case("GET /v1/keys", "GET", "/v1/keys", (403,), "FORBIDDEN", secret_of=read_only),
+            Case("DELETE /v1/keys/{key_id}", "DELETE", f"/v1/keys/{owner_key}", (403,), "FORBIDDEN",
+                 secret_of=read_only),
+            *public,
+        ]  # fmt: skip
+
+    if caller == "other_tenant":
+        return [
+            Case("POST /v1/checkpoints", "POST", "/v1/checkpoints", (200, 201), body=save_body),
+            # `tenant_id` is no field of a save: the unknown-field 400 whichever tenant it names.
+            Case("POST /v1/checkpoints", "POST", "/v1/checkpoints", (400,), "VALIDATION_ERROR",
+                 body={**save_body, "tenant_id": victim}),
+            Case("POST /v1/checkpoints", "POST", "/v1/checkpoints", (400,), "VALIDATION_ERROR",
+                 body={**save_body, "tenant_id": other}),
+            Case("GET /v1/checkpoints", "GET", "/v1/checkpoints", (404,), "NOT_FOUND", params=lookup,
+                 same_as_missing=("GET", "/v1/checkpoints", missing_lookup)),
+            Case("GET /v1/checkpoints", "GET", "/v1/checkpoints", (404,), "NOT_FOUND",
+                 params={**lookup, "agent_id": w.owner}),
+            Case("GET /v1/checkpoints/{checkpoint_id}", "GET", by_id, (404,), "NOT_FOUND",
+                 same_as_missing=("GET", missing_by_id, None)),
+            Case("GET /v1/checkpoints/{checkpoint_id}", "GET", f"/v1/checkpoints/{w.checkpoints['stranger-own']}",
+                 (200,), must_show=(w.checkpoints["stranger-own"],)),
+            Case("DELETE /v1/checkpoints/{checkpoint_id}", "DELETE", by_id, (404,), "NOT_FOUND",
+                 same_as_missing=("DELETE", missing_by_id, None)),
+            Case("GET /v1/subjects/{subject_id}/checkpoints", "GET", victim_list, (200,),
+                 check=lambda data: None if data == [] else "a non-empty list"),
+            Case("GET /v1/subjects/{subject_id}/checkpoints", "GET", shared_list, (200,), params={"limit": 1},
+                 paginate=True, check=only_agents(w.stranger),
+                 must_show=(w.checkpoints["stranger-shared-task_state"],
+                            w.checkpoints["stranger-shared-conversation"])),
+            Case("POST /v1/keys", "POST", "/v1/keys", (403,), "FORBIDDEN",
+                 body={"tenant_id": victim, "agent_id": w.stranger, "scopes": ["checkpoints:read"]}),
+            Case("POST /v1/keys", "POST", "/v1/keys", (201,),
+                 body={"agent_id": w.stranger, "scopes": ["checkpoints:read"]}),
+            Case("GET /v1/keys", "GET", "/v1/keys", (200,), params={"limit": 1}, paginate=True,
+                 check=only_tenant(other), must_show=(w.keys["stranger"]["key_id"],)),
+            Case("GET /v1/keys", "GET", "/v1/keys", (403,), "FORBIDDEN", params={"tenant_id": victim}),
+            Case("DELETE /v1/keys/{key_id}", "DELETE", f"/v1/keys/{owner_key}", (404,), "NOT_FOUND",
+                 same_as_missing=("DELETE", f"/v1/keys/{missing_key}", None)),
+            Case("DELETE /v1/keys/{key_id}", "DELETE", f"/v1/keys/{owner_key}", (403,), "FORBIDDEN",
+                 params={"tenant_id": victim}),
+            *public,
+        ]  # fmt: skip
+
+    if caller == "other_agent":
+        return [
+            Case("POST /v1/checkpoints", "POST", "/v1/checkpoints", (200, 201), body=save_body),
+            Case("POST /v1/checkpoints", "POST", "/v1/checkpoints", (403,), "FORBIDDEN",
+                 body={**save_body, "agent_id": w.owner}),
+            Case("POST /v1/checkpoints", "POST", "/v1/checkpoints", (400,), "VALIDATION_ERROR",
+                 body={**save_body, "tenant_id": victim}),
+            Case("GET /v1/checkpoints", "GET", "/v1/checkpoints", (404,), "NOT_FOUND", params=lookup,
+                 same_as_missing=("GET", "/v1/checkpoints", missing_lookup)),
+            # Naming another agent in a read: the same 404 as a missing checkpoint.
+            Case("GET /v1/checkpoints", "GET", "/v1/checkpoints", (404,), "NOT_FOUND",
+                 params={**lookup, "agent_id": w.owner},
+                 same_as_missing=("GET", "/v1/checkpoints", missing_lookup)),
+            Case("GET /v1/checkpoints/{checkpoint_id}", "GET", by_id, (404,), "NOT_FOUND",
+                 same_as_missing=("GET", missing_by_id, None)),
+            Case("DELETE /v1/checkpoints/{checkpoint_id}", "DELETE", by_id, (404,), "NOT_FOUND",
+                 same_as_missing=("DELETE", missing_by_id, None)),
+            Case("GET /v1/subjects/{subject_id}/checkpoints", "GET", victim_list, (200,),
+                 check=lambda data: None if data == [] else "a non-empty list"),
+            Case("GET /v1/subjects/{subject_id}/checkpoints", "GET", shared_list, (200,), params={"limit": 1},
+                 paginate=True, check=only_agents(w.intruder),
+                 must_show=(w.checkpoints["intruder-shared-task_state"],
+                            w.checkpoints["intruder-shared-conversation"])),
+            Case("GET /v1/subjects/{subject_id}/checkpoints", "GET", shared_list, (403,), "FORBIDDEN",
+                 params={"agent_id": w.owner}),
+            Case("POST /v1/keys", "POST", "/v1/keys", (403,), "FORBIDDEN",
+                 body={"agent_id": w.owner, "scopes": ["checkpoints:read"]}),
+            Case("POST /v1/keys", "POST", "/v1/keys", (403,), "FORBIDDEN",
+                 body={"agent_id": w.intruder, "scopes": ["*"]}),
+            Case("POST /v1/keys", "POST", "/v1/keys", (201,),
+                 body={"agent_id": w.intruder, "scopes": ["checkpoints:read"]}),
+            Case("GET /v1/keys", "GET", "/v1/keys", (200,), params={"limit": 1}, paginate=True,
+                 check=only_agents(w.intruder),
+                 must_show=(w.keys["intruder-1"]["key_id"], w.keys["intruder-2"]["key_id"])),
+            Case("GET /v1/keys", "GET", "/v1/keys", (403,), "FORBIDDEN", params={"agent_id": w.owner}),
+            Case("DELETE /v1/keys/{key_id}", "DELETE", f"/v1/keys/{owner_key}", (404,), "NOT_FOUND",
+                 same_as_missing=("DELETE", f"/v1/keys/{missing_key}", None)),
+            Case("DELETE /v1/keys/{key_id}", "DELETE", f"/v1/keys/{w.keys['admin']['key_id']}", (404,),
+                 "NOT_FOUND"),
+            *public,
+        ]  # fmt: skip
+
+    if caller == "own_wildcard":
+        victim_ids = tuple(w.checkpoints[f"victim-{kind}"] for kind in ("task_state", "conversation", "workflow"))
+        return [
+            Case("POST /v1/checkpoints", "POST", "/v1/checkpoints", (200, 201),
+                 body={**save_body, "kind": "cursor", "agent_id": w.owner}),
+            Case("POST /v1/checkpoints", "POST", "/v1/checkpoints", (400,), "VALIDATION_ERROR",
+                 body={**save_body, "tenant_id": victim}),
+            Case("POST /v1/checkpoints", "POST", "/v1/checkpoints", (400,), "VALIDATION_ERROR",
+                 body={**save_body, "tenant_id": other}),
+            Case("GET /v1/checkpoints", "GET", "/v1/checkpoints", (200,), params={**lookup, "agent_id": w.owner},
+                 must_show=(w.checkpoints["victim-workflow"], f"state-victim-workflow-{w.run}")),
+            Case("GET /v1/checkpoints", "GET", "/v1/checkpoints", (404,), "NOT_FOUND", params=lookup),
+            Case("GET /v1/checkpoints/{checkpoint_id}", "GET", by_id, (200,),
+                 must_show=(f"state-victim-task_state-{w.run}",)),
+            Case("DELETE /v1/checkpoints/{checkpoint_id}", "DELETE",
+                 f"/v1/checkpoints/{w.checkpoints['victim-delete']}", (200,)),
+            Case("GET /v1/subjects/{subject_id}/checkpoints", "GET", victim_list, (200,), params={"limit": 1},
+                 paginate=True, must_show=victim_ids, check=only_agents(w.owner)),
+            Case("GET /v1/subjects/{subject_id}/checkpoints", "GET", shared_list, (200,), params={"limit": 1},
+                 paginate=True, check=only_agents(w.owner, w.intruder),
+                 must_show=(w.checkpoints["victim-shared-workflow"],
+                            w.checkpoints["intruder-shared-conversation"])),
+            Case("POST /v1/keys", "POST", "/v1/keys", (201,),
+                 body={"agent_id": w.owner, "scopes": ["checkpoints:read"]}),
+            Case("POST /v1/keys", "POST", "/v1/keys", (403,), "FORBIDDEN",
+                 body={"tenant_id": other, "agent_id": w.owner, "scopes": ["checkpoints:read"]}),
+            Case("GET /v1/keys", "GET", "/v1/keys", (200,), params={"limit": 1}, paginate=True,
+                 check=only_tenant(victim), must_show=(owner_key, w.keys["intruder-1"]["key_id"])),
+            Case("GET /v1/keys", "GET", "/v1/keys", (403,), "FORBIDDEN", params={"tenant_id": other}),
+            Case("DELETE /v1/keys/{key_id}", "DELETE", f"/v1/keys/{w.keys['target-of-wildcard']['key_id']}",
+                 (200,)),
+            Case("DELETE /v1/keys/{key_id}", "DELETE", f"/v1/keys/{w.keys['stranger']['key_id']}", (404,),
+                 "NOT_FOUND"),
+            *public,
+        ]  # fmt: skip
+
+    assert caller == "operator", caller
+    return [
+        Case("POST /v1/checkpoints", "POST", "/v1/checkpoints", (200, 201), body=save_body),
+        # tenants:manage or not, `tenant_id` is no field of a save.
+        Case("POST /v1/checkpoints", "POST", "/v1/checkpoints", (400,), "VALIDATION_ERROR",
+             body={**save_body, "tenant_id": victim}),
+        Case("GET /v1/checkpoints", "GET", "/v1/checkpoints", (404,), "NOT_FOUND",
+             params={**lookup, "agent_id": w.owner}),
+        Case("GET /v1/checkpoints/{checkpoint_id}", "GET", by_id, (404,), "NOT_FOUND",
+             same_as_missing=("GET", missing_by_id, None)),
+        Case("DELETE /v1/checkpoints/{checkpoint_id}", "DELETE", by_id, (404,), "NOT_FOUND",
+             same_as_missing=("DELETE", missing_by_id, None)),
+        Case("GET /v1/subjects/{subject_id}/checkpoints", "GET", victim_list, (200,),
+             check=lambda data: None if data == [] else "a non-empty list"),
+        Case("GET /v1/subjects/{subject_id}/checkpoints", "GET", shared_list, (200,), params={"limit": 1},
+             paginate=True, check=only_agents("operator")),
+        Case("POST /v1/keys", "POST", "/v1/keys", (201,),
+             body={"tenant_id": victim, "agent_id": w.owner, "scopes": ["checkpoints:read"]}),
+        Case("GET /v1/keys", "GET", "/v1/keys", (200,), params={"tenant_id": victim, "limit": 1}, paginate=True,
+             check=only_tenant(victim), must_show=(owner_key, w.keys["owner-2"]["description"])),
+        Case("DELETE /v1/keys/{key_id}", "DELETE", f"/v1/keys/{w.keys['target-of-operator']['key_id']}", (404,),
+             "NOT_FOUND"),
+        Case("DELETE /v1/keys/{key_id}", "DELETE", f"/v1/keys/{w.keys['target-of-operator']['key_id']}", (200,),
+             params={"tenant_id": victim}),
+        *public,
+    ]  # fmt: skip
+
+
+# -- running them -----------------------------------------------------------------------------------------------
+
+
+def run_case(api: Api, w: World, caller: str, case: Case) -> tuple[list[str], int]:
+    """Send the case (every page of it), and return its problems and the number of requests it made."""
+    secret = w.secrets[case.secret_of or caller]
+    allowed = visible(w, caller, case.route, case.params)
+    forbidden = {m for party, p in w.parties.items() if party not in allowed for m in p.markers}
+    problems: list[str] = []
+    shown = ""
+    params = dict(case.params or {})
+    requests = 0
+    label = f"{caller}: {case.method} {case.path} {case.params or ''} {json.dumps(case.body) if case.body else ''}"
+    for page_number in range(MAX_PAGES):
+        response = api.call(secret, case.method, case.path, params=params or None, body=case.body)
+        requests += 1
+        if response.status_code not in case.expect:
+            problems.append(f"{label}: answered {response.status_code}, expected {case.expect}: {response.text}")
+            break
+        text = everything_in(response)
+        shown += text
+        asked = asked_in(response.request)
+        leaked = sorted(m for m in forbidden if m in text and m not in asked)
+        if leaked:
+            problems.append(f"{label}: page {page_number + 1} holds {leaked}: {text}")
+        body = response.json() if response.content else None
+        if case.code is not None:
+            code = (body or {}).get("error", {}).get("code")
+            if code != case.code:
+                problems.append(f"{label}: error code {code}, expected {case.code}")
+        if case.expect == (404,) and without_request_id(response) != NOT_FOUND_BODY:
+            problems.append(f"{label}: the 404 is not the contract's: {response.text}")
+        if case.same_as_missing is not None:
+            method, path, missing_params = case.same_as_missing
+            missing = api.call(secret, method, path, params=missing_params, body=case.body)
+            requests += 1
+            if (missing.status_code, without_request_id(missing), comparable_headers(missing)) != (
+                response.status_code,
+                without_request_id(response),
+                comparable_headers(response),
+            ):
+                problems.append(
+                    f"{label}: answers differently from a missing one: {response.status_code} "
+                    f"{comparable_headers(response)} {response.text} vs {missing.status_code} "
+                    f"{comparable_headers(missing)} {missing.text}"
+                )
+        if body and response.status_code == 201 and isinstance(body.get("data"), dict) and "secret" in body["data"]:
+            plant_secret(body["data"]["secret"])
+        data = (body or {}).get("data")
+        if case.check is not None and response.status_code == 200:
+            problem = case.check(data)
+            if problem:
+                problems.append(f"{label}: page {page_number + 1}: {problem}")
+        cursor = (body or {}).get("meta", {}).get("next_cursor") if body else None
+        if not case.paginate or not cursor:
+            break
+        if data == []:
+            problems.append(f"{label}: page {page_number + 1} is empty but has a next_cursor")
+        params["cursor"] = cursor
+    else:
+        problems.append(f"{label}: more than {MAX_PAGES} pages")
+    for marker in case.must_show:
+        if marker not in shown:
+            problems.append(f"{label}: the positive control {marker!r} is missing from the answer")
+    return problems, requests
+
+
+@pytest.mark.parametrize("caller", CALLERS)
+def test_every_route_answers_each_caller_as_the_contract_says_and_leaks_nothing(
+    baton: BatonServe, world: World, caller: str
+) -> None:
+    if caller == "expired":
+        time.sleep(max(0.0, world.expiring_at + 0.5 - time.time()))
+    api = Api(baton)
+    problems: list[str] = []
+    cases = cases_for(caller, world)
+    requests = 0
+    try:
+        for case in cases:
+            found, sent = run_case(api, world, caller, case)
+            problems.extend(found)
+            requests += sent
+    finally:
+        api.client.close()
+    proof_counts.record("isolation", cases=len(cases), requests=requests)
+    if caller == CALLERS[0]:
+        proof_counts.record("isolation", routes=len(ROUTES), callers=len(CALLERS))
+    assert {case.route for case in cases} == set(ROUTES)
+    assert not problems, "\n\n".join(problems)
+
+
+def test_a_revoked_key_manager_cannot_mint_or_revoke_from_a_container_that_cached_it(
+    baton: BatonServe, world: World
+) -> None:
+    # Given a `*` key every container has authenticated (concurrent requests spread over the containers)
+    api = Api(baton)
+    secret = api.mint(world, "cached-manager", world.victim, world.admin, ["*"])
+    target = api.mint(world, "target-of-revoked-manager", world.victim, world.admin, ["checkpoints:read"])
+    target_id = world.keys["target-of-revoked-manager"]["key_id"]
+
+    def concurrently(send: Callable[[int], httpx.Response], times: int = 16) -> list[httpx.Response]:
+        with ThreadPoolExecutor(max_workers=8) as pool:
+            return list(pool.map(send, range(times)))
+
+    try:
+        warmed = concurrently(lambda _: api.call(secret, "GET", "/v1/keys", params={"limit": 1}))
+        assert {r.status_code for r in warmed} == {200}
+        # When the operator revokes it
+        revoked = api.call(
+            baton.key,
+            "DELETE",
+            f"/v1/keys/{world.keys['cached-manager']['key_id']}",
+            params={"tenant_id": world.victim},
+        )
+        assert revoked.status_code == 200, revoked.text
+        # Then key management reads the key fresh, in every container: no mint, no revoke
+        minted = concurrently(
+            lambda _: api.call(
+                secret, "POST", "/v1/keys", body={"agent_id": world.admin, "scopes": ["checkpoints:read"]}
+            )
+        )
+        for response in minted:
+            if response.status_code == 201:
+                plant_secret(response.json()["data"]["secret"])
+        revoking = concurrently(lambda _: api.call(secret, "DELETE", f"/v1/keys/{target_id}"), times=8)
+        proof_counts.record("isolation", cases=len(minted) + len(revoking))
+        assert [r.status_code for r in minted] == [401] * len(minted), [r.text for r in minted if r.status_code != 401]
+        assert [r.status_code for r in revoking] == [401] * len(revoking), [r.text for r in revoking]
+        assert api.call(target, "GET", "/v1/subjects/x/checkpoints").status_code == 200
+    finally:
+        api.client.close()
+
+
+@pytest.mark.parametrize("asked", ["no expires_at", "a later expires_at"])
+def test_a_minted_key_never_outlives_its_issuer(baton: BatonServe, world: World, asked: str) -> None:
+    # Given a `*` key that expires in an hour
+    api = Api(baton)
+    issuer_expiry = datetime.now(UTC) + timedelta(hours=1)
+    label = f"expiring-issuer-{uuid.uuid4().hex[:6]}"
+    issuer = api.mint(world, label, world.victim, world.admin, ["*"], expires_at=rfc3339(issuer_expiry))
+    issuer_expires_at = parse_rfc3339(world.keys[label]["expires_at"])
+    body: dict[str, Any] = {"agent_id": world.admin, "scopes": ["checkpoints:read"]}
+    if asked == "a later expires_at":
+        body["expires_at"] = rfc3339(issuer_expiry + timedelta(hours=1))
+    try:
+        # When it mints a key asking for no expiry, or a later one
+        minted = api.call(issuer, "POST", "/v1/keys", body=body)
+    finally:
+        api.client.close()
+    proof_counts.record("isolation", cases=1)
+    # Then the new key expires no later than its issuer (or the request is refused, naming /expires_at)
+    if minted.status_code == 400:
+        assert "/expires_at" in minted.text, minted.text
+        return
+    assert minted.status_code == 201, minted.text
+    data = minted.json()["data"]
+    plant_secret(data["secret"])
+    assert data["expires_at"] is not None, f"the minted key never expires, its issuer does at {issuer_expires_at}"
+    assert parse_rfc3339(data["expires_at"]) <= issuer_expires_at, (data["expires_at"], issuer_expires_at)
+
+
+def test_refused_and_foreign_calls_changed_nothing(baton: BatonServe, world: World) -> None:
+    # After the matrix: the victim's checkpoint is as it was saved, and the victim's keys still work
+    api = Api(baton)
+    try:
+        victim = api.call(
+            world.secrets["own_wildcard"], "GET", f"/v1/checkpoints/{world.checkpoints['victim-task_state']}"
+        )
+        owner = api.call(world.secrets["owner"], "GET", f"/v1/subjects/{world.victim_subject}/checkpoints")
+        intruder_listing = api.call(world.secrets["other_agent"], "GET", "/v1/keys", params={"limit": 200})
+    finally:
+        api.client.close()
+    assert victim.status_code == 200, victim.text
+    assert victim.json()["data"]["revision"] == 1
+    assert victim.json()["data"]["state"]["note"] == f"state-victim-task_state-{world.run}"
+    assert owner.status_code == 200, owner.text
+    assert len(owner.json()["data"]) == 3
+    assert intruder_listing.status_code == 200
