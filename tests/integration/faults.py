@@ -20,16 +20,15 @@ from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from enum import Enum
-from typing import Any
+from typing import Any, cast
 
 from botocore.awsrequest import AWSPreparedRequest, AWSResponse
-from botocore.exceptions import ConnectionClosedError, EndpointConnectionError, ReadTimeoutError
+from botocore.exceptions import BotoCoreError, ConnectionClosedError, EndpointConnectionError, ReadTimeoutError
 
 # A persistent fault stops after this many attempts: a store that loops on it forever fails its test instead of
 # hanging the run.
 PERSISTENT_CAP = 30
 
-READS = frozenset({"GetItem", "Query", "BatchGetItem"})
 SINGLE_WRITES = frozenset({"UpdateItem", "PutItem", "DeleteItem"})
 TRANSACTION = "TransactWriteItems"
 
@@ -49,7 +48,8 @@ class Duration(Enum):
     ONCE = "once"
     """The first attempt only: botocore's retry (or the store's) may absorb it."""
     EVERY = "every"
-    """Every attempt (up to `PERSISTENT_CAP`): the request cannot succeed, so the answer must be 503."""
+    """Every attempt (up to `PERSISTENT_CAP`). Before landing, nothing can get through, so the answer must be a
+    503; after landing, every answer is lost, so a 503 is ambiguous: the write landed once."""
 
 
 @dataclass(frozen=True)
@@ -62,7 +62,8 @@ class FaultKind:
     status: int = 400
     reasons: tuple[str, ...] = ()
     """For `TransactionCanceledException`: the cancellation reason of the transaction's first item."""
-    transport: type[Exception] | None = None
+    transport: type[BotoCoreError] | None = None
+    """The exception botocore raises for a failure of the connection itself."""
     retried_by_botocore: bool = True
     """Whether botocore's standard retry mode retries it (throttling codes, 5xx, transport failures)."""
     unprocessed: bool = False
@@ -89,30 +90,45 @@ CONNECTION_DROPPED = FaultKind("connection_dropped", transport=ConnectionClosedE
 UNREACHABLE = FaultKind("unreachable", transport=EndpointConnectionError)
 UNPROCESSED_KEYS = FaultKind("unprocessed_keys", unprocessed=True, retried_by_botocore=False)
 
-COMMON_KINDS = (
-    THROTTLING,
-    THROUGHPUT,
-    REQUEST_LIMIT,
-    INTERNAL_500,
-    UNAVAILABLE_503,
-    READ_TIMEOUT,
-    CONNECTION_DROPPED,
-    UNREACHABLE,
-)
-LOST_ANSWER_KINDS = (READ_TIMEOUT, CONNECTION_DROPPED, INTERNAL_500)
-"""What can strike after a write landed: its answer times out, its connection drops, the service fails after
-committing."""
+THROTTLE_CODES = (THROTTLING, THROUGHPUT, REQUEST_LIMIT)
+SERVER_ERRORS = (INTERNAL_500, UNAVAILABLE_503)
+TRANSPORT_FAILURES = (READ_TIMEOUT, CONNECTION_DROPPED, UNREACHABLE)
 
 
 def kinds_for(operation: str) -> tuple[FaultKind, ...]:
-    """The faults DynamoDB can answer `operation` with (before it reaches the table)."""
+    """The faults DynamoDB or the network can answer `operation` with, before it reaches the table."""
+    common = (*THROTTLE_CODES, *SERVER_ERRORS, *TRANSPORT_FAILURES)
     if operation == "BatchGetItem":
-        return (*COMMON_KINDS, UNPROCESSED_KEYS)
+        return (*common, UNPROCESSED_KEYS)
     if operation in SINGLE_WRITES:
-        return (*COMMON_KINDS, TRANSACTION_CONFLICT)
+        return (*common, TRANSACTION_CONFLICT)
     if operation == TRANSACTION:
-        return (*COMMON_KINDS, TRANSACTION_CONFLICT, CANCELLED_THROTTLING, CANCELLED_THROUGHPUT)
-    return COMMON_KINDS
+        return (*common, TRANSACTION_CONFLICT, CANCELLED_THROTTLING, CANCELLED_THROUGHPUT)
+    return common
+
+
+# One of each class botocore's standard retry treats alike (a throttling code, a 5xx, a transport failure): a
+# fault of one attempt never reaches the store, so the others of its class would test the same thing again.
+ONE_ATTEMPT_REPRESENTATIVES = frozenset({THROTTLING, INTERNAL_500, CONNECTION_DROPPED})
+
+
+def fault_plan(operation: str) -> list[tuple[FaultKind, Phase, Duration]]:
+    """The faults worth injecting at one step.
+
+    Before the request lands: every kind on every attempt (the store must classify each code it can meet), and
+    on one attempt one representative of each class botocore retries, plus every kind it does not retry. After a
+    write landed: its answer lost once (a timeout, a dropped connection, a 500 after the commit), and lost on
+    every attempt (timeouts, 500s).
+    """
+    plan: list[tuple[FaultKind, Phase, Duration]] = []
+    for kind in kinds_for(operation):
+        plan.append((kind, Phase.BEFORE, Duration.EVERY))
+        if kind in ONE_ATTEMPT_REPRESENTATIVES or not kind.retried_by_botocore:
+            plan.append((kind, Phase.BEFORE, Duration.ONCE))
+    if operation in SINGLE_WRITES or operation == TRANSACTION:
+        plan += [(kind, Phase.AFTER, Duration.ONCE) for kind in (READ_TIMEOUT, CONNECTION_DROPPED, INTERNAL_500)]
+        plan += [(kind, Phase.AFTER, Duration.EVERY) for kind in (READ_TIMEOUT, INTERNAL_500)]
+    return plan
 
 
 @dataclass
@@ -151,15 +167,6 @@ class FaultInjector:
         self.faults.append(fault)
         return fault
 
-    def disarm(self) -> None:
-        """Strike nothing any more (the client's retry of the same request goes through)."""
-        self.faults.clear()
-
-    @property
-    def struck(self) -> int:
-        """How many attempts the armed faults struck."""
-        return sum(f.struck for f in self.faults)
-
     def __call__(self, request: AWSPreparedRequest, event_name: str, **kwargs: Any) -> AWSResponse | None:
         operation = event_name.rsplit(".", 1)[-1]
         self.attempts[operation] += 1
@@ -180,15 +187,13 @@ class FaultInjector:
 
 def _strike(kind: FaultKind, request: AWSPreparedRequest) -> AWSResponse:
     """Raise the transport failure of `kind`, or return DynamoDB's error answer for it."""
-    if kind.transport is ReadTimeoutError:
-        raise ReadTimeoutError(endpoint_url=request.url, error="Read timed out. (read timeout=5)")
-    if kind.transport is ConnectionClosedError:
-        raise ConnectionClosedError(endpoint_url=request.url)
-    if kind.transport is EndpointConnectionError:
-        raise EndpointConnectionError(endpoint_url=request.url)
-    sent = json.loads(request.body or b"{}")
+    if kind.transport is not None:
+        raise kind.transport(endpoint_url=request.url, error=f"Injected fault: {kind.name}")
+    sent = json.loads(cast(bytes, request.body or b"{}"))
     if kind.unprocessed:
-        return _answer(request, 200, {"Responses": {t: [] for t in sent["RequestItems"]}, "UnprocessedKeys": sent["RequestItems"]})
+        return _answer(
+            request, 200, {"Responses": {t: [] for t in sent["RequestItems"]}, "UnprocessedKeys": sent["RequestItems"]}
+        )
     body: dict[str, Any] = {
         "__type": f"com.amazonaws.dynamodb.v20120810#{kind.code}",
         "message": f"Injected fault: {kind.name}",
@@ -198,7 +203,9 @@ def _strike(kind: FaultKind, request: AWSPreparedRequest) -> AWSResponse:
         items = len(sent.get("TransactItems", [])) or 1
         first = [{"Code": reason, "Message": f"Injected fault: {kind.name}"} for reason in kind.reasons]
         body["CancellationReasons"] = first + [{"Code": "None"}] * (items - len(first))
-        body["message"] = f"Transaction cancelled, please refer cancellation reasons for specific reasons [{', '.join(kind.reasons)}]"
+        body["message"] = (
+            f"Transaction cancelled, please refer cancellation reasons for specific reasons [{', '.join(kind.reasons)}]"
+        )
     return _answer(request, kind.status, body)
 
 

@@ -16,7 +16,7 @@ from typing import Any
 import rfc8785
 
 from baton.domain.errors import ValidationFailed
-from baton.domain.limits import MAX_JSON_DEPTH
+from baton.domain.limits import MAX_JSON_DEPTH, MAX_SAFE_INTEGER
 
 JsonValue = Any  # JSON as Python: dict, list, str, int, float, bool, None
 
@@ -60,6 +60,19 @@ def _number(text: str) -> float | _NonFinite:
     return _NonFinite(text) if math.isinf(value) else value
 
 
+def _integer(text: str) -> int | float:
+    """An integer literal; past ±(2^53-1) it is the double whose canonical form it is, if it is one (RFC 8785
+    writes the double 1e20 as `100000000000000000000`, and what Baton serves must read back the same), else the
+    int, which canonical JSON then refuses (such an integer cannot be carried exactly)."""
+    value = int(text)
+    if -MAX_SAFE_INTEGER <= value <= MAX_SAFE_INTEGER:
+        return value
+    as_double = float(text)
+    if math.isfinite(as_double) and rfc8785.dumps(as_double) == text.encode("ascii"):
+        return as_double
+    return value
+
+
 def parse_strict(text: str | bytes) -> JsonValue:
     """Parse a JSON document as the contract demands, or raise `ValidationFailed` naming where and why.
 
@@ -68,7 +81,9 @@ def parse_strict(text: str | bytes) -> JsonValue:
     try:
         # json.loads would decode bytes with surrogatepass; decode strictly first.
         document = text.decode("utf-8") if isinstance(text, bytes) else text
-        value = json.loads(document, object_pairs_hook=_object, parse_constant=_NonFinite, parse_float=_number)
+        value = json.loads(
+            document, object_pairs_hook=_object, parse_constant=_NonFinite, parse_float=_number, parse_int=_integer
+        )
     except RecursionError:
         raise ValidationFailed.single("", f"The body is nested deeper than {MAX_JSON_DEPTH} levels.") from None
     except UnicodeDecodeError:

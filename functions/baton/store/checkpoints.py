@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import itertools
 import re
+import time
 from dataclasses import dataclass
 from decimal import Decimal
 from typing import TYPE_CHECKING, Any, Final, cast
@@ -34,13 +35,16 @@ from baton.domain.lifecycle import ACTIVE
 from baton.store import schema
 from baton.store.attributes import Item, from_item, names_in, to_attr, to_item
 from baton.store.cursors import decode_cursor, encode_cursor, query_binding, refused_cursor
-from baton.store.errors import Failure, classify, error_code, reraise, translated_errors
+from baton.store.errors import Failure, classify, may_have_landed, reraise, translated_errors, was_retried
 
 if TYPE_CHECKING:
     from mypy_boto3_dynamodb import DynamoDBClient
 
 # A save retries from its read when another writer got in between; past this many rounds the caller gets 503.
 MAX_WRITE_ATTEMPTS = 5
+# Keys a BatchGetItem leaves unprocessed (throttling) are asked again this many times in all, backing off.
+MAX_BATCH_ROUNDS = 3
+BATCH_BACKOFF_SECONDS = 0.05
 
 
 def checkpoint_pk(tenant_id: str, subject_id: str) -> str:
@@ -202,9 +206,9 @@ class CheckpointStore:
                 failure = classify(exc)
                 if failure is Failure.RACE:
                     continue  # an idempotent save's transaction holds the item for a moment: try again
-                if failure is Failure.UNAVAILABLE and error_code(exc) is None:
-                    # No answer came back (a timeout, a dropped connection): the write may have landed. One read
-                    # tells, so that a 503 keeps its promise that nothing was written.
+                if may_have_landed(exc):
+                    # No answer came back (a timeout, a dropped connection, a 5xx): the write may have landed. One
+                    # read tells, so that a 503 keeps its promise that nothing was written.
                     landed = self._landed(plan)
                     if landed is not None:
                         return SaveOutcome(result=landed)
@@ -357,6 +361,9 @@ class CheckpointStore:
             failure = classify(exc)
             if failure in (Failure.CONDITION_FAILED, Failure.RACE):
                 return None
+            landed = self._landed(plan) if may_have_landed(exc) else None
+            if landed is not None:
+                return SaveOutcome(result=landed)
             reraise(exc, failure)
         return SaveOutcome(result=fresh.save_result())
 
@@ -367,6 +374,7 @@ class CheckpointStore:
             checkpoint_pk(plan.key.tenant_id, plan.key.subject_id), checkpoint_sk(plan.key.agent_id, plan.key.kind)
         )
         now_s = ms_to_seconds(plan.now_ms)
+        ambiguous: Exception | None = None
         for _ in range(MAX_WRITE_ATTEMPTS):
             found = self._batch_get([checkpoint_key, record_key])
             record = found.get(_identity(record_key))
@@ -428,8 +436,13 @@ class CheckpointStore:
                 failure = classify(exc)
                 if failure in (Failure.CONDITION_FAILED, Failure.RACE):
                     continue  # another writer got in between (or our own retried write landed): read again
+                if may_have_landed(exc):
+                    ambiguous = exc
+                    continue  # the next read finds our idempotency record if the transaction landed
                 reraise(exc, failure)
             return SaveOutcome(result=result)
+        if ambiguous is not None:
+            reraise(ambiguous)
         raise Unavailable("Too many concurrent writers on this checkpoint; nothing was written. Retry shortly.")
 
     # -- reads ----------------------------------------------------------------------------------------------
@@ -481,9 +494,13 @@ class CheckpointStore:
         return {schema.PK: items[0][schema.PK], schema.SK: items[0][schema.SK]}
 
     def _batch_get(self, keys: list[Item]) -> dict[tuple[str, str], Item]:
+        """The items at `keys` (one consistent BatchGetItem; keys DynamoDB leaves unprocessed are asked again, a
+        few times with a short backoff, then the caller gets a 503)."""
         found: dict[tuple[str, str], Item] = {}
         pending: list[Item] = keys
-        while pending:
+        for attempt in range(MAX_BATCH_ROUNDS):
+            if attempt:
+                time.sleep(BATCH_BACKOFF_SECONDS * 2 ** (attempt - 1))
             response = self._client.batch_get_item(
                 RequestItems={self._table: {"Keys": pending, "ConsistentRead": True}}
             )
@@ -491,7 +508,9 @@ class CheckpointStore:
                 found[_identity(item)] = item
             unprocessed: Any = response.get("UnprocessedKeys") or {}
             pending = unprocessed.get(self._table, {}).get("Keys", [])
-        return found
+            if not pending:
+                return found
+        raise Unavailable("The database is busy; nothing was written. Retry after the Retry-After delay.")
 
     # -- delete ---------------------------------------------------------------------------------------------
 
@@ -531,10 +550,14 @@ class CheckpointStore:
                     ReturnValuesOnConditionCheckFailure="ALL_OLD",
                 )
             except Exception as exc:
+                if may_have_landed(exc) and self._gone(key, checkpoint_id):
+                    return  # an attempt whose answer was lost deleted it
                 if classify(exc) is not Failure.CONDITION_FAILED:
                     raise
                 found = cast(Item | None, getattr(exc, "response", {}).get("Item"))
                 old = from_record_item(found, with_state=False) if found else None
+                if old is None and was_retried(exc):
+                    return  # the SDK's first attempt deleted it and its answer was lost; the retry found nothing
                 if (
                     old is None
                     or old.checkpoint_id != checkpoint_id
@@ -543,6 +566,14 @@ class CheckpointStore:
                 ):
                     raise NotFound() from None
                 raise RevisionConflict(expected=if_match_revisions, current=old.revision, field="If-Match") from None
+
+    def _gone(self, key: Item, checkpoint_id: str) -> bool:
+        """True when the slot at `key` no longer holds `checkpoint_id` (False when that cannot be read now)."""
+        try:
+            item = self._client.get_item(TableName=self._table, Key=key, ConsistentRead=True).get("Item")
+        except Exception:
+            return False
+        return item is None or item.get("checkpoint_id", {}).get("S") != checkpoint_id
 
     # -- list -----------------------------------------------------------------------------------------------
 

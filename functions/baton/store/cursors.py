@@ -57,7 +57,7 @@ def decode_cursor(
     try:
         raw = base64.urlsafe_b64decode(cursor + "=" * (-len(cursor) % 4))
         decoded: Any = json.loads(raw)
-    except (binascii.Error, ValueError, UnicodeDecodeError):
+    except (binascii.Error, ValueError, UnicodeDecodeError, RecursionError):  # deep nesting: not ours
         raise ValidationFailed.single("/cursor", _INVALID, "query") from None
     if not isinstance(decoded, dict) or decoded.get("b") != binding or not isinstance(decoded.get("k"), dict):
         raise ValidationFailed.single("/cursor", _INVALID, "query")
@@ -87,7 +87,7 @@ def decode_after(cursor: str | None, binding: str) -> str | None:
         return None
     try:
         decoded: Any = json.loads(base64.urlsafe_b64decode(cursor + "=" * (-len(cursor) % 4)))
-    except (binascii.Error, ValueError, UnicodeDecodeError):
+    except (binascii.Error, ValueError, UnicodeDecodeError, RecursionError):  # deep nesting: not ours
         raise ValidationFailed.single("/cursor", _INVALID, "query") from None
     if not isinstance(decoded, dict) or decoded.get("b") != binding or not isinstance(decoded.get("a"), str):
         raise ValidationFailed.single("/cursor", _INVALID, "query")

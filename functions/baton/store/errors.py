@@ -118,6 +118,26 @@ def classify(exc: BaseException) -> Failure:
     return Failure.DEFECT
 
 
+def may_have_landed(exc: BaseException) -> bool:
+    """True when a write failed without saying whether it was applied: no answer came back (a timeout, a dropped
+    connection) or the service failed (5xx) after perhaps applying it. Throttling refuses before applying."""
+    if classify(exc) is not Failure.UNAVAILABLE:
+        return False
+    if error_code(exc) is None:
+        return True
+    response: Any = getattr(exc, "response", None)
+    status = response.get("ResponseMetadata", {}).get("HTTPStatusCode") if isinstance(response, dict) else None
+    return isinstance(status, int) and status >= 500
+
+
+def was_retried(exc: BaseException) -> bool:
+    """True when the AWS SDK sent the request more than once before this answer (an earlier attempt may have
+    been applied, its answer lost)."""
+    response: Any = getattr(exc, "response", None)
+    attempts = response.get("ResponseMetadata", {}).get("RetryAttempts") if isinstance(response, dict) else None
+    return isinstance(attempts, int) and attempts > 0
+
+
 def unavailable(exc: BaseException) -> Unavailable:
     """The 503 for an UNAVAILABLE failure."""
     message = UNAVAILABLE_MESSAGE if error_code(exc) is not None else UNREACHABLE_MESSAGE

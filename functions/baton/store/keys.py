@@ -10,7 +10,7 @@ from baton.domain.errors import NotFound
 from baton.store import schema
 from baton.store.attributes import Item, from_item, names_in, to_attr, to_item
 from baton.store.cursors import decode_after, encode_after, query_binding
-from baton.store.errors import Failure, classify, translated_errors
+from baton.store.errors import Failure, classify, may_have_landed, translated_errors, was_retried
 
 if TYPE_CHECKING:
     from mypy_boto3_dynamodb import DynamoDBClient
@@ -85,9 +85,25 @@ class KeyStore:
                 "description": record.description,
             }
         )
-        extra: dict[str, Any] = {} if overwrite else {"ConditionExpression": f"attribute_not_exists({schema.PK})"}
+        extra: dict[str, Any] = (
+            {}
+            if overwrite
+            else {
+                "ConditionExpression": f"attribute_not_exists({schema.PK})",
+                "ReturnValuesOnConditionCheckFailure": "ALL_OLD",
+            }
+        )
         with translated_errors():
-            self._client.put_item(TableName=self._table, Item=item, **extra)
+            try:
+                self._client.put_item(TableName=self._table, Item=item, **extra)
+            except Exception as exc:
+                if classify(exc) is Failure.CONDITION_FAILED:
+                    found = getattr(exc, "response", {}).get("Item") or {}
+                    if found.get("key_id", {}).get("S") == record.key_id:
+                        return  # the SDK's first attempt stored it and its answer was lost
+                elif may_have_landed(exc) and self._stored(record.secret_hash, "key_id", record.key_id):
+                    return
+                raise
 
     def find(self, secret_hash: str) -> KeyRecord | None:
         """The key record for a secret's hash (one consistent GetItem), or None."""
@@ -163,17 +179,37 @@ class KeyStore:
     def revoke(self, record: KeyRecord, now_ms: int) -> None:
         """Mark a key revoked, unless it already is (NotFound)."""
         condition = "attribute_exists(#pk) AND attribute_not_exists(#revoked_at) AND #key_id = :key_id"
-        try:
-            with translated_errors():
+        revoked_at = format_ms(now_ms)
+        with translated_errors():
+            try:
                 self._client.update_item(
                     TableName=self._table,
                     Key={schema.PK: {"S": key_pk(record.secret_hash)}, schema.SK: {"S": "K"}},
                     UpdateExpression="SET #revoked_at = :now",
                     ConditionExpression=condition,
                     ExpressionAttributeNames=names_in(condition, "#revoked_at"),
-                    ExpressionAttributeValues={":now": to_attr(format_ms(now_ms)), ":key_id": to_attr(record.key_id)},
+                    ExpressionAttributeValues={":now": to_attr(revoked_at), ":key_id": to_attr(record.key_id)},
+                    ReturnValuesOnConditionCheckFailure="ALL_OLD",
                 )
-        except Exception as exc:
-            if classify(exc) is Failure.CONDITION_FAILED:
-                raise NotFound() from None
-            raise
+            except Exception as exc:
+                if classify(exc) is Failure.CONDITION_FAILED:
+                    found = getattr(exc, "response", {}).get("Item") or {}
+                    if was_retried(exc) and found.get("revoked_at", {}).get("S") == revoked_at:
+                        return  # the SDK's first attempt revoked it and its answer was lost
+                    raise NotFound() from None
+                if may_have_landed(exc) and self._stored(record.secret_hash, "revoked_at", revoked_at):
+                    return
+                raise
+
+    def _stored(self, secret_hash: str, attribute: str, value: str) -> bool:
+        """True when the key record holds `value` in `attribute` (False when that cannot be read now): how a write
+        whose every answer was lost finds out that it landed."""
+        try:
+            item = self._client.get_item(
+                TableName=self._table,
+                Key={schema.PK: {"S": key_pk(secret_hash)}, schema.SK: {"S": "K"}},
+                ConsistentRead=True,
+            ).get("Item")
+        except Exception:
+            return False
+        return item is not None and item.get(attribute, {}).get("S") == value
