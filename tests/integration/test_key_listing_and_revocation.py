@@ -48,7 +48,8 @@ def test_a_key_page_cursor_reveals_nothing_of_other_keys(api: ApiDriver, service
         assert "K#" not in decoded
         for other in ("a", "c", "e"):
             assert "key_" + other * 32 not in decoded
-        assert decoded.count("key_") == 1 and seen[-1] in decoded
+        assert decoded.count("key_") == 1
+        assert seen[-1] in decoded
     # And paging reached exactly her own keys, each once, in two pages
     assert seen == ["key_" + "b" * 32, "key_" + "d" * 32]
     assert pages == 2

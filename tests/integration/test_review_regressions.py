@@ -5,7 +5,6 @@ Each failed on the code as the review found it; the defect's number in the issue
 
 from __future__ import annotations
 
-import json
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
