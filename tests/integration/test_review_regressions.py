@@ -5,6 +5,7 @@ Each failed on the code as the review found it; the defect's number in the issue
 
 from __future__ import annotations
 
+import json
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
@@ -356,3 +357,18 @@ def test_a_save_naming_tenant_id_is_the_same_unknown_field_400_for_any_tenant(
     assert answer.error["details"]["errors"] == [
         {"pointer": "/tenant_id", "message": "/tenant_id is not a known field; remove it or check its spelling."}
     ]
+
+
+def test_every_state_baton_serves_can_be_saved_back(api: ApiDriver) -> None:
+    """Found by the property tests: `1e20` was served as `100000000000000000000`, which a save then refused."""
+    saved = save(api, subject="doubles", state={"n": 1e20, "m": 51719711281279290.0})
+    assert saved.status == 201, saved.raw_body
+    served = api.invoke("lookup_checkpoint", query={"subject_id": "doubles", "kind": "task_state"})
+    assert '"n":100000000000000000000' in served.raw_body
+    again = api.invoke(
+        "save_checkpoint",
+        raw_body='{"subject_id":"doubles","kind":"task_state","state":' + json.dumps(served.data["state"]) + "}",
+        headers=PLAIN,
+    )
+    assert again.status == 200, again.raw_body
+    assert again.data["state_hash"] == saved.data["state_hash"]

@@ -70,7 +70,7 @@ class BatonResolver(APIGatewayHttpResolver):
     """`APIGatewayHttpResolver` with authentication, scope, media type, size and strict JSON checks first."""
 
     def __init__(self) -> None:
-        super().__init__(enable_validation=True)
+        super().__init__(enable_validation=True, json_body_deserializer=self._gate_body)
         self.last_call: Call | None = None
         """What the gate learned about the request served last, kept after `resolve` (for the access log)."""
 
@@ -121,6 +121,14 @@ class BatonResolver(APIGatewayHttpResolver):
             if call.principal is not None and extensions.get(ACTS_FOR_EXTENSION):
                 _check_authority(call.principal, body, extensions[ACTS_FOR_EXTENSION])
             self._record(replace(call, body=body))
+
+    def _gate_body(self, text: str) -> Any:
+        """The body the routes' validation sees: the one the gate already parsed strictly (parsed once, and the
+        same numbers: an integral double past 2^53 stays a double, as canonical JSON writes it)."""
+        call = self.last_call
+        if call is not None and call.body is not None:
+            return call.body
+        return parse_strict(text)
 
     def _json_body(self) -> Any:
         event = self.current_event
