@@ -31,7 +31,7 @@ from baton.api.auth import bearer_secret
 from baton.api.errors import field_errors
 from baton.domain import limits
 from baton.domain.access import SCOPES, key_validity
-from baton.domain.canonical import canonical_json, parse_strict
+from baton.domain.canonical import canonical_json, parse_document, parse_strict
 from baton.domain.checkpoints import etag_for, parse_etag, parse_etag_list, plan_save
 from baton.domain.clock import format_ms, parse_time
 from baton.domain.errors import BatonError, PayloadTooLarge, Unauthenticated, ValidationFailed
@@ -697,3 +697,55 @@ def test_the_gateway_builds_an_event_for_any_request(
         assert base64.b64decode(event["body"]) == body
     else:
         assert event["body"].encode("utf-8") == body
+
+
+# -- the fast canonical path writes exactly what RFC 8785 does -------------------------------------------------
+
+_PLAIN_SCALARS = (
+    st.none()
+    | st.booleans()
+    | st.integers(min_value=-(2**53) + 1, max_value=2**53 - 1)
+    | st.text(alphabet=st.characters(codec="utf-8"), max_size=12)
+)
+_ANY_SCALARS = _PLAIN_SCALARS | st.floats(allow_nan=False, allow_infinity=False) | st.integers()
+_KEYS = st.text(alphabet=st.characters(codec="utf-8"), max_size=6)
+
+
+def _json_values(scalars: st.SearchStrategy[Any]) -> st.SearchStrategy[Any]:
+    return st.recursive(
+        scalars, lambda inner: st.lists(inner, max_size=5) | st.dictionaries(_KEYS, inner, max_size=5), max_leaves=30
+    )
+
+
+@settings(PROFILE, max_examples=examples(400))
+@given(_json_values(_ANY_SCALARS))
+def test_a_plain_document_canonicalizes_the_same_on_both_paths(value: Any) -> None:
+    """Wherever parsing says a document is plain, the standard library's encoder writes its RFC 8785 form."""
+    tried("plain canonical path", value=value)
+    text = json.dumps(value)
+    try:
+        document = parse_document(text)
+    except ValidationFailed:
+        return
+    try:
+        slow = rfc8785.dumps(document.value)
+    except rfc8785.CanonicalizationError:
+        assert not document.plain  # what RFC 8785 refuses is never plain
+        return
+    if document.plain:
+        assert canonical_json(document.value, plain=True) == slow
+
+
+@settings(PROFILE, max_examples=examples(300))
+@given(_json_values(_PLAIN_SCALARS))
+def test_documents_without_doubles_big_integers_or_astral_keys_are_plain(value: Any) -> None:
+    """The fast path is taken for the documents agents actually send (no doubles), not just allowed."""
+    tried("plain documents", value=value)
+    keys_are_bmp = all(ord(c) <= 0xFFFF for c in json.dumps(value, ensure_ascii=False))
+    try:
+        document = parse_document(json.dumps(value))
+    except ValidationFailed:
+        return
+    if keys_are_bmp:
+        assert document.plain
+        assert canonical_json(document.value, plain=True) == rfc8785.dumps(document.value)

@@ -18,7 +18,7 @@ from aws_lambda_powertools.event_handler.api_gateway import ResponseBuilder, Rou
 
 from baton.domain import limits
 from baton.domain.access import TENANTS_MANAGE, Principal
-from baton.domain.canonical import parse_strict
+from baton.domain.canonical import Document, parse_document, parse_strict
 from baton.domain.clock import now_ms
 from baton.domain.errors import Forbidden, PayloadTooLarge, UnsupportedMediaType, ValidationFailed
 
@@ -57,6 +57,8 @@ class Call:
     now_ms: int
     route: str | None = None
     """The matched route's pattern (`/v1/checkpoints/{checkpoint_id}`), None for an unknown path."""
+    plain_body: bool = False
+    """The body's canonical form may take the fast path (see `baton.domain.canonical.Document.plain`)."""
 
     @property
     def caller(self) -> Principal:
@@ -117,10 +119,10 @@ class BatonResolver(APIGatewayHttpResolver):
             self._record(call)  # a request refused from here on is still logged with its caller
             principal.require(extensions[SCOPE_EXTENSION])
         if route.method in BODY_METHODS:
-            body = self._json_body()
+            document = self._json_body()
             if call.principal is not None and extensions.get(ACTS_FOR_EXTENSION):
-                _check_authority(call.principal, body, extensions[ACTS_FOR_EXTENSION])
-            self._record(replace(call, body=body))
+                _check_authority(call.principal, document.value, extensions[ACTS_FOR_EXTENSION])
+            self._record(replace(call, body=document.value, plain_body=document.plain))
 
     def _gate_body(self, text: str) -> Any:
         """The body the routes' validation sees: the one the gate already parsed strictly (parsed once, and the
@@ -130,7 +132,7 @@ class BatonResolver(APIGatewayHttpResolver):
             return call.body
         return parse_strict(text)
 
-    def _json_body(self) -> Any:
+    def _json_body(self) -> Document:
         event = self.current_event
         content_type = event.headers.get("content-type")
         media_type = (content_type or "").split(";", 1)[0].strip().lower()
@@ -145,11 +147,11 @@ class BatonResolver(APIGatewayHttpResolver):
             raise PayloadTooLarge(
                 field="body", limit_bytes=limits.MAX_BODY_BYTES, actual_bytes=size, what="The request body"
             )
-        body = parse_strict(raw)
+        document = parse_document(raw)
         # Every body of this API is an object; powertools would otherwise validate a list's first element.
-        if not isinstance(body, dict):
+        if not isinstance(document.value, dict):
             raise ValidationFailed.single("", "The body must be a JSON object.")
-        return body
+        return document
 
     def allowed_methods(self, path: str) -> list[str]:
         """The methods registered for `path` (empty when no route has that path)."""

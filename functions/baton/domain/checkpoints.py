@@ -12,7 +12,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from baton.domain import limits
-from baton.domain.canonical import CanonicalState, canonical_json, canonicalize
+from baton.domain.canonical import CanonicalState, canonical_json
 from baton.domain.clock import format_ms
 from baton.domain.errors import CheckpointClosed, PayloadTooLarge, RevisionConflict, ValidationFailed
 from baton.domain.lifecycle import ACTIVE, is_terminal
@@ -107,21 +107,27 @@ class SavePlan:
     """Set when the state is over its limit: the store still checks what the contract ranks before a 413."""
 
 
-def plan_save(request: SaveCheckpointRequest, tenant_id: str, agent_id: str, request_id: str, now_ms: int) -> SavePlan:
+def plan_save(
+    request: SaveCheckpointRequest, tenant_id: str, agent_id: str, request_id: str, now_ms: int, plain: bool = False
+) -> SavePlan:
     """Turn a validated request into a plan: canonical state, size and hash, and where the bytes go.
 
     The size is known from the canonical bytes, so an oversized state is refused before any compression: refusing
-    it costs no more than canonicalizing it.
+    it costs no more than canonicalizing it. `plain` is the body's `Document.plain` (the fast canonical path).
     """
-    canonical = canonicalize(request.state, at="/state")
+    text = canonical_json(request.state, at="/state", plain=plain)
     oversize = None
-    if canonical.size > limits.MAX_INLINE_STATE_BYTES:
+    if len(text) > limits.MAX_INLINE_STATE_BYTES:
         oversize = PayloadTooLarge(
             field="/state",
             limit_bytes=limits.MAX_INLINE_STATE_BYTES,
-            actual_bytes=canonical.size,
+            actual_bytes=len(text),
             what="/state in canonical JSON",
         )
+        # Refused whatever else holds: neither hashed nor compressed (the store only ranks it after 404/409s).
+        canonical = CanonicalState(text=text, sha256="")
+    else:
+        canonical = CanonicalState(text=text, sha256=hashlib.sha256(text).hexdigest())
     if request.resources:
         # Blobs arrive in a later release; until then no upload can have landed, so no reference can be valid.
         first = request.resources[0]
@@ -330,9 +336,9 @@ def build_next(existing: Checkpoint | None, plan: SavePlan, new_id: str) -> Chec
     )
 
 
-def request_fingerprint(method: str, path: str, body: Any) -> str:
+def request_fingerprint(method: str, path: str, body: Any, plain: bool = False) -> str:
     """What makes two requests "the same" for idempotency: method, path and canonical body."""
     digest = hashlib.sha256()
     digest.update(f"{method.upper()} {path}\n".encode())
-    digest.update(canonical_json(body))
+    digest.update(canonical_json(body, plain=plain))
     return digest.hexdigest()

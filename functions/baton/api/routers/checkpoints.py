@@ -8,9 +8,9 @@ from urllib.parse import unquote
 
 from aws_lambda_powertools.event_handler import Response
 from aws_lambda_powertools.event_handler.api_gateway import Router
-from aws_lambda_powertools.event_handler.openapi.params import Body, Query
+from aws_lambda_powertools.event_handler.openapi.params import Body, Path, Query
 
-from baton.api.openapi import AUTHENTICATED_ERRORS, responses
+from baton.api.openapi import AUTHENTICATED_ERRORS, ETAG_HEADER, REPLAYED_HEADER, responses
 from baton.api.resolver import current_call, needs
 from baton.api.responses import not_modified, ok, page
 from baton.api.services import services
@@ -42,6 +42,40 @@ from baton.store.checkpoints import IdempotencyClaim
 
 router = Router()
 
+# Path parameters are checked by the routes themselves, after percent-decoding and with their own messages; the
+# document states the same rules (json_schema_extra documents without validating the raw value again).
+CheckpointIdParameter = Annotated[
+    str,
+    Path(
+        description="ckpt_ and 32 lowercase hex digits; anything else answers 400.",
+        json_schema_extra={"pattern": r"^ckpt_[0-9a-f]{32}$"},
+    ),
+]
+SubjectIdParameter = Annotated[
+    str,
+    Path(
+        description=(
+            f"1 to {limits.MAX_SUBJECT_ID_CHARS} characters without control characters, percent-encoded; "
+            "anything else answers 400."
+        ),
+        json_schema_extra={
+            "minLength": 1,
+            "maxLength": limits.MAX_SUBJECT_ID_CHARS,
+            "pattern": r"^[^\x00-\x1f\x7f-\x9f]+$",
+        },
+    ),
+]
+CursorParameter = Annotated[
+    str | None,
+    Query(
+        max_length=2048,
+        description=(
+            "Opaque: meta.next_cursor of the previous page of the same query, unchanged. It is bound to the tenant "
+            "and the query; any other value answers 400 naming cursor."
+        ),
+    ),
+]
+
 _PRINTABLE = re.compile(rf"[\x20-\x7e]{{1,{limits.IDEMPOTENCY_KEY_MAX_CHARS}}}\Z")
 
 
@@ -57,7 +91,9 @@ def _idempotency_claim(method: str, path: str) -> IdempotencyClaim | None:
         )
     call = current_call(router)
     return IdempotencyClaim(
-        key=value, agent_id=call.caller.agent_id, fingerprint=request_fingerprint(method, path, call.body)
+        key=value,
+        agent_id=call.caller.agent_id,
+        fingerprint=request_fingerprint(method, path, call.body, call.plain_body),
     )
 
 
@@ -124,6 +160,7 @@ def _record_response(record: dict[str, object], etag: str) -> Response[str]:
             200: ("Updated (or an idempotent replay of an update)", DataEnvelope[SaveResult]),
         },
         (400, *AUTHENTICATED_ERRORS, 409, 413, 415, 422),
+        {201: {**ETAG_HEADER, **REPLAYED_HEADER}, 200: {**ETAG_HEADER, **REPLAYED_HEADER}},
     ),
     tags=["checkpoints"],
 )
@@ -132,7 +169,7 @@ def save_checkpoint(request: Annotated[SaveCheckpointRequest, Body()]) -> Respon
     call = current_call(router)
     principal = call.caller
     agent_id = principal.agent_for_write(request.agent_id)
-    plan = plan_save(request, principal.tenant_id, agent_id, call.request_id, call.now_ms)
+    plan = plan_save(request, principal.tenant_id, agent_id, call.request_id, call.now_ms, call.plain_body)
     claim = _idempotency_claim("POST", "/v1/checkpoints")
     outcome = services().checkpoints.save(plan, claim)
     headers = {"ETag": etag_for(outcome.result["checkpoint_id"], outcome.result["revision"])}
@@ -152,6 +189,7 @@ def save_checkpoint(request: Annotated[SaveCheckpointRequest, Body()]) -> Respon
     responses=responses(
         {200: ("The checkpoint, state parsed", DataEnvelope[CheckpointRecord]), 304: ("Not modified", None)},
         (400, *AUTHENTICATED_ERRORS, 404),
+        {200: ETAG_HEADER, 304: ETAG_HEADER},
     ),
     tags=["checkpoints"],
 )
@@ -176,10 +214,11 @@ def lookup_checkpoint(
     responses=responses(
         {200: ("The checkpoint, state parsed", DataEnvelope[CheckpointRecord]), 304: ("Not modified", None)},
         (400, *AUTHENTICATED_ERRORS, 404),
+        {200: ETAG_HEADER, 304: ETAG_HEADER},
     ),
     tags=["checkpoints"],
 )
-def get_checkpoint(checkpoint_id: str) -> Response[str]:
+def get_checkpoint(checkpoint_id: CheckpointIdParameter) -> Response[str]:
     """Read a checkpoint by its id."""
     call = current_call(router)
     principal = call.caller
@@ -197,7 +236,7 @@ def get_checkpoint(checkpoint_id: str) -> Response[str]:
     responses=responses({200: ("Deleted", DataEnvelope[DeleteResult])}, (400, *AUTHENTICATED_ERRORS, 404, 409)),
     tags=["checkpoints"],
 )
-def delete_checkpoint(checkpoint_id: str) -> Response[str]:
+def delete_checkpoint(checkpoint_id: CheckpointIdParameter) -> Response[str]:
     """Delete a checkpoint (terminal ones too); its blobs are removed later by the reaper."""
     call = current_call(router)
     principal = call.caller
@@ -225,12 +264,12 @@ def delete_checkpoint(checkpoint_id: str) -> Response[str]:
     tags=["checkpoints"],
 )
 def list_subject_checkpoints(
-    subject_id: str,
+    subject_id: SubjectIdParameter,
     kind: Annotated[Kind | None, Query()] = None,
     status: Annotated[Status | None, Query()] = None,
     agent_id: Annotated[Identifier | None, Query()] = None,
     limit: Annotated[int, Query(ge=1, le=limits.MAX_PAGE_LIMIT)] = limits.DEFAULT_PAGE_LIMIT,
-    cursor: Annotated[str | None, Query(max_length=2048)] = None,
+    cursor: CursorParameter = None,
 ) -> Response[str]:
     """List what is parked for a subject."""
     call = current_call(router)
