@@ -1,10 +1,15 @@
-"""The committed OpenAPI document is the generated one, and every route says who may call it."""
+"""The committed OpenAPI document is the generated one, every route says who may call it, and the document states
+the rules Baton applies."""
 
 from __future__ import annotations
 
 import json
 import re
 from pathlib import Path
+from typing import Any
+
+from hypothesis import assume, example, given, settings
+from hypothesis import strategies as st
 
 from baton.domain.access import SCOPES
 
@@ -79,3 +84,106 @@ def test_only_the_documented_public_routes_are_public() -> None:
     allowed = {("GET", "/v1/health"), ("GET", "/v1/openapi.json")}
     schemas = {(m, p) for m, p in public if m == "GET" and p.startswith("/v1/schemas/")}
     assert public - schemas == allowed
+
+
+def _operations(document: dict[str, Any]) -> list[tuple[str, str, dict[str, Any]]]:
+    return [(path, method, op) for path, ops in document["paths"].items() for method, op in ops.items()]
+
+
+def test_public_routes_need_no_key_and_every_other_route_needs_the_bearer_key() -> None:
+    # Given the committed document, whose global security is the bearer key
+    document = json.loads(COMMITTED.read_text(encoding="utf-8"))
+    assert document["security"] == [{"bearer": []}]
+    # When each operation's own security is read
+    for path, method, operation in _operations(document):
+        # Then public operations override it with "no key", and no other operation overrides it
+        if operation.get(PUBLIC):
+            assert operation.get("security") == [], f"{method} {path}"
+        else:
+            assert "security" not in operation, f"{method} {path}"
+            assert {"401", "403"} <= set(operation["responses"]), f"{method} {path}"
+
+
+def test_no_operation_documents_an_answer_baton_never_gives() -> None:
+    # Given the committed document
+    document = json.loads(COMMITTED.read_text(encoding="utf-8"))
+    text = json.dumps(document)
+    # Then it has no trace of powertools' own 422 validation answer (Baton answers 400 VALIDATION_ERROR)
+    assert "HTTPValidationError" not in text
+    assert 'ValidationError"' not in text.replace("RequestValidationError", "")
+    for path, method, operation in _operations(document):
+        for status, answer in operation["responses"].items():
+            # and a 304 carries no body, every error is the envelope
+            if status == "304":
+                assert "content" not in answer, f"{method} {path}"
+            elif status.startswith(("4", "5")):
+                schema = answer["content"]["application/json"]["schema"]
+                assert schema == {"$ref": "#/components/schemas/ErrorEnvelope"}, f"{method} {path} {status}"
+
+
+_TWO_DIGITS = st.integers(0, 99).map(lambda n: f"{n:02d}")
+
+
+@st.composite
+def near_rfc3339(draw: st.DrawFn) -> str:
+    """Strings shaped like RFC 3339 times: a valid one, with one part at a time likely out of range or malformed."""
+    parts = {
+        "year": f"{draw(st.integers(0, 9999)):04d}",
+        "month": f"{draw(st.integers(1, 12)):02d}",
+        "day": f"{draw(st.integers(1, 28)):02d}",
+        "separator": draw(st.sampled_from(["T", "t", " "])),
+        "hour": f"{draw(st.integers(0, 23)):02d}",
+        "minute": f"{draw(st.integers(0, 59)):02d}",
+        "second": f"{draw(st.integers(0, 59)):02d}",
+        "fraction": draw(st.sampled_from(["", ".5", ".123", ".123456789"])),
+        "zone": draw(st.sampled_from(["Z", "z", "+00:00", "-00:00", "+05:30", "-23:59"])),
+    }
+    broken = {
+        "year": st.sampled_from(["0000", "1900", "2000", "2024", "2023", "9999", "10000", "999", "٢٠٢٦"]),
+        "month": _TWO_DIGITS | st.just("1"),
+        "day": _TWO_DIGITS,
+        "separator": st.sampled_from(["_", "", "TT"]),
+        "hour": _TWO_DIGITS,
+        "minute": _TWO_DIGITS,
+        "second": _TWO_DIGITS,
+        "fraction": st.sampled_from([".", ".1234567890", ",5"]),
+        "zone": st.sampled_from(["", "UTC", "+24:00", "+0000", "+1:00"])
+        | st.builds(lambda sign, h, m: f"{sign}{h}:{m}", st.sampled_from("+-"), _TWO_DIGITS, _TWO_DIGITS),
+    }
+    for part in draw(st.lists(st.sampled_from(sorted(broken)), max_size=2, unique=True)):
+        parts[part] = draw(broken[part])
+    p = parts
+    return (
+        f"{p['year']}-{p['month']}-{p['day']}{p['separator']}{p['hour']}:{p['minute']}:{p['second']}"
+        f"{p['fraction']}{p['zone']}"
+    )
+
+
+def _at_the_calendar_edges(text: str) -> bool:
+    """0001-01-01 with a positive offset or 9999-12-31 with a negative one: whether it lies within years 0001-9999
+    in UTC depends on the time of day, which the pattern does not compare (its description says so)."""
+    return (text.startswith("0001-01-01") and "+" in text[10:]) or (text.startswith("9999-12-31") and "-" in text[10:])
+
+
+@settings(max_examples=2000, derandomize=True, database=None, deadline=None)
+@given(near_rfc3339())
+@example("2026-07-30T11:48:04.652Z")
+@example("2000-02-29T00:00:00Z")  # a leap day (divisible by 400)
+@example("1900-02-29T00:00:00Z")  # not one (divisible by 100)
+@example("2026-07-30T23:59:60Z")  # a leap second: Python's datetime has none
+@example("2026-07-30T11:48:04+23:59")
+@example("2026-07-30T11:48:04+00:60")  # RFC 3339's time-minute is 00-59, in offsets too
+def test_the_documented_time_pattern_accepts_exactly_the_times_baton_accepts(text: str) -> None:
+    # Given a string shaped like an RFC 3339 time
+    assume(not _at_the_calendar_edges(text))
+    from baton.domain.clock import parse_time
+    from baton.domain.models import RFC3339_PATTERN
+
+    # When the document's pattern and Baton's parser each judge it
+    try:
+        parse_time(text)
+        accepted = True
+    except ValueError:
+        accepted = False
+    # Then they agree
+    assert bool(re.match(RFC3339_PATTERN, text)) == accepted, text

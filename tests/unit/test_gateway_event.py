@@ -8,7 +8,16 @@ from typing import Any
 
 import pytest
 
-from baton.local.gateway import MAX_RESPONSE_BYTES, build_event, gateway_error, to_answer
+from baton.local.gateway import (
+    MAX_RESPONSE_BYTES,
+    FramingError,
+    build_event,
+    chunk_size,
+    content_length,
+    framing_error,
+    gateway_error,
+    to_answer,
+)
 
 NOW = 1_785_412_084.652  # 2026-07-30T11:48:04.652Z
 
@@ -266,3 +275,70 @@ def test_a_result_over_lambdas_response_limit_is_api_gateways_500() -> None:
     assert answer == gateway_error(500, "Internal Server Error")
     assert json.loads(answer.body) == {"message": "Internal Server Error"}
     assert answer.status == 500
+
+
+# --- request framing ------------------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("values", "length"),
+    [([], None), (["0"], 0), (["42"], 42), (["007"], 7), (["42", "42"], 42), (["42, 42"], 42), ([" 5 "], 5)],
+)
+def test_a_valid_content_length_is_read(values: list[str], length: int | None) -> None:
+    # Given Content-Length fields that agree on one decimal length (or none at all)
+    # When they are read
+    # Then the length is that number
+    assert content_length(values) == length
+
+
+@pytest.mark.parametrize(
+    "values",
+    [["abc"], ["-1"], ["+5"], ["1.0"], ["0x10"], [""], ["1 2"], ["٣"], ["42", "43"], ["42, 43"], ["1_000"]],
+)
+def test_a_malformed_content_length_is_a_framing_error_naming_the_header(values: list[str]) -> None:
+    # Given Content-Length fields that are not one non-negative decimal integer
+    # When they are read
+    with pytest.raises(FramingError) as raised:
+        content_length(values)
+    # Then the error names the header and the rule, and answers 400 in the contract's envelope
+    assert raised.value.header == "Content-Length"
+    answer = framing_error(raised.value, "req-1")
+    assert answer.status == 400
+    assert json.loads(answer.body) == {
+        "error": {
+            "code": "VALIDATION_ERROR",
+            "message": raised.value.message,
+            "details": {"errors": [{"pointer": "/Content-Length", "message": raised.value.message, "in": "header"}]},
+        },
+        "meta": {"request_id": "req-1"},
+    }
+    assert "Content-Length" in raised.value.message
+
+
+@pytest.mark.parametrize(
+    ("line", "size"),
+    [
+        (b"0\r\n", 0),
+        (b"1a\r\n", 26),
+        (b"1A\r\n", 26),
+        (b"0010\r\n", 16),
+        (b"5;name=value\r\n", 5),
+        (b"5 ;ext\r\n", 5),
+        (b"5\n", 5),
+    ],
+)
+def test_a_chunk_size_line_is_read_as_hex(line: bytes, size: int) -> None:
+    # Given a chunk-size line (hex digits, optional extensions, CRLF)
+    # When it is read
+    # Then the size is the hex number
+    assert chunk_size(line) == size
+
+
+@pytest.mark.parametrize(
+    "line", [b"zz\r\n", b"0x5\r\n", b"-5\r\n", b"+5\r\n", b"\r\n", b" 5\r\n", b"5_0\r\n", b"5", b"", b"\xd9\xa3\r\n"]
+)
+def test_a_malformed_chunk_size_line_is_refused(line: bytes) -> None:
+    # Given a line that is not `hex-digits [; extensions] CRLF`
+    # When it is read
+    # Then it is refused (where Python's int(..., 16) would take several of these)
+    assert chunk_size(line) is None

@@ -69,7 +69,11 @@ def handle_defect(exc: Exception) -> Response[str]:
 @cache
 def openapi_json() -> str:
     """The OpenAPI document, generated once per container (its models cost ~80 ms to import: not at cold start)."""
+    import json
+
     from aws_lambda_powertools.event_handler.openapi.models import HTTPBearer
+
+    from baton.api.openapi import finish
 
     app.configure_openapi(
         title="Baton",
@@ -78,4 +82,5 @@ def openapi_json() -> str:
         security_schemes={"bearer": HTTPBearer(description="An API key: Authorization: Bearer <key>")},
         security=[{"bearer": []}],
     )
-    return app.get_openapi_json_schema(title="Baton", version=__version__)
+    generated = json.loads(app.get_openapi_json_schema(title="Baton", version=__version__))
+    return json.dumps(finish(generated), indent=2, ensure_ascii=False)

@@ -1,11 +1,15 @@
-"""What the OpenAPI document says about responses, so every route documents the same envelope."""
+"""What the OpenAPI document says about responses, so every route documents the same envelope, and the finishing
+touches that make the generated document say exactly what the API does."""
 
 from __future__ import annotations
 
+import json
 from typing import Any, cast
 
 from aws_lambda_powertools.event_handler.openapi.types import OpenAPIResponse
 
+from baton.api.resolver import PUBLIC_EXTENSION
+from baton.domain import limits
 from baton.domain.models import ErrorEnvelope
 
 _ERROR_TEXT = {
@@ -20,21 +24,119 @@ _ERROR_TEXT = {
     503: "UNAVAILABLE: a dependency is throttling or failing; nothing was written",
 }
 
+_STRING = {"type": "string"}
+ETAG_HEADER: dict[str, Any] = {
+    "ETag": {
+        "description": 'The weak entity tag of this revision: W/"<checkpoint_id>:<revision>".',
+        "required": True,
+        "schema": {"type": "string", "pattern": r'^W/"ckpt_[0-9a-f]{32}:[1-9][0-9]*"$'},
+    }
+}
+REPLAYED_HEADER: dict[str, Any] = {
+    "Idempotent-Replayed": {
+        "description": "true when this is the stored answer of an earlier request with the same Idempotency-Key.",
+        "schema": {"type": "string", "enum": ["true"]},
+    }
+}
+_ERROR_HEADERS: dict[int, dict[str, Any]] = {
+    401: {"WWW-Authenticate": {"required": True, "schema": {"type": "string", "enum": ['Bearer realm="baton"']}}},
+    503: {
+        "Retry-After": {
+            "description": "Seconds to wait before retrying.",
+            "required": True,
+            "schema": {"type": "string", "pattern": "^[0-9]+$"},
+        }
+    },
+}
 
-def responses(success: dict[int, tuple[str, Any]], errors: tuple[int, ...]) -> dict[int, OpenAPIResponse]:
-    """Response documentation: the success bodies given, and the error envelope for each error status."""
+
+def responses(
+    success: dict[int, tuple[str, Any]],
+    errors: tuple[int, ...],
+    headers: dict[int, dict[str, Any]] | None = None,
+) -> dict[int, OpenAPIResponse]:
+    """Response documentation: the success bodies given (None: no body), their `headers`, and the error envelope
+    for each error status."""
     documented: dict[int, dict[str, Any]] = {}
     for status, (description, model) in success.items():
-        entry: dict[str, Any] = {"description": description}
-        if model is not None:
-            entry["content"] = {"application/json": {"model": model}}
-        documented[status] = entry
+        # An empty content map means "no body"; without one, powertools would describe the function's return type.
+        content = {} if model is None else {"application/json": {"model": model}}
+        documented[status] = {"description": description, "content": content}
     for status in errors:
         documented[status] = {
             "description": _ERROR_TEXT[status],
             "content": {"application/json": {"model": ErrorEnvelope}},
         }
+    for status, extra in {**_ERROR_HEADERS, **(headers or {})}.items():
+        if status in documented:
+            documented[status]["headers"] = extra
     return cast(dict[int, OpenAPIResponse], documented)
 
 
 AUTHENTICATED_ERRORS = (401, 403, 503)
+
+# Canonical JSON (RFC 8785) carries an integer exactly only within ±(2^53-1), and every double beyond that range is
+# an integer: so "every number within ±(2^53-1)" is the one rule JSON Schema can state (it cannot tell `1e300` from
+# an integer literal).
+_SAFE_NUMBER = {"type": "number", "minimum": -limits.MAX_SAFE_INTEGER, "maximum": limits.MAX_SAFE_INTEGER}
+_JSON_VALUE_REF = {"$ref": "#/components/schemas/JsonValue"}
+_NOT_NULL = [
+    {"type": "boolean"},
+    _STRING,
+    _SAFE_NUMBER,
+    {"type": "array", "items": _JSON_VALUE_REF},
+    {"type": "object", "additionalProperties": _JSON_VALUE_REF},
+]
+STATE_SCHEMAS: dict[str, Any] = {
+    "JsonValue": {
+        "title": "JsonValue",
+        "description": "Any JSON value whose numbers lie within ±(2^53-1), which canonical JSON (RFC 8785) carries.",
+        "anyOf": [{"type": "null"}, *_NOT_NULL],
+    },
+    "State": {
+        "title": "State",
+        "description": (
+            "Any JSON value except null, numbers within ±(2^53-1) (RFC 8785 canonical JSON), nested at most "
+            f"{limits.MAX_JSON_DEPTH - 1} levels below the body, and at most {limits.MAX_INLINE_STATE_BYTES:,} bytes "
+            "of canonical JSON (413 beyond)."
+        ),
+        "anyOf": _NOT_NULL,
+    },
+}
+"""`state` in JSON Schema. Pydantic cannot state it (a recursive schema of an `Any` field), so it is added here."""
+
+_STATE_FIELDS = (("SaveCheckpointRequest", "state"), ("CheckpointRecord", "state"))
+_POWERTOOLS_ONLY = ("HTTPValidationError", "ResponseValidationError", "ValidationError")
+"""Schemas powertools adds for its own 422 answers; Baton answers validation errors with 400 VALIDATION_ERROR."""
+
+
+def finish(document: dict[str, Any]) -> dict[str, Any]:
+    """The generated document, corrected where powertools cannot say what the API does:
+
+    - no 422 "Validation Error" answers (validation errors are 400 `VALIDATION_ERROR`), nor their schemas;
+    - responses without a body have no content;
+    - public routes need no key (`security: []` overrides the document's global bearer requirement);
+    - `state` is any JSON value but null, with integers canonical JSON carries.
+    """
+    for operations in document.get("paths", {}).values():
+        for operation in operations.values():
+            answers = operation.get("responses", {})
+            powertools_422 = answers.get("422", {}).get("content", {}).get("application/json", {}).get("schema", {})
+            if powertools_422.get("$ref", "").endswith("/HTTPValidationError"):
+                del answers["422"]
+            for answer in answers.values():
+                if answer.get("content") == {}:
+                    del answer["content"]
+            if operation.get(PUBLIC_EXTENSION):
+                operation["security"] = []
+    schemas = document.setdefault("components", {}).setdefault("schemas", {})
+    schemas.update(STATE_SCHEMAS)
+    for model, field in _STATE_FIELDS:
+        properties = schemas.get(model, {}).get("properties", {})
+        if field in properties:
+            described = {k: v for k, v in properties[field].items() if k in ("description", "title")}
+            properties[field] = {**described, "$ref": "#/components/schemas/State"}
+    for name in _POWERTOOLS_ONLY:  # in this order: the first two refer to the last
+        if f'"#/components/schemas/{name}"' not in json.dumps(document):
+            schemas.pop(name, None)
+    return document

@@ -2,6 +2,11 @@
 
 Each HTTP request becomes the event API Gateway would build, the handler's answer becomes the HTTP response,
 and API Gateway's and Lambda's limits answer the way they do on AWS, with API Gateway's own bodies.
+
+Like API Gateway's `$default` route, every method reaches the handler (whose resolver answers 405 for a method a
+path does not have). A request whose framing cannot be read (a malformed `Content-Length`, `Transfer-Encoding` or
+chunk) answers 400 in the contract's error envelope and ends the connection, since where the next request would
+start is unknown.
 """
 
 from __future__ import annotations
@@ -9,8 +14,10 @@ from __future__ import annotations
 import base64
 import importlib
 import json
+import re
 import secrets
 import signal
+import socket
 import sys
 import time
 import uuid
@@ -19,6 +26,7 @@ from concurrent.futures import ProcessPoolExecutor
 from concurrent.futures import TimeoutError as FutureTimeout
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
+from http import HTTPStatus
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from multiprocessing import get_context
 from typing import Any, TextIO
@@ -32,6 +40,16 @@ MAX_RESPONSE_BYTES = 6 * 1024 * 1024
 """Lambda refuses to return a response over 6 MB."""
 TIMEOUT_SECONDS = 30.0
 """API Gateway gives up on an integration after 30 s."""
+IDLE_SECONDS = 120.0
+"""A connection that sends nothing for this long is closed (a stalled body no longer holds a thread forever)."""
+MAX_LINE_BYTES = 65_536
+"""Longest request line, chunk-size line or trailer line read (the same bound http.server puts on header lines)."""
+
+_METHOD = re.compile(r"[!#$%&'*+\-.^_`|~0-9A-Za-z]+\Z")
+"""RFC 9110 `method = token`."""
+_DECIMAL = re.compile(r"[0-9]+\Z")
+_CHUNK_SIZE = re.compile(rb"([0-9A-Fa-f]+)[ \t]*(?:;[^\r\n]*)?\r?\n\Z")
+"""RFC 9112 `chunk-size [ chunk-ext ] CRLF` (a bare LF is tolerated, as for header lines)."""
 
 Handler = Callable[[dict[str, Any], Any], dict[str, Any]]
 
@@ -150,6 +168,48 @@ def gateway_error(status: int, message: str) -> Answer:
     return Answer(status, [("Content-Type", "application/json")], body)
 
 
+class FramingError(Exception):
+    """The request cannot be read as HTTP/1.1: `header` names what is malformed (None for the request line),
+    `message` says the rule it breaks."""
+
+    def __init__(self, header: str | None, message: str) -> None:
+        super().__init__(message)
+        self.header = header
+        self.message = message
+
+
+def framing_error(error: FramingError, request_id: str) -> Answer:
+    """A malformed request's 400, in the contract's error envelope, naming the header and the rule."""
+    problem: dict[str, Any] = {"code": "VALIDATION_ERROR", "message": error.message}
+    if error.header is not None:
+        problem["details"] = {"errors": [{"pointer": f"/{error.header}", "message": error.message, "in": "header"}]}
+    envelope = {"error": problem, "meta": {"request_id": request_id}}
+    body = json.dumps(envelope, separators=(",", ":"), ensure_ascii=False).encode("utf-8")
+    return Answer(400, [("Content-Type", "application/json")], body)
+
+
+def content_length(values: list[str]) -> int | None:
+    """The body length that `Content-Length` fields announce (None when there is none), or `FramingError`.
+
+    RFC 9112 section 6.3: the value is one or more digits; repeated fields or a list are accepted only when every
+    value is the same.
+    """
+    if not values:
+        return None
+    found = {part.strip() for value in values for part in value.split(",")}
+    if len(found) != 1 or not _DECIMAL.match(next(iter(found))):
+        raise FramingError(
+            "Content-Length", "The Content-Length header must be one non-negative decimal integer (digits only)."
+        )
+    return int(found.pop())
+
+
+def chunk_size(line: bytes) -> int | None:
+    """The size a chunk-size line announces; None when the line is not `hex-digits [; extensions] CRLF`."""
+    found = _CHUNK_SIZE.match(line)
+    return None if found is None else int(found.group(1), 16)
+
+
 def to_answer(result: dict[str, Any]) -> Answer:
     """The handler's result as an HTTP response (API Gateway's interpretation of payload 2.0 results)."""
     if len(json.dumps(result)) > MAX_RESPONSE_BYTES:
@@ -227,58 +287,164 @@ def make_server(gateway: Gateway, host: str, port: int, log: TextIO = sys.stderr
     class RequestHandler(BaseHTTPRequestHandler):
         protocol_version = "HTTP/1.1"
         server_version = "baton-local"
+        timeout = IDLE_SECONDS
+
+        def setup(self) -> None:
+            super().setup()
+            # Each response goes out in one write; without Nagle's delay, nothing waits for the client's ACK.
+            self.connection.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+
+        def handle_one_request(self) -> None:
+            """Read one request and answer it; unlike http.server's, every method is forwarded (no 501)."""
+            try:
+                self.raw_requestline = self.rfile.readline(MAX_LINE_BYTES + 1)
+                if len(self.raw_requestline) > MAX_LINE_BYTES:
+                    self.requestline = self.request_version = self.command = ""
+                    self.send_error(HTTPStatus.REQUEST_URI_TOO_LONG)
+                    return
+                if not self.raw_requestline:
+                    self.close_connection = True
+                    return
+                if not self.parse_request():
+                    return  # parse_request has answered (through send_error)
+                self._handle()
+            except TimeoutError:
+                self.close_connection = True  # the client stalled mid-request or stayed idle: drop it
 
         def _handle(self) -> None:
             started = time.perf_counter()
-            body = self._read_body()
-            if body is None:
-                answer = gateway_error(413, "Request Entity Too Large")
+            request_id = _request_id()
+            try:
+                if not _METHOD.match(self.command or ""):
+                    raise FramingError(None, "The request method must be an HTTP token (RFC 9110).")
+                body = self._read_body()
+            except FramingError as error:
+                answer = framing_error(error, request_id)
                 self.close_connection = True
-                request_id = "-"
+            except ConnectionError:
+                self.close_connection = True  # the client went away mid-body: nobody to answer
+                return
             else:
-                request_id = _request_id()
-                headers = [(k, v) for k, v in self.headers.items() if k.lower() != "transfer-encoding"]
-                event = build_event(self.command, self.path, headers, body, self.client_address[0], request_id)
-                answer = gateway.invoke(event)
-            self.send_response(answer.status)
-            for name, value in answer.headers:
-                if name.lower() not in ("content-length", "connection", "transfer-encoding"):
-                    self.send_header(name, value)
-            self.send_header("Content-Length", str(len(answer.body)))
-            self.send_header("apigw-requestid", request_id)
-            self.end_headers()
-            if self.command != "HEAD":
-                self.wfile.write(answer.body)
+                if body is None:
+                    answer = gateway_error(413, "Request Entity Too Large")
+                    self.close_connection = True
+                    request_id = "-"
+                else:
+                    headers = [(k, v) for k, v in self.headers.items() if k.lower() != "transfer-encoding"]
+                    event = build_event(self.command, self.path, headers, body, self.client_address[0], request_id)
+                    answer = gateway.invoke(event)
+            self._write(answer, request_id)
+            self._log(answer, request_id, started)
+
+        def _log(self, answer: Answer, request_id: str, started: float) -> None:
             elapsed = (time.perf_counter() - started) * 1000
+            path = urlsplit(getattr(self, "path", "") or "").path
             print(
-                f"{self.client_address[0]} {self.command} {urlsplit(self.path).path} {answer.status} "
+                f"{self.client_address[0]} {self.command or '-'} {path or '-'} {answer.status} "
                 f"{elapsed:.1f}ms request_id={request_id}",
                 file=log,
                 flush=True,
             )
 
+        def _write(self, answer: Answer, request_id: str) -> None:
+            """Status line, headers and body in one write (two writes stall keep-alive clients on delayed ACKs)."""
+            reason = self.responses.get(answer.status, ("",))[0]
+            lines = [
+                f"{self.protocol_version} {answer.status} {reason}",
+                f"Server: {self.version_string()}",
+                f"Date: {self.date_time_string()}",
+            ]
+            for name, value in answer.headers:
+                if name.lower() not in ("content-length", "connection", "transfer-encoding", "server", "date"):
+                    lines.append(f"{name}: {value}")
+            lines.append(f"Content-Length: {len(answer.body)}")
+            lines.append(f"apigw-requestid: {request_id}")
+            if self.close_connection:
+                lines.append("Connection: close")
+            head = ("\r\n".join(lines) + "\r\n\r\n").encode("latin-1", "replace")
+            self.wfile.write(head if self.command == "HEAD" else head + answer.body)
+
+        def send_error(self, code: int, message: str | None = None, explain: str | None = None) -> None:
+            """http.server's own refusals (a malformed request line, headers too large) as JSON, never HTML."""
+            started = time.perf_counter()
+            self.close_connection = True
+            request_id = _request_id()
+            if code == HTTPStatus.BAD_REQUEST:
+                answer = framing_error(FramingError(None, f"{message or 'Bad request'}."), request_id)
+            else:
+                answer = gateway_error(code, self.responses.get(code, ("Error",))[0])
+            self._write(answer, request_id)
+            self._log(answer, request_id, started)
+
         def _read_body(self) -> bytes | None:
-            """The request body (plain or chunked), or None when it is over API Gateway's 10 MB."""
-            if "chunked" in self.headers.get("Transfer-Encoding", "").lower():
-                parts: list[bytes] = []
-                size = 0
-                while True:
-                    chunk_size = int(self.rfile.readline().split(b";", 1)[0].strip() or b"0", 16)
-                    if chunk_size == 0:
-                        while self.rfile.readline() not in (b"\r\n", b"\n", b""):
-                            pass  # trailers
-                        return b"".join(parts)
-                    size += chunk_size
-                    if size > MAX_BODY_BYTES:
-                        return None
-                    parts.append(self.rfile.read(chunk_size))
-                    self.rfile.readline()
-            length = int(self.headers.get("Content-Length") or 0)
+            """The request body (plain or chunked); None when it is over API Gateway's 10 MB; `FramingError` when
+            its framing is malformed (RFC 9112 section 6)."""
+            encodings = self.headers.get_all("Transfer-Encoding") or []
+            length = content_length(self.headers.get_all("Content-Length") or [])
+            if encodings:
+                codings = [part.strip().lower() for value in encodings for part in value.split(",") if part.strip()]
+                if codings != ["chunked"]:
+                    raise FramingError(
+                        "Transfer-Encoding",
+                        "The Transfer-Encoding header must be chunked (no other coding is accepted).",
+                    )
+                if length is not None:
+                    raise FramingError(
+                        "Content-Length",
+                        "A request must not carry both Content-Length and Transfer-Encoding; send one of them.",
+                    )
+                return self._read_chunked()
+            if not length:
+                return b""
             if length > MAX_BODY_BYTES:
                 return None
-            return self.rfile.read(length) if length else b""
+            body = self.rfile.read(length)
+            if len(body) < length:
+                raise ConnectionError("the body ended before Content-Length bytes")
+            return body
 
-        do_GET = do_POST = do_PUT = do_PATCH = do_DELETE = do_HEAD = do_OPTIONS = _handle  # noqa: N815
+        def _read_chunked(self) -> bytes | None:
+            parts: list[bytes] = []
+            size = 0
+            while True:
+                line = self.rfile.readline(MAX_LINE_BYTES + 1)
+                if not line:
+                    raise ConnectionError("the body ended before its last chunk")
+                announced = chunk_size(line)
+                if announced is None:
+                    raise FramingError(
+                        "Transfer-Encoding",
+                        "A chunk must start with its size in hexadecimal digits, optional extensions and CRLF.",
+                    )
+                if announced == 0:
+                    self._skip_trailers()
+                    return b"".join(parts)
+                size += announced
+                if size > MAX_BODY_BYTES:
+                    return None
+                chunk = self.rfile.read(announced)
+                if len(chunk) < announced:
+                    raise ConnectionError("the body ended inside a chunk")
+                parts.append(chunk)
+                if self.rfile.readline(3) not in (b"\r\n", b"\n"):
+                    raise FramingError(
+                        "Transfer-Encoding", "A chunk's data must be exactly its announced size, followed by CRLF."
+                    )
+
+        def _skip_trailers(self) -> None:
+            """Read the trailer section up to its empty line (trailers are not passed on, as API Gateway does)."""
+            total = 0
+            while True:
+                line = self.rfile.readline(MAX_LINE_BYTES + 1)
+                if line in (b"\r\n", b"\n"):
+                    return
+                if not line:
+                    raise ConnectionError("the body ended inside its trailers")
+                total += len(line)
+                if total > MAX_LINE_BYTES:
+                    raise FramingError(
+                        "Transfer-Encoding", "The trailer section of a chunked body must be at most 65,536 bytes."
+                    )
 
         def log_message(self, format: str, *args: Any) -> None:
             """The one line per request is written by `_handle`; silence the default access log."""

@@ -6,7 +6,7 @@ from typing import Annotated
 
 from aws_lambda_powertools.event_handler import Response
 from aws_lambda_powertools.event_handler.api_gateway import Router
-from aws_lambda_powertools.event_handler.openapi.params import Body, Query
+from aws_lambda_powertools.event_handler.openapi.params import Body, Path, Query
 
 from baton.api.openapi import AUTHENTICATED_ERRORS, responses
 from baton.api.resolver import current_call, needs
@@ -37,6 +37,25 @@ from baton.domain.models import (
 
 router = Router()
 
+# Checked by the route itself, with its own message; the document states the same rule.
+KeyIdParameter = Annotated[
+    str,
+    Path(
+        description="key_ and 32 lowercase hex digits; anything else answers 400.",
+        json_schema_extra={"pattern": r"^key_[0-9a-f]{32}$"},
+    ),
+]
+CursorParameter = Annotated[
+    str | None,
+    Query(
+        max_length=2048,
+        description=(
+            "Opaque: meta.next_cursor of the previous page of the same query, unchanged. It is bound to the tenant "
+            "and the query; any other value answers 400 naming cursor."
+        ),
+    ),
+]
+
 
 def _tenant_for(principal: Principal, requested: str | None) -> str:
     if requested is None or requested == principal.tenant_id:
@@ -57,7 +76,7 @@ def _tenant_for(principal: Principal, requested: str | None) -> str:
         "with its first key)."
     ),
     openapi_extensions=needs("keys:manage", acts_for=("agent_id", "tenant_id"), fresh_key=True),
-    responses=responses({201: ("Created", DataEnvelope[CreatedKey])}, (400, *AUTHENTICATED_ERRORS, 415)),
+    responses=responses({201: ("Created", DataEnvelope[CreatedKey])}, (400, *AUTHENTICATED_ERRORS, 413, 415)),
     tags=["keys"],
 )
 def create_key(request: Annotated[CreateKeyRequest, Body()]) -> Response[str]:
@@ -99,7 +118,7 @@ def list_keys(
     tenant_id: Annotated[Identifier | None, Query()] = None,
     agent_id: Annotated[Identifier | None, Query()] = None,
     limit: Annotated[int, Query(ge=1, le=limits.MAX_PAGE_LIMIT)] = limits.DEFAULT_PAGE_LIMIT,
-    cursor: Annotated[str | None, Query(max_length=2048)] = None,
+    cursor: CursorParameter = None,
 ) -> Response[str]:
     """List keys; a key without * sees only its own agent's."""
     call = current_call(router)
@@ -121,7 +140,7 @@ def list_keys(
     responses=responses({200: ("Revoked", DataEnvelope[KeyDeleted])}, (400, *AUTHENTICATED_ERRORS, 404)),
     tags=["keys"],
 )
-def revoke_key(key_id: str, tenant_id: Annotated[Identifier | None, Query()] = None) -> Response[str]:
+def revoke_key(key_id: KeyIdParameter, tenant_id: Annotated[Identifier | None, Query()] = None) -> Response[str]:
     """Revoke a key."""
     call = current_call(router)
     principal = call.caller

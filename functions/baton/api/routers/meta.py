@@ -6,8 +6,10 @@ from aws_lambda_powertools.event_handler import Response
 from aws_lambda_powertools.event_handler.api_gateway import Router
 
 from baton import __version__
+from baton.api.openapi import responses
 from baton.api.resolver import PUBLIC, current_call
 from baton.api.responses import JSON, ok
+from baton.domain.models import DataEnvelope, Health
 
 router = Router()
 
@@ -17,6 +19,7 @@ router = Router()
     summary="Health check",
     description="Answers without a key and without touching AWS.",
     openapi_extensions=PUBLIC,
+    responses=responses({200: ("The function is up", DataEnvelope[Health])}, ()),
     tags=["meta"],
 )
 def health() -> Response[str]:
