@@ -214,3 +214,12 @@ def test_a_well_framed_chunked_body_with_extensions_and_trailers_is_read_whole(b
     assert saved.status in (200, 201), saved
     assert saved.json()["data"]["subject_id"] == "framing-chunks"
     assert health.status == 200, health
+
+
+@pytest.mark.parametrize("target", ["http://[/v1/health", "http://[]/v1/health"])
+def test_a_target_no_url_parser_reads_is_a_400_in_the_envelope(baton: BatonServe, target: str) -> None:
+    """Found by the property tests: such a request line dropped the connection without an answer."""
+    response, _ = ask(baton, f"GET {target} HTTP/1.1\r\nHost: x\r\n\r\n".encode("ascii"))
+    assert response.status == 400, response
+    assert response.json()["error"]["code"] == "VALIDATION_ERROR"
+    assert response.json()["meta"]["request_id"] == response.headers["apigw-requestid"]

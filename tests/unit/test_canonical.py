@@ -91,7 +91,8 @@ def test_pointer_joins_escaped_tokens_from_the_root(tokens: tuple[str | int, ...
     [
         ('{"a": 1, "b": [true, null, "x"]}', {"a": 1, "b": [True, None, "x"]}),
         (b'{"a": 1.5}', {"a": 1.5}),
-        ("1e308", 1e308),
+        ("9007199254740991", 2**53 - 1),
+        ("-9.007199254740991e15", -9007199254740991.0),
         ("-0", 0),
         ('"caf\\u00e9"', "café"),
         ('"\u00e9\u6f22"'.encode(), "é漢"),
@@ -116,6 +117,27 @@ def test_parse_strict_accepts_exactly_the_depth_limit() -> None:
 
 
 # --- parse_strict: what it rejects ----------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("text", "named", "at"),
+    [
+        ("1e308", "1e308", ""),
+        ('{"a": [1, 1e20]}', "1e20", "/a/1"),
+        ('{"a": 100000000000000000000}', "100000000000000000000", "/a"),
+        ("-9007199254740992", "-9007199254740992", ""),
+        ("9007199254740991.5", "9007199254740991.5", ""),
+    ],
+)
+def test_parse_strict_rejects_numbers_past_the_exact_integer_range(text: str, named: str, at: str) -> None:
+    # A number past ±(2^53-1), however written, is one canonical JSON cannot carry exactly: what Baton serves must
+    # save back, and RFC 8785 writes the double 1e20 as 100000000000000000000, an integer it then refuses.
+    with pytest.raises(ValidationFailed) as exc:
+        parse_strict(text)
+    where, message = only_error(exc)
+    assert where == at
+    assert named in message
+    assert "2^53-1" in message
 
 
 @pytest.mark.parametrize(

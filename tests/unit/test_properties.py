@@ -486,10 +486,11 @@ def test_any_body_parses_strictly_to_a_value_or_a_validation_error(document: str
 def test_canonical_json_is_a_fixed_point_of_parse_and_canonicalize(value: Any) -> None:
     tried("canonical_fixed_point", value=value)
     try:
-        canonical = canonical_json(value)
+        document = parse_document(json.dumps(value))  # what a state goes through before it is canonicalized
+        canonical = canonical_json(document.value, plain=document.plain)
     except ValidationFailed:
         return
-    assert canonical == rfc8785.dumps(value)
+    assert canonical == rfc8785.dumps(document.value)
     # A state Baton accepted is served as its canonical text; sending that text back must be accepted unchanged.
     assert canonical_json(parse_strict(canonical)) == canonical, canonical
 
@@ -677,9 +678,15 @@ def test_the_gateway_builds_an_event_for_any_request(
     method: str, target: str, headers: list[tuple[str, str]], body: bytes
 ) -> None:
     tried("build_event", method=method, target=target, headers=headers, body=body)
+    try:
+        split = urlsplit(target)
+    except ValueError:
+        # A target no URL parser reads (`http://[/`): the gateway answers it 400 itself (tests/e2e framing).
+        with pytest.raises(ValueError, match=r"IPv4|IPv6"):
+            build_event(method, target, headers, body, "127.0.0.1", request_id="req-1", now=NOW_MS / 1000)
+        return
     event = build_event(method, target, headers, body, "127.0.0.1", request_id="req-1", now=NOW_MS / 1000)
     json.dumps(event)  # the gateway measures the event this way before invoking
-    split = urlsplit(target)
     assert event["rawPath"] == (split.path or "/")
     assert event["rawQueryString"] == split.query
     assert event["requestContext"]["http"]["method"] == method

@@ -38,6 +38,13 @@ class _NonFinite:
         self.text = text
 
 
+class _Unsafe:
+    """Stands in, while parsing, for a number beyond ±(2^53-1): canonical JSON (I-JSON) cannot carry it exactly."""
+
+    def __init__(self, text: str) -> None:
+        self.text = text
+
+
 class _DuplicatedKeys(dict[str, Any]):
     """An object that had a key twice; remembers the key, so the walk after parsing can name it."""
 
@@ -51,7 +58,7 @@ class _Census:
     """What parsing saw that the fast canonical form cannot write the way RFC 8785 does."""
 
     plain: bool = True
-    """No floats, no integers past ±(2^53-1), no object key outside the Basic Multilingual Plane."""
+    """No doubles, and no object key outside the Basic Multilingual Plane."""
 
 
 def _hooks(census: _Census) -> dict[str, Any]:
@@ -67,23 +74,18 @@ def _hooks(census: _Census) -> dict[str, Any]:
                 census.plain = False  # RFC 8785 sorts keys by UTF-16 code units, Python by code points
         return dict(pairs)
 
-    def on_float(text: str) -> float | _NonFinite:
+    def on_float(text: str) -> float | _NonFinite | _Unsafe:
         census.plain = False  # RFC 8785 writes doubles as ECMAScript does, not as Python's repr
         value = float(text)
-        return _NonFinite(text) if math.isinf(value) else value
+        if math.isinf(value):
+            return _NonFinite(text)
+        # Every double past 2^53 is an integer that RFC 8785 writes in full (1e20 as 100000000000000000000),
+        # which would read back as an integer canonical JSON refuses: refuse it however it is written.
+        return _Unsafe(text) if abs(value) > MAX_SAFE_INTEGER else value
 
-    def on_integer(text: str) -> int | float:
+    def on_integer(text: str) -> int | _Unsafe:
         value = int(text)
-        if -MAX_SAFE_INTEGER <= value <= MAX_SAFE_INTEGER:
-            return value
-        census.plain = False
-        # Past ±(2^53-1) an integer is the double whose canonical form it is, if it is one (RFC 8785 writes the
-        # double 1e20 as `100000000000000000000`, and what Baton serves must read back the same); else it stays
-        # an int, which canonical JSON refuses (it cannot be carried exactly).
-        as_double = float(text)
-        if math.isfinite(as_double) and rfc8785.dumps(as_double) == text.encode("ascii"):
-            return as_double
-        return value
+        return value if -MAX_SAFE_INTEGER <= value <= MAX_SAFE_INTEGER else _Unsafe(text)
 
     return {"object_pairs_hook": on_object, "parse_float": on_float, "parse_int": on_integer}
 
@@ -135,6 +137,14 @@ def check_document(value: JsonValue, limit: int = MAX_JSON_DEPTH) -> None:
             raise ValidationFailed.single(
                 where, f"{where or 'The body'} is the number {node.text}, which JSON cannot carry; use finite numbers."
             )
+        if isinstance(node, _Unsafe):
+            where = pointer(*path)
+            shown = node.text if len(node.text) <= 40 else node.text[:37] + "..."
+            raise ValidationFailed.single(
+                where,
+                f"{where or 'The body'} is the number {shown}, outside ±(2^53-1), which canonical JSON cannot carry "
+                "exactly; send it as a string.",
+            )
         if isinstance(node, dict):
             children: list[tuple[str | int, Any]] = list(node.items())
             if isinstance(node, _DuplicatedKeys):
@@ -167,9 +177,9 @@ class CanonicalState:
 def canonical_json(value: JsonValue, at: str = "", plain: bool = False) -> bytes:
     """RFC 8785 canonical UTF-8 bytes of `value`; `at` is the pointer used to name a value JSON cannot carry.
 
-    `plain` (from `Document.plain`) says the value holds no double, no integer past ±(2^53-1) and no key outside
-    the Basic Multilingual Plane: then the standard library's encoder, in C, writes exactly the RFC 8785 form
-    (same escapes, same separators, keys in the same order), at a fraction of the cost.
+    `plain` (from `Document.plain`) says the value holds no double and no key outside the Basic Multilingual Plane
+    (and, parsed strictly, no integer past ±(2^53-1)): then the standard library's encoder, in C, writes exactly
+    the RFC 8785 form (same escapes, same separators, keys in the same order), at a fraction of the cost.
     """
     try:
         if plain:

@@ -36,7 +36,11 @@ def format_ms(epoch_ms: int) -> str:
     )
 
 
-_RFC3339 = re.compile(r"\d{4}-\d{2}-\d{2}[Tt ]\d{2}:\d{2}:\d{2}(\.\d{1,9})?([Zz]|[+-]\d{2}:\d{2})\Z")
+# RFC 3339's grammar (ASCII digits only; an offset's hours 00-23 and minutes 00-59); the calendar is datetime's.
+_RFC3339 = re.compile(
+    r"[0-9]{4}-[0-9]{2}-[0-9]{2}[Tt ][0-9]{2}:[0-9]{2}:[0-9]{2}(\.[0-9]{1,9})?"
+    r"([Zz]|[+-](?:[01][0-9]|2[0-3]):[0-5][0-9])\Z"
+)
 
 
 def parse_time(text: str) -> int:
@@ -47,7 +51,7 @@ def parse_time(text: str) -> int:
     """
     if not _RFC3339.match(text):
         raise ValueError(f"not an RFC 3339 time: {text!r}")
-    fraction = re.search(r"\.(\d+)", text)
+    fraction = re.search(r"\.([0-9]+)", text)
     if fraction and len(fraction.group(1)) > 6:
         text = text.replace(fraction.group(0), fraction.group(0)[:7])  # datetime keeps microseconds at most
     moment = datetime.fromisoformat(text.replace("Z", "+00:00").replace("z", "+00:00"))

@@ -318,6 +318,13 @@ def make_server(gateway: Gateway, host: str, port: int, log: TextIO = sys.stderr
                 if not _METHOD.match(self.command or ""):
                     raise FramingError(None, "The request method must be an HTTP token (RFC 9110).")
                 body = self._read_body()
+                event = None
+                if body is not None:
+                    headers = [(k, v) for k, v in self.headers.items() if k.lower() != "transfer-encoding"]
+                    try:
+                        event = build_event(self.command, self.path, headers, body, self.client_address[0], request_id)
+                    except ValueError:  # urlsplit refuses the target (an absolute URL with a broken host)
+                        raise FramingError(None, "The request target is not a valid path or URL.") from None
             except FramingError as error:
                 answer = framing_error(error, request_id)
                 self.close_connection = True
@@ -325,26 +332,28 @@ def make_server(gateway: Gateway, host: str, port: int, log: TextIO = sys.stderr
                 self.close_connection = True  # the client went away mid-body: nobody to answer
                 return
             else:
-                if body is None:
+                if event is None:
                     answer = gateway_error(413, "Request Entity Too Large")
                     self.close_connection = True
-                    request_id = "-"
                 else:
-                    headers = [(k, v) for k, v in self.headers.items() if k.lower() != "transfer-encoding"]
-                    event = build_event(self.command, self.path, headers, body, self.client_address[0], request_id)
                     answer = gateway.invoke(event)
             self._write(answer, request_id)
             self._log(answer, request_id, started)
 
         def _log(self, answer: Answer, request_id: str, started: float) -> None:
             elapsed = (time.perf_counter() - started) * 1000
-            path = urlsplit(getattr(self, "path", "") or "").path
-            print(
+            try:
+                path = urlsplit(getattr(self, "path", "") or "").path
+            except ValueError:
+                path = "-"
+            line = (
                 f"{self.client_address[0]} {self.command or '-'} {path or '-'} {answer.status} "
-                f"{elapsed:.1f}ms request_id={request_id}",
-                file=log,
-                flush=True,
+                f"{elapsed:.1f}ms request_id={request_id}\n"
             )
+            # One write per line: print() writes the text and the newline apart, and the containers' JSON lines
+            # would land between them.
+            log.write(line)
+            log.flush()
 
         def _write(self, answer: Answer, request_id: str) -> None:
             """Status line, headers and body in one write (two writes stall keep-alive clients on delayed ACKs)."""
