@@ -47,7 +47,13 @@ def _ms(value: float) -> str:
     return f"{value:.1f} ms"
 
 
-def render(cold: coldstart.ColdStart, save: warm.WarmFigures, item: warm.ItemFigures, when: datetime) -> str:
+def render(
+    cold: coldstart.ColdStart,
+    save: warm.WarmFigures,
+    item: warm.ItemFigures,
+    refusal: warm.RefusalFigures,
+    when: datetime,
+) -> str:
     """The report as Markdown."""
     base = cold.baseline
     lines = [
@@ -87,6 +93,10 @@ def render(cold: coldstart.ColdStart, save: warm.WarmFigures, item: warm.ItemFig
         f"| stored item bytes for a {item.canonical_bytes / 1000:.0f} KB conversation state | {item.item_bytes:,} B "
         f"for {item.canonical_bytes:,} B of canonical JSON = {item.ratio:.3f} | ≤ 1/3 (0.333) | "
         f"{_verdict(item.within_budget)} |",
+        f"| refusing a {refusal.body_bytes / 1e6:.2f} MB state (413) over refusing a body of the same size with an "
+        f"invalid `kind` (400), whole handler, AWS stubbed | {refusal.ratio:.2f}× ({refusal.oversized_ms:.1f} ms vs "
+        f"{refusal.invalid_ms:.1f} ms, medians of {refusal.runs}) | ≤ {warm.BUDGET_REFUSAL_RATIO:g}× | "
+        f"{_verdict(refusal.within_budget)} |",
         "",
         "## Cold start",
         "",
@@ -217,7 +227,13 @@ def main(argv: list[str] | None = None) -> int:
     save = warm.measure_warm(args.saves)
     item = warm.measure_item()
     print(warm.summary(save, item))
-    REPORT.write_text(render(cold, save, item, when), encoding="utf-8")
+    refusal = warm.measure_refusal()
+    print(
+        f"refusing an oversized state: {refusal.oversized_ms:.1f} ms vs {refusal.invalid_ms:.1f} ms for an invalid "
+        f"body of the same size, ratio {refusal.ratio:.2f}x, budget <= {warm.BUDGET_REFUSAL_RATIO:g}x: "
+        f"{'ok' if refusal.within_budget else 'OVER BUDGET'}"
+    )
+    REPORT.write_text(render(cold, save, item, refusal, when), encoding="utf-8")
     print(f"wrote {REPORT.relative_to(Path.cwd()) if REPORT.is_relative_to(Path.cwd()) else REPORT}")
 
     failures = cold.failures()
@@ -225,6 +241,8 @@ def main(argv: list[str] | None = None) -> int:
         failures.append(f"warm save median {save.median_ms:.3f} ms, budget {warm.BUDGET_MEDIAN_MS:g} ms")
     if not item.within_budget:
         failures.append(f"item size {item.ratio:.3f} of the canonical JSON, budget 0.333")
+    if not refusal.within_budget:
+        failures.append(f"refusing an oversized state {refusal.ratio:.2f}x an invalid body, budget 1.5x")
     for failure in failures:
         print(f"over budget: {failure}", file=sys.stderr)
     return 1 if failures and args.check else 0

@@ -36,7 +36,7 @@ from pathlib import Path
 from typing import Any
 from unittest import mock
 
-from baton.domain.canonical import canonicalize, parse_strict
+from baton.domain.canonical import canonicalize, parse_document, parse_strict
 from baton.domain.checkpoints import SavePlan, build_next, encode_state, plan_save
 from baton.domain.models import SaveCheckpointRequest
 from baton.store import schema
@@ -85,8 +85,9 @@ def save_body(state_bytes: int = WARM_STATE_BYTES, seed: int = SEED) -> bytes:
 
 def domain_save(body: bytes) -> SavePlan:
     """Baton's own work on a save body before the store: strict parse, request model, plan."""
-    request = SaveCheckpointRequest.model_validate(parse_strict(body))
-    return plan_save(request, TENANT, request.agent_id or AGENT, REQUEST_ID, NOW_MS)
+    document = parse_document(body)
+    request = SaveCheckpointRequest.model_validate(document.value)
+    return plan_save(request, TENANT, request.agent_id or AGENT, REQUEST_ID, NOW_MS, document.plain)
 
 
 def bare_save(body: bytes) -> str:
@@ -171,6 +172,15 @@ def stubbed_services(stub: StubDynamoDB) -> Iterator[None]:
             wiring.reset()
 
 
+def _quiet_access_log() -> None:
+    """Every request writes its access line (its cost belongs to the figures), into the void, not the console."""
+    from baton.observability import logger
+
+    sink = logger().registered_handler
+    if isinstance(sink, logging.StreamHandler):
+        sink.setStream(open(os.devnull, "w"))  # noqa: SIM115 (kept for the process's life, like Lambda's stdout)
+
+
 def save_event(body: bytes) -> dict[str, Any]:
     """The sample save event with this body, our key, and no Idempotency-Key (the plain save path)."""
     event = json.loads(SAVE_EVENT.read_text(encoding="utf-8"))
@@ -191,13 +201,8 @@ class HandlerFigures:
 def handler_save(body: bytes, runs: int = HANDLER_SAVES) -> HandlerFigures:
     """Median time of the api handler on a save of `body`, and the DynamoDB calls a warm save makes."""
     from baton.handlers.api import handler
-    from baton.observability import logger
 
-    # Every request writes its access line (its cost belongs to the figure), into the void rather than the console.
-    sink = logger().registered_handler
-    if isinstance(sink, logging.StreamHandler):
-        sink.setStream(open(os.devnull, "w"))  # noqa: SIM115 (kept for the process's life, like Lambda's stdout)
-
+    _quiet_access_log()
     item = to_item(to_record_item(build_next(None, domain_save(body), CHECKPOINT_ID)))
     stub = StubDynamoDB(item)
     event = save_event(body)
@@ -259,14 +264,17 @@ def measure_warm(saves: int = SAVES, with_handler: bool = True) -> WarmFigures:
         else:
             bare.append(_time_us(lambda: bare_save(body)))
             ours.append(_time_us(lambda: domain_save(body)))
-    document = parse_strict(body)
+    parsed = parse_document(body)
+    document = parsed.value
     request = SaveCheckpointRequest.model_validate(document)
-    canonical = canonicalize(request.state, at="/state")
+    canonical = canonicalize(request.state, at="/state", plain=parsed.plain)
     stage_runs = max(200, saves // 4)
     stages = {
         "parse_strict": _median_us(lambda: parse_strict(body), stage_runs),
         "SaveCheckpointRequest": _median_us(lambda: SaveCheckpointRequest.model_validate(document), stage_runs),
-        "canonical JSON + SHA-256": _median_us(lambda: canonicalize(request.state, at="/state"), stage_runs),
+        "canonical JSON + SHA-256": _median_us(
+            lambda: canonicalize(request.state, at="/state", plain=parsed.plain), stage_runs
+        ),
         "compression decision (brotli)": _median_us(lambda: encode_state(canonical), stage_runs),
     }
     return WarmFigures(
@@ -278,6 +286,62 @@ def measure_warm(saves: int = SAVES, with_handler: bool = True) -> WarmFigures:
         bare_median_ms=statistics.median(bare) / 1000,
         stages_us=stages,
         handler=handler_save(body) if with_handler else None,
+    )
+
+
+# -- refusing an oversized state ------------------------------------------------------------------------------------
+
+REFUSAL_STATE_BYTES = 3_010_000
+REFUSAL_RUNS = 11
+BUDGET_REFUSAL_RATIO = 1.5
+
+
+@dataclass(frozen=True)
+class RefusalFigures:
+    """The whole handler refusing an oversized state (413), against refusing a body of the same size whose `kind`
+    is invalid (400): the state's size must be known without compressing it."""
+
+    body_bytes: int
+    runs: int
+    oversized_ms: float
+    invalid_ms: float
+
+    @property
+    def ratio(self) -> float:
+        """Refusing the oversized state over refusing the invalid body."""
+        return self.oversized_ms / self.invalid_ms
+
+    @property
+    def within_budget(self) -> bool:
+        """True when the ratio is at most the budget."""
+        return self.ratio <= BUDGET_REFUSAL_RATIO
+
+
+def measure_refusal(runs: int = REFUSAL_RUNS) -> RefusalFigures:
+    """Median handler time of the two refusals, alternating, DynamoDB stubbed."""
+    from baton.handlers.api import handler
+
+    _quiet_access_log()
+    state = conversation_state(target_bytes=REFUSAL_STATE_BYTES, seed=SEED)
+    oversized = json.dumps({"subject_id": "big", "kind": "conversation", "state": state}).encode("utf-8")
+    invalid = json.dumps({"subject_id": "big", "kind": "conversatio", "state": state}).encode("utf-8")
+    stub = StubDynamoDB({})
+    with stubbed_services(stub):
+        events = {name: save_event(body) for name, body in (("oversized", oversized), ("invalid", invalid))}
+        for name, expected in (("oversized", 413), ("invalid", 400)):
+            status = handler(copy.deepcopy(events[name]), None)["statusCode"]
+            if status != expected:
+                raise RuntimeError(f"the {name} body answered {status}, not {expected}")
+        times: dict[str, list[float]] = {"oversized": [], "invalid": []}
+        for i in range(runs):
+            for name in ("oversized", "invalid") if i % 2 else ("invalid", "oversized"):
+                event = copy.deepcopy(events[name])
+                times[name].append(_time_us(lambda e=event: handler(e, None)))
+    return RefusalFigures(
+        body_bytes=len(oversized),
+        runs=runs,
+        oversized_ms=statistics.median(times["oversized"]) / 1000,
+        invalid_ms=statistics.median(times["invalid"]) / 1000,
     )
 
 
