@@ -60,8 +60,11 @@ def run_settings() -> tuple[int, int]:
     return int(fuzz_seconds), seed
 
 
-def run_schemathesis(url: str, key: str, seconds: int, seed: int, report: Path) -> subprocess.CompletedProcess[str]:
-    """`schemathesis run` with every check against `url`; its JSON report is written to `report`."""
+def run_schemathesis(
+    url: str, key: str, seconds: int, seed: int, report: Path, header_counts: Path
+) -> subprocess.CompletedProcess[str]:
+    """`schemathesis run` with every check against `url`; its JSON report is written to `report`, and the hooks'
+    counts of the request headers Baton reads to `header_counts`."""
     command = [
         sys.executable,
         "-m",
@@ -98,7 +101,11 @@ def run_schemathesis(url: str, key: str, seconds: int, seed: int, report: Path) 
         "--output-sanitize",
         "true",
     ]
-    environment = {**os.environ, "PYTHONPATH": os.pathsep.join(filter(None, [str(REPO), os.environ.get("PYTHONPATH")]))}
+    environment = {
+        **os.environ,
+        "PYTHONPATH": os.pathsep.join(filter(None, [str(REPO), os.environ.get("PYTHONPATH")])),
+        "BATON_SCHEMATHESIS_HEADER_COUNTS": str(header_counts),
+    }
     return subprocess.run(
         command,
         cwd=REPO,
@@ -114,8 +121,9 @@ def test_schemathesis_finds_nothing_the_document_does_not_say(baton: BatonServe,
     # Given baton serve and the committed document
     seconds, seed = run_settings()
     report_path = tmp_path / "schemathesis.json"
+    header_counts_path = tmp_path / "headers.json"
     # When schemathesis runs every check against it
-    done = run_schemathesis(baton.url, fuzz_key, seconds, seed, report_path)
+    done = run_schemathesis(baton.url, fuzz_key, seconds, seed, report_path, header_counts_path)
     output = done.stdout + done.stderr
     assert report_path.exists(), f"schemathesis wrote no report (exit {done.returncode}):\n{output}"
     report: dict[str, Any] = json.loads(report_path.read_text(encoding="utf-8"))
@@ -128,10 +136,21 @@ def test_schemathesis_finds_nothing_the_document_does_not_say(baton: BatonServe,
         failures=failures,
         errors=errors,
     )
+    header_counts: dict[str, int] = (
+        json.loads(header_counts_path.read_text(encoding="utf-8")) if header_counts_path.exists() else {}
+    )
+    record(
+        "schemathesis headers",
+        **{name.lower().replace("-", "_").replace(" ", "_"): count for name, count in header_counts.items()},
+    )
     print(f"\nschemathesis seed {seed}, {seconds} s: {json.dumps(report['test_cases'])}")
+    print(f"request headers sent, and their answers: {json.dumps(dict(sorted(header_counts.items())))}")
     # Then it found no failure and no error (the output names each, with a curl command to reproduce it)
     assert report["complete"], output
     assert failures == 0, f"schemathesis (seed {seed}) found failures:\n{output}"
     assert errors == 0, f"schemathesis (seed {seed}) hit errors:\n{output}"
     assert report["operations"]["tested"] == report["operations"]["selected"] > 0, output
+    # and it sent each request header Baton reads (they are declared, so they are fuzzed)
+    for name in ("If-Match", "If-None-Match", "Idempotency-Key"):
+        assert header_counts.get(f"{name} sent", 0) > 0, f"schemathesis never sent {name}: {header_counts}"
     assert done.returncode == 0, output

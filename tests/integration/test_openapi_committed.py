@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import re
+from functools import cache
 from pathlib import Path
 from typing import Any
 
@@ -12,6 +13,7 @@ from hypothesis import assume, example, given, settings
 from hypothesis import strategies as st
 
 from baton.domain.access import SCOPES
+from tests.proof_counts import record
 
 ROOT = Path(__file__).resolve().parents[2]
 COMMITTED = ROOT / "docs" / "openapi.json"
@@ -187,3 +189,176 @@ def test_the_documented_time_pattern_accepts_exactly_the_times_baton_accepts(tex
         accepted = False
     # Then they agree
     assert bool(re.match(RFC3339_PATTERN, text)) == accepted, text
+
+
+# Request headers: declared where the routes read them, with patterns that accept exactly what the routes accept.
+
+_HEADERS = {
+    ("/v1/checkpoints", "get"): "If-None-Match",
+    ("/v1/checkpoints/{checkpoint_id}", "get"): "If-None-Match",
+    ("/v1/checkpoints/{checkpoint_id}", "delete"): "If-Match",
+    ("/v1/checkpoints", "post"): "Idempotency-Key",
+}
+
+
+def _header_schema(document: dict[str, Any], path: str, method: str, name: str) -> dict[str, Any]:
+    parameters = document["paths"][path][method].get("parameters", [])
+    found = [p for p in parameters if p["in"] == "header" and p["name"].lower() == name.lower()]
+    assert len(found) == 1, f"{method} {path} declares {name} {len(found)} times"
+    assert found[0]["name"] == name, "header names are written as the contract writes them"
+    assert found[0]["required"] is False
+    assert found[0]["description"]
+    schema: dict[str, Any] = found[0]["schema"]
+    return schema
+
+
+def _ecma(pattern: str) -> re.Pattern[str]:
+    """A JSON Schema pattern as ECMA-262 reads it: `$` is the very end (Python's `$` also matches before a final
+    newline)."""
+    assert pattern.startswith("^"), pattern
+    assert pattern.endswith("$"), pattern
+    assert not pattern.endswith(r"\$"), pattern
+    return re.compile(rf"\A(?:{pattern[1:-1]})\Z")
+
+
+@cache
+def _documented_pattern(name: str) -> re.Pattern[str]:
+    document = json.loads(COMMITTED.read_text(encoding="utf-8"))
+    (path, method), _ = next(item for item in _HEADERS.items() if item[1] == name)
+    return _ecma(_header_schema(document, path, method, name)["pattern"])
+
+
+def test_the_conditional_and_idempotency_headers_are_declared_where_they_are_read() -> None:
+    # Given the committed document
+    from baton.api.openapi import IDEMPOTENCY_KEY_PATTERN, IF_MATCH_PATTERN
+
+    document = json.loads(COMMITTED.read_text(encoding="utf-8"))
+    # Then If-None-Match is any string (a value that is not a current tag simply does not match), and If-Match and
+    # Idempotency-Key carry the patterns of what the routes accept
+    expected = {
+        "If-None-Match": {"type": "string"},
+        "If-Match": {"type": "string", "pattern": IF_MATCH_PATTERN},
+        "Idempotency-Key": {"type": "string", "pattern": IDEMPOTENCY_KEY_PATTERN},
+    }
+    for (path, method), name in _HEADERS.items():
+        assert _header_schema(document, path, method, name) == expected[name], f"{method} {path} {name}"
+    # and no other operation declares them
+    for path, method, operation in _operations(document):
+        for parameter in operation.get("parameters", []):
+            if parameter["in"] == "header":
+                assert _HEADERS.get((path, method)) == parameter["name"], f"{method} {path} {parameter['name']}"
+    # and the answers they lead to are documented: 304 without a body but with the tag, 409 for a stale If-Match,
+    # 422 for a reused key, and Idempotent-Replayed on a replay's status
+    for path in ("/v1/checkpoints", "/v1/checkpoints/{checkpoint_id}"):
+        not_modified = document["paths"][path]["get"]["responses"]["304"]
+        assert "content" not in not_modified
+        assert not_modified["headers"]["ETag"]["required"] is True
+    stale = document["paths"]["/v1/checkpoints/{checkpoint_id}"]["delete"]["responses"]["409"]
+    assert "If-Match" in stale["description"]
+    save = document["paths"]["/v1/checkpoints"]["post"]["responses"]
+    assert save["422"]["description"].startswith("IDEMPOTENCY_KEY_REUSED")
+    for status in ("200", "201"):
+        assert save[status]["headers"]["Idempotent-Replayed"]["schema"] == {"type": "string", "enum": ["true"]}
+
+
+_SPACES = "".join(c for c in map(chr, range(0x110000)) if c.isspace())
+_NEAR_SPACES = "\x00\x1b\x7f\u180e\u200b\u2060\ufeff"
+"""Characters that look like whitespace but that `str.strip()` keeps."""
+_CHECKPOINT = "ckpt_" + "0" * 32
+_HEADER_PIECES = st.sampled_from(
+    ["W/", '"', ":", ",", ", ", "*", "0", "7", "12", "9" * 17, "ckpt_", "a", "W", "/", "\\", "é", _CHECKPOINT]
+)
+
+
+@st.composite
+def near_entity_tag_lists(draw: st.DrawFn) -> str:
+    """Strings shaped like If-Match values: entity tags, `*`, commas and whitespace, in likely and unlikely orders."""
+    pieces = st.one_of(
+        _HEADER_PIECES,
+        st.sampled_from(list(_SPACES + _NEAR_SPACES)),
+        st.builds(
+            lambda tag, revision: f'"{tag}:{revision}"',
+            st.sampled_from(["", _CHECKPOINT, "x", 'a"b', "a:b", " "]),
+            st.sampled_from(["", "0", "1", "42", "007", "1a", "٣", "9" * 16, "9" * 17]),  # ٣: a digit, not ASCII
+        ),
+        st.characters(),
+    )
+    return "".join(draw(st.lists(pieces, max_size=12)))
+
+
+def _if_match_accepted(value: str) -> bool:
+    """Whether DELETE's If-Match handling takes `value` (anything else is a 400 naming /If-Match)."""
+    from baton.api.routers.checkpoints import _if_match_revisions
+    from baton.domain.errors import ValidationFailed
+
+    try:
+        _if_match_revisions(value, _CHECKPOINT)
+    except ValidationFailed:
+        return False
+    return True
+
+
+def test_the_documented_if_match_pattern_skips_exactly_the_whitespace_baton_strips() -> None:
+    # Given every character str.strip() removes, and characters that look like whitespace but are kept
+    pattern = _documented_pattern("If-Match")
+    for character in _SPACES + _NEAR_SPACES:
+        # When each stands around `*`, around a tag, and as a list's empty member
+        for value in (f"{character}*{character}", f'{character}W/"a:1"{character}', f'W/"a:1",{character},"b:2"'):
+            # Then the pattern and the route agree on it
+            assert bool(pattern.match(value)) == _if_match_accepted(value), repr(value)
+
+
+@settings(max_examples=2000, derandomize=True, database=None, deadline=None)
+@given(near_entity_tag_lists() | st.text())
+@example("*")
+@example(" * ")
+@example("*,")
+@example("")
+@example(",")
+@example('W/"ckpt_00000000000000000000000000000000:1"')
+@example('"ckpt_00000000000000000000000000000000:1", , W/"x:9007199254740992",')
+@example('W/"a:1"x')
+@example('W/"a:"')
+@example('W/ "a:1"')
+@example('W/W/"a:1"')
+@example('"":1"')
+@example('"a:1" "b:2"')  # one member: its text between the outer quotes is `a:1" "b`, revision 2
+@example('":1"\n')
+@example("\u3000*\x1c")
+@example('\ufeffW/"a:1"')
+def test_the_documented_if_match_pattern_accepts_exactly_what_delete_accepts(value: str) -> None:
+    # Given a string shaped like an If-Match value
+    # When the document's pattern and the route's parser each judge it
+    record("openapi header patterns", if_match=1)
+    documented = bool(_documented_pattern("If-Match").match(value))
+    # Then they agree (a list naming more than 50 revisions of the checkpoint is also a 400: no pattern can count
+    # distinct revisions of the path's checkpoint; these lists name at most 12)
+    assert documented == _if_match_accepted(value), repr(value)
+
+
+@settings(max_examples=2000, derandomize=True, database=None, deadline=None)
+@given(
+    st.text(st.characters(max_codepoint=0x7F), max_size=12)
+    | st.text(max_size=12)
+    | st.builds(
+        lambda n, extra: "k" * n + extra,
+        st.integers(190, 205),
+        st.sampled_from(["", "\n", "\x7f", "\t", " ", "é", "~"]),
+    )
+)
+@example("")
+@example(" ")
+@example("~")
+@example("\x1f")
+@example("a\n")
+@example("k" * 200)
+@example("k" * 201)
+def test_the_documented_idempotency_key_pattern_accepts_exactly_what_save_accepts(value: str) -> None:
+    # Given a string that may or may not be an Idempotency-Key
+    from baton.api.routers.checkpoints import _PRINTABLE
+
+    # When the document's pattern and the route's check each judge it
+    record("openapi header patterns", idempotency_key=1)
+    documented = bool(_documented_pattern("Idempotency-Key").match(value))
+    # Then they agree
+    assert documented == bool(_PRINTABLE.match(value)), repr(value)

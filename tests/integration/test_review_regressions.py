@@ -383,3 +383,68 @@ def test_every_state_baton_serves_can_be_saved_back(api: ApiDriver, services: An
     )
     assert again.status == 200, again.raw_body
     assert again.data["state_hash"] == saved.data["state_hash"]
+
+
+# -- found by the review of this change -------------------------------------------------------------------------
+
+
+def test_a_recognised_retry_reports_the_expiry_its_own_write_set(services: Any) -> None:
+    """A retried save recognised after other writes reports the expiry it set, even when a later write changed
+    ttl_seconds (it used to compute it from the ttl stored now)."""
+    store = services.checkpoints
+    request = SaveCheckpointRequest.model_validate(
+        {"subject_id": "ttl", "kind": "task_state", "state": {"s": 0}, "ttl_seconds": 7200}
+    )
+    store.save(plan_save(request, "acme", "operator", "req-0", now_ms()))
+    lost_request = SaveCheckpointRequest.model_validate({"subject_id": "ttl", "kind": "task_state", "state": {"s": 1}})
+    lost = plan_save(lost_request, "acme", "operator", "req-lost", now_ms())
+    first = store.save(lost)  # keeps ttl 7200; its answer is lost
+    shorter = SaveCheckpointRequest.model_validate(
+        {"subject_id": "ttl", "kind": "task_state", "state": {"s": 2}, "ttl_seconds": 600}
+    )
+    store.save(plan_save(shorter, "acme", "operator", "req-2", now_ms()))
+    retried = store.save(lost)
+    assert retried.result == first.result
+
+
+def test_a_filtered_page_skips_many_items_in_few_queries(api: ApiDriver, services: Any, counter: Any) -> None:
+    """A page whose filter drops hundreds of items read them one Query per `limit + 1` items (a client could
+    push a page past API Gateway's 30 s); reads now double each round."""
+    store = services.checkpoints
+    for i in range(300):
+        request = SaveCheckpointRequest.model_validate(
+            {"subject_id": "crowd", "kind": "task_state", "state": {"i": i}, "status": "completed"}
+        )
+        store.save(plan_save(request, "acme", f"agent-{i:03d}", f"req-{i}", now_ms()))
+    request = SaveCheckpointRequest.model_validate({"subject_id": "crowd", "kind": "cursor", "state": {}})
+    store.save(plan_save(request, "acme", "agent-000", "req-active", now_ms() - 60_000))  # the oldest
+    counter.reset()
+    page = api.invoke(
+        "list_subject_checkpoints", path="/v1/subjects/crowd/checkpoints", query={"status": "active", "limit": "1"}
+    )
+    assert [c["kind"] for c in page.data] == ["cursor"]
+    assert page.body["meta"]["next_cursor"] is None
+    assert counter.calls["Query"] <= 10
+
+
+@pytest.mark.parametrize("content_type", ["Application/JSON", "APPLICATION/JSON; charset=UTF-8"])
+def test_a_media_type_in_capitals_is_json_too(api: ApiDriver, content_type: str) -> None:
+    """Media types are case-insensitive; these answered 500 (powertools compares them case-sensitively)."""
+    answer = api.invoke(
+        "save_checkpoint",
+        body={"subject_id": "case", "kind": "task_state", "state": {}},
+        headers={"content-type": content_type, **PLAIN},
+    )
+    assert answer.status == 201, answer.raw_body
+
+
+def test_an_integer_written_with_a_fraction_is_that_integer(api: ApiDriver) -> None:
+    """Found by schemathesis: the document (JSON Schema) counts 3600.0 as an integer and Baton refused it."""
+    answer = api.invoke(
+        "save_checkpoint",
+        raw_body='{"subject_id":"f","kind":"task_state","state":{"n":2.0},"ttl_seconds":3600.0,"keep_revisions":2e0}',
+        headers=PLAIN,
+    )
+    assert answer.status == 201, answer.raw_body
+    served = api.invoke("lookup_checkpoint", query={"subject_id": "f", "kind": "task_state"})
+    assert (served.data["ttl_seconds"], served.data["keep_revisions"], served.data["state"]) == (3600, 2, {"n": 2})

@@ -6,14 +6,21 @@ from functools import cache
 
 from aws_lambda_powertools.event_handler import Response
 from aws_lambda_powertools.event_handler.exceptions import NotFoundError
-from aws_lambda_powertools.event_handler.openapi.exceptions import RequestValidationError
+from aws_lambda_powertools.event_handler.openapi.exceptions import RequestUnsupportedContentType, RequestValidationError
 
 from baton import __version__
 from baton.api.errors import field_errors, headers_of, status_of
 from baton.api.resolver import BatonResolver
 from baton.api.responses import error
 from baton.api.routers import checkpoints, keys, meta
-from baton.domain.errors import MAX_REPORTED_ERRORS, BatonError, MethodNotAllowed, NotFound, ValidationFailed
+from baton.domain.errors import (
+    MAX_REPORTED_ERRORS,
+    BatonError,
+    MethodNotAllowed,
+    NotFound,
+    UnsupportedMediaType,
+    ValidationFailed,
+)
 
 app = BatonResolver()
 app.include_router(meta.router)
@@ -36,6 +43,12 @@ def _answer(exc: BatonError) -> Response[str]:
 def handle_baton_error(exc: BatonError) -> Response[str]:
     """Every domain error, through the one error map."""
     return _answer(exc)
+
+
+@app.exception_handler(RequestUnsupportedContentType)
+def handle_unsupported_content_type(exc: RequestUnsupportedContentType) -> Response[str]:
+    """Powertools' own media-type check, should a body reach it that the gate did not vet: a 415, never a 500."""
+    return _answer(UnsupportedMediaType(app.current_event.headers.get("content-type")))
 
 
 @app.exception_handler(RequestValidationError)

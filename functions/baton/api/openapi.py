@@ -38,6 +38,22 @@ REPLAYED_HEADER: dict[str, Any] = {
         "schema": {"type": "string", "enum": ["true"]},
     }
 }
+# The request headers the checkpoint routes read, as patterns that accept exactly what the routes accept
+# (tests/integration/test_openapi_committed.py checks them against the code). `parse_etag_list` splits a list at
+# commas, strips each member as `str.strip()` does, skips empty members, and reads each other member as
+# `"<anything but a comma>:<ASCII digits>"`, optionally after `W/`: so a list is tags separated by at least one
+# comma, with whitespace and further commas anywhere around them.
+_SPACE = r"\t-\r\x1c-\x20\x85\xa0\u1680\u2000-\u200a\u2028\u2029\u202f\u205f\u3000"
+"""The characters `str.strip()` removes (those of `str.isspace()`), for a character class."""
+_ENTITY_TAG = r'(?:W/)?"[^,]*:[0-9]+"'
+IF_MATCH_PATTERN = (
+    rf"^(?:[{_SPACE}]*\*[{_SPACE}]*"
+    rf"|[{_SPACE},]*{_ENTITY_TAG}(?:[{_SPACE}]*,[{_SPACE},]*{_ENTITY_TAG})*[{_SPACE},]*)$"
+)
+"""`*`, or one or more entity tags separated by commas: every other value is a 400."""
+IDEMPOTENCY_KEY_PATTERN = rf"^[\x20-\x7e]{{1,{limits.IDEMPOTENCY_KEY_MAX_CHARS}}}$"
+"""1 to 200 printable ASCII characters: every other value is a 400."""
+
 _ERROR_HEADERS: dict[int, dict[str, Any]] = {
     401: {"WWW-Authenticate": {"required": True, "schema": {"type": "string", "enum": ['Bearer realm="baton"']}}},
     503: {
@@ -54,9 +70,10 @@ def responses(
     success: dict[int, tuple[str, Any]],
     errors: tuple[int, ...],
     headers: dict[int, dict[str, Any]] | None = None,
+    described: dict[int, str] | None = None,
 ) -> dict[int, OpenAPIResponse]:
     """Response documentation: the success bodies given (None: no body), their `headers`, and the error envelope
-    for each error status."""
+    for each error status, described as `described` says when the route's cases are narrower than the code's."""
     documented: dict[int, dict[str, Any]] = {}
     for status, (description, model) in success.items():
         # An empty content map means "no body"; without one, powertools would describe the function's return type.
@@ -64,7 +81,7 @@ def responses(
         documented[status] = {"description": description, "content": content}
     for status in errors:
         documented[status] = {
-            "description": _ERROR_TEXT[status],
+            "description": (described or {}).get(status, _ERROR_TEXT[status]),
             "content": {"application/json": {"model": ErrorEnvelope}},
         }
     for status, extra in {**_ERROR_HEADERS, **(headers or {})}.items():
@@ -110,12 +127,24 @@ _POWERTOOLS_ONLY = ("HTTPValidationError", "ResponseValidationError", "Validatio
 """Schemas powertools adds for its own 422 answers; Baton answers validation errors with 400 VALIDATION_ERROR."""
 
 
+def _header_schema(schema: dict[str, Any]) -> dict[str, Any]:
+    """The schema of an optional header parameter without powertools' `null` branch, title or description (the
+    parameter carries the description): a header is absent or a string, and a bare `{"type": "string"}` is what
+    schemathesis recognises as a plain header, so it sends If-None-Match values shaped like entity tags."""
+    rest = {key: value for key, value in schema.items() if key not in ("anyOf", "title", "description")}
+    strings = [branch for branch in schema.get("anyOf", []) if branch != {"type": "null"}]
+    if len(strings) == 1:
+        return {**strings[0], **rest}
+    return rest
+
+
 def finish(document: dict[str, Any]) -> dict[str, Any]:
     """The generated document, corrected where powertools cannot say what the API does:
 
     - no 422 "Validation Error" answers (validation errors are 400 `VALIDATION_ERROR`), nor their schemas;
     - responses without a body have no content;
     - public routes need no key (`security: []` overrides the document's global bearer requirement);
+    - a header parameter is a string (or absent), never null, and is named as the contract writes it;
     - `state` is any JSON value but null, with integers canonical JSON carries.
     """
     for operations in document.get("paths", {}).values():
@@ -129,6 +158,12 @@ def finish(document: dict[str, Any]) -> dict[str, Any]:
                     del answer["content"]
             if operation.get(PUBLIC_EXTENSION):
                 operation["security"] = []
+            for parameter in operation.get("parameters", []):
+                if parameter.get("in") == "header":
+                    # powertools lower-cases header names (HTTP compares them case-insensitively); say them as
+                    # the contract writes them
+                    parameter["name"] = "-".join(word.capitalize() for word in parameter["name"].split("-"))
+                    parameter["schema"] = _header_schema(parameter["schema"])
     schemas = document.setdefault("components", {}).setdefault("schemas", {})
     schemas.update(STATE_SCHEMAS)
     for model, field in _STATE_FIELDS:

@@ -138,6 +138,11 @@ class BatonResolver(APIGatewayHttpResolver):
         media_type = (content_type or "").split(";", 1)[0].strip().lower()
         if media_type != "application/json":
             raise UnsupportedMediaType(content_type)
+        # Media types are case-insensitive (RFC 9110); powertools' body validation compares them case-sensitively,
+        # so what the gate accepted is handed on in the one spelling it knows.
+        raw_headers = self.current_event.raw_event.get("headers") or {}
+        for name in [n for n in raw_headers if n.lower() == "content-type"]:
+            raw_headers[name] = "application/json"
         try:
             raw = event.decoded_body or ""
         except (UnicodeDecodeError, ValueError):

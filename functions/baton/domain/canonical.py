@@ -74,14 +74,20 @@ def _hooks(census: _Census) -> dict[str, Any]:
                 census.plain = False  # RFC 8785 sorts keys by UTF-16 code units, Python by code points
         return dict(pairs)
 
-    def on_float(text: str) -> float | _NonFinite | _Unsafe:
-        census.plain = False  # RFC 8785 writes doubles as ECMAScript does, not as Python's repr
+    def on_float(text: str) -> int | float | _NonFinite | _Unsafe:
         value = float(text)
         if math.isinf(value):
             return _NonFinite(text)
         # Every double past 2^53 is an integer that RFC 8785 writes in full (1e20 as 100000000000000000000),
         # which would read back as an integer canonical JSON refuses: refuse it however it is written.
-        return _Unsafe(text) if abs(value) > MAX_SAFE_INTEGER else value
+        if abs(value) > MAX_SAFE_INTEGER:
+            return _Unsafe(text)
+        if value.is_integer():
+            # JSON has one number type: 3600.0 is the integer 3600 (canonical JSON writes both as 3600), so an
+            # integer field takes it, and the document stays plain.
+            return int(value)
+        census.plain = False  # RFC 8785 writes fractions as ECMAScript does, not as Python's repr
+        return value
 
     def on_integer(text: str) -> int | _Unsafe:
         value = int(text)

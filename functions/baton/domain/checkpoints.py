@@ -175,6 +175,8 @@ class Checkpoint:
     recent_requests: tuple[str, ...] = ()
     """Request ids of the latest writes, newest first (at most `RECENT_REQUESTS`): a write whose answer was lost
     and that the AWS SDK retried is recognised by its id even when other writes landed in between."""
+    recent_expiries: tuple[int, ...] = ()
+    """The expiry (ms) each of those writes set, in the same order."""
     format: str | None = None
     resources: list[dict[str, Any]] = field(default_factory=list)
     source: dict[str, str] | None = None
@@ -243,8 +245,12 @@ def recognised_write(existing: Checkpoint, plan: SavePlan) -> dict[str, Any] | N
     if position == 0:
         return existing.save_result()  # ours is still the latest write: the item says exactly what it wrote
     revision = existing.revision - position
-    # Later writes replaced ours; what it wrote is what this same plan writes (the SDK retries the same request).
-    ttl = plan.ttl_seconds or existing.ttl_seconds
+    # Later writes replaced ours; what it wrote is what this same plan writes (the SDK retries the same request),
+    # and its expiry is remembered beside its request id (the ttl in force then may have changed since).
+    if position < len(existing.recent_expiries):
+        expires_ms = existing.recent_expiries[position]
+    else:
+        expires_ms = plan.now_ms + (plan.ttl_seconds or existing.ttl_seconds) * 1000
     return {
         "checkpoint_id": existing.checkpoint_id,
         "subject_id": plan.key.subject_id,
@@ -254,7 +260,7 @@ def recognised_write(existing: Checkpoint, plan: SavePlan) -> dict[str, Any] | N
         "status": plan.status,
         "state_hash": plan.state.canonical.sha256,
         "state_bytes": plan.state.canonical.size,
-        "expires_at": format_ms(plan.now_ms + ttl * 1000),
+        "expires_at": format_ms(expires_ms),
         "updated": revision > 1,
     }
 
@@ -330,6 +336,10 @@ def build_next(existing: Checkpoint | None, plan: SavePlan, new_id: str) -> Chec
         updated_ms=plan.now_ms,
         expires_ms=plan.now_ms + ttl * 1000,
         recent_requests=(plan.request_id, *(live.recent_requests[: RECENT_REQUESTS - 1] if live else ())),
+        recent_expiries=(
+            plan.now_ms + ttl * 1000,
+            *(live.recent_expiries[: RECENT_REQUESTS - 1] if live else ()),
+        ),
         format=plan.format,
         resources=plan.resources,
         source=plan.source,

@@ -34,7 +34,7 @@ from baton.domain.ids import new_checkpoint_id
 from baton.domain.lifecycle import ACTIVE
 from baton.store import schema
 from baton.store.attributes import Item, from_item, names_in, to_attr, to_item
-from baton.store.cursors import decode_cursor, encode_cursor, query_binding, refused_cursor
+from baton.store.cursors import MAX_PAGE_READS, decode_cursor, encode_cursor, query_binding, refused_cursor
 from baton.store.errors import Failure, classify, may_have_landed, reraise, translated_errors, was_retried
 
 if TYPE_CHECKING:
@@ -69,6 +69,8 @@ def idempotency_pk(tenant_id: str, agent_id: str, key: str) -> str:
 
 RECENT_ATTRIBUTES: Final = tuple(f"rq{i}" for i in range(RECENT_REQUESTS))
 """The attributes holding the request ids of a checkpoint's latest writes, newest first: `rq0` is the last."""
+EXPIRY_ATTRIBUTES: Final = tuple(f"rx{i}" for i in range(RECENT_REQUESTS))
+"""Beside them, the expiry each of those writes set (epoch seconds; 0 in slots not yet written)."""
 
 
 def _key(pk: str, sk: str) -> Item:
@@ -146,6 +148,7 @@ def to_record_item(cp: Checkpoint, encoded: EncodedState | None = None) -> dict[
         "expires_at": ms_to_seconds(cp.expires_ms),
         schema.TTL_ATTRIBUTE: _ttl_epoch(cp.expires_ms),
         **dict(zip(RECENT_ATTRIBUTES, cp.recent_requests, strict=False)),
+        **{name: ms_to_seconds(ms) for name, ms in zip(EXPIRY_ATTRIBUTES, cp.recent_expiries, strict=False)},
     }
 
 
@@ -171,6 +174,7 @@ def from_record_item(item: Item, with_state: bool = True) -> Checkpoint:
         updated_ms=parse_time(values["updated_at"]),
         expires_ms=int(Decimal(values["expires_at"]) * 1000),
         recent_requests=tuple(values[name] for name in RECENT_ATTRIBUTES if values.get(name)),
+        recent_expiries=tuple(int(Decimal(values[name]) * 1000) for name in EXPIRY_ATTRIBUTES if values.get(name)),
         format=values.get("format"),
         resources=list(values.get("resources", [])),
         source=values.get("source"),
@@ -306,6 +310,10 @@ class CheckpointStore:
         sets.append(f"#ttl_seconds = {ttl_operand}")
         sets.append(f"#expires_at = :now_s + {ttl_operand}")
         sets.append(f"#{schema.TTL_ATTRIBUTE} = :ttl_base + {ttl_operand}")
+        sets.append(f"#{EXPIRY_ATTRIBUTES[0]} = :now_s + {ttl_operand}")
+        sets.extend(
+            f"#{newer} = if_not_exists(#{older}, :zero)" for older, newer in itertools.pairwise(EXPIRY_ATTRIBUTES)
+        )
         if plan.keep_revisions is not None:
             values[":keep"] = plan.keep_revisions
             sets.append("#keep_revisions = :keep")
@@ -631,12 +639,15 @@ class CheckpointStore:
         """Up to `limit` items that pass the query's filter, and whether more follow.
 
         One Query asks for one item more than the page, which is enough unless the filter drops items (expired or
-        filtered out); then the next Query continues where DynamoDB stopped. A page is empty only at the end.
+        filtered out); then the next Query continues where DynamoDB stopped, reading twice as many items each round
+        (DynamoDB's Limit counts items read, before the filter), so skipping N items costs about log2(N) Queries.
+        The cursor is built from the last item shown, so reading past the page never shows or leaks more. A page is
+        empty only at the end.
         """
         shown: list[Item] = []
+        reads = limit + 1
         while True:
-            wanted = limit + 1 - len(shown)
-            page_request = {**request, "Limit": wanted}
+            page_request = {**request, "Limit": reads}
             if start is not None:
                 page_request["ExclusiveStartKey"] = start
             with translated_errors(), refused_cursor(start):
@@ -647,6 +658,7 @@ class CheckpointStore:
                 return shown[: limit + 1], True
             if not start:
                 return shown, False
+            reads = min(reads * 2, MAX_PAGE_READS)  # the filter drops items: read more per round (log2 rounds)
 
 
 def _identity(item: Item) -> tuple[str, str]:

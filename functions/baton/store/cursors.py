@@ -18,6 +18,9 @@ from baton.domain.errors import ValidationFailed
 from baton.store.attributes import Item
 from baton.store.errors import error_code
 
+MAX_PAGE_READS = 1000
+"""Most items one Query of a filtered page reads (reads double from `limit + 1` while the filter drops items)."""
+
 _INVALID = "The cursor is not one this query produced; pass meta.next_cursor from the previous page unchanged."
 
 

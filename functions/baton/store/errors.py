@@ -63,9 +63,9 @@ CONDITION_CODES = frozenset({"ConditionalCheckFailedException"})
 TRANSACTION_CANCELLED = "TransactionCanceledException"
 
 UNAVAILABLE_MESSAGE = "The database is busy; nothing was written. Retry after the Retry-After delay."
-UNREACHABLE_MESSAGE = (
-    "The database could not be reached; retry after the Retry-After delay (a retry with the same Idempotency-Key "
-    "is applied at most once)."
+UNCONFIRMED_MESSAGE = (
+    "The database did not confirm the write, which may or may not have been applied; retry after the Retry-After "
+    "delay (a retry with the same Idempotency-Key is applied at most once)."
 )
 
 
@@ -123,8 +123,9 @@ def may_have_landed(exc: BaseException) -> bool:
     connection) or the service failed (5xx) after perhaps applying it. Throttling refuses before applying."""
     if classify(exc) is not Failure.UNAVAILABLE:
         return False
-    if error_code(exc) is None:
-        return True
+    code = error_code(exc)
+    if code is None or code == "TransactionInProgressException":
+        return True  # no answer; or the SDK's retry of a transaction still being applied (same request token)
     response: Any = getattr(exc, "response", None)
     status = response.get("ResponseMetadata", {}).get("HTTPStatusCode") if isinstance(response, dict) else None
     return isinstance(status, int) and status >= 500
@@ -139,9 +140,10 @@ def was_retried(exc: BaseException) -> bool:
 
 
 def unavailable(exc: BaseException) -> Unavailable:
-    """The 503 for an UNAVAILABLE failure."""
-    message = UNAVAILABLE_MESSAGE if error_code(exc) is not None else UNREACHABLE_MESSAGE
-    return Unavailable(message)
+    """The 503 for a transient failure: "nothing was written" only where that is certain (the service refused
+    the request); where no answer came back, or the service failed after perhaps applying it, the message says
+    the outcome is unknown (the store reads back first where it can, so this is rare)."""
+    return Unavailable(UNCONFIRMED_MESSAGE if may_have_landed(exc) else UNAVAILABLE_MESSAGE)
 
 
 TRANSIENT: Final = frozenset({Failure.UNAVAILABLE, Failure.RACE})

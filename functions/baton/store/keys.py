@@ -9,7 +9,7 @@ from baton.domain.clock import format_ms, parse_time
 from baton.domain.errors import NotFound
 from baton.store import schema
 from baton.store.attributes import Item, from_item, names_in, to_attr, to_item
-from baton.store.cursors import decode_after, encode_after, query_binding
+from baton.store.cursors import MAX_PAGE_READS, decode_after, encode_after, query_binding
 from baton.store.errors import Failure, classify, may_have_landed, translated_errors, was_retried
 
 if TYPE_CHECKING:
@@ -136,6 +136,7 @@ class KeyStore:
             filters.append("#agent_id = :agent")
         shown: list[KeyRecord] = []
         exhausted = False
+        reads = limit + 1
         # Keys the filter drops (revoked, expired, another agent's) never shape the page: Query goes on until the
         # page has one key more than it shows, or the tenant's keys end. The cursor is the last key id shown.
         while len(shown) <= limit and not exhausted:
@@ -150,7 +151,7 @@ class KeyStore:
                 "FilterExpression": " AND ".join(filters),
                 "ExpressionAttributeNames": names_in(key_condition, *filters),
                 "ExpressionAttributeValues": {k: to_attr(v) for k, v in values.items()},
-                "Limit": limit + 1 - len(shown),
+                "Limit": reads,
             }
             with translated_errors():
                 response = self._client.query(**request)
@@ -159,6 +160,8 @@ class KeyStore:
             exhausted = not last
             if last:
                 after = last[schema.GSI1_SK]["S"]
+            # Revoked and expired keys stay in the index: read twice as many per round (log2 rounds to skip N).
+            reads = min(reads * 2, MAX_PAGE_READS)
         page = shown[:limit]
         return page, encode_after(page[-1].key_id if len(shown) > limit else None, binding)
 

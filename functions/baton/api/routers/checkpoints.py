@@ -8,9 +8,16 @@ from urllib.parse import unquote
 
 from aws_lambda_powertools.event_handler import Response
 from aws_lambda_powertools.event_handler.api_gateway import Router
-from aws_lambda_powertools.event_handler.openapi.params import Body, Path, Query
+from aws_lambda_powertools.event_handler.openapi.params import Body, Header, Path, Query
 
-from baton.api.openapi import AUTHENTICATED_ERRORS, ETAG_HEADER, REPLAYED_HEADER, responses
+from baton.api.openapi import (
+    AUTHENTICATED_ERRORS,
+    ETAG_HEADER,
+    IDEMPOTENCY_KEY_PATTERN,
+    IF_MATCH_PATTERN,
+    REPLAYED_HEADER,
+    responses,
+)
 from baton.api.resolver import current_call, needs
 from baton.api.responses import not_modified, ok, page
 from baton.api.services import services
@@ -76,11 +83,51 @@ CursorParameter = Annotated[
     ),
 ]
 
+# Request headers: the routes judge them (with their own messages, after the body), so the document states their
+# rules without powertools validating them (json_schema_extra documents only; the value reaches the route as sent).
+IfNoneMatchHeader = Annotated[
+    str | None,
+    Header(
+        alias="If-None-Match",
+        description=(
+            'Entity tags W/"<checkpoint_id>:<revision>" (weak or strong), comma-separated, or *: when one of them is '
+            "current (or *) the answer is 304 with no body. Any other value simply does not match."
+        ),
+    ),
+]
+IfMatchHeader = Annotated[
+    str | None,
+    Header(
+        alias="If-Match",
+        description=(
+            'Entity tags W/"<checkpoint_id>:<revision>" (weak or strong), comma-separated, or *: the delete happens '
+            "only when a listed tag is current, otherwise 409 REVISION_CONFLICT (a tag of another checkpoint, or "
+            "with a revision past 2^53-1, is never current). A malformed list, or one naming more than "
+            f"{limits.MAX_IF_MATCH_TAGS} revisions of this checkpoint, answers 400."
+        ),
+        json_schema_extra={"pattern": IF_MATCH_PATTERN},
+    ),
+]
+IdempotencyKeyHeader = Annotated[
+    str | None,
+    Header(
+        alias="Idempotency-Key",
+        description=(
+            f"1 to {limits.IDEMPOTENCY_KEY_MAX_CHARS} printable ASCII characters (anything else answers 400), "
+            "remembered 24 hours for the key's agent. The same key with the same request again answers the first "
+            "answer (its status, data and ETag, with Idempotent-Replayed: true); with another request, 422 "
+            "IDEMPOTENCY_KEY_REUSED."
+        ),
+        json_schema_extra={"pattern": IDEMPOTENCY_KEY_PATTERN},
+    ),
+]
+
+_NOT_MODIFIED = "Not modified: If-None-Match names the current entity tag, or is *"
+
 _PRINTABLE = re.compile(rf"[\x20-\x7e]{{1,{limits.IDEMPOTENCY_KEY_MAX_CHARS}}}\Z")
 
 
-def _idempotency_claim(method: str, path: str) -> IdempotencyClaim | None:
-    value = router.current_event.headers.get("idempotency-key")
+def _idempotency_claim(method: str, path: str, value: str | None) -> IdempotencyClaim | None:
     if value is None:
         return None
     if not _PRINTABLE.match(value):
@@ -140,8 +187,8 @@ def _if_match_revisions(header: str | None, checkpoint_id: str) -> tuple[int, ..
     return tuple(sorted(revisions))
 
 
-def _record_response(record: dict[str, object], etag: str) -> Response[str]:
-    if _matches(router.current_event.headers.get("if-none-match"), etag):
+def _record_response(record: dict[str, object], etag: str, if_none_match: str | None) -> Response[str]:
+    if _matches(if_none_match, etag):
         return not_modified(etag)
     return ok(record, current_call(router).request_id, headers={"ETag": etag})
 
@@ -151,12 +198,13 @@ def _record_response(record: dict[str, object], etag: str) -> Response[str]:
     summary="Save a checkpoint",
     description=(
         "Upserts on (tenant, subject_id, agent_id, kind): 201 when created, 200 when updated, with the same "
-        "checkpoint_id. Honors an Idempotency-Key header (1-200 printable characters, 24 hours)."
+        "checkpoint_id. Honors an Idempotency-Key header: a replay answers the first answer's status and data with "
+        "Idempotent-Replayed: true; the key with another request answers 422."
     ),
     openapi_extensions=needs("checkpoints:write", acts_for=("agent_id",)),
     responses=responses(
         {
-            201: ("Created", DataEnvelope[SaveResult]),
+            201: ("Created (or an idempotent replay of a create)", DataEnvelope[SaveResult]),
             200: ("Updated (or an idempotent replay of an update)", DataEnvelope[SaveResult]),
         },
         (400, *AUTHENTICATED_ERRORS, 409, 413, 415, 422),
@@ -164,13 +212,15 @@ def _record_response(record: dict[str, object], etag: str) -> Response[str]:
     ),
     tags=["checkpoints"],
 )
-def save_checkpoint(request: Annotated[SaveCheckpointRequest, Body()]) -> Response[str]:
+def save_checkpoint(
+    request: Annotated[SaveCheckpointRequest, Body()], idempotency_key: IdempotencyKeyHeader = None
+) -> Response[str]:
     """Save where the work got to."""
     call = current_call(router)
     principal = call.caller
     agent_id = principal.agent_for_write(request.agent_id)
     plan = plan_save(request, principal.tenant_id, agent_id, call.request_id, call.now_ms, call.plain_body)
-    claim = _idempotency_claim("POST", "/v1/checkpoints")
+    claim = _idempotency_claim("POST", "/v1/checkpoints", idempotency_key)
     outcome = services().checkpoints.save(plan, claim)
     headers = {"ETag": etag_for(outcome.result["checkpoint_id"], outcome.result["revision"])}
     if outcome.replayed:
@@ -187,7 +237,7 @@ def save_checkpoint(request: Annotated[SaveCheckpointRequest, Body()]) -> Respon
     ),
     openapi_extensions=needs("checkpoints:read"),
     responses=responses(
-        {200: ("The checkpoint, state parsed", DataEnvelope[CheckpointRecord]), 304: ("Not modified", None)},
+        {200: ("The checkpoint, state parsed", DataEnvelope[CheckpointRecord]), 304: (_NOT_MODIFIED, None)},
         (400, *AUTHENTICATED_ERRORS, 404),
         {200: ETAG_HEADER, 304: ETAG_HEADER},
     ),
@@ -197,13 +247,14 @@ def lookup_checkpoint(
     subject_id: Annotated[SubjectId, Query()],
     kind: Annotated[Kind, Query()],
     agent_id: Annotated[Identifier | None, Query()] = None,
+    if_none_match: IfNoneMatchHeader = None,
 ) -> Response[str]:
     """Read the latest state of one unit of work."""
     call = current_call(router)
     principal = call.caller
     key = CheckpointKey(principal.tenant_id, subject_id, principal.agent_for_read(agent_id), kind)
     found = services().checkpoints.get(key, call.now_ms)
-    return _record_response(found.record(), found.etag)
+    return _record_response(found.record(), found.etag, if_none_match)
 
 
 @router.get(
@@ -212,36 +263,45 @@ def lookup_checkpoint(
     description="For about a second after a create this may answer 404 (the id index is eventually consistent).",
     openapi_extensions=needs("checkpoints:read"),
     responses=responses(
-        {200: ("The checkpoint, state parsed", DataEnvelope[CheckpointRecord]), 304: ("Not modified", None)},
+        {200: ("The checkpoint, state parsed", DataEnvelope[CheckpointRecord]), 304: (_NOT_MODIFIED, None)},
         (400, *AUTHENTICATED_ERRORS, 404),
         {200: ETAG_HEADER, 304: ETAG_HEADER},
     ),
     tags=["checkpoints"],
 )
-def get_checkpoint(checkpoint_id: CheckpointIdParameter) -> Response[str]:
+def get_checkpoint(checkpoint_id: CheckpointIdParameter, if_none_match: IfNoneMatchHeader = None) -> Response[str]:
     """Read a checkpoint by its id."""
     call = current_call(router)
     principal = call.caller
     found = services().checkpoints.get_by_id(principal.tenant_id, _checkpoint_id(checkpoint_id), call.now_ms)
     if not principal.can_see_agent(found.agent_id):
         raise NotFound()  # another agent's checkpoint answers exactly like a missing one
-    return _record_response(found.record(), found.etag)
+    return _record_response(found.record(), found.etag, if_none_match)
 
 
 @router.delete(
     "/v1/checkpoints/<checkpoint_id>",
     summary="Delete a checkpoint",
-    description='If-Match: W/"<checkpoint_id>:<revision>" makes the delete conditional (409 when stale).',
+    description=(
+        'If-Match: W/"<checkpoint_id>:<revision>" (or a list of tags) makes the delete conditional (409 when no '
+        "listed tag is current)."
+    ),
     openapi_extensions=needs("checkpoints:delete"),
-    responses=responses({200: ("Deleted", DataEnvelope[DeleteResult])}, (400, *AUTHENTICATED_ERRORS, 404, 409)),
+    responses=responses(
+        {200: ("Deleted", DataEnvelope[DeleteResult])},
+        (400, *AUTHENTICATED_ERRORS, 404, 409),
+        described={
+            409: "REVISION_CONFLICT: If-Match names no current entity tag of this checkpoint (details.current_revision)"
+        },
+    ),
     tags=["checkpoints"],
 )
-def delete_checkpoint(checkpoint_id: CheckpointIdParameter) -> Response[str]:
+def delete_checkpoint(checkpoint_id: CheckpointIdParameter, if_match: IfMatchHeader = None) -> Response[str]:
     """Delete a checkpoint (terminal ones too); its blobs are removed later by the reaper."""
     call = current_call(router)
     principal = call.caller
     target = _checkpoint_id(checkpoint_id)
-    revisions = _if_match_revisions(router.current_event.headers.get("if-match"), target)
+    revisions = _if_match_revisions(if_match, target)
     services().checkpoints.delete(
         principal.tenant_id,
         target,
