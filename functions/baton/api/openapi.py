@@ -4,13 +4,26 @@ touches that make the generated document say exactly what the API does."""
 from __future__ import annotations
 
 import json
-from typing import Any, cast
+from typing import Annotated, Any, cast
 
+from aws_lambda_powertools.event_handler.openapi.params import Query
 from aws_lambda_powertools.event_handler.openapi.types import OpenAPIResponse
 
 from baton.api.resolver import PUBLIC_EXTENSION
 from baton.domain import limits
 from baton.domain.models import ErrorEnvelope
+
+# The page cursor of every list route: checked by the store (bound to tenant and query), documented here.
+CursorParameter = Annotated[
+    str | None,
+    Query(
+        max_length=2048,
+        description=(
+            "Opaque: meta.next_cursor of the previous page of the same query, unchanged. It is bound to the tenant "
+            "and the query; any other value answers 400 naming cursor."
+        ),
+    ),
+]
 
 _ERROR_TEXT = {
     400: "VALIDATION_ERROR: a field is missing, malformed, out of range or unknown",

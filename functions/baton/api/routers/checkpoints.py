@@ -16,6 +16,7 @@ from baton.api.openapi import (
     IDEMPOTENCY_KEY_PATTERN,
     IF_MATCH_PATTERN,
     REPLAYED_HEADER,
+    CursorParameter,
     responses,
 )
 from baton.api.resolver import current_call, needs
@@ -70,16 +71,6 @@ SubjectIdParameter = Annotated[
             "maxLength": limits.MAX_SUBJECT_ID_CHARS,
             "pattern": r"^[^\x00-\x1f\x7f-\x9f]+$",
         },
-    ),
-]
-CursorParameter = Annotated[
-    str | None,
-    Query(
-        max_length=2048,
-        description=(
-            "Opaque: meta.next_cursor of the previous page of the same query, unchanged. It is bound to the tenant "
-            "and the query; any other value answers 400 naming cursor."
-        ),
     ),
 ]
 

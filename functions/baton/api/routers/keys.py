@@ -8,7 +8,7 @@ from aws_lambda_powertools.event_handler import Response
 from aws_lambda_powertools.event_handler.api_gateway import Router
 from aws_lambda_powertools.event_handler.openapi.params import Body, Path, Query
 
-from baton.api.openapi import AUTHENTICATED_ERRORS, responses
+from baton.api.openapi import AUTHENTICATED_ERRORS, CursorParameter, responses
 from baton.api.resolver import current_call, needs
 from baton.api.responses import ok, page
 from baton.api.services import services
@@ -43,16 +43,6 @@ KeyIdParameter = Annotated[
     Path(
         description="key_ and 32 lowercase hex digits; anything else answers 400.",
         json_schema_extra={"pattern": r"^key_[0-9a-f]{32}$"},
-    ),
-]
-CursorParameter = Annotated[
-    str | None,
-    Query(
-        max_length=2048,
-        description=(
-            "Opaque: meta.next_cursor of the previous page of the same query, unchanged. It is bound to the tenant "
-            "and the query; any other value answers 400 naming cursor."
-        ),
     ),
 ]
 
