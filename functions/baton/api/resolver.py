@@ -125,8 +125,8 @@ class BatonResolver(APIGatewayHttpResolver):
             self._record(replace(call, body=document.value, plain_body=document.plain))
 
     def _gate_body(self, text: str) -> Any:
-        """The body the routes' validation sees: the one the gate already parsed strictly (parsed once, and the
-        same numbers: an integral double past 2^53 stays a double, as canonical JSON writes it)."""
+        """The body the routes' validation sees: the one the gate already parsed strictly (parsed once, with the
+        gate's reading of numbers: `3600.0` is the integer 3600)."""
         call = self.last_call
         if call is not None and call.body is not None:
             return call.body

@@ -58,7 +58,7 @@ class _Census:
     """What parsing saw that the fast canonical form cannot write the way RFC 8785 does."""
 
     plain: bool = True
-    """No doubles, and no object key outside the Basic Multilingual Plane."""
+    """No number with a fraction, and no object key outside the Basic Multilingual Plane."""
 
 
 def _hooks(census: _Census) -> dict[str, Any]:
@@ -102,7 +102,7 @@ class Document:
 
     value: JsonValue
     plain: bool
-    """True when `json.dumps` writes exactly the RFC 8785 form of `value` and of any part of it."""
+    """True when orjson writes exactly the RFC 8785 form of `value` and of any part of it (see `canonical_json`)."""
 
 
 def parse_document(text: str | bytes) -> Document:
@@ -183,7 +183,7 @@ class CanonicalState:
 def canonical_json(value: JsonValue, at: str = "", plain: bool = False) -> bytes:
     """RFC 8785 canonical UTF-8 bytes of `value`; `at` is the pointer used to name a value JSON cannot carry.
 
-    `plain` (from `Document.plain`) says the value holds no double and no key outside the Basic Multilingual Plane
+    `plain` (from `Document.plain`) says the value holds no fraction and no key outside the Basic Multilingual Plane
     (and, parsed strictly, no integer past ±(2^53-1)): then orjson writes exactly the RFC 8785 form (UTF-8 as
     is, the same escapes and separators, keys in the same order), about six times faster than the standard
     library's encoder and far faster than rfc8785's pure Python.

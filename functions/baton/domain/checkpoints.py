@@ -249,7 +249,7 @@ def recognised_write(existing: Checkpoint, plan: SavePlan) -> dict[str, Any] | N
     # and its expiry is remembered beside its request id (the ttl in force then may have changed since).
     if position < len(existing.recent_expiries):
         expires_ms = existing.recent_expiries[position]
-    else:
+    else:  # an item written before expiries were remembered beside request ids
         expires_ms = plan.now_ms + (plan.ttl_seconds or existing.ttl_seconds) * 1000
     return {
         "checkpoint_id": existing.checkpoint_id,

@@ -35,7 +35,15 @@ from baton.domain.lifecycle import ACTIVE
 from baton.store import schema
 from baton.store.attributes import Item, from_item, names_in, to_attr, to_item
 from baton.store.cursors import MAX_PAGE_READS, decode_cursor, encode_cursor, query_binding, refused_cursor
-from baton.store.errors import Failure, classify, may_have_landed, reraise, translated_errors, was_retried
+from baton.store.errors import (
+    UNAVAILABLE_MESSAGE,
+    Failure,
+    classify,
+    may_have_landed,
+    reraise,
+    translated_errors,
+    was_retried,
+)
 
 if TYPE_CHECKING:
     from mypy_boto3_dynamodb import DynamoDBClient
@@ -518,7 +526,7 @@ class CheckpointStore:
             pending = unprocessed.get(self._table, {}).get("Keys", [])
             if not pending:
                 return found
-        raise Unavailable("The database is busy; nothing was written. Retry after the Retry-After delay.")
+        raise Unavailable(UNAVAILABLE_MESSAGE)
 
     # -- delete ---------------------------------------------------------------------------------------------
 
@@ -646,12 +654,14 @@ class CheckpointStore:
         """
         shown: list[Item] = []
         reads = limit + 1
+        cursor_start = start  # only the client's start key can be its mistake; later ones are DynamoDB's own
         while True:
             page_request = {**request, "Limit": reads}
             if start is not None:
                 page_request["ExclusiveStartKey"] = start
-            with translated_errors(), refused_cursor(start):
+            with translated_errors(), refused_cursor(cursor_start):
                 response = self._client.query(**page_request)
+            cursor_start = None
             shown.extend(response.get("Items", []))
             start = response.get("LastEvaluatedKey")
             if len(shown) > limit:
