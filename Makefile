@@ -18,7 +18,7 @@ help:
 	@echo "make test     lint, types and every test suite, offline"
 	@echo "make fuzz     schemathesis against baton serve for FUZZ_SECONDS (default 600)"
 	@echo "make soak     concurrent clients against baton serve for SOAK_SECONDS (default 300)"
-	@echo "make bench    cold-start benchmark (ratio to a boto3 baseline), writes bench/report.md"
+	@echo "make bench    Baton beside the LangGraph DynamoDB savers, its CPU and cold request: bench/report.md"
 	@echo "make openapi  regenerate docs/openapi.json"
 	@echo "make synth    synthesize the CDK app into cdk.out/ (STAGE=dev|prod)"
 	@echo "make deploy   deploy it with your AWS credentials (STAGE=dev|prod); make destroy removes it"
@@ -47,6 +47,7 @@ test: lint types
 lint: $(STAMP)
 	$(BIN)/ruff check functions infra tests bench
 	$(BIN)/ruff format --check functions infra tests bench
+	$(BIN)/lint-imports --no-cache
 
 types: $(STAMP)
 	$(BIN)/mypy
@@ -73,8 +74,19 @@ fuzz: $(STAMP)
 soak: $(STAMP)
 	BATON_SOAK_SECONDS=$(SOAK_SECONDS) $(BIN)/pytest tests/e2e/test_soak.py -q -s
 
-bench: $(STAMP)
-	$(BIN)/python bench/run.py
+# The benchmark measures the LangGraph DynamoDB savers in environments of their own (their dependencies conflict
+# with each other): created here on first use from pinned requirements. BENCH_ARGS passes options to bench/run.py
+# (--reps N, --runs N, --saves N, --quick, --check).
+BENCH_ARGS ?=
+BENCH_PEERS := bench/.venv-peer-aws/.installed bench/.venv-peer-amazon/.installed
+
+bench/.venv-peer-%/.installed: bench/requirements-peer-%.txt
+	test -x bench/.venv-peer-$*/bin/python || $(PYTHON) -m venv bench/.venv-peer-$*
+	bench/.venv-peer-$*/bin/python -m pip install --quiet --disable-pip-version-check -r $<
+	touch $@
+
+bench: $(STAMP) $(BENCH_PEERS)
+	$(BIN)/python bench/run.py $(BENCH_ARGS)
 
 openapi: $(STAMP)
 	$(BIN)/python -m baton.api.openapi_export docs/openapi.json

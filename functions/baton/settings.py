@@ -1,4 +1,5 @@
-"""Settings from the environment, validated once per container.
+"""Settings from the environment, validated once per container (by the wiring, `api/services.py`, when it builds
+the services on the first request that needs AWS).
 
 Anything that differs between deployments (the table's name) has no default: a function deployed without it
 fails at its first request with a message naming the variable, rather than writing somewhere unexpected.
@@ -7,7 +8,6 @@ fails at its first request with a message naming the variable, rather than writi
 from __future__ import annotations
 
 import os
-from functools import cache
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
@@ -45,9 +45,3 @@ def load_settings(environ: dict[str, str] | None = None) -> Settings:
     except ValidationError as exc:
         problems = "; ".join(f"{'.'.join(str(p) for p in e['loc'])}: {e['msg']}" for e in exc.errors())
         raise SettingsError(f"invalid environment: {problems}") from exc
-
-
-@cache
-def settings() -> Settings:
-    """The container's settings, read on first use."""
-    return load_settings()

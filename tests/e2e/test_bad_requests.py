@@ -3,6 +3,7 @@ and none of them writes anything."""
 
 from __future__ import annotations
 
+import functools
 import json
 import uuid
 from dataclasses import dataclass, field
@@ -11,6 +12,7 @@ from typing import Any
 import httpx
 import pytest
 
+from tests.builders import save_body
 from tests.e2e.conftest import table_snapshot
 from tests.e2e.server_process import BatonServe
 
@@ -26,10 +28,13 @@ def nested(levels: int) -> Any:
     return value
 
 
-def body(**fields: Any) -> dict[str, Any]:
-    """A valid save body (of a subject no other test uses) with `fields` replaced."""
-    base: dict[str, Any] = {"subject_id": f"e2e-bad-{uuid.uuid4().hex}", "kind": "task_state", "state": {"step": 1}}
-    return {**base, **fields}
+def fresh_subject() -> str:
+    """A subject no other test uses."""
+    return f"e2e-bad-{uuid.uuid4().hex}"
+
+
+body = functools.partial(save_body, subject_id=fresh_subject())
+"""A valid save body, of this module's own subject, with the fields given set or replaced (None: null)."""
 
 
 def raw(text: str) -> bytes:
@@ -257,7 +262,6 @@ def test_an_oversized_state_reports_its_field_limit_and_size(baton: BatonServe, 
     actual = len(json.dumps(state, separators=(",", ":")).encode("utf-8"))
     assert actual == STATE_LIMIT + 11
     before = table_snapshot(table)
-    # When it is saved
     response = http.post("/v1/checkpoints", json=body(state=state))
     # Then the answer is 413 with the field, the limit and the actual size, and nothing is written
     assert response.status_code == 413, response.text
@@ -272,16 +276,13 @@ def test_a_state_of_exactly_the_limit_is_accepted(http: httpx.Client) -> None:
     # Given a state whose canonical JSON is exactly 64,000 bytes
     overhead = len(json.dumps({"blob": ""}, separators=(",", ":")))
     state = {"blob": "x" * (STATE_LIMIT - overhead)}
-    # When it is saved
-    response = http.post("/v1/checkpoints", json=body(state=state))
-    # Then it is accepted with that size
+    response = http.post("/v1/checkpoints", json=body(subject_id=fresh_subject(), state=state))
     assert response.status_code == 201, response.text
     assert response.json()["data"]["state_bytes"] == STATE_LIMIT
 
 
 def test_a_rejected_save_leaves_an_existing_checkpoint_unchanged(http: httpx.Client, table: Any) -> None:
-    # Given a checkpoint at revision 1
-    saved = http.post("/v1/checkpoints", json=body())
+    saved = http.post("/v1/checkpoints", json=body(subject_id=fresh_subject()))
     assert saved.status_code == 201, saved.text
     subject = saved.json()["data"]["subject_id"]
     before = table_snapshot(table)

@@ -14,6 +14,8 @@ from urllib.parse import quote
 import httpx
 import pytest
 
+from baton.store import items, layout
+from tests.builders import save_body
 from tests.e2e.conftest import TABLE
 from tests.e2e.server_process import BatonServe
 
@@ -26,9 +28,10 @@ def new_subject(label: str = "cp") -> str:
 
 
 def save(client: httpx.Client, subject_id: str, state: Any, kind: str = "task_state", **extra: Any) -> httpx.Response:
+    """POST a save (`tests.builders.save_body`) over HTTP; `headers=` goes with the request, not in the body."""
     headers = extra.pop("headers", None)
     return client.post(
-        "/v1/checkpoints", json={"subject_id": subject_id, "kind": kind, "state": state, **extra}, headers=headers
+        "/v1/checkpoints", json=save_body(subject_id=subject_id, kind=kind, state=state, **extra), headers=headers
     )
 
 
@@ -72,9 +75,10 @@ def expire_in_table(table: Any, subject_id: str, agent_id: str = "operator", kin
     past = f"{time.time() - 5:.3f}"
     table.update_item(
         TableName=TABLE,
-        Key={"pk": {"S": f"C#dev#{subject_id}"}, "sk": {"S": f"C#{agent_id}#{kind}"}},
-        UpdateExpression="SET expires_at = :past",
+        Key=layout.checkpoint_key("dev", subject_id, agent_id, kind),
+        UpdateExpression="SET #expires = :past",
         ConditionExpression="attribute_exists(pk)",
+        ExpressionAttributeNames={"#expires": items.EXPIRES},
         ExpressionAttributeValues={":past": {"N": past}},
     )
 
@@ -85,7 +89,6 @@ def expire_in_table(table: Any, subject_id: str, agent_id: str = "operator", kin
 def test_create_answers_201_and_update_200_with_the_same_id_and_a_weak_etag(http: httpx.Client) -> None:
     # Given a subject nothing was saved for
     subject = new_subject()
-    # When it is saved, then saved again
     first = save(http, subject, {"step": 1})
     second = save(http, subject, {"step": 2})
     # Then the first creates at revision 1 and the second updates the same checkpoint to revision 2
@@ -106,7 +109,6 @@ def test_save_answers_the_contract_fields(http: httpx.Client) -> None:
     subject = new_subject()
     state = {"b": [1, 2], "a": "ü"}
     canonical = json.dumps(state, sort_keys=True, separators=(",", ":"), ensure_ascii=False).encode("utf-8")
-    # When it is saved
     data = created(save(http, subject, state, kind="workflow"))
     # Then the answer has exactly the save fields, with the hash and size of the canonical JSON
     assert set(data) == {
@@ -183,7 +185,6 @@ def test_if_none_match_with_a_stale_etag_answers_200(http: httpx.Client) -> None
     checkpoint_id = created(save(http, subject, {"step": 1}))["checkpoint_id"]
     stale = f'W/"{checkpoint_id}:1"'
     created(save(http, subject, {"step": 2}))
-    # When it is read with the stale tag
     response = http.get(f"/v1/checkpoints/{checkpoint_id}", headers={"If-None-Match": stale})
     # Then the new revision is sent in full
     assert response.status_code == 200, response.text
@@ -215,7 +216,6 @@ def test_delete_with_a_stale_if_match_answers_409_and_deletes_nothing(http: http
     subject = new_subject()
     checkpoint_id = created(save(http, subject, {"step": 1}))["checkpoint_id"]
     created(save(http, subject, {"step": 2}))
-    # When it is deleted with the stale tag
     response = http.delete(f"/v1/checkpoints/{checkpoint_id}", headers={"If-Match": f'W/"{checkpoint_id}:1"'})
     # Then the delete is refused with the current revision, and the checkpoint is still there
     assert response.status_code == 409, response.text
@@ -232,9 +232,7 @@ def test_delete_with_the_current_if_match_deletes(http: httpx.Client) -> None:
     subject = new_subject()
     checkpoint_id = created(save(http, subject, {"step": 1}))["checkpoint_id"]
     etag = http.get(f"/v1/checkpoints/{checkpoint_id}").headers["ETag"]
-    # When it is deleted with that tag
     response = http.delete(f"/v1/checkpoints/{checkpoint_id}", headers={"If-Match": etag})
-    # Then it is gone
     assert response.status_code == 200, response.text
     assert http.get(f"/v1/checkpoints/{checkpoint_id}").status_code == 404
 
@@ -329,7 +327,6 @@ def test_list_leaves_out_expired_checkpoints(http: httpx.Client, table: Any) -> 
     created(save(http, subject, {"k": 1}, kind="task_state", ttl_seconds=60))
     kept = created(save(http, subject, {"k": 2}, kind="workflow"))["checkpoint_id"]
     expire_in_table(table, subject, kind="task_state")
-    # When the subject is listed
     response = http.get(f"/v1/subjects/{subject}/checkpoints")
     # Then only the live one appears
     assert response.status_code == 200, response.text
@@ -351,7 +348,6 @@ def test_missing_expired_other_agent_and_other_tenant_answer_identical_404s(
     agent_secret = issue_key(http, f"agent-{uuid.uuid4().hex[:8]}", ["checkpoints:read", "checkpoints:write"])
     tenant_secret = issue_key(http, "operator", ["*"], tenant_id="other")
     missing_id = "ckpt_" + uuid.uuid4().hex
-    # When each is read
     with client_for(baton, agent_secret) as agent, client_for(baton, tenant_secret) as other_tenant:
         answers = {
             "missing by id": http.get(f"/v1/checkpoints/{missing_id}"),

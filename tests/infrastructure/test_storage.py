@@ -130,7 +130,7 @@ def test_table_keys_attributes_and_indexes_are_the_schema_modules(synthesized: S
 def test_table_indexes_project_the_schemas_non_key_attributes(dev: Synthesized) -> None:
     # Given the template's indexes, by name
     properties = _table(dev)["Properties"]
-    indexes = _indexes(properties["GlobalSecondaryIndexes"]) | _indexes(properties["LocalSecondaryIndexes"])
+    indexes = _indexes(properties["GlobalSecondaryIndexes"]) | _indexes(properties.get("LocalSecondaryIndexes"))
     # Then each index the schema defines exists with its keys and an INCLUDE projection of its summary attributes
     for index in (*schema.TABLE.global_indexes, *schema.TABLE.local_indexes):
         keys, projection, non_key = indexes[index.name]

@@ -2,25 +2,44 @@
 
 from __future__ import annotations
 
-import os
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from typing import Any
 
 import pytest
 from moto import mock_aws
 
-from baton.domain.access import KeyRecord, hash_secret
+from baton.api.services import OnFirstUse, Services, build_services, wired
+from baton.domain.access import issue_key
+from baton.settings import load_settings
 from tests.integration.driver import ApiDriver, CallCounter
 
 TABLE = "baton-test"
 OPERATOR_SECRET = "btn_test_operator_secret_0001"
 
 
+@contextmanager
+def serving(provider: Callable[[], Services]) -> Iterator[None]:
+    """The Lambda's app (what `baton.handlers.api.handler` resolves with) serves with `provider`'s services, through
+    powertools' `dependency_overrides`, which the gate honours as well as the routes."""
+    from baton.api.app import app
+
+    app.dependency_overrides[wired] = lambda: provider()
+    try:
+        yield
+    finally:
+        app.dependency_overrides.pop(wired, None)
+
+
+def services_on(table: str, client: Any = None) -> Services:
+    """A container's services on `table` (on `client`, or a new client of the current moto account)."""
+    return build_services(load_settings({"BATON_TABLE_NAME": table}), client)
+
+
 @pytest.fixture
 def aws() -> Iterator[Any]:
-    """A fresh moto account with Baton's table, and the api function's environment pointed at it."""
-    from baton.api import services as wiring
-
+    """A fresh moto account with Baton's table, and the api handler serving it: its services are built by the
+    first request (or test) that needs them, as in a new Lambda container."""
     with mock_aws():
         import boto3
 
@@ -28,44 +47,33 @@ def aws() -> Iterator[Any]:
 
         client = boto3.client("dynamodb", region_name="us-east-1")
         ensure_table(client, TABLE)
-        os.environ["BATON_TABLE_NAME"] = TABLE
-        os.environ.pop("BATON_AWS_ENDPOINT_URL", None)
-        wiring.reset()
-        yield client
-        wiring.reset()
+        provider = OnFirstUse(lambda: services_on(TABLE))
+        with serving(provider):
+            yield client
 
 
 @pytest.fixture
-def services(aws: Any) -> Any:
-    """The container's services, as the handler will use them."""
-    from baton.api.services import services as current
+def services(aws: Any) -> Services:
+    """The services the handler serves with."""
+    from baton.api.app import app
 
-    return current()
+    return app.services()
 
 
-def put_key(services: Any, secret: str, tenant: str, agent: str, scopes: set[str], key_id: str) -> None:
-    """Store a key record directly, as `baton serve` does for its development key."""
-    services.keys.put(
-        KeyRecord(
-            key_id=key_id,
-            secret_hash=hash_secret(secret),
-            tenant_id=tenant,
-            agent_id=agent,
-            scopes=frozenset(scopes),
-            created_ms=1_700_000_000_000,
-        )
-    )
+def put_key(services: Services, secret: str, tenant: str, agent: str, scopes: set[str], key_id: str) -> None:
+    """Store a key with a known secret and id directly, as `baton serve` does for its development key."""
+    services.keys.put(issue_key(tenant, agent, scopes, 1_700_000_000_000, secret=secret, key_id=key_id).record)
 
 
 @pytest.fixture
-def api(services: Any) -> ApiDriver:
+def api(services: Services) -> ApiDriver:
     """A driver holding an operator key of tenant `acme` (scopes `*` and `tenants:manage`)."""
     put_key(services, OPERATOR_SECRET, "acme", "operator", {"*", "tenants:manage"}, "key_" + "a" * 32)
     return ApiDriver(OPERATOR_SECRET)
 
 
 @pytest.fixture
-def counter(services: Any) -> Iterator[CallCounter]:
+def counter(services: Services) -> Iterator[CallCounter]:
     """Counts DynamoDB calls made by the handler's client."""
     calls = CallCounter()
     services.dynamodb.meta.events.register("before-call.dynamodb", calls)

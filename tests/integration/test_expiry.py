@@ -10,26 +10,12 @@ import pytest
 import time_machine
 
 from baton.domain.clock import parse_time
+from baton.store import items as store_items
+from tests.builders import SUBJECT, lookup, save
 from tests.integration.driver import ApiDriver, Result
 
-PLAIN = {"idempotency-key": None}
-SUBJECT = "user_rama"
-KIND = "task_state"
 START = datetime(2027, 1, 15, 12, 0, tzinfo=UTC)
 START_MS = int(START.timestamp() * 1000)
-
-
-def body(state: Any = None, **extra: Any) -> dict[str, Any]:
-    """A save request body for the test subject."""
-    return {"subject_id": SUBJECT, "kind": KIND, "state": state if state is not None else {"step": 1}, **extra}
-
-
-def save(api: ApiDriver, key: str | None = None, **fields: Any) -> Result:
-    return api.invoke("save_checkpoint", body=body(**fields), headers={"idempotency-key": key})
-
-
-def lookup(api: ApiDriver) -> Result:
-    return api.invoke("lookup_checkpoint", query={"subject_id": SUBJECT, "kind": KIND})
 
 
 def get_by_id(api: ApiDriver, checkpoint_id: str) -> Result:
@@ -84,9 +70,7 @@ def test_an_expired_checkpoint_cannot_be_deleted(api: ApiDriver) -> None:
         # Given a checkpoint that has expired
         checkpoint_id = save(api, ttl_seconds=60).data["checkpoint_id"]
         traveller.shift(timedelta(seconds=61))
-        # When it is deleted by id
         deleted = api.invoke("delete_checkpoint", path=f"/v1/checkpoints/{checkpoint_id}", headers={"if-match": None})
-        # Then it answers 404 like a missing one
         assert deleted.status == 404
 
 
@@ -128,12 +112,11 @@ def test_ttl_seconds_and_keep_revisions_persist_when_omitted_and_change_when_sen
         record = lookup(api).data
         assert (record["ttl_seconds"], record["keep_revisions"]) == (120, 3)
         assert parse_time(kept.data["expires_at"]) == START_MS + 10_000 + 120_000
-        # When a later save sends them
+        # When a later save sends them, they change
         traveller.shift(timedelta(seconds=10))
         changed = save(
             api, idempotency_key and idempotency_key + "-2", state={"step": 3}, ttl_seconds=600, keep_revisions=0
         )
-        # Then they change
         record = lookup(api).data
         assert (record["ttl_seconds"], record["keep_revisions"]) == (600, 0)
         assert parse_time(changed.data["expires_at"]) == START_MS + 20_000 + 600_000
@@ -141,9 +124,8 @@ def test_ttl_seconds_and_keep_revisions_persist_when_omitted_and_change_when_sen
 
 def test_a_checkpoint_created_without_settings_gets_the_defaults(api: ApiDriver) -> None:
     with time_machine.travel(START, tick=False):
-        # Given a save that sends neither ttl_seconds nor keep_revisions
         saved = save(api)
-        # Then the record carries the defaults: one day and no kept revisions
+        # The defaults: one day, no kept revisions
         record = lookup(api).data
         assert (record["ttl_seconds"], record["keep_revisions"]) == (86_400, 0)
         assert parse_time(saved.data["expires_at"]) == START_MS + 86_400_000
@@ -182,20 +164,11 @@ def test_every_checkpoint_and_idempotency_item_carries_a_whole_second_ttl_and_ke
         # created through the API, and a replacement of an expired checkpoint
         assert save(api, ttl_seconds=60).status == 201
         assert save(api, state={"step": 2}).status == 200
-        assert (
-            api.invoke("save_checkpoint", body=body() | {"kind": "cursor"}, headers={"idempotency-key": "i1"}).status
-            == 201
-        )
-        assert (
-            api.invoke(
-                "save_checkpoint", body=body() | {"kind": "cursor", "state": 2}, headers={"idempotency-key": "i2"}
-            ).status
-            == 200
-        )
+        assert save(api, "i1", kind="cursor").status == 201
+        assert save(api, "i2", kind="cursor", state=2).status == 200
         assert api.invoke("create_key").status == 201
         traveller.shift(timedelta(seconds=61, milliseconds=7))
         assert save(api, state={"step": 3}).status == 201
-        # When the table is read back
         items = scan_items(services)
     checkpoints = [i for i in items if i["pk"]["S"].startswith("C#")]
     records = [i for i in items if i["pk"]["S"].startswith("D#")]
@@ -205,7 +178,7 @@ def test_every_checkpoint_and_idempotency_item_carries_a_whole_second_ttl_and_ke
     assert len(records) == 2
     for item in checkpoints + records:
         ttl = _number(item["ttl"])
-        expires_at = _number(item["expires_at"])
+        expires_at = _number(item[store_items.EXPIRES])
         assert ttl == ttl.to_integral_value(), item["ttl"]
         assert "." not in item["ttl"]["N"]
         assert expires_at <= ttl < expires_at + 1
@@ -216,11 +189,9 @@ def test_every_checkpoint_and_idempotency_item_carries_a_whole_second_ttl_and_ke
 
 def test_idempotency_records_expire_24_hours_after_their_write(api: ApiDriver, services: Any) -> None:
     with time_machine.travel(START, tick=False):
-        # Given a save with an Idempotency-Key
         assert save(api, "day-long").status == 201
-        # When its record is read back
         records = [i for i in scan_items(services) if i["pk"]["S"].startswith("D#")]
     # Then it expires exactly 24 hours after the write, and DynamoDB's TTL is set to that second
     assert len(records) == 1
-    assert _number(records[0]["expires_at"]) == Decimal(START_MS) / 1000 + 86_400
+    assert _number(records[0][store_items.EXPIRES]) == Decimal(START_MS) / 1000 + 86_400
     assert _number(records[0]["ttl"]) == Decimal(START_MS // 1000 + 86_400)

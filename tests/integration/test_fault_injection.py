@@ -33,8 +33,11 @@ from boto3.dynamodb.types import TypeDeserializer
 from botocore.retries.quota import RetryQuota
 
 from baton.domain.access import hash_secret
+from baton.store import items as store_items
+from baton.store import layout
 from tests import proof_counts
-from tests.integration.conftest import OPERATOR_SECRET, TABLE, put_key
+from tests.builders import save, save_body
+from tests.integration.conftest import OPERATOR_SECRET, TABLE, put_key, services_on, serving
 from tests.integration.driver import ApiDriver, Result
 from tests.integration.faults import (
     CANCELLED_THROTTLING,
@@ -58,9 +61,9 @@ AGENT = "operator"
 SUBJECT = "faults"
 KIND = "task_state"
 START = datetime(2027, 3, 1, 12, 0, tzinfo=UTC)
-CHECKPOINT_KEY = (f"C#{TENANT}#{SUBJECT}", f"C#{AGENT}#{KIND}")
+CHECKPOINT_KEY = layout.identity(layout.checkpoint_key(TENANT, SUBJECT, AGENT, KIND))
 IDEMPOTENCY_KEY = "fault-injection-1"
-RECORD_KEY = (f"D#{TENANT}#{AGENT}#{IDEMPOTENCY_KEY}", "D")
+RECORD_KEY = layout.identity(layout.idempotency_key(TENANT, AGENT, IDEMPOTENCY_KEY))
 SUCCESS = frozenset({200, 201})
 
 Item = dict[str, Any]
@@ -92,7 +95,6 @@ def moto_account() -> Iterator[MotoAccount]:
     import boto3
     from moto import mock_aws
 
-    from baton.api import services as wiring
     from baton.store.schema import ensure_table
 
     quotas: list[RetryQuota] = []
@@ -102,18 +104,15 @@ def moto_account() -> Iterator[MotoAccount]:
         original_init(self, *args, **kwargs)
         quotas.append(self)
 
-    with mock_aws(), pytest.MonkeyPatch.context() as patch:
+    with mock_aws():
         aws = boto3.client("dynamodb", region_name="us-east-1")
         ensure_table(aws, TABLE)
-        patch.setenv("BATON_TABLE_NAME", TABLE)
-        patch.delenv("BATON_AWS_ENDPOINT_URL", raising=False)
-        wiring.reset()
         with pytest.MonkeyPatch.context() as recording:
             recording.setattr(RetryQuota, "__init__", recorded_init)
-            services = wiring.services()
+            services = services_on(TABLE)
         assert len(quotas) == 1, "the handler's client should have one retry quota"
-        yield MotoAccount(aws=aws, services=services, retry_quotas=quotas)
-        wiring.reset()
+        with serving(lambda: services):
+            yield MotoAccount(aws=aws, services=services, retry_quotas=quotas)
 
 
 @pytest.fixture
@@ -147,11 +146,22 @@ def snapshot(aws: Any) -> Snapshot:
     while True:
         response = aws.scan(**request)
         for raw in response["Items"]:
-            item = {name: deserializer.deserialize(value) for name, value in raw.items()}
-            items[(item["pk"], item["sk"])] = item
+            key = (raw["pk"]["S"], raw["sk"]["S"])
+            items[key] = _logical(raw, {name: deserializer.deserialize(value) for name, value in raw.items()})
         if "LastEvaluatedKey" not in response:
             return items
         request["ExclusiveStartKey"] = response["LastEvaluatedKey"]
+
+
+def _logical(raw: dict[str, Any], item: dict[str, Any]) -> dict[str, Any]:
+    """An item as what it means, read through the store's own mapping (attribute names are the store's business):
+    a checkpoint's fields, an idempotency record's answer, a key record as stored."""
+    if raw["pk"]["S"].startswith("C#"):
+        return dict(vars(store_items.checkpoint_from_item(raw)))
+    if raw["pk"]["S"].startswith("D#"):
+        record = store_items.record_from_item(raw)
+        return {"result": dict(vars(record.saved)), "request_id": record.request_id, "expires_ms": record.expires_ms}
+    return item
 
 
 def changed_keys(before: Snapshot, after: Snapshot) -> set[tuple[str, str]]:
@@ -191,15 +201,9 @@ class Context:
     key_id: str | None = None
 
 
-def save_body(step: int, ttl_seconds: int = 3600) -> dict[str, Any]:
+def save_step(ctx: Context, step: int, idempotency_key: str | None = None, ttl_seconds: int = 3600) -> Result:
     """A save of the test subject's checkpoint with the state `{"step": step}`."""
-    return {"subject_id": SUBJECT, "kind": KIND, "state": {"step": step}, "ttl_seconds": ttl_seconds}
-
-
-def save(ctx: Context, step: int, idempotency_key: str | None = None, ttl_seconds: int = 3600) -> Result:
-    return ctx.api.invoke(
-        "save_checkpoint", body=save_body(step, ttl_seconds), headers={"idempotency-key": idempotency_key}
-    )
+    return save(ctx.api, idempotency_key, subject_id=SUBJECT, state={"step": step}, ttl_seconds=ttl_seconds)
 
 
 def prepare_nothing(ctx: Context) -> None:
@@ -215,14 +219,14 @@ def prepare_new_caller(ctx: Context) -> None:
 
 def prepare_checkpoint(ctx: Context) -> None:
     """A checkpoint at revision 1 (this also caches the caller's key)."""
-    created = save(ctx, 1)
+    created = save_step(ctx, 1)
     assert created.status == 201, created.raw_body
     ctx.checkpoint_id = created.data["checkpoint_id"]
 
 
 def prepare_expired_checkpoint(ctx: Context) -> None:
     """A checkpoint that expired a minute ago, which TTL has not removed yet."""
-    created = save(ctx, 1, ttl_seconds=60)
+    created = save_step(ctx, 1, ttl_seconds=60)
     assert created.status == 201, created.raw_body
     ctx.checkpoint_id = created.data["checkpoint_id"]
     ctx.clock.shift(timedelta(seconds=120))
@@ -241,11 +245,11 @@ def prepare_key_to_revoke(ctx: Context) -> None:
 
 
 def send_plain_save(ctx: Context) -> Result:
-    return save(ctx, 2)
+    return save_step(ctx, 2)
 
 
 def send_idempotent_save(ctx: Context) -> Result:
-    return save(ctx, 2, IDEMPOTENCY_KEY)
+    return save_step(ctx, 2, IDEMPOTENCY_KEY)
 
 
 def send_delete(ctx: Context) -> Result:
@@ -501,10 +505,7 @@ def assert_idempotent_retries(ctx: Context, scenario: Scenario, before: Snapshot
 @pytest.fixture(scope="module")
 def other_container(moto_account: MotoAccount) -> Any:
     """The services of a second Lambda container sharing the table (its own client, which no fault touches)."""
-    from baton.api.services import build_services
-    from baton.settings import settings
-
-    return build_services(settings())
+    return services_on(TABLE)
 
 
 def other_container_saves(services: Any, step: int, request_id: str) -> None:
@@ -513,7 +514,7 @@ def other_container_saves(services: Any, step: int, request_id: str) -> None:
     from baton.domain.clock import now_ms
     from baton.domain.models import SaveCheckpointRequest
 
-    request = SaveCheckpointRequest.model_validate(save_body(step))
+    request = SaveCheckpointRequest.model_validate(save_body(subject_id=SUBJECT, state={"step": step}))
     services.checkpoints.save(plan_save(request, TENANT, AGENT, request_id, now_ms()))
 
 
@@ -538,7 +539,7 @@ def test_a_save_whose_answer_was_lost_is_not_applied_again_after_other_writers(
     # When our save lands as revision 2, its answer is lost, and other writers save before botocore's retry
     with injected(env.services.dynamodb) as injector:
         fault = injector.arm(Fault(operation, lost, Phase.AFTER, Duration.ONCE, between=others_write))
-        answer = save(ctx, 2, idempotency_key)
+        answer = save_step(ctx, 2, idempotency_key)
     proof_counts.record(
         SUITE,
         cases=1,
@@ -561,7 +562,7 @@ def test_a_save_whose_answer_was_lost_is_not_applied_again_after_other_writers(
     assert_table_consistent(final)
     if idempotency_key is not None:
         # And a retry with its key replays that answer, even after the later revisions
-        replay = save(ctx, 2, idempotency_key)
+        replay = save_step(ctx, 2, idempotency_key)
         assert replay.header("Idempotent-Replayed") == "true"
         assert replay.data == answer.data
         assert snapshot(env.aws) == final
@@ -600,7 +601,7 @@ def test_retry_after_is_a_positive_number_of_seconds_a_client_can_wait(
     # Given DynamoDB throttling every attempt of a save
     with injected(env.services.dynamodb) as injector:
         fault = injector.arm(Fault("UpdateItem", THROTTLING, Phase.BEFORE, Duration.EVERY))
-        answer = save(ctx, 1)
+        answer = save_step(ctx, 1)
     proof_counts.record(SUITE, cases=1, faults_injected=fault.struck, answered_503=int(answer.status == 503))
     # Then botocore retried with backoff before giving up
     assert fault.struck == injector.attempts["UpdateItem"] >= 2
@@ -622,7 +623,7 @@ def test_an_idempotent_save_cancelled_for_throttling_is_a_503_not_a_500(
     # Given a transaction that DynamoDB cancels because one of its items is throttled
     with injected(env.services.dynamodb) as injector:
         fault = injector.arm(Fault("TransactWriteItems", reason, Phase.BEFORE, duration))
-        answer = save(ctx, 2, IDEMPOTENCY_KEY)
+        answer = save_step(ctx, 2, IDEMPOTENCY_KEY)
     proof_counts.record(SUITE, cases=1, faults_injected=fault.struck, answered_503=int(answer.status == 503))
     if duration is Duration.EVERY or answer.status == 503:
         # Then the caller is told to come back later, and no idempotency key was consumed
@@ -639,7 +640,7 @@ def test_a_batch_get_left_unprocessed_every_time_gives_up_with_a_503(env: MotoAc
     # Given DynamoDB leaving every key of the idempotent save's BatchGetItem unprocessed (as it does when throttled)
     with injected(env.services.dynamodb) as injector:
         fault = injector.arm(Fault("BatchGetItem", UNPROCESSED_KEYS, Phase.BEFORE, Duration.EVERY))
-        answer = save(ctx, 2, IDEMPOTENCY_KEY)
+        answer = save_step(ctx, 2, IDEMPOTENCY_KEY)
     proof_counts.record(SUITE, cases=1, faults_injected=fault.struck, answered_503=int(answer.status == 503))
     # Then it stops asking after a bounded number of rounds and answers 503
     assert not fault.exhausted, f"BatchGetItem was asked {fault.struck} times for keys left unprocessed"

@@ -8,32 +8,16 @@ from typing import Any
 import pytest
 import time_machine
 
-from baton.domain.checkpoints import plan_save, request_fingerprint
+from baton.domain.checkpoints import IdempotencyClaim, plan_save, request_fingerprint
 from baton.domain.clock import now_ms
 from baton.domain.models import SaveCheckpointRequest
-from baton.store.checkpoints import IdempotencyClaim
+from tests.builders import KIND, SUBJECT, lookup, save, save_body
 from tests.integration.conftest import put_key
-from tests.integration.driver import ApiDriver, CallCounter, Result
+from tests.integration.driver import ApiDriver, CallCounter, load_event
 
-PLAIN = {"idempotency-key": None}
 WRITE_OPERATIONS = frozenset({"PutItem", "UpdateItem", "DeleteItem", "TransactWriteItems", "BatchWriteItem"})
-SUBJECT = "user_rama"
-KIND = "task_state"
 PLANNER_SECRET = "btn_test_planner_secret_0001"
 WRITER_SECRET = "btn_test_writer_secret_00001"
-
-
-def body(state: Any = None, **extra: Any) -> dict[str, Any]:
-    """A save request body for the test subject."""
-    return {"subject_id": SUBJECT, "kind": KIND, "state": state if state is not None else {"step": 1}, **extra}
-
-
-def save(api: ApiDriver, key: str | None, secret: str | None = None, **fields: Any) -> Result:
-    return api.invoke("save_checkpoint", body=body(**fields), headers={"idempotency-key": key}, secret=secret)
-
-
-def lookup(api: ApiDriver, secret: str | None = None) -> Result:
-    return api.invoke("lookup_checkpoint", query={"subject_id": SUBJECT, "kind": KIND}, secret=secret)
 
 
 def test_replay_repeats_the_first_answer_even_after_two_later_revisions(api: ApiDriver) -> None:
@@ -42,9 +26,8 @@ def test_replay_repeats_the_first_answer_even_after_two_later_revisions(api: Api
     assert first.status == 201
     assert save(api, None, state={"step": 2}).data["revision"] == 2
     assert save(api, None, state={"step": 3}).data["revision"] == 3
-    # When the first request is retried with its key
     replay = save(api, "create-once", state={"step": 1})
-    # Then the first answer comes back: status, data and ETag, marked as a replay, with its own request id
+    # The first answer comes back (status, data and ETag) marked as a replay, with its own request id
     assert replay.status == 201
     assert replay.data == first.data
     assert replay.data["revision"] == 1
@@ -57,12 +40,9 @@ def test_replay_repeats_the_first_answer_even_after_two_later_revisions(api: Api
 
 
 def test_same_key_with_a_different_body_is_refused_and_writes_nothing(api: ApiDriver, counter: CallCounter) -> None:
-    # Given a save made with a key
     assert save(api, "k-1", state={"step": 1}).status == 201
     counter.reset()
-    # When the same key comes with another body
     reused = save(api, "k-1", state={"step": 2})
-    # Then it is 422 IDEMPOTENCY_KEY_REUSED, no write was attempted, and the checkpoint is unchanged
     assert reused.status == 422
     assert reused.error["code"] == "IDEMPOTENCY_KEY_REUSED"
     assert not WRITE_OPERATIONS & set(counter.calls)
@@ -72,7 +52,6 @@ def test_same_key_with_a_different_body_is_refused_and_writes_nothing(api: ApiDr
 
 
 def test_same_key_with_a_semantically_equal_body_replays(api: ApiDriver) -> None:
-    # Given a save made with a key
     first = api.invoke(
         "save_checkpoint", raw_body='{"subject_id":"user_rama","kind":"task_state","state":{"a":1,"b":2}}'
     )
@@ -81,7 +60,6 @@ def test_same_key_with_a_semantically_equal_body_replays(api: ApiDriver) -> None
     again = api.invoke(
         "save_checkpoint", raw_body='{ "state": {"b": 2, "a": 1}, "kind": "task_state", "subject_id": "user_rama" }'
     )
-    # Then it is a replay, not a reuse
     assert again.status == 201
     assert again.header("Idempotent-Replayed") == "true"
     assert again.data == first.data
@@ -90,90 +68,74 @@ def test_same_key_with_a_semantically_equal_body_replays(api: ApiDriver) -> None
 def test_keys_belong_to_the_agent_another_agent_uses_the_same_key_string_independently(
     api: ApiDriver, services: Any
 ) -> None:
-    # Given two agents of one tenant, each with its own key
     put_key(services, PLANNER_SECRET, "acme", "planner", {"checkpoints:read", "checkpoints:write"}, "key_" + "1" * 32)
     put_key(services, WRITER_SECRET, "acme", "writer", {"checkpoints:read", "checkpoints:write"}, "key_" + "2" * 32)
     planner = save(api, "shared-key", secret=PLANNER_SECRET, state={"by": "planner"})
     assert planner.status == 201
-    # When the other agent sends the same key string with another body
+    # Another agent's same key string with another body: a first request of its own, neither replay nor reuse
     writer = save(api, "shared-key", secret=WRITER_SECRET, state={"by": "writer"})
-    # Then it is a first request of its own, neither a replay nor a reuse
     assert writer.status == 201
     assert writer.header("Idempotent-Replayed") is None
     assert writer.data["agent_id"] == "writer"
     assert writer.data["checkpoint_id"] != planner.data["checkpoint_id"]
-    assert lookup(api, WRITER_SECRET).data["state"] == {"by": "writer"}
-    assert lookup(api, PLANNER_SECRET).data["state"] == {"by": "planner"}
-    # And each agent's own retry still replays its own first answer
+    assert lookup(api, secret=WRITER_SECRET).data["state"] == {"by": "writer"}
+    assert lookup(api, secret=PLANNER_SECRET).data["state"] == {"by": "planner"}
+    # Each agent's own retry still replays its own first answer
     assert save(api, "shared-key", secret=PLANNER_SECRET, state={"by": "planner"}).data == planner.data
 
 
 def test_keys_belong_to_the_tenant_another_tenant_uses_the_same_key_string_independently(
     api: ApiDriver, services: Any
 ) -> None:
-    # Given an agent of tenant acme that used a key
     assert save(api, "tenant-key", state={"tenant": "acme"}).status == 201
-    # When an agent of the same name in another tenant sends the same key with another body
+    # An agent of the same name in another tenant
     put_key(services, PLANNER_SECRET, "globex", "operator", {"*"}, "key_" + "3" * 32)
     other = save(api, "tenant-key", secret=PLANNER_SECRET, state={"tenant": "globex"})
-    # Then it is a first request in that tenant
     assert other.status == 201
     assert other.header("Idempotent-Replayed") is None
 
 
 def test_a_validation_error_consumes_no_key(api: ApiDriver) -> None:
-    # Given a request rejected with 400 under a key
-    rejected = api.invoke(
-        "save_checkpoint", body={"subject_id": SUBJECT, "kind": "novel", "state": {}}, headers={"idempotency-key": "v"}
-    )
+    rejected = save(api, "v", kind="novel", state={})
     assert rejected.status == 400
-    # When a valid request is sent with the same key
     accepted = save(api, "v")
-    # Then it is accepted as a first request
     assert accepted.status == 201
     assert accepted.header("Idempotent-Replayed") is None
 
 
 def test_a_revision_conflict_consumes_no_key_and_the_same_request_succeeds_later(api: ApiDriver) -> None:
-    # Given a request expecting revision 1 rejected with 409 because nothing exists yet
+    # Nothing exists yet
     rejected = save(api, "after-create", state={"step": 2}, expected_revision=1)
     assert rejected.status == 409
     assert rejected.error["code"] == "REVISION_CONFLICT"
-    # When the checkpoint comes into being and the very same request is retried with the same key
     assert save(api, None, state={"step": 1}).status == 201
     retried = save(api, "after-create", state={"step": 2}, expected_revision=1)
-    # Then it is applied, not replayed as the 409 and not refused as a reuse
+    # Applied: not replayed as the 409, not refused as a reuse
     assert retried.status == 200
     assert retried.data["revision"] == 2
     assert retried.header("Idempotent-Replayed") is None
 
 
 def test_a_conflict_then_a_different_valid_request_with_the_same_key_succeeds(api: ApiDriver) -> None:
-    # Given a 409 under a key
     assert save(api, "k-409", expected_revision=3).status == 409
-    # When a different, valid request uses the same key
     accepted = save(api, "k-409", state={"fresh": True})
-    # Then it is accepted
     assert accepted.status == 201
 
 
 def test_a_record_older_than_24_hours_counts_as_absent(api: ApiDriver) -> None:
     start = datetime(2027, 1, 15, 12, 0, tzinfo=UTC)
     with time_machine.travel(start, tick=False) as traveller:
-        # Given a save made with a key, on a checkpoint that lives 30 days
+        # On a checkpoint that lives 30 days
         first = save(api, "daily", state={"day": 1}, ttl_seconds=2_592_000)
         assert first.status == 201
-        # When the same request comes just before 24 hours have passed
         traveller.shift(timedelta(hours=24) - timedelta(milliseconds=1))
         within = save(api, "daily", state={"day": 1}, ttl_seconds=2_592_000)
-        # Then it is still a replay
         assert within.header("Idempotent-Replayed") == "true"
         assert within.data == first.data
-        # When it comes again once 24 hours have passed, and then with another body
         traveller.shift(timedelta(milliseconds=1))
         later = save(api, "daily", state={"day": 1}, ttl_seconds=2_592_000)
         different = save(api, "daily", state={"day": 2}, ttl_seconds=2_592_000)
-        # Then the old record counts as absent: the first is a new write, and the key is then bound to it
+        # The old record counts as absent: the first is a new write, and the key is then bound to it
         assert later.status == 200
         assert later.header("Idempotent-Replayed") is None
         assert later.data["revision"] == 2
@@ -183,21 +145,16 @@ def test_a_record_older_than_24_hours_counts_as_absent(api: ApiDriver) -> None:
 def test_a_record_older_than_24_hours_frees_the_key_for_another_body(api: ApiDriver) -> None:
     start = datetime(2027, 1, 15, 12, 0, tzinfo=UTC)
     with time_machine.travel(start, tick=False) as traveller:
-        # Given a save made with a key
         assert save(api, "reuse-tomorrow", state={"day": 1}, ttl_seconds=2_592_000).status == 201
-        # When a day and a second later the key comes with another body
         traveller.shift(timedelta(hours=24, seconds=1))
         accepted = save(api, "reuse-tomorrow", state={"day": 2})
-        # Then it is accepted as a first request
         assert accepted.status == 200
         assert accepted.data["revision"] == 2
         assert lookup(api).data["state"] == {"day": 2}
 
 
 def _plan(request_id: str, state: Any, **fields: Any) -> Any:
-    request = SaveCheckpointRequest.model_validate(
-        {"subject_id": SUBJECT, "kind": KIND, "state": state, **fields}, strict=False
-    )
+    request = SaveCheckpointRequest.model_validate(save_body(state=state, **fields), strict=False)
     return plan_save(request, "acme", "operator", request_id, now_ms())
 
 
@@ -218,8 +175,8 @@ def test_an_idempotent_write_whose_answer_was_lost_is_recognised_and_not_applied
     # When the very same write (same request id) is sent again
     second = services.checkpoints.save(plan, claim)
     # Then it reports the same result, as its own (not a replay), and the revision was bumped only once
-    assert second.result == first.result
-    assert first.result["revision"] == 2
+    assert second.saved == first.saved
+    assert first.saved.revision == 2
     assert second.replayed is False
     assert _revision(services) == 2
 
@@ -232,8 +189,8 @@ def test_a_plain_write_whose_answer_was_lost_is_recognised_and_not_applied_twice
     # When the very same write (same request id) is retried
     second = services.checkpoints.save(plan)
     # Then it reports the same result and the revision moved once, never reported as a conflict
-    assert second.result == first.result
-    assert first.result["revision"] == 2
+    assert second.saved == first.saved
+    assert first.saved.revision == 2
     assert _revision(services) == 2
 
 
@@ -246,7 +203,7 @@ def test_a_plain_create_whose_answer_was_lost_is_reported_as_the_create(services
     # Then the retry reports the create (revision 1, not updated), and nothing was written again
     assert first.created is True
     assert second.created is True
-    assert second.result == first.result
+    assert second.saved == first.saved
     assert _revision(services) == 1
 
 
@@ -258,16 +215,14 @@ def test_a_lost_write_with_expected_revision_is_not_reported_as_a_conflict(servi
     # When the same write is retried (the revision is now 2, not 1)
     second = services.checkpoints.save(plan)
     # Then it is recognised as applied, not answered with REVISION_CONFLICT
-    assert second.result == first.result
+    assert second.saved == first.saved
     assert _revision(services) == 2
 
 
 def test_a_plain_save_event_retried_with_the_same_request_id_does_not_write_twice(
     api: ApiDriver, services: Any
 ) -> None:
-    # Given a plain save event that was delivered and applied
     from baton.handlers.api import handler
-    from tests.integration.driver import load_event
 
     assert save(api, None, state={"step": 1}).status == 201
     event = load_event("save_checkpoint")
@@ -275,23 +230,18 @@ def test_a_plain_save_event_retried_with_the_same_request_id_does_not_write_twic
     event["headers"]["authorization"] = f"Bearer {api.secret}"
     event["body"] = '{"subject_id":"user_rama","kind":"task_state","state":{"step":2}}'
     first = handler(event, None)
-    # When the same event (same request id) is delivered again
-    second = handler(event, None)
-    # Then both answers are the same update, and the revision moved once
+    second = handler(event, None)  # the same event again: the same request id
     assert first["statusCode"] == second["statusCode"] == 200
     assert first["body"] == second["body"]
     assert _revision(services) == 2
 
 
 def test_replay_of_an_update_repeats_its_200(api: ApiDriver) -> None:
-    # Given a checkpoint, then an update made with a key
     assert save(api, None).status == 201
     first = save(api, "update-key", state={"step": 2})
     assert first.status == 200
-    # When the update is retried after another revision
     assert save(api, None, state={"step": 3}).data["revision"] == 3
     replay = save(api, "update-key", state={"step": 2})
-    # Then the replay repeats 200 and the update's data
     assert replay.status == 200
     assert replay.data == first.data
     assert replay.data["updated"] is True
@@ -303,10 +253,7 @@ def test_replay_of_an_update_repeats_its_200(api: ApiDriver) -> None:
     "key", ["", "x" * 201, "tab\there", "naïve"], ids=["empty", "too-long", "control", "non-ascii"]
 )
 def test_an_invalid_idempotency_key_is_400_and_writes_nothing(api: ApiDriver, key: str) -> None:
-    # Given an Idempotency-Key header outside 1-200 printable characters
-    # When a save carries it
     answer = save(api, key)
-    # Then it is 400 naming the header, and nothing was saved
     assert answer.status == 400
     assert answer.error["code"] == "VALIDATION_ERROR"
     assert "Idempotency-Key" in answer.error["message"]
@@ -314,11 +261,8 @@ def test_an_invalid_idempotency_key_is_400_and_writes_nothing(api: ApiDriver, ke
 
 
 def test_an_idempotency_key_of_200_printable_characters_is_accepted(api: ApiDriver) -> None:
-    # Given the longest key the contract allows, with spaces and punctuation
-    key = ("step 3/7: ~!" * 20)[:200]
-    # When it is used twice
+    key = ("step 3/7: ~!" * 20)[:200]  # the longest the contract allows, with spaces and punctuation
     first = save(api, key)
     again = save(api, key)
-    # Then the first is applied and the second replays it
     assert first.status == 201
     assert again.header("Idempotent-Replayed") == "true"

@@ -13,12 +13,10 @@ from baton.api.auth import Authenticator
 from baton.domain.access import hash_secret
 from baton.domain.clock import now_ms
 from baton.domain.errors import Unauthenticated
+from tests.builders import SUBJECT, lookup, save
 from tests.integration.conftest import OPERATOR_SECRET, put_key
 from tests.integration.driver import ApiDriver, Result
 
-PLAIN = {"idempotency-key": None}
-SUBJECT = "user_rama"
-KIND = "task_state"
 START = datetime(2027, 1, 15, 12, 0, tzinfo=UTC)
 MANAGER_SECRET = "btn_test_manager_secret_0001"
 ADMIN_SECRET = "btn_test_admin_secret_000001"
@@ -37,15 +35,6 @@ def list_keys(api: ApiDriver, secret: str | None = None, **query: str) -> Result
 
 def revoke(api: ApiDriver, key_id: str, secret: str | None = None) -> Result:
     return api.invoke("revoke_key", path=f"/v1/keys/{key_id}", secret=secret)
-
-
-def save(api: ApiDriver, secret: str | None = None, **fields: Any) -> Result:
-    request = {"subject_id": SUBJECT, "kind": KIND, "state": {"step": 1}, **fields}
-    return api.invoke("save_checkpoint", body=request, headers=PLAIN, secret=secret)
-
-
-def lookup(api: ApiDriver, secret: str | None = None, **query: str) -> Result:
-    return api.invoke("lookup_checkpoint", query={"subject_id": SUBJECT, "kind": KIND, **query}, secret=secret)
 
 
 def scan_items(services: Any) -> list[dict[str, Any]]:
@@ -74,7 +63,6 @@ def assert_forbidden(answer: Result) -> None:
 
 
 def test_a_new_key_shows_its_secret_once_and_works_at_once(api: ApiDriver) -> None:
-    # Given the operator
     # When it issues a key for the planner agent
     created = create_key(api, description="planner agent")
     # Then the answer carries the secret and the key's facts, and the key authenticates immediately
@@ -86,13 +74,12 @@ def test_a_new_key_shows_its_secret_once_and_works_at_once(api: ApiDriver) -> No
     assert data["scopes"] == ["checkpoints:read", "checkpoints:write"]
     assert data["description"] == "planner agent"
     assert "secret_hash" not in data
-    assert save(api, data["secret"]).status == 201
+    assert save(api, secret=data["secret"]).status == 201
 
 
 def test_listing_keys_never_shows_a_secret_nor_its_hash(api: ApiDriver) -> None:
     # Given a key issued through the API
     created = create_key(api).data
-    # When the tenant's keys are listed
     listed = list_keys(api)
     # Then the key is there, without its secret or the secret's hash anywhere in the answer
     assert listed.status == 200
@@ -110,7 +97,6 @@ def test_listing_keys_never_shows_a_secret_nor_its_hash(api: ApiDriver) -> None:
 def test_the_table_stores_only_the_sha256_of_a_secret(api: ApiDriver, services: Any) -> None:
     # Given a key issued through the API, and the operator key
     secret = create_key(api).data["secret"]
-    # When every item of the table is read
     dump = repr(scan_items(services))
     # Then no secret appears anywhere, and each is stored as its SHA-256
     for known in (secret, OPERATOR_SECRET):
@@ -141,7 +127,6 @@ def test_a_wildcard_key_cannot_grant_tenants_manage(api: ApiDriver, services: An
     put_key(services, ADMIN_SECRET, "acme", "admin", {"*"}, "key_" + "2" * 32)
     # When it issues a key with tenants:manage
     answer = create_key(api, ADMIN_SECRET, agent_id="admin", scopes=["tenants:manage"])
-    # Then it is refused
     assert_forbidden(answer)
 
 
@@ -150,7 +135,6 @@ def test_a_key_without_wildcard_cannot_issue_for_another_agent(api: ApiDriver, s
     put_key(services, MANAGER_SECRET, "acme", "manager", {"keys:manage", "checkpoints:read"}, "key_" + "1" * 32)
     # When it issues a key for another agent, even with scopes it holds
     answer = create_key(api, MANAGER_SECRET, agent_id="planner", scopes=["checkpoints:read"])
-    # Then it is 403
     assert_forbidden(answer)
 
 
@@ -175,7 +159,7 @@ def test_a_key_issued_for_another_tenant_works_there_and_sees_nothing_of_the_fir
     assert created.data["tenant_id"] == "globex"
     globex = created.data["secret"]
     # Then the new key sees none of acme's checkpoints or keys
-    assert lookup(api, globex).status == 404
+    assert lookup(api, secret=globex).status == 404
     assert api.invoke("get_checkpoint", path=f"/v1/checkpoints/{acme_id}", secret=globex).status == 404
     listed = api.invoke("list_subject_checkpoints", path=f"/v1/subjects/{SUBJECT}/checkpoints", query={}, secret=globex)
     assert listed.status == 200
@@ -184,10 +168,10 @@ def test_a_key_issued_for_another_tenant_works_there_and_sees_nothing_of_the_fir
     assert api.invoke("delete_checkpoint", path=f"/v1/checkpoints/{acme_id}", secret=globex).status == 404
     assert revoke(api, "key_" + "a" * 32, globex).status == 404
     # And it works in its own tenant, without touching acme's checkpoint
-    own = save(api, globex, state={"tenant": "globex"})
+    own = save(api, secret=globex, state={"tenant": "globex"})
     assert own.status == 201
     assert own.data["checkpoint_id"] != acme_id
-    assert lookup(api, globex).data["state"] == {"tenant": "globex"}
+    assert lookup(api, secret=globex).data["state"] == {"tenant": "globex"}
     assert lookup(api).data["state"] == {"tenant": "acme"}
     assert lookup(api).data["revision"] == 1
 
@@ -198,13 +182,12 @@ def test_a_key_issued_for_another_tenant_works_there_and_sees_nothing_of_the_fir
 def test_revocation_in_the_same_container_is_immediate(api: ApiDriver) -> None:
     # Given a key that has been used (so this container caches it)
     created = create_key(api).data
-    assert save(api, created["secret"]).status == 201
-    # When it is revoked
+    assert save(api, secret=created["secret"]).status == 201
     revoked = revoke(api, created["key_id"])
     # Then the revocation is confirmed and the key is refused at once
     assert revoked.status == 200
     assert revoked.data == {"key_id": created["key_id"], "deleted": True}
-    assert_unauthenticated(lookup(api, created["secret"]))
+    assert_unauthenticated(lookup(api, secret=created["secret"]))
     # And it is no longer listed, and revoking it again is 404
     assert created["key_id"] not in [k["key_id"] for k in list_keys(api).data]
     assert revoke(api, created["key_id"]).status == 404
@@ -222,7 +205,7 @@ def test_a_key_cached_in_another_container_works_until_the_cache_ttl_then_is_ref
         # When the key is revoked through this container
         assert revoke(api, created["key_id"]).status == 200
         # Then this container refuses it at once, while the other still trusts its cache just under 60 s
-        assert_unauthenticated(lookup(api, created["secret"]))
+        assert_unauthenticated(lookup(api, secret=created["secret"]))
         traveller.shift(timedelta(seconds=59))
         assert other_container.authenticate(header, now_ms()).key_id == created["key_id"]
         # And once 60 s have passed the other container reads the record again and refuses it
@@ -237,11 +220,10 @@ def test_an_expired_key_is_refused(api: ApiDriver) -> None:
         created = create_key(api, expires_at="2027-01-15T13:00:00.000Z").data
         assert created["expires_at"] == "2027-01-15T13:00:00.000Z"
         traveller.shift(timedelta(minutes=59, seconds=59))
-        assert save(api, created["secret"]).status == 201
-        # When the hour has passed
+        assert save(api, secret=created["secret"]).status == 201
         traveller.shift(timedelta(seconds=1))
         # Then the key is refused, cached or not
-        assert_unauthenticated(lookup(api, created["secret"]))
+        assert_unauthenticated(lookup(api, secret=created["secret"]))
 
 
 def test_a_key_not_yet_valid_is_refused_until_not_before(api: ApiDriver) -> None:
@@ -249,12 +231,11 @@ def test_a_key_not_yet_valid_is_refused_until_not_before(api: ApiDriver) -> None
         # Given a key valid from one hour on
         created = create_key(api, not_before="2027-01-15T13:00:00.000Z").data
         # When it is used before that time
-        early = lookup(api, created["secret"])
-        # Then it is refused
+        early = lookup(api, secret=created["secret"])
         assert_unauthenticated(early)
         # And from not_before on it works
         traveller.shift(timedelta(hours=1))
-        assert save(api, created["secret"]).status == 201
+        assert save(api, secret=created["secret"]).status == 201
 
 
 @pytest.mark.parametrize(
@@ -282,7 +263,7 @@ def test_a_read_only_key_reads_but_cannot_write_delete_or_manage_keys(api: ApiDr
     put_key(services, READER_SECRET, "acme", "reader", {"checkpoints:read"}, "key_" + "3" * 32)
     # When it reads, writes, deletes and manages keys
     # Then reads are allowed
-    assert lookup(api, READER_SECRET).status == 200
+    assert lookup(api, secret=READER_SECRET).status == 200
     assert api.invoke("get_checkpoint", path=f"/v1/checkpoints/{checkpoint_id}", secret=READER_SECRET).status == 200
     listed = api.invoke(
         "list_subject_checkpoints", path=f"/v1/subjects/{SUBJECT}/checkpoints", query={}, secret=READER_SECRET
@@ -290,7 +271,7 @@ def test_a_read_only_key_reads_but_cannot_write_delete_or_manage_keys(api: ApiDr
     assert listed.status == 200
     assert [c["checkpoint_id"] for c in listed.data] == [checkpoint_id]
     # And everything else is 403
-    assert_forbidden(save(api, READER_SECRET, state={"step": 2}))
+    assert_forbidden(save(api, secret=READER_SECRET, state={"step": 2}))
     assert_forbidden(
         api.invoke(
             "delete_checkpoint",
@@ -303,17 +284,17 @@ def test_a_read_only_key_reads_but_cannot_write_delete_or_manage_keys(api: ApiDr
     assert_forbidden(create_key(api, READER_SECRET, agent_id="reader", scopes=["checkpoints:read"]))
     assert_forbidden(revoke(api, "key_" + "3" * 32, READER_SECRET))
     # And nothing changed
-    assert lookup(api, READER_SECRET).data["revision"] == 1
+    assert lookup(api, secret=READER_SECRET).data["revision"] == 1
 
 
 def test_a_write_only_key_cannot_read(api: ApiDriver, services: Any) -> None:
     # Given a key holding only checkpoints:write
     put_key(services, WRITER_SECRET, "acme", "writer", {"checkpoints:write"}, "key_" + "4" * 32)
     # When it saves and then reads
-    saved = save(api, WRITER_SECRET)
+    saved = save(api, secret=WRITER_SECRET)
     # Then the save works and the reads are 403
     assert saved.status == 201
-    assert_forbidden(lookup(api, WRITER_SECRET))
+    assert_forbidden(lookup(api, secret=WRITER_SECRET))
     assert_forbidden(
         api.invoke("get_checkpoint", path=f"/v1/checkpoints/{saved.data['checkpoint_id']}", secret=WRITER_SECRET)
     )
@@ -325,7 +306,7 @@ def test_keys_manage_alone_manages_keys_but_reads_no_checkpoints(api: ApiDriver,
     # When it lists keys and looks up a checkpoint
     # Then the key routes answer and the checkpoint route is 403
     assert list_keys(api, MANAGER_SECRET).status == 200
-    assert_forbidden(lookup(api, MANAGER_SECRET))
+    assert_forbidden(lookup(api, secret=MANAGER_SECRET))
 
 
 def test_a_key_without_wildcard_sees_only_its_own_keys_and_cannot_revoke_others(api: ApiDriver, services: Any) -> None:
@@ -338,7 +319,7 @@ def test_a_key_without_wildcard_sees_only_its_own_keys_and_cannot_revoke_others(
     # Then it sees only its own agent's keys and the other key is not its to revoke (404); the key still works
     assert [k["agent_id"] for k in listed.data] == ["manager"]
     assert revoked.status == 404
-    assert save(api, other["secret"]).status == 201
+    assert save(api, secret=other["secret"]).status == 201
 
 
 # -- logs ------------------------------------------------------------------------------------------------
@@ -359,12 +340,12 @@ def test_logs_never_contain_a_secret(
     # When a key is created, used for writes and reads, revoked, and a wrong key is tried
     created = create_key(api).data
     secret = created["secret"]
-    assert save(api, secret).status == 201
-    assert lookup(api, secret).status == 200
+    assert save(api, secret=secret).status == 201
+    assert lookup(api, secret=secret).status == 200
     assert list_keys(api).status == 200
     assert revoke(api, created["key_id"]).status == 200
-    assert lookup(api, secret).status == 401
-    assert lookup(api, "btn_wrong_secret_for_the_logs").status == 401
+    assert lookup(api, secret=secret).status == 401
+    assert lookup(api, secret="btn_wrong_secret_for_the_logs").status == 401
     logged = _everything_logged(capsys, caplog)
     # Then something was logged, and no secret appears in it
     assert caplog.records
@@ -387,7 +368,6 @@ def test_a_defect_is_logged_with_its_request_id_and_without_the_secret(
         raise RuntimeError("simulated defect in the store")
 
     monkeypatch.setattr(services.checkpoints, "get", broken)
-    # When the operator looks up a checkpoint
     answer = lookup(api)
     logged = _everything_logged(capsys, caplog)
     # Then the answer is an opaque 500, the cause is logged with the request id, and the secret is not

@@ -16,10 +16,10 @@ from baton.domain.checkpoints import RECENT_REQUESTS, CheckpointKey, plan_save
 from baton.domain.clock import now_ms
 from baton.domain.errors import MAX_REPORTED_ERRORS
 from baton.domain.models import SaveCheckpointRequest
+from tests.builders import KIND, PLAIN, SUBJECT, save
 from tests.integration.conftest import put_key
 from tests.integration.driver import ApiDriver, Result
 
-PLAIN = {"idempotency-key": None}
 START = datetime(2027, 3, 1, 9, 0, tzinfo=UTC)
 MANAGER = "btn_review_manager_secret_001"  # keys:manage and checkpoints:read, agent `planner`, no *
 
@@ -39,11 +39,6 @@ def items(services: Any) -> list[dict[str, Any]]:
 def create_key(api: ApiDriver, secret: str | None = None, **fields: Any) -> Result:
     body = {"agent_id": "planner", "scopes": ["checkpoints:read"], **fields}
     return api.invoke("create_key", body=body, secret=secret)
-
-
-def save(api: ApiDriver, subject: str = "review", **fields: Any) -> Result:
-    body = {"subject_id": subject, "kind": "task_state", "state": {"step": 1}, **fields}
-    return api.invoke("save_checkpoint", body=body, headers=PLAIN)
 
 
 @pytest.fixture
@@ -178,9 +173,9 @@ def test_a_retried_plain_save_is_recognised_after_other_writers_saved(services: 
         store.save(_plan(f"req-{step}", step))
     retried = store.save(lost)  # the SDK retries the same request
     current = store.get(CheckpointKey("acme", "review", "operator", "task_state"), now_ms())
-    assert retried.result == first.result
+    assert retried.saved == first.saved
     assert current.revision == RECENT_REQUESTS + 1
-    assert current.record()["state"] == {"s": RECENT_REQUESTS}
+    assert json.loads(current.state_text or b"") == {"s": RECENT_REQUESTS}
 
 
 def test_the_bound_of_remembered_request_ids_is_the_documented_one(services: Any) -> None:
@@ -191,7 +186,7 @@ def test_the_bound_of_remembered_request_ids_is_the_documented_one(services: Any
     for step in range(2, RECENT_REQUESTS + 2):  # eight other writes: the lost one falls off
         store.save(_plan(f"req-{step}", step))
     again = store.save(lost)
-    assert again.result["revision"] == RECENT_REQUESTS + 2
+    assert again.saved.revision == RECENT_REQUESTS + 2
 
 
 # -- 4. throttled transactions answered 500 ------------------------------------------------------------------
@@ -259,7 +254,7 @@ def test_a_tag_with_a_huge_revision_does_not_match_and_does_not_fail(api: ApiDri
     checkpoint_id = saved.data["checkpoint_id"]
     tag = f'W/"{checkpoint_id}:{"9" * digits}"'
     looked_up = api.invoke(
-        "lookup_checkpoint", query={"subject_id": "review", "kind": "task_state"}, headers={"if-none-match": tag}
+        "lookup_checkpoint", query={"subject_id": SUBJECT, "kind": KIND}, headers={"if-none-match": tag}
     )
     by_id = api.invoke("get_checkpoint", path=f"/v1/checkpoints/{checkpoint_id}", headers={"if-none-match": tag})
     deleted = api.invoke("delete_checkpoint", path=f"/v1/checkpoints/{checkpoint_id}", headers={"if-match": tag})
@@ -275,17 +270,9 @@ def test_a_page_of_checkpoints_is_empty_only_at_the_end(api: ApiDriver) -> None:
     """Defect 7 (its rule for every list): expired checkpoints the filter drops never make an empty page."""
     with time_machine.travel(START, tick=False):
         for kind in ("task_state", "conversation", "workflow"):
-            api.invoke(
-                "save_checkpoint",
-                body={"subject_id": "pages", "kind": kind, "state": {"k": kind}, "ttl_seconds": 60},
-                headers=PLAIN,
-            )
+            save(api, subject_id="pages", kind=kind, state={"k": kind}, ttl_seconds=60)
     with time_machine.travel(START + timedelta(seconds=30), tick=False):
-        api.invoke(
-            "save_checkpoint",
-            body={"subject_id": "pages", "kind": "cursor", "state": {}, "ttl_seconds": 600},
-            headers=PLAIN,
-        )
+        save(api, subject_id="pages", kind="cursor", state={}, ttl_seconds=600)
     with time_machine.travel(START + timedelta(seconds=120), tick=False):
         # the three older ones expired; they sort after the live one
         first = api.invoke("list_subject_checkpoints", path="/v1/subjects/pages/checkpoints", query={"limit": "1"})
@@ -325,12 +312,12 @@ def test_an_oversized_state_is_refused_without_compressing_it(
     api: ApiDriver, services: Any, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """Defect 9: a state of 3,010,000 bytes of varied text took 2.3 s to be refused (Brotli ran first)."""
-    import baton.domain.checkpoints as rules
+    from baton.store import codec
 
     def no_compression(text: bytes) -> bytes:
         raise AssertionError("an oversized state was compressed")
 
-    monkeypatch.setattr(rules, "compress_state", no_compression)
+    monkeypatch.setattr(codec, "encode", no_compression)
     state = {"text": " ".join(f"word{i}" for i in range(400_000))[:3_010_000]}  # under the body limit
     before = items(services)
     answer = api.invoke("save_checkpoint", body={"subject_id": "big", "kind": "task_state", "state": state})
@@ -373,7 +360,7 @@ def test_every_state_baton_serves_can_be_saved_back(api: ApiDriver, services: An
         assert refused.error["details"]["errors"][0]["pointer"] == "/state/n"
     assert items(services) == before
     state = {"a": 9007199254740991.0, "b": -1e-7, "c": 0.1, "d": 123456789.125}
-    saved = save(api, subject="doubles", state=state)
+    saved = save(api, subject_id="doubles", state=state)
     assert saved.status == 201, saved.raw_body
     served = api.invoke("lookup_checkpoint", query={"subject_id": "doubles", "kind": "task_state"})
     again = api.invoke(
@@ -404,7 +391,7 @@ def test_a_recognised_retry_reports_the_expiry_its_own_write_set(services: Any) 
     )
     store.save(plan_save(shorter, "acme", "operator", "req-2", now_ms()))
     retried = store.save(lost)
-    assert retried.result == first.result
+    assert retried.saved == first.saved
 
 
 def test_a_filtered_page_skips_many_items_in_few_queries(api: ApiDriver, services: Any, counter: Any) -> None:

@@ -10,11 +10,8 @@ import pytest
 
 from baton.domain.access import hash_secret
 from baton.handlers.api import handler
+from tests.builders import SUBJECT, save, save_body
 from tests.integration.driver import EVENTS, ApiDriver, Result, load_event
-
-PLAIN = {"idempotency-key": None}
-SUBJECT = "user_rama"
-KIND = "task_state"
 
 
 def send(event: dict[str, Any]) -> Result:
@@ -29,11 +26,6 @@ def sample(name: str, secret: str) -> dict[str, Any]:
     if "authorization" in event["headers"]:
         event["headers"]["authorization"] = f"Bearer {secret}"
     return event
-
-
-def body(state: Any = None, **extra: Any) -> dict[str, Any]:
-    """A save request body for the test subject."""
-    return {"subject_id": SUBJECT, "kind": KIND, "state": state if state is not None else {"step": 1}, **extra}
 
 
 def assert_envelope(answer: Result, status: int, code: str, request_id: str) -> dict[str, Any]:
@@ -57,9 +49,7 @@ def test_health_answers_without_any_key(api: ApiDriver) -> None:
     # Given the sample health event, which carries no Authorization header
     event = sample("health", api.secret)
     assert "authorization" not in event["headers"]
-    # When it is sent
     answer = send(event)
-    # Then it is 200 with the success envelope
     assert answer.status == 200
     assert answer.data["status"] == "ok"
     assert answer.body["meta"] == {"request_id": event["requestContext"]["requestId"]}
@@ -68,7 +58,6 @@ def test_health_answers_without_any_key(api: ApiDriver) -> None:
 def test_the_openapi_document_is_served_without_a_key(api: ApiDriver) -> None:
     # Given the sample OpenAPI event (no key)
     event = sample("openapi", api.secret)
-    # When it is sent
     answer = send(event)
     # Then a JSON OpenAPI document describing the checkpoint routes comes back
     assert answer.status == 200
@@ -79,7 +68,6 @@ def test_the_openapi_document_is_served_without_a_key(api: ApiDriver) -> None:
 
 
 def test_the_sample_save_lookup_get_list_and_delete_events_work_on_a_real_checkpoint(api: ApiDriver) -> None:
-    # Given the sample save event
     saved = send(sample("save_checkpoint", api.secret))
     assert saved.status == 201
     checkpoint_id = saved.data["checkpoint_id"]
@@ -110,8 +98,8 @@ def test_the_sample_save_lookup_get_list_and_delete_events_work_on_a_real_checkp
 
 def test_the_sample_delete_event_with_a_stale_if_match_is_a_conflict(api: ApiDriver) -> None:
     # Given a checkpoint at revision 2
-    checkpoint_id = api.invoke("save_checkpoint", body=body(), headers=PLAIN).data["checkpoint_id"]
-    assert api.invoke("save_checkpoint", body=body(state={"step": 2}), headers=PLAIN).data["revision"] == 2
+    checkpoint_id = save(api).data["checkpoint_id"]
+    assert save(api, state={"step": 2}).data["revision"] == 2
     # When the sample delete event carries the tag of revision 1
     event = sample("delete_checkpoint", api.secret)
     event["rawPath"] = event["requestContext"]["http"]["path"] = f"/v1/checkpoints/{checkpoint_id}"
@@ -146,9 +134,7 @@ def test_the_sample_key_events_create_list_and_revoke_a_real_key(api: ApiDriver)
 def test_the_sample_revoke_event_for_an_unknown_key_is_404(api: ApiDriver) -> None:
     # Given the sample revoke event, naming a key that does not exist
     event = sample("revoke_key", api.secret)
-    # When it is sent
     answer = send(event)
-    # Then it is the not-found envelope
     error = assert_envelope(answer, 404, "NOT_FOUND", event["requestContext"]["requestId"])
     assert error == {"code": "NOT_FOUND", "message": "Resource was not found."}
 
@@ -182,7 +168,7 @@ def _substitute(event: dict[str, Any], old: str, new: str) -> None:
 @pytest.mark.parametrize("name", SHIPPED_EVENTS)
 def test_each_sample_event_succeeds_once_its_ids_name_real_things(api: ApiDriver, name: str) -> None:
     # Given a real checkpoint (revision 1) of the samples' subject and kind, and a real key
-    checkpoint_id = api.invoke("save_checkpoint", body=body(), headers=PLAIN).data["checkpoint_id"]
+    checkpoint_id = save(api).data["checkpoint_id"]
     key_id = api.invoke("create_key").data["key_id"]
     # When the sample event is sent with those ids in place of the example ones
     event = sample(name, api.secret)
@@ -219,9 +205,7 @@ def test_a_known_path_with_another_method_is_405(api: ApiDriver, event_name: str
     event = load_event(event_name)
     event["headers"]["authorization"] = f"Bearer {api.secret}"
     event["rawPath"] = event["requestContext"]["http"]["path"] = path
-    # When it is sent
     answer = send(event)
-    # Then it is 405 METHOD_NOT_ALLOWED with the allowed methods
     error = assert_envelope(answer, 405, "METHOD_NOT_ALLOWED", event["requestContext"]["requestId"])
     assert "details" not in error
     assert answer.header("Allow") == allowed
@@ -236,7 +220,6 @@ def test_an_unknown_path_is_the_404_envelope(api: ApiDriver, authorization: bool
         event["headers"]["authorization"] = f"Bearer {api.secret}"
     else:
         event["headers"].pop("authorization")
-    # When it is sent
     answer = send(event)
     # Then it is the contract's 404, with no details
     error = assert_envelope(answer, 404, "NOT_FOUND", event["requestContext"]["requestId"])
@@ -249,7 +232,6 @@ def test_an_unknown_path_is_the_404_envelope(api: ApiDriver, authorization: bool
 def test_an_error_without_details_omits_the_field_and_echoes_the_event_request_id(api: ApiDriver) -> None:
     # Given a lookup of a checkpoint that does not exist
     event = sample("lookup_checkpoint", api.secret)
-    # When it is sent
     answer = send(event)
     # Then the envelope carries code, message, the event's request id, and no details key at all (not null)
     error = assert_envelope(answer, 404, "NOT_FOUND", event["requestContext"]["requestId"])
@@ -261,9 +243,7 @@ def test_a_401_has_the_envelope_without_details(api: ApiDriver) -> None:
     # Given the sample lookup event without its key
     event = sample("lookup_checkpoint", api.secret)
     event["headers"].pop("authorization")
-    # When it is sent
     answer = send(event)
-    # Then it is the envelope of 401 without details
     error = assert_envelope(answer, 401, "UNAUTHENTICATED", event["requestContext"]["requestId"])
     assert "details" not in error
 
@@ -272,7 +252,6 @@ def test_a_validation_error_lists_each_violation_by_pointer(api: ApiDriver) -> N
     # Given a save body with an unknown field and a kind outside the closed set
     event = sample("save_checkpoint", api.secret)
     event["body"] = json.dumps({"subject_id": SUBJECT, "kind": "diary", "state": {}, "colour": "red"})
-    # When it is sent
     answer = send(event)
     # Then it is 400 with one entry per violation, each naming its pointer; the closed set is listed
     error = assert_envelope(answer, 400, "VALIDATION_ERROR", event["requestContext"]["requestId"])
@@ -293,7 +272,6 @@ def test_no_key_and_an_invalid_body_is_401(api: ApiDriver, content_type: str) ->
     event["headers"].pop("authorization")
     event["headers"]["content-type"] = content_type
     event["body"] = "{not json"
-    # When it is sent
     answer = send(event)
     # Then authentication answers first
     assert_envelope(answer, 401, "UNAUTHENTICATED", event["requestContext"]["requestId"])
@@ -306,7 +284,6 @@ def test_a_key_lacking_the_scope_and_an_invalid_body_is_403(api: ApiDriver, serv
     put_key(services, "btn_test_reader_secret_00001", "acme", "reader", {"checkpoints:read"}, "key_" + "3" * 32)
     event = sample("save_checkpoint", "btn_test_reader_secret_00001")
     event["body"] = json.dumps({"kind": "diary"})
-    # When it is sent
     answer = send(event)
     # Then the scope check answers before validation
     assert_envelope(answer, 403, "FORBIDDEN", event["requestContext"]["requestId"])
@@ -317,7 +294,6 @@ def test_a_wrong_content_type_and_an_invalid_body_is_415(api: ApiDriver) -> None
     event = sample("save_checkpoint", api.secret)
     event["headers"]["content-type"] = "text/plain"
     event["body"] = "{not json"
-    # When it is sent
     answer = send(event)
     # Then the media type answers before validation
     assert_envelope(answer, 415, "UNSUPPORTED_MEDIA_TYPE", event["requestContext"]["requestId"])
@@ -327,9 +303,7 @@ def test_a_missing_content_type_is_415(api: ApiDriver) -> None:
     # Given a valid save without a Content-Type
     event = sample("save_checkpoint", api.secret)
     event["headers"].pop("content-type")
-    # When it is sent
     answer = send(event)
-    # Then it is 415
     assert_envelope(answer, 415, "UNSUPPORTED_MEDIA_TYPE", event["requestContext"]["requestId"])
 
 
@@ -337,22 +311,20 @@ def test_a_content_type_with_a_charset_is_accepted(api: ApiDriver) -> None:
     # Given a save sent as application/json with a charset parameter
     event = sample("save_checkpoint", api.secret)
     event["headers"]["content-type"] = "application/json; charset=utf-8"
-    # When it is sent
     answer = send(event)
-    # Then it is accepted
     assert answer.status == 201
 
 
 @pytest.mark.parametrize("idempotency_key", [None, "big-and-stale"], ids=["plain", "idempotent"])
 def test_a_too_large_state_with_a_revision_conflict_is_409(api: ApiDriver, idempotency_key: str | None) -> None:
     # Given a checkpoint at revision 1
-    assert api.invoke("save_checkpoint", body=body(), headers=PLAIN).status == 201
+    assert save(api).status == 201
     # When a save sends a state over the limit and expects revision 5
     event = sample("save_checkpoint", api.secret)
     event["headers"]["idempotency-key"] = idempotency_key
     if idempotency_key is None:
         event["headers"].pop("idempotency-key")
-    event["body"] = json.dumps(body(state={"blob": "x" * 70_000}, expected_revision=5))
+    event["body"] = json.dumps(save_body(state={"blob": "x" * 70_000}, expected_revision=5))
     answer = send(event)
     # Then the revision conflict answers (the contract ranks an oversized state last)
     error = assert_envelope(answer, 409, "REVISION_CONFLICT", event["requestContext"]["requestId"])
@@ -369,8 +341,7 @@ def test_a_too_large_state_alone_is_413_naming_the_state(api: ApiDriver, idempot
         event["headers"].pop("idempotency-key")
     else:
         event["headers"]["idempotency-key"] = idempotency_key
-    event["body"] = json.dumps(body(state=state))
-    # When it is saved
+    event["body"] = json.dumps(save_body(state=state))
     answer = send(event)
     # Then it is 413 with the field, the limit and the actual size, and nothing was stored
     error = assert_envelope(answer, 413, "PAYLOAD_TOO_LARGE", event["requestContext"]["requestId"])
@@ -382,9 +353,7 @@ def test_a_state_of_exactly_the_limit_is_accepted(api: ApiDriver) -> None:
     # Given a state whose canonical JSON is exactly 64,000 bytes
     overhead = len(json.dumps({"blob": ""}, separators=(",", ":")).encode())
     state = {"blob": "x" * (64_000 - overhead)}
-    # When it is saved
-    answer = api.invoke("save_checkpoint", body=body(state=state), headers=PLAIN)
-    # Then it is accepted and its size is reported
+    answer = save(api, state=state)
     assert answer.status == 201
     assert answer.data["state_bytes"] == 64_000
 
@@ -392,19 +361,14 @@ def test_a_state_of_exactly_the_limit_is_accepted(api: ApiDriver) -> None:
 def test_a_base64_encoded_json_body_is_accepted(api: ApiDriver) -> None:
     # Given the sample save event with its body base64-encoded, as API Gateway sends some bodies
     event = sample("save_checkpoint", api.secret)
-    event["body"] = base64.b64encode(json.dumps(body(state={"encoded": "ÿes"})).encode("utf-8")).decode("ascii")
+    event["body"] = base64.b64encode(json.dumps(save_body(state={"encoded": "ÿes"})).encode("utf-8")).decode("ascii")
     event["isBase64Encoded"] = True
-    # When it is sent
     answer = send(event)
-    # Then it is decoded and saved
     assert answer.status == 201
     assert api.invoke("lookup_checkpoint").data["state"] == {"encoded": "ÿes"}
 
 
 def test_a_success_echoes_the_event_request_id(api: ApiDriver) -> None:
-    # Given the sample save event
     event = sample("save_checkpoint", api.secret)
-    # When it is sent
     answer = send(event)
-    # Then meta.request_id is API Gateway's request id
     assert answer.body["meta"] == {"request_id": event["requestContext"]["requestId"]}

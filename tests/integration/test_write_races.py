@@ -7,7 +7,10 @@ from typing import Any
 
 import pytest
 
+from tests.builders import PLAIN, lookup, save, save_body
 from tests.integration.driver import ApiDriver
+
+RACE = "race"
 
 
 def _conflict_once(services: Any, operation: str, times: int = 1) -> list[int]:
@@ -28,21 +31,12 @@ def _conflict_once(services: Any, operation: str, times: int = 1) -> list[int]:
     return failures
 
 
-def _save(api: ApiDriver, step: int) -> Any:
-    return api.invoke(
-        "save_checkpoint",
-        headers={"idempotency-key": None},
-        body={"subject_id": "race", "kind": "task_state", "state": {"step": step}},
-    )
-
-
 def test_a_plain_save_meeting_a_transaction_tries_again_and_lands_once(api: ApiDriver, services: Any) -> None:
     # Given a checkpoint, and its next UpdateItem meeting an idempotent save's transaction
-    assert _save(api, 1).status == 201
+    assert save(api, subject_id=RACE, state={"step": 1}).status == 201
     remaining = _conflict_once(services, "update_item")
-    # When a plain save is sent
-    result = _save(api, 2)
-    # Then it retried and landed once
+    result = save(api, subject_id=RACE, state={"step": 2})
+    # Retried, and landed once
     assert result.status == 200, result.raw_body
     assert result.data["revision"] == 2
     assert remaining == [0]
@@ -50,16 +44,15 @@ def test_a_plain_save_meeting_a_transaction_tries_again_and_lands_once(api: ApiD
 
 def test_a_delete_meeting_a_transaction_answers_503_and_deletes_nothing(api: ApiDriver, services: Any) -> None:
     # Given a checkpoint whose DeleteItem meets a transaction
-    created = _save(api, 1)
+    created = save(api, subject_id=RACE, state={"step": 1})
     _conflict_once(services, "delete_item")
-    # When it is deleted
     result = api.invoke(
         "delete_checkpoint", path=f"/v1/checkpoints/{created.data['checkpoint_id']}", headers={"if-match": None}
     )
     # Then the caller is told to retry, and the checkpoint is still there
     assert result.status == 503
     assert result.header("Retry-After") == "1"
-    found = api.invoke("lookup_checkpoint", query={"subject_id": "race", "kind": "task_state"})
+    found = lookup(api, subject_id=RACE)
     assert found.status == 200
 
 
@@ -86,15 +79,14 @@ def test_a_transaction_cancelled_for_another_reason_is_not_retried_as_a_race(api
     assert calls == [1]
 
 
-def test_listing_reads_its_local_index_consistently(api: ApiDriver, services: Any) -> None:
+def test_listing_reads_the_table_consistently(api: ApiDriver, services: Any) -> None:
     # Given a checkpoint, and a hook that sees the parameters of every Query
-    assert _save(api, 1).status == 201
+    assert save(api, subject_id=RACE, state={"step": 1}).status == 201
     seen: list[dict[str, Any]] = []
     hook = lambda params, **_: seen.append(dict(params))  # noqa: E731
     services.dynamodb.meta.events.register("provide-client-params.dynamodb.Query", hook)
     try:
-        # When the subject is listed
-        result = api.invoke("list_subject_checkpoints", path="/v1/subjects/race/checkpoints", query={})
+        result = api.invoke("list_subject_checkpoints", path=f"/v1/subjects/{RACE}/checkpoints", query={})
     finally:
         services.dynamodb.meta.events.unregister("provide-client-params.dynamodb.Query", hook)
     # Then the one Query asked for a consistent read (a list right after a save shows it)
@@ -105,11 +97,8 @@ def test_listing_reads_its_local_index_consistently(api: ApiDriver, services: An
 @pytest.mark.parametrize("revision", [2**53, 10**40])
 def test_an_expected_revision_beyond_exact_integers_is_a_400_naming_it(api: ApiDriver, revision: int) -> None:
     # Given an expected_revision no counter can reach (and DynamoDB could not even compare)
-    body = {"subject_id": "big", "kind": "task_state", "state": {}, "expected_revision": revision}
-    # When it is saved, with or without an Idempotency-Key
-    for headers in ({"idempotency-key": None}, {"idempotency-key": "big-1"}):
-        result = api.invoke("save_checkpoint", headers=headers, body=body)
-        # Then both answer the same 400 naming /expected_revision
+    for key in (None, "big-1"):
+        result = save(api, key, subject_id="big", state={}, expected_revision=revision)
         assert result.status == 400, result.raw_body
         assert result.error["details"]["errors"][0]["pointer"] == "/expected_revision"
 
@@ -121,19 +110,17 @@ def test_acting_for_another_agent_is_refused_before_the_body_is_validated(api: A
     put_key(services, "btn_alice_writer_secret_0001", "acme", "alice", {"checkpoints:write"}, "key_" + "f" * 32)
     # When it saves for bob with a body that is also invalid
     result = ApiDriver("btn_alice_writer_secret_0001").invoke(
-        "save_checkpoint",
-        headers={"idempotency-key": None},
-        body={"subject_id": "s", "kind": "nope", "state": {"a": 1}, "agent_id": "bob"},
+        "save_checkpoint", headers=PLAIN, body=save_body(kind="nope", agent_id="bob")
     )
-    # Then the 403 answers first, as the contract ranks it
+    # The 403 answers first, as the contract ranks it
     assert result.status == 403
     assert "/agent_id" in result.error["message"]
 
 
 def test_a_stale_if_match_names_the_header_not_a_body_field(api: ApiDriver) -> None:
     # Given a checkpoint at revision 2
-    created = _save(api, 1)
-    _save(api, 2)
+    created = save(api, subject_id=RACE, state={"step": 1})
+    save(api, subject_id=RACE, state={"step": 2})
     checkpoint_id = created.data["checkpoint_id"]
     # When it is deleted with the tag of revision 1, and with another checkpoint's tag
     stale = api.invoke(

@@ -20,6 +20,7 @@ from baton.domain.access import (
     new_secret,
 )
 from baton.domain.errors import Forbidden, NotFound, Unauthenticated
+from tests.builders import key_record
 
 ORDINARY_SCOPES = sorted(set(SCOPES) - {WILDCARD, TENANTS_MANAGE})
 NOW = 1_785_412_084_652
@@ -31,17 +32,8 @@ def principal(*scopes: str, agent_id: str = "agent-a", tenant_id: str = "tenant-
 
 
 def key(**changes: object) -> KeyRecord:
-    """A key record created an hour ago, with no validity window and not revoked."""
-    values: dict[str, object] = {
-        "key_id": "key_1",
-        "secret_hash": hash_secret("btn_secret"),
-        "tenant_id": "tenant-1",
-        "agent_id": "agent-a",
-        "scopes": frozenset({"checkpoints:read"}),
-        "created_ms": NOW - 3_600_000,
-    }
-    values.update(changes)
-    return KeyRecord(**values)  # type: ignore[arg-type]
+    """A key record created an hour ago, with no validity window and not revoked (`tests.builders`)."""
+    return key_record(**changes)
 
 
 # --- the scope set --------------------------------------------------------------------------------------------
@@ -295,20 +287,6 @@ def test_a_key_is_valid_inside_its_window(changes: dict[str, int]) -> None:
     # When its principal is asked for
     # Then it is returned
     assert record.principal(NOW).key_id == "key_1"
-
-
-def test_key_info_never_shows_the_secret_or_its_hash() -> None:
-    # Given a key with a validity window
-    record = key(not_before_ms=NOW, expires_ms=NOW + 1000, description="ci", scopes=frozenset({"b", "a"}))
-    # When it is listed
-    info = record.info()
-    # Then it has no secret material, sorted scopes and contract times
-    assert "secret" not in info
-    assert "secret_hash" not in info
-    assert record.secret_hash not in info.values()
-    assert info["scopes"] == ["a", "b"]
-    assert info["not_before"] == "2026-07-30T11:48:04.652Z"
-    assert info["expires_at"] == "2026-07-30T11:48:05.652Z"
 
 
 # --- secrets --------------------------------------------------------------------------------------------------

@@ -5,32 +5,27 @@ from __future__ import annotations
 import dataclasses
 import hashlib
 import json
-import random
 import re
 from typing import Any
 
 import pytest
 
 from baton.domain import limits
-from baton.domain.canonical import CanonicalState, canonicalize
 from baton.domain.checkpoints import (
-    COMPRESS_MIN_BYTES,
     Checkpoint,
     CheckpointKey,
     SavePlan,
     build_next,
     check_write,
-    compress_state,
-    decode_state,
-    encode_state,
     etag_for,
     parse_etag,
     plan_save,
     request_fingerprint,
+    request_tag,
 )
-from baton.domain.clock import format_ms
 from baton.domain.errors import CheckpointClosed, PayloadTooLarge, RevisionConflict, ValidationFailed
 from baton.domain.models import SaveCheckpointRequest
+from tests.builders import stored_checkpoint
 
 NOW = 1_785_412_084_652  # 2026-07-30T11:48:04.652Z
 HOUR_MS = 3_600_000
@@ -51,27 +46,8 @@ def plan(now_ms: int = NOW, **changes: Any) -> SavePlan:
 
 
 def stored(**changes: Any) -> Checkpoint:
-    """A live checkpoint at revision 3, created an hour ago, written a minute ago."""
-    state = canonicalize({"step": 0})
-    values: dict[str, Any] = {
-        "tenant_id": "t1",
-        "checkpoint_id": OLD_ID,
-        "subject_id": "ticket-42",
-        "agent_id": "a1",
-        "kind": "task_state",
-        "revision": 3,
-        "status": "active",
-        "state_text": state.text,
-        "state_hash": state.sha256,
-        "state_bytes": state.size,
-        "ttl_seconds": 7200,
-        "keep_revisions": 4,
-        "created_ms": NOW - HOUR_MS,
-        "updated_ms": NOW - 60_000,
-        "expires_ms": NOW - 60_000 + 7_200_000,
-    }
-    values.update(changes)
-    return Checkpoint(**values)
+    """A live checkpoint at revision 3, created an hour ago, written a minute ago (`tests.builders`)."""
+    return stored_checkpoint(**changes)
 
 
 def state_of_size(size: int) -> str:
@@ -88,9 +64,9 @@ def test_plan_save_computes_the_canonical_state_its_hash_and_size() -> None:
     result = plan(state={"b": [1.0, "é"], "a": True})
     # Then the plan holds the RFC 8785 bytes, their SHA-256 and their length
     canonical = b'{"a":true,"b":[1,"\xc3\xa9"]}'
-    assert result.state.canonical.text == canonical
-    assert result.state.canonical.sha256 == hashlib.sha256(canonical).hexdigest()
-    assert result.state.canonical.size == len(canonical)
+    assert result.state.text == canonical
+    assert result.state.sha256 == hashlib.sha256(canonical).hexdigest()
+    assert result.state.size == len(canonical)
     assert result.oversize is None
 
 
@@ -142,7 +118,7 @@ def test_plan_save_accepts_a_state_up_to_the_limit(size: int) -> None:
     # When planned
     result = plan(state=state_of_size(size))
     # Then nothing is flagged
-    assert result.state.canonical.size == size
+    assert result.state.size == size
     assert result.oversize is None
 
 
@@ -167,7 +143,7 @@ def test_plan_save_measures_the_limit_in_canonical_utf8_bytes() -> None:
     # When planned
     result = plan(state=state)
     # Then the byte count, not the character count, decides
-    assert result.state.canonical.size == limits.MAX_INLINE_STATE_BYTES + 2
+    assert result.state.size == limits.MAX_INLINE_STATE_BYTES + 2
     assert result.oversize is not None
 
 
@@ -190,188 +166,6 @@ def test_plan_save_rejects_a_state_that_cannot_be_canonicalized_naming_state() -
         plan(state={"big": 2**53})
     # Then /state is named
     assert exc.value.errors[0].pointer == "/state"
-
-
-# --- encode_state / decode_state ------------------------------------------------------------------------------
-
-
-@pytest.mark.parametrize(
-    ("value", "compressed"),
-    [
-        ("a" * (COMPRESS_MIN_BYTES - 3), False),  # 511 bytes, very compressible, but too small to bother
-        ("a" * (COMPRESS_MIN_BYTES - 2), True),  # exactly 512 bytes
-        ({"items": list(range(2000))}, True),
-    ],
-)
-def test_encode_state_compresses_only_from_512_bytes(value: Any, compressed: bool) -> None:
-    # Given a canonical state below, at or above the threshold
-    canonical = canonicalize(value)
-    # When it is encoded for storage
-    encoded = encode_state(canonical)
-    # Then it is compressed exactly when it is large enough (and shrinks)
-    assert (encoded.compressed is not None) is compressed
-    assert encoded.canonical is canonical
-    if compressed:
-        assert encoded.stored_bytes == len(encoded.compressed or b"") < canonical.size
-    else:
-        assert encoded.stored_bytes == canonical.size
-
-
-def barely_compressible() -> str:
-    """Text the codec shrinks by less than a tenth: random printable ASCII mixed with two-byte UTF-8 letters.
-
-    Brotli's entropy coder squeezes most random text below 0.9, so the text is searched for (deterministically)
-    rather than assumed.
-    """
-    ascii_chars = [chr(c) for c in range(0x20, 0x7F) if chr(c) not in '"\\']
-    two_byte = [chr(c) for c in range(0xA0, 0x800)]
-    for seed in range(200):
-        rng = random.Random(seed)
-        length = rng.randint(340, 1200)
-        text = "".join(rng.choice(ascii_chars) if rng.random() < 0.5 else rng.choice(two_byte) for _ in range(length))
-        if canonicalize(text).size >= COMPRESS_MIN_BYTES and deflate_ratio(canonicalize(text)) > 0.9:
-            return text
-    raise AssertionError("no barely compressible text found")
-
-
-def deflate_ratio(canonical: CanonicalState) -> float:
-    """Compressed size over canonical size, with the codec and quality the store uses."""
-    return len(compress_state(canonical.text)) / canonical.size
-
-
-def test_encode_state_leaves_states_alone_that_shrink_by_less_than_a_tenth() -> None:
-    # Given a large state that the codec can shrink, but by less than 10%
-    canonical = canonicalize(barely_compressible())
-    assert 0.9 < deflate_ratio(canonical) < 1.0
-    # When it is encoded
-    encoded = encode_state(canonical)
-    # Then it is stored as text
-    assert encoded.compressed is None
-    assert encoded.stored_bytes == canonical.size
-
-
-def test_encode_state_starts_compressing_exactly_where_the_saving_reaches_a_tenth() -> None:
-    # Given the same base text padded with more and more repetition, around the point where deflate saves 10%
-    base = barely_compressible()
-    states = [canonicalize(base + "z" * padding) for padding in range(0, 400, 2)]
-    crossing = next(i for i, state in enumerate(states) if deflate_ratio(state) <= 0.9)
-    assert crossing > 0
-    just_above, just_at_or_below = states[crossing - 1], states[crossing]
-    # When the states on each side of that point are encoded
-    # Then the one saving less than 10% stays text and the one saving at least 10% is compressed
-    assert encode_state(just_above).compressed is None
-    assert encode_state(just_at_or_below).compressed is not None
-
-
-@pytest.mark.parametrize("value", ["short", {"k": "v" * 5000}, list(range(1000)), {"é": ["😀"] * 300}])
-def test_decode_state_gives_back_the_canonical_bytes(value: Any) -> None:
-    # Given a state encoded for storage, compressed or not
-    encoded = encode_state(canonicalize(value))
-    text = None if encoded.compressed is not None else encoded.canonical.text.decode("utf-8")
-    # When it is decoded from what the item holds
-    decoded = decode_state(text, encoded.compressed)
-    # Then the canonical bytes come back exactly
-    assert decoded == encoded.canonical.text
-
-
-def test_decode_state_without_any_state_is_an_error() -> None:
-    # Given an item holding neither text nor compressed bytes
-    # When it is decoded
-    # Then it fails loudly
-    with pytest.raises(ValueError, match="no state"):
-        decode_state(None, None)
-
-
-# --- Checkpoint shapes ----------------------------------------------------------------------------------------
-
-
-SUMMARY_FIELDS = {
-    "checkpoint_id",
-    "subject_id",
-    "agent_id",
-    "kind",
-    "revision",
-    "status",
-    "state_hash",
-    "state_bytes",
-    "format",
-    "resources",
-    "source",
-    "ttl_seconds",
-    "keep_revisions",
-    "lease",
-    "expires_at",
-    "created_at",
-    "updated_at",
-}
-SAVE_RESULT_FIELDS = {
-    "checkpoint_id",
-    "subject_id",
-    "agent_id",
-    "kind",
-    "revision",
-    "status",
-    "state_hash",
-    "state_bytes",
-    "expires_at",
-    "updated",
-}
-
-
-def test_summary_is_the_record_without_state_with_contract_times() -> None:
-    # Given a stored checkpoint
-    checkpoint = stored(source={"host": "h"})
-    # When summarized
-    summary = checkpoint.summary()
-    # Then it has exactly the contract's fields, no state, and RFC 3339 millisecond times
-    assert set(summary) == SUMMARY_FIELDS
-    assert summary["created_at"] == format_ms(NOW - HOUR_MS)
-    assert summary["updated_at"] == format_ms(NOW - 60_000)
-    assert summary["expires_at"] == format_ms(checkpoint.expires_ms)
-    assert summary["lease"] is None
-    assert summary["source"] == {"host": "h"}
-    assert summary["revision"] == 3
-
-
-def test_record_adds_the_parsed_state_to_the_summary() -> None:
-    # Given a stored checkpoint with its state
-    checkpoint = stored()
-    # When the full record is built
-    record = checkpoint.record()
-    # Then it is the summary plus the parsed state
-    assert set(record) == {*SUMMARY_FIELDS, "state"}
-    assert record["state"] == {"step": 0}
-    assert {k: v for k, v in record.items() if k != "state"} == checkpoint.summary()
-
-
-def test_record_without_loaded_state_is_an_error() -> None:
-    # Given a checkpoint loaded without its state
-    checkpoint = stored(state_text=None)
-    # When the full record is asked for
-    # Then it fails loudly instead of inventing a state
-    with pytest.raises(ValueError, match="without its state"):
-        checkpoint.record()
-
-
-def test_the_summary_does_not_share_the_resources_list() -> None:
-    # Given a checkpoint with a resource
-    checkpoint = stored(resources=[{"name": "n"}])
-    # When its summary's resources are changed
-    checkpoint.summary()["resources"].append({"name": "other"})
-    # Then the checkpoint itself is untouched
-    assert checkpoint.resources == [{"name": "n"}]
-
-
-@pytest.mark.parametrize(("revision", "updated"), [(1, False), (2, True), (17, True)])
-def test_save_result_says_updated_only_after_the_first_revision(revision: int, updated: bool) -> None:
-    # Given a checkpoint at some revision
-    checkpoint = stored(revision=revision)
-    # When the save answer is built
-    result = checkpoint.save_result()
-    # Then it has the contract's fields and `updated` is false exactly at revision 1
-    assert set(result) == SAVE_RESULT_FIELDS
-    assert result["updated"] is updated
-    assert result["revision"] == revision
 
 
 @pytest.mark.parametrize(("now", "live"), [(NOW, True), (NOW + 7_140_000 - 1, True), (NOW + 7_140_000, False)])
@@ -529,7 +323,7 @@ def test_build_next_over_nothing_creates_revision_one_with_defaults() -> None:
     assert created.keep_revisions == 0
     assert created.created_ms == created.updated_ms == NOW
     assert created.expires_ms == NOW + limits.DEFAULT_TTL_SECONDS * 1000
-    assert created.save_result()["updated"] is False
+    assert created.saved().updated is False
     assert (created.tenant_id, created.subject_id, created.agent_id, created.kind) == (
         "t1",
         "ticket-42",
@@ -537,9 +331,9 @@ def test_build_next_over_nothing_creates_revision_one_with_defaults() -> None:
         "task_state",
     )
     assert created.state_text == b'{"step":1}'
-    assert created.state_hash == the_plan.state.canonical.sha256
+    assert created.state_hash == the_plan.state.sha256
     assert created.state_bytes == 10
-    assert created.recent_requests == ("req-1",)
+    assert created.recent_requests == (request_tag("req-1"),)
 
 
 def test_build_next_over_a_live_checkpoint_keeps_identity_ttl_and_keep() -> None:
@@ -555,7 +349,7 @@ def test_build_next_over_a_live_checkpoint_keeps_identity_ttl_and_keep() -> None
     assert updated.ttl_seconds == 7200
     assert updated.keep_revisions == 4
     assert updated.expires_ms == NOW + 7200 * 1000
-    assert updated.save_result()["updated"] is True
+    assert updated.saved().updated is True
     assert json.loads(updated.state_text or b"") == {"step": 2}
 
 
@@ -584,7 +378,7 @@ def test_build_next_over_an_expired_checkpoint_starts_afresh() -> None:
     assert created.created_ms == NOW
     assert created.ttl_seconds == limits.DEFAULT_TTL_SECONDS
     assert created.keep_revisions == 0
-    assert created.save_result()["updated"] is False
+    assert created.saved().updated is False
 
 
 def test_build_next_takes_the_status_format_and_source_of_the_plan() -> None:
@@ -655,27 +449,3 @@ def test_fingerprint_is_a_sha256_hex_digest() -> None:
     # Then it is 64 lowercase hex digits and stable
     assert re.fullmatch(r"[0-9a-f]{64}", digest)
     assert digest == request_fingerprint("POST", "/v1/checkpoints", {"a": 1})
-
-
-def test_large_states_get_the_dense_pass_and_small_ones_the_fast_one() -> None:
-    # Given a repetitive text just below and just above the size where the dense pass starts
-    from baton.domain.checkpoints import DENSE_FROM_BYTES
-
-    words = " ".join(f"step {i} of the plan reads file {i % 17} and writes note {i % 5}" for i in range(2000))
-    small = canonicalize(words[: DENSE_FROM_BYTES - 100])
-    large = canonicalize(words[: DENSE_FROM_BYTES + 100])
-    # When both are encoded
-    # Then both come back intact, each tagged with the codec byte
-    for state in (small, large):
-        packed = encode_state(state).compressed
-        assert packed is not None
-        assert packed[:1] == b"\x01"
-        assert decode_state(None, packed) == state.text
-
-
-def test_decode_state_refuses_an_unknown_codec() -> None:
-    # Given compressed bytes whose codec byte Baton does not know
-    # When they are decoded
-    # Then it fails loudly rather than returning garbage
-    with pytest.raises(ValueError, match="codec"):
-        decode_state(None, b"\x09garbage")

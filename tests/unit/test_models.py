@@ -10,15 +10,11 @@ from pydantic import ValidationError
 from baton.domain.access import SCOPES
 from baton.domain.lifecycle import KINDS, STATUSES
 from baton.domain.models import CreateKeyRequest, SaveCheckpointRequest
+from tests.builders import SUBJECT, save_body
 
-VALID_SAVE: dict[str, Any] = {"subject_id": "ticket-42", "kind": "task_state", "state": {"step": 1}}
+VALID_SAVE: dict[str, Any] = save_body()
 VALID_KEY: dict[str, Any] = {"agent_id": "agent-1", "scopes": ["checkpoints:read"]}
 SHA = "0" * 64
-
-
-def save(**changes: Any) -> dict[str, Any]:
-    """A valid save body with some fields changed."""
-    return {**VALID_SAVE, **changes}
 
 
 def rejected(model: type[SaveCheckpointRequest] | type[CreateKeyRequest], body: dict[str, Any]) -> list[Any]:
@@ -36,7 +32,7 @@ def test_a_minimal_save_gets_the_documented_defaults() -> None:
     # When the body is validated
     request = SaveCheckpointRequest.model_validate(VALID_SAVE)
     # Then the optional fields are absent (None), resources empty, and nothing is invented
-    assert request.subject_id == "ticket-42"
+    assert request.subject_id == SUBJECT
     assert request.kind == "task_state"
     assert request.state == {"step": 1}
     assert request.ttl_seconds is None
@@ -50,7 +46,7 @@ def test_a_minimal_save_gets_the_documented_defaults() -> None:
 
 def test_a_save_with_every_optional_field_keeps_them_all() -> None:
     # Given a body that uses every optional field
-    body = save(
+    body = save_body(
         ttl_seconds=3600,
         agent_id="worker_7",
         expected_revision=0,
@@ -77,7 +73,7 @@ def test_every_kind_of_the_closed_set_is_accepted(kind: str) -> None:
     # Given a save of each documented kind
     # When it is validated
     # Then it is accepted
-    assert SaveCheckpointRequest.model_validate(save(kind=kind)).kind == kind
+    assert SaveCheckpointRequest.model_validate(save_body(kind=kind)).kind == kind
 
 
 @pytest.mark.parametrize("status", STATUSES)
@@ -85,7 +81,7 @@ def test_every_status_of_the_closed_set_is_accepted(status: str) -> None:
     # Given a save with each documented status
     # When it is validated
     # Then it is accepted
-    assert SaveCheckpointRequest.model_validate(save(status=status)).status == status
+    assert SaveCheckpointRequest.model_validate(save_body(status=status)).status == status
 
 
 def test_kinds_and_statuses_are_exactly_the_contracts() -> None:
@@ -103,7 +99,7 @@ def test_any_json_state_but_null_is_accepted_even_falsy_ones(state: Any) -> None
     # Given a state that is falsy or holds nulls inside
     # When it is validated
     # Then it is accepted unchanged (only a null state itself is refused)
-    assert SaveCheckpointRequest.model_validate(save(state=state)).state == state
+    assert SaveCheckpointRequest.model_validate(save_body(state=state)).state == state
 
 
 @pytest.mark.parametrize(
@@ -130,7 +126,7 @@ def test_any_json_state_but_null_is_accepted_even_falsy_ones(state: Any) -> None
 def test_boundary_values_inside_the_documented_ranges_are_accepted(field: str, value: Any) -> None:
     # Given a field at the edge of its allowed range
     # When the body is validated
-    request = SaveCheckpointRequest.model_validate(save(**{field: value}))
+    request = SaveCheckpointRequest.model_validate(save_body(**{field: value}))
     # Then it is accepted
     assert getattr(request, field) is not None
 
@@ -139,7 +135,7 @@ def test_one_hundred_resources_pass_the_model() -> None:
     # Given exactly 100 resource references
     ref = {"name": "n", "blob_id": "b", "sha256": SHA, "size": 1, "media_type": "application/octet-stream"}
     # When validated
-    request = SaveCheckpointRequest.model_validate(save(resources=[ref] * 100))
+    request = SaveCheckpointRequest.model_validate(save_body(resources=[ref] * 100))
     # Then all are kept
     assert len(request.resources) == 100
 
@@ -172,7 +168,7 @@ def test_one_hundred_resources_pass_the_model() -> None:
 def test_values_of_the_wrong_type_are_not_coerced(field: str, value: Any) -> None:
     # Given a field sent with a type that a lax parser would convert ("60" → 60, true → 1, 1.0 → 1)
     # When the body is validated
-    errors = rejected(SaveCheckpointRequest, save(**{field: value}))
+    errors = rejected(SaveCheckpointRequest, save_body(**{field: value}))
     # Then it is rejected at that field
     assert [loc[0] for loc, _ in errors] == [field]
 
@@ -192,7 +188,7 @@ def test_values_of_the_wrong_type_are_not_coerced(field: str, value: Any) -> Non
 def test_unknown_fields_are_rejected_at_any_depth(extra: dict[str, Any], loc: tuple[Any, ...]) -> None:
     # Given a body with a field the contract does not name (a typo), at the top or inside a nested object
     # When it is validated
-    errors = rejected(SaveCheckpointRequest, save(**extra))
+    errors = rejected(SaveCheckpointRequest, save_body(**extra))
     # Then exactly that field is rejected as unknown
     assert errors == [(loc, "extra_forbidden")]
 
@@ -232,7 +228,7 @@ def test_unknown_fields_are_rejected_at_any_depth(extra: dict[str, Any], loc: tu
 def test_values_outside_the_documented_ranges_are_rejected(field: str, value: Any, error: str) -> None:
     # Given one field just outside its allowed values
     # When the body is validated
-    errors = rejected(SaveCheckpointRequest, save(**{field: value}))
+    errors = rejected(SaveCheckpointRequest, save_body(**{field: value}))
     # Then that field, and only it, is rejected for that reason
     assert errors == [((field,), error)]
 
@@ -241,7 +237,7 @@ def test_values_outside_the_documented_ranges_are_rejected(field: str, value: An
 def test_each_source_field_is_limited_to_200_characters(source_field: str) -> None:
     # Given a source field one character too long
     # When the body is validated
-    errors = rejected(SaveCheckpointRequest, save(source={source_field: "x" * 201}))
+    errors = rejected(SaveCheckpointRequest, save_body(source={source_field: "x" * 201}))
     # Then it is rejected at that nested field
     assert errors == [(("source", source_field), "string_too_long")]
 
@@ -250,7 +246,7 @@ def test_more_than_one_hundred_resources_are_rejected() -> None:
     # Given 101 resource references
     ref = {"name": "n", "blob_id": "b", "sha256": SHA, "size": 1, "media_type": "m"}
     # When validated
-    errors = rejected(SaveCheckpointRequest, save(resources=[ref] * 101))
+    errors = rejected(SaveCheckpointRequest, save_body(resources=[ref] * 101))
     # Then the array itself is rejected as too long
     assert errors == [(("resources",), "too_long")]
 
@@ -271,7 +267,7 @@ def test_resource_references_are_validated_field_by_field(field: str, value: Any
     # Given a resource reference with one bad field
     ref = {"name": "n", "blob_id": "b", "sha256": SHA, "size": 1, "media_type": "m", field: value}
     # When the body is validated
-    errors = rejected(SaveCheckpointRequest, save(resources=[ref]))
+    errors = rejected(SaveCheckpointRequest, save_body(resources=[ref]))
     # Then the violation is located inside that reference
     assert errors == [(("resources", 0, field), error)]
 
@@ -293,7 +289,7 @@ def test_resource_references_are_validated_field_by_field(field: str, value: Any
 def test_subject_ids_with_control_characters_are_rejected(subject_id: str) -> None:
     # Given a subject id holding a C0 control, DEL or a C1 control
     # When the body is validated
-    errors = rejected(SaveCheckpointRequest, save(subject_id=subject_id))
+    errors = rejected(SaveCheckpointRequest, save_body(subject_id=subject_id))
     # Then subject_id is rejected
     assert errors == [(("subject_id",), "string_pattern_mismatch")]
 
@@ -302,7 +298,7 @@ def test_subject_id_length_counts_characters_not_bytes() -> None:
     # Given 200 characters that take 800 bytes of UTF-8
     subject_id = "😀" * 200
     # When validated
-    request = SaveCheckpointRequest.model_validate(save(subject_id=subject_id))
+    request = SaveCheckpointRequest.model_validate(save_body(subject_id=subject_id))
     # Then it is accepted: the limit is in characters
     assert request.subject_id == subject_id
 
@@ -320,7 +316,7 @@ def test_the_required_fields_are_required(missing: str) -> None:
 def test_a_null_state_is_rejected() -> None:
     # Given a body whose state is null
     # When it is validated
-    errors = rejected(SaveCheckpointRequest, save(state=None))
+    errors = rejected(SaveCheckpointRequest, save_body(state=None))
     # Then state is rejected by Baton's own rule
     assert errors == [(("state",), "value_error")]
 

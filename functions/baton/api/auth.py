@@ -2,16 +2,13 @@
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from typing import Protocol
 
 from cachetools import LRUCache
 
 from baton.domain import limits
 from baton.domain.access import KeyRecord, Principal, hash_secret
 from baton.domain.errors import Unauthenticated
-
-if TYPE_CHECKING:
-    from baton.store.keys import KeyStore
 
 _MISSING = "Send an API key as 'Authorization: Bearer <key>'."
 _UNKNOWN = "The API key is not valid; check it, or ask for a new one."
@@ -28,10 +25,18 @@ def bearer_secret(authorization: str | None) -> str:
     return secret
 
 
+class KeyFinder(Protocol):
+    """Where key records are found by the hash of their secret (the store's `KeyStore`)."""
+
+    def find(self, secret_hash: str) -> KeyRecord | None:
+        """The key record of that hash, or None."""
+        ...
+
+
 class Authenticator:
     """Resolves secrets to principals; a record read once is trusted for at most `KEY_CACHE_SECONDS`."""
 
-    def __init__(self, keys: KeyStore, cache_seconds: int = limits.KEY_CACHE_SECONDS, size: int = 1024) -> None:
+    def __init__(self, keys: KeyFinder, cache_seconds: int = limits.KEY_CACHE_SECONDS, size: int = 1024) -> None:
         self._keys = keys
         # Only known keys are cached, so a key created a moment ago works at once. Each entry remembers when it was
         # read, and its age is measured on the same clock as every other time rule (the request's `now_ms`).

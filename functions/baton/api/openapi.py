@@ -10,8 +10,8 @@ from aws_lambda_powertools.event_handler.openapi.params import Query
 from aws_lambda_powertools.event_handler.openapi.types import OpenAPIResponse
 
 from baton.api.resolver import PUBLIC_EXTENSION
+from baton.api.schemas import ErrorEnvelope
 from baton.domain import limits
-from baton.domain.models import ErrorEnvelope
 
 # The page cursor of every list route: checked by the store (bound to tenant and query), documented here.
 CursorParameter = Annotated[

@@ -6,6 +6,7 @@ import json
 from typing import Any
 
 from aws_lambda_powertools.event_handler import Response
+from pydantic import BaseModel
 
 JSON = "application/json"
 
@@ -15,23 +16,26 @@ def dumps(value: Any) -> str:
     return json.dumps(value, separators=(",", ":"), ensure_ascii=False)
 
 
-def ok(data: Any, request_id: str, status: int = 200, headers: dict[str, str] | None = None) -> Response[str]:
+def model_json(model: BaseModel) -> str:
+    """A response model as compact JSON: the fields its builder set, in the model's order (pydantic writes it)."""
+    return model.model_dump_json(exclude_unset=True)
+
+
+def ok(data: BaseModel, request_id: str, status: int = 200, headers: dict[str, str] | None = None) -> Response[str]:
     """A success envelope."""
     return Response(
         status_code=status,
         content_type=JSON,
-        body=dumps({"data": data, "meta": {"request_id": request_id}}),
+        body=f'{{"data":{model_json(data)},"meta":{dumps({"request_id": request_id})}}}',
         headers=headers or {},
     )
 
 
-def page(items: list[Any], request_id: str, next_cursor: str | None) -> Response[str]:
+def page(items: list[BaseModel], request_id: str, next_cursor: str | None) -> Response[str]:
     """A page envelope: `meta.next_cursor` is null on the last page."""
-    return Response(
-        status_code=200,
-        content_type=JSON,
-        body=dumps({"data": items, "meta": {"request_id": request_id, "next_cursor": next_cursor}}),
-    )
+    data = ",".join(model_json(item) for item in items)
+    meta = dumps({"request_id": request_id, "next_cursor": next_cursor})
+    return Response(status_code=200, content_type=JSON, body=f'{{"data":[{data}],"meta":{meta}}}')
 
 
 def error(

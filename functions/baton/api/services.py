@@ -1,13 +1,24 @@
-"""What the routes work with, built on first use and kept for the container's life."""
+"""The wiring: the repositories and the authenticator the routes work with; the one api module that knows the
+store's classes.
 
-from __future__ import annotations
+Nothing here is global. Whoever creates a resolver hands it a provider of `Services` (`create_app(services)`): the
+Lambda's app (`api/app.py`) gets `from_environment()`, which reads the environment and builds the services on the
+first request that needs AWS, then keeps them for the container's life. Routes receive them as a parameter
+(`services: Wired`). A test builds its own services (`build_services`, on its table and client) and hands them to
+an app with powertools' `dependency_overrides`: `app.dependency_overrides[wired] = lambda: services`, which the
+gate honours too.
+"""
 
+# No `from __future__ import annotations`: powertools reads the dependency's annotations on every request.
+
+from collections.abc import Callable
 from dataclasses import dataclass
-from functools import cache
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Annotated, Final, cast
+
+from aws_lambda_powertools.event_handler import Depends, Request
 
 from baton.api.auth import Authenticator
-from baton.settings import Settings, settings
+from baton.settings import Settings, load_settings
 from baton.store.aws import dynamodb_client
 from baton.store.checkpoints import CheckpointStore
 from baton.store.keys import KeyStore
@@ -15,21 +26,26 @@ from baton.store.keys import KeyStore
 if TYPE_CHECKING:
     from mypy_boto3_dynamodb import DynamoDBClient
 
+SERVICES_CONTEXT: Final = "services"
+"""Where a resolver's context keeps its provider of services while it serves a request."""
+
 
 @dataclass(frozen=True)
 class Services:
     """The repositories and the authenticator of one container."""
 
     settings: Settings
-    dynamodb: DynamoDBClient
+    dynamodb: "DynamoDBClient"
     checkpoints: CheckpointStore
     keys: KeyStore
     authenticator: Authenticator
 
 
-def build_services(config: Settings) -> Services:
-    """Wire the repositories for `config` (creates the AWS client: call once per container)."""
-    client = dynamodb_client(config.aws_endpoint_url)
+def build_services(config: Settings, client: "DynamoDBClient | None" = None) -> Services:
+    """The services for `config`, on `client` (default: a new client for its endpoint, the costly part of a cold
+    start: call this once per container)."""
+    if client is None:
+        client = dynamodb_client(config.aws_endpoint_url)
     keys = KeyStore(client, config.table_name)
     return Services(
         settings=config,
@@ -40,13 +56,32 @@ def build_services(config: Settings) -> Services:
     )
 
 
-@cache
-def services() -> Services:
-    """The container's services, created by the first request that needs them."""
-    return build_services(settings())
+class OnFirstUse:
+    """A provider of services that builds them on its first call and hands out the same ones after."""
+
+    def __init__(self, build: Callable[[], Services]) -> None:
+        self._build = build
+        self._built: Services | None = None
+
+    def __call__(self) -> Services:
+        """The services, built now if this is the first call."""
+        if self._built is None:
+            self._built = self._build()
+        return self._built
 
 
-def reset() -> None:
-    """Forget the container's settings and services (tests that change the environment call this)."""
-    services.cache_clear()
-    settings.cache_clear()
+def from_environment() -> OnFirstUse:
+    """The Lambda's services: settings read from the environment (a missing or invalid variable fails the first
+    request that needs AWS, naming it) and the client created on that first request, not at import."""
+    return OnFirstUse(lambda: build_services(load_settings()))
+
+
+def wired(request: Request) -> Services:
+    """The services of the resolver serving this request (the dependency behind `Wired`): its own provider's,
+    unless `dependency_overrides[wired]` names others."""
+    provider = cast(Callable[[], Services], request.context[SERVICES_CONTEXT])
+    return provider()
+
+
+Wired = Annotated[Services, Depends(wired)]
+"""A route parameter: the services of the container serving the request."""

@@ -10,10 +10,9 @@ import json
 import sys
 from typing import TextIO
 
-from baton.domain.access import SCOPES, KeyRecord, hash_secret, key_validity, new_secret
+from baton.domain.access import SCOPES, issue_key, key_validity
 from baton.domain.clock import now_ms
 from baton.domain.errors import ValidationFailed
-from baton.domain.ids import new_key_id
 from baton.domain.models import CreateKeyRequest
 
 
@@ -37,7 +36,7 @@ def add_commands(commands: argparse._SubParsersAction[argparse.ArgumentParser]) 
 
 
 def create_key(args: argparse.Namespace, out: TextIO = sys.stdout) -> int:
-    """Validate the request as the API would, write the record, print the key as JSON."""
+    """Validate the request as the API would, write the record, print the key as the API answers it (JSON)."""
     from pydantic import ValidationError
 
     scopes = [s.strip() for s in args.scopes.split(",") if s.strip()]
@@ -61,21 +60,19 @@ def create_key(args: argparse.Namespace, out: TextIO = sys.stdout) -> int:
         return 2
     import boto3
 
+    from baton.api.schemas import CreatedKey
     from baton.store.keys import KeyStore
 
     client = boto3.session.Session().client("dynamodb", region_name=args.region, endpoint_url=args.aws_endpoint)
-    secret = new_secret()
-    created = now_ms()
-    record = KeyRecord(
-        key_id=new_key_id(created),
-        secret_hash=hash_secret(secret),
-        tenant_id=request.tenant_id or args.tenant,
-        agent_id=request.agent_id,
-        scopes=frozenset(request.scopes),
-        created_ms=created,
+    issued = issue_key(
+        request.tenant_id or args.tenant,
+        request.agent_id,
+        request.scopes,
+        now_ms(),
         expires_ms=expires,
         description=request.description,
     )
-    KeyStore(client, args.table).put(record)
-    print(json.dumps({**record.info(), "secret": secret}, indent=2), file=out)
+    KeyStore(client, args.table).put(issued.record)
+    created = CreatedKey.of(issued.record, secret=issued.secret)
+    print(json.dumps(created.model_dump(), indent=2), file=out)
     return 0

@@ -1,14 +1,16 @@
-"""Who may do what: scopes, principals, API key secrets and the rules for issuing keys."""
+"""Who may do what: scopes, principals, API key secrets, and issuing keys."""
 
 from __future__ import annotations
 
 import hashlib
 import secrets
+from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Final, Literal, get_args
 
 from baton.domain.clock import format_ms, parse_time
 from baton.domain.errors import FieldError, Forbidden, NotFound, Unauthenticated, ValidationFailed
+from baton.domain.ids import new_key_id
 
 Scope = Literal[
     "checkpoints:read",
@@ -92,6 +94,22 @@ class Principal:
         """True when the caller may see work owned by `agent_id`."""
         return self.is_wildcard or agent_id == self.agent_id
 
+    def may_act_for_tenant(self, tenant_id: str) -> bool:
+        """True when the caller may act in `tenant_id`: its own, or any with `tenants:manage`."""
+        return tenant_id == self.tenant_id or self.holds(TENANTS_MANAGE)
+
+    def tenant_for(self, requested: str | None, named_by: str) -> str:
+        """The tenant a request acts in: the caller's own unless it names another (in `named_by`, e.g.
+        `/tenant_id`), which needs `tenants:manage` (`Forbidden` without it)."""
+        if requested is None or requested == self.tenant_id:
+            return self.tenant_id
+        if not self.may_act_for_tenant(requested):
+            raise Forbidden(
+                f"{named_by} names another tenant ({requested}); acting for another tenant needs the scope "
+                f"{TENANTS_MANAGE}."
+            )
+        return requested
+
 
 def effective_scopes(scopes: frozenset[str] | set[str]) -> frozenset[str]:
     """Every scope a set grants, with `*` expanded."""
@@ -103,10 +121,7 @@ def effective_scopes(scopes: frozenset[str] | set[str]) -> frozenset[str]:
 
 def check_can_issue(issuer: Principal, tenant_id: str, agent_id: str, scopes: frozenset[str]) -> None:
     """Raise `Forbidden` unless `issuer` may create a key for that tenant, agent and scopes."""
-    if tenant_id != issuer.tenant_id and not issuer.holds(TENANTS_MANAGE):
-        raise Forbidden(
-            "/tenant_id names another tenant; issuing keys for other tenants needs the scope tenants:manage."
-        )
+    issuer.tenant_for(tenant_id, "/tenant_id")
     if agent_id != issuer.agent_id and not issuer.is_wildcard:
         raise Forbidden(
             f"/agent_id names another agent ({agent_id}); a key without the scope * issues keys only for its own "
@@ -121,7 +136,7 @@ def check_can_issue(issuer: Principal, tenant_id: str, agent_id: str, scopes: fr
 def check_can_revoke(issuer: Principal, target: KeyRecord) -> None:
     """Raise unless `issuer` may revoke `target`: another agent's key is invisible without `*` (NotFound), and a
     key holding a scope the issuer lacks (an operator key, say) cannot be revoked by it (Forbidden)."""
-    if target.revoked_ms is not None or (target.tenant_id != issuer.tenant_id and not issuer.holds(TENANTS_MANAGE)):
+    if target.revoked_ms is not None or not issuer.may_act_for_tenant(target.tenant_id):
         raise NotFound()
     if target.agent_id != issuer.agent_id and not issuer.is_wildcard:
         raise NotFound()
@@ -222,15 +237,40 @@ class KeyRecord:
             expires_ms=self.expires_ms,
         )
 
-    def info(self) -> dict[str, object]:
-        """The key as listed: never the secret nor its hash."""
-        return {
-            "key_id": self.key_id,
-            "tenant_id": self.tenant_id,
-            "agent_id": self.agent_id,
-            "scopes": sorted(self.scopes),
-            "not_before": format_ms(self.not_before_ms) if self.not_before_ms is not None else None,
-            "expires_at": format_ms(self.expires_ms) if self.expires_ms is not None else None,
-            "description": self.description,
-            "created_at": format_ms(self.created_ms),
-        }
+
+@dataclass(frozen=True)
+class IssuedKey:
+    """A key just issued: the record to store and the secret, which is shown once and never stored."""
+
+    record: KeyRecord
+    secret: str
+
+
+def issue_key(
+    tenant_id: str,
+    agent_id: str,
+    scopes: Iterable[str],
+    now_ms: int,
+    *,
+    not_before_ms: int | None = None,
+    expires_ms: int | None = None,
+    description: str | None = None,
+    secret: str | None = None,
+    key_id: str | None = None,
+) -> IssuedKey:
+    """A new API key: its id, a fresh secret (or `secret`, for a fixed development or test key) and the record
+    that stores only the secret's hash. Whoever asks has already checked that it may (`check_can_issue`,
+    `key_validity`); storing the record is the caller's next step."""
+    secret = new_secret() if secret is None else secret
+    record = KeyRecord(
+        key_id=new_key_id(now_ms) if key_id is None else key_id,
+        secret_hash=hash_secret(secret),
+        tenant_id=tenant_id,
+        agent_id=agent_id,
+        scopes=frozenset(scopes),
+        created_ms=now_ms,
+        not_before_ms=not_before_ms,
+        expires_ms=expires_ms,
+        description=description,
+    )
+    return IssuedKey(record=record, secret=secret)

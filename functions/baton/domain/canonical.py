@@ -59,6 +59,8 @@ class _Census:
 
     plain: bool = True
     """No number with a fraction, and no object key outside the Basic Multilingual Plane."""
+    marked: bool = False
+    """A duplicated key, a non-finite number or an unsafe integer was marked: `check_document` names it."""
 
 
 def _hooks(census: _Census) -> dict[str, Any]:
@@ -68,6 +70,7 @@ def _hooks(census: _Census) -> dict[str, Any]:
         seen: set[str] = set()
         for key, _ in pairs:
             if key in seen:
+                census.marked = True
                 return _DuplicatedKeys(pairs, key)
             seen.add(key)
             if census.plain and not key.isascii() and any(ord(c) > 0xFFFF for c in key):
@@ -77,10 +80,12 @@ def _hooks(census: _Census) -> dict[str, Any]:
     def on_float(text: str) -> int | float | _NonFinite | _Unsafe:
         value = float(text)
         if math.isinf(value):
+            census.marked = True
             return _NonFinite(text)
         # Every double past 2^53 is an integer that RFC 8785 writes in full (1e20 as 100000000000000000000),
         # which would read back as an integer canonical JSON refuses: refuse it however it is written.
         if abs(value) > MAX_SAFE_INTEGER:
+            census.marked = True
             return _Unsafe(text)
         if value.is_integer():
             # JSON has one number type: 3600.0 is the integer 3600 (canonical JSON writes both as 3600), so an
@@ -91,9 +96,21 @@ def _hooks(census: _Census) -> dict[str, Any]:
 
     def on_integer(text: str) -> int | _Unsafe:
         value = int(text)
-        return value if -MAX_SAFE_INTEGER <= value <= MAX_SAFE_INTEGER else _Unsafe(text)
+        if -MAX_SAFE_INTEGER <= value <= MAX_SAFE_INTEGER:
+            return value
+        census.marked = True
+        return _Unsafe(text)
 
-    return {"object_pairs_hook": on_object, "parse_float": on_float, "parse_int": on_integer}
+    def on_constant(text: str) -> _NonFinite:
+        census.marked = True
+        return _NonFinite(text)
+
+    return {
+        "object_pairs_hook": on_object,
+        "parse_float": on_float,
+        "parse_int": on_integer,
+        "parse_constant": on_constant,
+    }
 
 
 @dataclass(frozen=True)
@@ -114,7 +131,7 @@ def parse_document(text: str | bytes) -> Document:
     try:
         # json.loads would decode bytes with surrogatepass; decode strictly first.
         document = text.decode("utf-8") if isinstance(text, bytes) else text
-        value = json.loads(document, parse_constant=_NonFinite, **_hooks(census))
+        value = json.loads(document, **_hooks(census))
     except RecursionError:
         raise ValidationFailed.single("", f"The body is nested deeper than {MAX_JSON_DEPTH} levels.") from None
     except UnicodeDecodeError:
@@ -123,8 +140,28 @@ def parse_document(text: str | bytes) -> Document:
         detail = exc.msg if isinstance(exc, json.JSONDecodeError) else "an integer has too many digits"
         where = f" at line {exc.lineno} column {exc.colno}" if isinstance(exc, json.JSONDecodeError) else ""
         raise ValidationFailed.single("", f"The body is not valid JSON{where}: {detail}.") from None
-    check_document(value)
+    if census.marked or _deeper_than(value, MAX_JSON_DEPTH):
+        check_document(value)  # names the first offending place; it raises
     return Document(value=value, plain=census.plain)
+
+
+def _deeper_than(value: JsonValue, limit: int) -> bool:
+    """True when a container of `value` lies deeper than `limit` (the root counts as 1). Only containers are
+    visited and no path is kept: the common case, a document within the limit, costs one pass over its
+    containers; `check_document` then finds the place to name only when there is one."""
+    level: list[Any] = [value] if type(value) in (dict, list) else []
+    depth = 0
+    while level:
+        depth += 1
+        if depth > limit:
+            return True
+        below: list[Any] = []
+        for node in level:
+            for child in node.values() if type(node) is dict else node:
+                if type(child) in (dict, list):
+                    below.append(child)
+        level = below
+    return False
 
 
 def parse_strict(text: str | bytes) -> JsonValue:

@@ -7,31 +7,24 @@ back here (`check_write`) so that the answer is decided in one place.
 from __future__ import annotations
 
 import hashlib
-import json
 from dataclasses import dataclass, field
 from typing import Any
 
 from baton.domain import limits
 from baton.domain.canonical import CanonicalState, canonical_json
-from baton.domain.clock import format_ms
 from baton.domain.errors import CheckpointClosed, PayloadTooLarge, RevisionConflict, ValidationFailed
 from baton.domain.lifecycle import ACTIVE, is_terminal
 from baton.domain.models import SaveCheckpointRequest
 
-# Compression is worth it only when it saves real space: small states rarely shrink, and every read pays to inflate.
-COMPRESS_MIN_BYTES = 512
-COMPRESS_MAX_RATIO = 0.9
-# Brotli in text mode stores agent text smaller than zlib at the same speed (quality 6). From 16 KB a state is
-# worth a slower, denser pass (quality 10: about 10 ms for 32 KB), because every stored kilobyte is paid again on
-# every write and read of the item; below that, the write's latency matters more than the bytes.
-DENSE_FROM_BYTES = 16_000
-FAST_QUALITY = 6
-DENSE_QUALITY = 10
 RECENT_REQUESTS = 8
 """How many writes' request ids a checkpoint remembers: a retry of a lost write is recognised while at most
 seven other writes landed after it."""
-BROTLI = b"\x01"
-"""First byte of a compressed state: the codec, so that the codec can change without a migration."""
+
+
+def request_tag(request_id: str) -> bytes:
+    """The 8 bytes a checkpoint remembers of a write's request id (a BLAKE2b digest: fixed size whatever the id,
+    so the last eight cost the item under 100 bytes; two ids collide with probability 2^-64)."""
+    return hashlib.blake2b(request_id.encode("utf-8"), digest_size=8).digest()
 
 
 @dataclass(frozen=True)
@@ -45,47 +38,13 @@ class CheckpointKey:
 
 
 @dataclass(frozen=True)
-class EncodedState:
-    """The canonical state as it is stored: either the UTF-8 text or its compressed form, whichever pays."""
+class IdempotencyClaim:
+    """An `Idempotency-Key`, the agent of the key that sent it (keys belong to the caller), and the fingerprint
+    of the request that carries it."""
 
-    canonical: CanonicalState
-    compressed: bytes | None
-
-    @property
-    def stored_bytes(self) -> int:
-        """Bytes the state occupies in the item."""
-        return len(self.compressed) if self.compressed is not None else self.canonical.size
-
-
-def compress_state(text: bytes) -> bytes:
-    """The codec byte and the Brotli stream of a canonical state."""
-    import brotli  # only saves and reads of large states pay for the import
-
-    quality = DENSE_QUALITY if len(text) >= DENSE_FROM_BYTES else FAST_QUALITY
-    packed: bytes = brotli.compress(text, quality=quality, mode=brotli.MODE_TEXT)
-    return BROTLI + packed
-
-
-def encode_state(canonical: CanonicalState) -> EncodedState:
-    """Compress the canonical state when that saves at least a tenth of its size."""
-    if canonical.size >= COMPRESS_MIN_BYTES:
-        packed = compress_state(canonical.text)
-        if len(packed) <= canonical.size * COMPRESS_MAX_RATIO:
-            return EncodedState(canonical=canonical, compressed=packed)
-    return EncodedState(canonical=canonical, compressed=None)
-
-
-def decode_state(text: str | None, compressed: bytes | None) -> bytes:
-    """The canonical UTF-8 bytes back from what the item holds."""
-    if compressed is not None:
-        if compressed[:1] != BROTLI:
-            raise ValueError(f"unknown state codec {compressed[:1]!r}")
-        import brotli
-
-        return bytes(brotli.decompress(compressed[1:]))
-    if text is None:
-        raise ValueError("item holds no state")
-    return text.encode("utf-8")
+    key: str
+    agent_id: str
+    fingerprint: str
 
 
 @dataclass(frozen=True)
@@ -93,10 +52,12 @@ class SavePlan:
     """A validated save, ready for the store: everything computed that does not depend on the stored item."""
 
     key: CheckpointKey
-    state: EncodedState
+    state: CanonicalState
     status: str
     ttl_seconds: int | None
+    """As sent; None keeps the stored value (a new checkpoint gets `ttl_when_new`)."""
     keep_revisions: int | None
+    """As sent; None keeps the stored value (a new checkpoint keeps none)."""
     expected_revision: int | None
     format: str | None
     resources: list[dict[str, Any]]
@@ -105,6 +66,22 @@ class SavePlan:
     now_ms: int
     oversize: PayloadTooLarge | None = None
     """Set when the state is over its limit: the store still checks what the contract ranks before a 413."""
+
+    @property
+    def ttl_when_new(self) -> int:
+        """The ttl a save gives a checkpoint it creates: the one sent, else the default. The one place the default
+        applies: `build_next` and the store's update expression both take it from here."""
+        return self.ttl_seconds if self.ttl_seconds is not None else limits.DEFAULT_TTL_SECONDS
+
+    @property
+    def keep_when_new(self) -> int:
+        """The number of revisions a save keeps on a checkpoint it creates: the one sent, else none."""
+        return self.keep_revisions if self.keep_revisions is not None else 0
+
+    @property
+    def tag(self) -> bytes:
+        """This write's request tag, as the checkpoint remembers it."""
+        return request_tag(self.request_id)
 
 
 def plan_save(
@@ -139,7 +116,7 @@ def plan_save(
         source = {k: v for k, v in request.source.model_dump().items() if v is not None} or None
     return SavePlan(
         key=CheckpointKey(tenant_id, request.subject_id, agent_id, request.kind),
-        state=EncodedState(canonical=canonical, compressed=None) if oversize else encode_state(canonical),
+        state=canonical,
         status=request.status or ACTIVE,
         ttl_seconds=request.ttl_seconds,
         keep_revisions=request.keep_revisions,
@@ -151,6 +128,44 @@ def plan_save(
         now_ms=now_ms,
         oversize=oversize,
     )
+
+
+@dataclass(frozen=True)
+class Saved:
+    """What a save wrote, as its answer reports it."""
+
+    checkpoint_id: str
+    subject_id: str
+    agent_id: str
+    kind: str
+    revision: int
+    status: str
+    state_hash: str
+    state_bytes: int
+    expires_ms: int
+
+    @property
+    def updated(self) -> bool:
+        """True when the save updated an existing checkpoint (200), False when it created one (201)."""
+        return self.revision > 1
+
+    @property
+    def etag(self) -> str:
+        """The weak entity tag of the revision written."""
+        return etag_for(self.checkpoint_id, self.revision)
+
+
+@dataclass(frozen=True)
+class SaveOutcome:
+    """What a save did, and whether it replays an earlier request (an idempotency key seen before)."""
+
+    saved: Saved
+    replayed: bool = False
+
+    @property
+    def created(self) -> bool:
+        """True when the save created the checkpoint (201), False when it updated one (200)."""
+        return not self.saved.updated
 
 
 @dataclass(frozen=True)
@@ -172,9 +187,9 @@ class Checkpoint:
     created_ms: int
     updated_ms: int
     expires_ms: int
-    recent_requests: tuple[str, ...] = ()
-    """Request ids of the latest writes, newest first (at most `RECENT_REQUESTS`): a write whose answer was lost
-    and that the AWS SDK retried is recognised by its id even when other writes landed in between."""
+    recent_requests: tuple[bytes, ...] = ()
+    """Request tags (`request_tag`) of the latest writes, newest first (at most `RECENT_REQUESTS`): a write whose
+    answer was lost and that the AWS SDK retried is recognised by its tag even when other writes landed since."""
     recent_expiries: tuple[int, ...] = ()
     """The expiry (ms) each of those writes set, in the same order."""
     format: str | None = None
@@ -190,79 +205,48 @@ class Checkpoint:
         """The weak entity tag of this revision."""
         return etag_for(self.checkpoint_id, self.revision)
 
-    def summary(self) -> dict[str, Any]:
-        """The record without state, as the contract names it."""
-        return {
-            "checkpoint_id": self.checkpoint_id,
-            "subject_id": self.subject_id,
-            "agent_id": self.agent_id,
-            "kind": self.kind,
-            "revision": self.revision,
-            "status": self.status,
-            "state_hash": self.state_hash,
-            "state_bytes": self.state_bytes,
-            "format": self.format,
-            "resources": list(self.resources),
-            "source": self.source,
-            "ttl_seconds": self.ttl_seconds,
-            "keep_revisions": self.keep_revisions,
-            "lease": None,
-            "expires_at": format_ms(self.expires_ms),
-            "created_at": format_ms(self.created_ms),
-            "updated_at": format_ms(self.updated_ms),
-        }
-
-    def record(self) -> dict[str, Any]:
-        """The full record, with the state parsed."""
-        if self.state_text is None:
-            raise ValueError("checkpoint was loaded without its state")
-        return {**self.summary(), "state": json.loads(self.state_text)}
-
-    def save_result(self) -> dict[str, Any]:
-        """What a save answers."""
-        return {
-            "checkpoint_id": self.checkpoint_id,
-            "subject_id": self.subject_id,
-            "agent_id": self.agent_id,
-            "kind": self.kind,
-            "revision": self.revision,
-            "status": self.status,
-            "state_hash": self.state_hash,
-            "state_bytes": self.state_bytes,
-            "expires_at": format_ms(self.expires_ms),
-            "updated": self.revision > 1,
-        }
+    def saved(self) -> Saved:
+        """This revision as a save answers it."""
+        return Saved(
+            checkpoint_id=self.checkpoint_id,
+            subject_id=self.subject_id,
+            agent_id=self.agent_id,
+            kind=self.kind,
+            revision=self.revision,
+            status=self.status,
+            state_hash=self.state_hash,
+            state_bytes=self.state_bytes,
+            expires_ms=self.expires_ms,
+        )
 
 
-def recognised_write(existing: Checkpoint, plan: SavePlan) -> dict[str, Any] | None:
-    """The answer of `plan`'s own earlier write when `existing` remembers its request id, else None.
+def recognised_write(existing: Checkpoint, plan: SavePlan) -> Saved | None:
+    """The answer of `plan`'s own earlier write when `existing` remembers its request tag, else None.
 
-    The ids are kept newest first, one per revision, so the position of ours says which revision it wrote.
+    The tags are kept newest first, one per revision, so the position of ours says which revision it wrote.
     """
-    if plan.request_id not in existing.recent_requests:
+    if plan.tag not in existing.recent_requests:
         return None
-    position = existing.recent_requests.index(plan.request_id)
+    position = existing.recent_requests.index(plan.tag)
     if position == 0:
-        return existing.save_result()  # ours is still the latest write: the item says exactly what it wrote
-    revision = existing.revision - position
+        return existing.saved()  # ours is still the latest write: the item says exactly what it wrote
     # Later writes replaced ours; what it wrote is what this same plan writes (the SDK retries the same request),
-    # and its expiry is remembered beside its request id (the ttl in force then may have changed since).
+    # and its expiry is remembered beside its tag (the ttl in force then may have changed since).
     if position < len(existing.recent_expiries):
         expires_ms = existing.recent_expiries[position]
-    else:  # an item written before expiries were remembered beside request ids
+    else:  # not remembered (an item written without expiries): the best estimate
         expires_ms = plan.now_ms + (plan.ttl_seconds or existing.ttl_seconds) * 1000
-    return {
-        "checkpoint_id": existing.checkpoint_id,
-        "subject_id": plan.key.subject_id,
-        "agent_id": plan.key.agent_id,
-        "kind": plan.key.kind,
-        "revision": revision,
-        "status": plan.status,
-        "state_hash": plan.state.canonical.sha256,
-        "state_bytes": plan.state.canonical.size,
-        "expires_at": format_ms(expires_ms),
-        "updated": revision > 1,
-    }
+    return Saved(
+        checkpoint_id=existing.checkpoint_id,
+        subject_id=plan.key.subject_id,
+        agent_id=plan.key.agent_id,
+        kind=plan.key.kind,
+        revision=existing.revision - position,
+        status=plan.status,
+        state_hash=plan.state.sha256,
+        state_bytes=plan.state.size,
+        expires_ms=expires_ms,
+    )
 
 
 def etag_for(checkpoint_id: str, revision: int) -> str:
@@ -317,8 +301,8 @@ def check_write(existing: Checkpoint | None, expected_revision: int | None, now_
 def build_next(existing: Checkpoint | None, plan: SavePlan, new_id: str) -> Checkpoint:
     """The checkpoint a save produces over `existing` (already checked with `check_write`)."""
     live = existing if existing is not None and existing.is_live(plan.now_ms) else None
-    ttl = plan.ttl_seconds or (live.ttl_seconds if live else limits.DEFAULT_TTL_SECONDS)
-    keep = plan.keep_revisions if plan.keep_revisions is not None else (live.keep_revisions if live else 0)
+    ttl = live.ttl_seconds if live is not None and plan.ttl_seconds is None else plan.ttl_when_new
+    keep = live.keep_revisions if live is not None and plan.keep_revisions is None else plan.keep_when_new
     return Checkpoint(
         tenant_id=plan.key.tenant_id,
         checkpoint_id=live.checkpoint_id if live else new_id,
@@ -327,15 +311,15 @@ def build_next(existing: Checkpoint | None, plan: SavePlan, new_id: str) -> Chec
         kind=plan.key.kind,
         revision=live.revision + 1 if live else 1,
         status=plan.status,
-        state_text=plan.state.canonical.text,
-        state_hash=plan.state.canonical.sha256,
-        state_bytes=plan.state.canonical.size,
+        state_text=plan.state.text,
+        state_hash=plan.state.sha256,
+        state_bytes=plan.state.size,
         ttl_seconds=ttl,
         keep_revisions=keep,
         created_ms=live.created_ms if live else plan.now_ms,
         updated_ms=plan.now_ms,
         expires_ms=plan.now_ms + ttl * 1000,
-        recent_requests=(plan.request_id, *(live.recent_requests[: RECENT_REQUESTS - 1] if live else ())),
+        recent_requests=(plan.tag, *(live.recent_requests[: RECENT_REQUESTS - 1] if live else ())),
         recent_expiries=(
             plan.now_ms + ttl * 1000,
             *(live.recent_expiries[: RECENT_REQUESTS - 1] if live else ()),

@@ -9,9 +9,8 @@ import sys
 from dataclasses import dataclass
 from typing import Any, TextIO
 
-from baton.domain.access import KeyRecord, hash_secret, new_secret
+from baton.domain.access import issue_key, new_secret
 from baton.domain.clock import format_ms, now_ms
-from baton.domain.ids import new_key_id
 
 DEV_TENANT = "dev"
 DEV_AGENT = "operator"
@@ -43,6 +42,7 @@ def check_dev_key(value: str) -> str:
 
 
 def _prepare_environment(options: ServeOptions, endpoint: str, embedded: bool) -> None:
+    """The containers' configuration, given as Lambda gives it: in the environment, which they inherit."""
     os.environ["BATON_TABLE_NAME"] = options.table
     os.environ["BATON_AWS_ENDPOINT_URL"] = endpoint
     os.environ.setdefault("POWERTOOLS_SERVICE_NAME", "baton")
@@ -81,29 +81,26 @@ def serve(options: ServeOptions, out: TextIO = sys.stdout) -> int:
         endpoint = options.aws_endpoint
     _prepare_environment(options, endpoint, embedded=moto is not None)
 
-    from baton.api.services import reset, services
     from baton.store.aws import dynamodb_client
+    from baton.store.keys import KeyStore
     from baton.store.schema import ensure_table
 
-    reset()
-    ensure_table(dynamodb_client(endpoint), options.table)
+    client = dynamodb_client(endpoint)
+    ensure_table(client, options.table)
     created = now_ms()
     # On embedded moto the key dies with the process; in a table that outlives `baton serve` it must not stay
     # an operator key forever.
     expires = None if moto is not None else created + DEV_KEY_LIFETIME_SECONDS * 1000
-    services().keys.put(
-        KeyRecord(
-            key_id=new_key_id(created),
-            secret_hash=hash_secret(secret),
-            tenant_id=DEV_TENANT,
-            agent_id=DEV_AGENT,
-            scopes=DEV_SCOPES,
-            created_ms=created,
-            expires_ms=expires,
-            description="baton serve development key",
-        ),
-        overwrite=True,
+    dev_key = issue_key(
+        DEV_TENANT,
+        DEV_AGENT,
+        DEV_SCOPES,
+        created,
+        expires_ms=expires,
+        description="baton serve development key",
+        secret=secret,
     )
+    KeyStore(client, options.table).put(dev_key.record, overwrite=True)
 
     gateway = Gateway("baton.handlers.api:handler", containers=options.containers)
     gateway.warm(options.containers)

@@ -7,23 +7,13 @@ from typing import TYPE_CHECKING, Any
 from baton.domain.access import KeyRecord
 from baton.domain.clock import format_ms, parse_time
 from baton.domain.errors import NotFound
-from baton.store import schema
+from baton.store import layout, schema
 from baton.store.attributes import Item, from_item, names_in, to_attr, to_item
 from baton.store.cursors import MAX_PAGE_READS, decode_after, encode_after, query_binding
 from baton.store.errors import Failure, classify, may_have_landed, translated_errors, was_retried
 
 if TYPE_CHECKING:
     from mypy_boto3_dynamodb import DynamoDBClient
-
-
-def key_pk(secret_hash: str) -> str:
-    """Partition key of a key record: the hash of its secret, so authentication is one GetItem."""
-    return f"K#{secret_hash}"
-
-
-def tenant_keys_pk(tenant_id: str) -> str:
-    """gsi1 partition key listing a tenant's keys."""
-    return f"T#{tenant_id}#keys"
 
 
 def _readable(item: Item) -> KeyRecord | None:
@@ -48,7 +38,7 @@ def _record_from(values: dict[str, Any]) -> KeyRecord:
 
     return KeyRecord(
         key_id=values["key_id"],
-        secret_hash=values[schema.PK].removeprefix("K#"),
+        secret_hash=layout.secret_hash_of(values[schema.PK]),
         tenant_id=values["tenant_id"],
         agent_id=values["agent_id"],
         scopes=frozenset(values["scopes"]),
@@ -71,9 +61,9 @@ class KeyStore:
         """Store a key record; without `overwrite` an existing record with the same hash is never replaced."""
         item = to_item(
             {
-                schema.PK: key_pk(record.secret_hash),
-                schema.SK: "K",
-                schema.GSI1_PK: tenant_keys_pk(record.tenant_id),
+                schema.PK: layout.key_pk(record.secret_hash),
+                schema.SK: layout.KEY_SK,
+                schema.GSI1_PK: layout.tenant_keys_pk(record.tenant_id),
                 schema.GSI1_SK: record.key_id,
                 "key_id": record.key_id,
                 "tenant_id": record.tenant_id,
@@ -110,7 +100,7 @@ class KeyStore:
         with translated_errors():
             response = self._client.get_item(
                 TableName=self._table,
-                Key={schema.PK: {"S": key_pk(secret_hash)}, schema.SK: {"S": "K"}},
+                Key=layout.key(layout.key_pk(secret_hash), layout.KEY_SK),
                 ConsistentRead=True,
             )
         item = response.get("Item")
@@ -126,7 +116,7 @@ class KeyStore:
         """
         binding = query_binding("keys", tenant_id, agent_id)
         after = decode_after(cursor, binding)
-        values: dict[str, Any] = {":pk": tenant_keys_pk(tenant_id), ":now": format_ms(now_ms)}
+        values: dict[str, Any] = {":pk": layout.tenant_keys_pk(tenant_id), ":now": format_ms(now_ms)}
         filters = [
             "attribute_not_exists(#revoked_at)",
             "(attribute_not_exists(#key_expires_at) OR #key_expires_at > :now)",
@@ -173,7 +163,7 @@ class KeyStore:
                 IndexName=schema.GSI1,
                 KeyConditionExpression=f"#{schema.GSI1_PK} = :pk AND #{schema.GSI1_SK} = :key_id",
                 ExpressionAttributeNames=names_in(f"#{schema.GSI1_PK} #{schema.GSI1_SK}"),
-                ExpressionAttributeValues={":pk": {"S": tenant_keys_pk(tenant_id)}, ":key_id": {"S": key_id}},
+                ExpressionAttributeValues={":pk": {"S": layout.tenant_keys_pk(tenant_id)}, ":key_id": {"S": key_id}},
                 Limit=1,
             )
         items = response.get("Items", [])
@@ -187,7 +177,7 @@ class KeyStore:
             try:
                 self._client.update_item(
                     TableName=self._table,
-                    Key={schema.PK: {"S": key_pk(record.secret_hash)}, schema.SK: {"S": "K"}},
+                    Key=layout.key(layout.key_pk(record.secret_hash), layout.KEY_SK),
                     UpdateExpression="SET #revoked_at = :now",
                     ConditionExpression=condition,
                     ExpressionAttributeNames=names_in(condition, "#revoked_at"),
@@ -210,7 +200,7 @@ class KeyStore:
         try:
             item = self._client.get_item(
                 TableName=self._table,
-                Key={schema.PK: {"S": key_pk(secret_hash)}, schema.SK: {"S": "K"}},
+                Key=layout.key(layout.key_pk(secret_hash), layout.KEY_SK),
                 ConsistentRead=True,
             ).get("Item")
         except Exception:

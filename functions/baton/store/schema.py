@@ -1,17 +1,8 @@
 """The table's shape, defined once: the store, the moto fixtures, `baton serve` and the CDK stack all read it.
 
-One table holds every item type; each key starts with a type letter and then the tenant, so nothing of one tenant
-can be addressed from another. Tenant and agent ids cannot contain `#`, and a free-form part (a subject, an
-idempotency key) always comes last, so every key parses back one way only: no two inputs collide.
-
-| item          | pk                                  | sk                   | gsi1pk                    | gsi1sk      |
-|---------------|-------------------------------------|----------------------|---------------------------|-------------|
-| checkpoint    | `C#<tenant>#<subject>`              | `C#<agent>#<kind>`   | `I#<tenant>#<checkpoint>` | `C`         |
-| api key       | `K#<sha256 of secret>`              | `K`                  | `T#<tenant>#keys`         | `<key_id>`  |
-| idempotency   | `D#<tenant>#<agent>#<key>`          | `D`                  |                           |             |
-
-Checkpoints also carry `lsi1sk` (`updated_at`) and `lsi2sk` (`<agent>#<updated_at>`), the sort keys of the
-two local indexes that list a subject's checkpoints newest first, for all agents or for one.
+One table holds every item type; `baton.store.layout` builds its keys. One global index (gsi1) finds a
+checkpoint by id and lists a tenant's keys. There are no local indexes: a subject's checkpoints are listed by a
+Query on the table itself, so that a save never moves an index entry (see `layout`).
 """
 
 from __future__ import annotations
@@ -24,35 +15,8 @@ SK: Final = "sk"
 TTL_ATTRIBUTE: Final = "ttl"
 
 GSI1: Final = "gsi1"
-GSI1_PK: Final = "gsi1pk"
-GSI1_SK: Final = "gsi1sk"
-
-LSI_UPDATED: Final = "lsi1"
-LSI_UPDATED_SK: Final = "lsi1sk"
-LSI_AGENT_UPDATED: Final = "lsi2"
-LSI_AGENT_UPDATED_SK: Final = "lsi2sk"
-
-SUMMARY_ATTRIBUTES: Final[tuple[str, ...]] = (
-    "tenant_id",
-    "checkpoint_id",
-    "subject_id",
-    "agent_id",
-    "kind",
-    "revision",
-    "status",
-    "state_hash",
-    "state_bytes",
-    "format",
-    "resources",
-    "source",
-    "ttl_seconds",
-    "keep_revisions",
-    "lease",
-    "created_at",
-    "updated_at",
-    "expires_at",
-)
-"""What the listing indexes project: a summary, never the state (indexes would otherwise store it again)."""
+GSI1_PK: Final = "gpk"
+GSI1_SK: Final = "gsk"
 
 KEY_ATTRIBUTES: Final[tuple[str, ...]] = (
     "key_id",
@@ -65,7 +29,8 @@ KEY_ATTRIBUTES: Final[tuple[str, ...]] = (
     "created_at",
     "revoked_at",
 )
-"""What gsi1 projects, so that listing keys needs no second read; checkpoints project only their keys."""
+"""What gsi1 projects, so that listing keys needs no second read. Checkpoint items carry none of these names, so
+their entries hold only keys: written once when a checkpoint is created, untouched by later saves."""
 
 
 @dataclass(frozen=True)
@@ -104,10 +69,7 @@ TABLE: Final = TableSchema(
     sort_key=SK,
     ttl_attribute=TTL_ATTRIBUTE,
     global_indexes=(Index(GSI1, GSI1_PK, GSI1_SK, KEY_ATTRIBUTES),),
-    local_indexes=(
-        Index(LSI_UPDATED, PK, LSI_UPDATED_SK, SUMMARY_ATTRIBUTES),
-        Index(LSI_AGENT_UPDATED, PK, LSI_AGENT_UPDATED_SK, SUMMARY_ATTRIBUTES),
-    ),
+    local_indexes=(),
 )
 
 
@@ -117,7 +79,7 @@ def create_table_request(table_name: str, schema: TableSchema = TABLE) -> dict[s
     def projection(index: Index) -> dict[str, Any]:
         return {"ProjectionType": "INCLUDE", "NonKeyAttributes": list(index.non_key_attributes)}
 
-    return {
+    request: dict[str, Any] = {
         "TableName": table_name,
         "BillingMode": "PAY_PER_REQUEST",
         "AttributeDefinitions": [{"AttributeName": n, "AttributeType": "S"} for n in schema.string_attributes],
@@ -136,7 +98,10 @@ def create_table_request(table_name: str, schema: TableSchema = TABLE) -> dict[s
             }
             for i in schema.global_indexes
         ],
-        "LocalSecondaryIndexes": [
+        "StreamSpecification": {"StreamEnabled": True, "StreamViewType": "NEW_AND_OLD_IMAGES"},
+    }
+    if schema.local_indexes:  # DynamoDB refuses an empty list
+        request["LocalSecondaryIndexes"] = [
             {
                 "IndexName": i.name,
                 "KeySchema": [
@@ -146,9 +111,8 @@ def create_table_request(table_name: str, schema: TableSchema = TABLE) -> dict[s
                 "Projection": projection(i),
             }
             for i in schema.local_indexes
-        ],
-        "StreamSpecification": {"StreamEnabled": True, "StreamViewType": "NEW_AND_OLD_IMAGES"},
-    }
+        ]
+    return request
 
 
 def ensure_table(client: Any, table_name: str, schema: TableSchema = TABLE) -> bool:

@@ -19,14 +19,23 @@ from baton.api.openapi import (
     CursorParameter,
     responses,
 )
-from baton.api.resolver import current_call, needs
+from baton.api.resolver import Call, CurrentCall, needs
 from baton.api.responses import not_modified, ok, page
-from baton.api.services import services
+from baton.api.schemas import (
+    CheckpointRecord,
+    CheckpointSummary,
+    DataEnvelope,
+    DeleteResult,
+    ListEnvelope,
+    SaveResult,
+)
+from baton.api.services import Wired
 from baton.domain import limits
 from baton.domain.canonical import pointer
 from baton.domain.checkpoints import (
+    Checkpoint,
     CheckpointKey,
-    etag_for,
+    IdempotencyClaim,
     parse_etag,
     parse_etag_list,
     plan_save,
@@ -35,18 +44,7 @@ from baton.domain.checkpoints import (
 from baton.domain.errors import NotFound, ValidationFailed
 from baton.domain.ids import CHECKPOINT_ID_PATTERN
 from baton.domain.lifecycle import Kind, Status
-from baton.domain.models import (
-    CheckpointRecord,
-    CheckpointSummary,
-    DataEnvelope,
-    DeleteResult,
-    Identifier,
-    ListEnvelope,
-    SaveCheckpointRequest,
-    SaveResult,
-    SubjectId,
-)
-from baton.store.checkpoints import IdempotencyClaim
+from baton.domain.models import Identifier, SaveCheckpointRequest, SubjectId
 
 router = Router()
 
@@ -118,7 +116,7 @@ _NOT_MODIFIED = "Not modified: If-None-Match names the current entity tag, or is
 _PRINTABLE = re.compile(rf"[\x20-\x7e]{{1,{limits.IDEMPOTENCY_KEY_MAX_CHARS}}}\Z")
 
 
-def _idempotency_claim(method: str, path: str, value: str | None) -> IdempotencyClaim | None:
+def _idempotency_claim(call: Call, method: str, path: str, value: str | None) -> IdempotencyClaim | None:
     if value is None:
         return None
     if not _PRINTABLE.match(value):
@@ -127,7 +125,6 @@ def _idempotency_claim(method: str, path: str, value: str | None) -> Idempotency
             f"The Idempotency-Key header must be 1 to {limits.IDEMPOTENCY_KEY_MAX_CHARS} printable ASCII characters.",
             "header",
         )
-    call = current_call(router)
     return IdempotencyClaim(
         key=value,
         agent_id=call.caller.agent_id,
@@ -178,10 +175,10 @@ def _if_match_revisions(header: str | None, checkpoint_id: str) -> tuple[int, ..
     return tuple(sorted(revisions))
 
 
-def _record_response(record: dict[str, object], etag: str, if_none_match: str | None) -> Response[str]:
-    if _matches(if_none_match, etag):
-        return not_modified(etag)
-    return ok(record, current_call(router).request_id, headers={"ETag": etag})
+def _record_response(call: Call, found: Checkpoint, if_none_match: str | None) -> Response[str]:
+    if _matches(if_none_match, found.etag):
+        return not_modified(found.etag)
+    return ok(CheckpointRecord.of_record(found), call.request_id, headers={"ETag": found.etag})
 
 
 @router.post(
@@ -204,19 +201,21 @@ def _record_response(record: dict[str, object], etag: str, if_none_match: str | 
     tags=["checkpoints"],
 )
 def save_checkpoint(
-    request: Annotated[SaveCheckpointRequest, Body()], idempotency_key: IdempotencyKeyHeader = None
+    call: CurrentCall,
+    services: Wired,
+    request: Annotated[SaveCheckpointRequest, Body()],
+    idempotency_key: IdempotencyKeyHeader = None,
 ) -> Response[str]:
     """Save where the work got to."""
-    call = current_call(router)
-    principal = call.caller
-    agent_id = principal.agent_for_write(request.agent_id)
-    plan = plan_save(request, principal.tenant_id, agent_id, call.request_id, call.now_ms, call.plain_body)
-    claim = _idempotency_claim("POST", "/v1/checkpoints", idempotency_key)
-    outcome = services().checkpoints.save(plan, claim)
-    headers = {"ETag": etag_for(outcome.result["checkpoint_id"], outcome.result["revision"])}
+    agent_id = call.caller.agent_for_write(request.agent_id)
+    plan = plan_save(request, call.caller.tenant_id, agent_id, call.request_id, call.now_ms, call.plain_body)
+    claim = _idempotency_claim(call, "POST", "/v1/checkpoints", idempotency_key)
+    outcome = services.checkpoints.save(plan, claim)
+    headers = {"ETag": outcome.saved.etag}
     if outcome.replayed:
         headers["Idempotent-Replayed"] = "true"
-    return ok(outcome.result, call.request_id, status=201 if outcome.created else 200, headers=headers)
+    status = 200 if outcome.saved.updated else 201
+    return ok(SaveResult.of(outcome.saved), call.request_id, status=status, headers=headers)
 
 
 @router.get(
@@ -235,17 +234,17 @@ def save_checkpoint(
     tags=["checkpoints"],
 )
 def lookup_checkpoint(
+    call: CurrentCall,
+    services: Wired,
     subject_id: Annotated[SubjectId, Query()],
     kind: Annotated[Kind, Query()],
     agent_id: Annotated[Identifier | None, Query()] = None,
     if_none_match: IfNoneMatchHeader = None,
 ) -> Response[str]:
     """Read the latest state of one unit of work."""
-    call = current_call(router)
-    principal = call.caller
-    key = CheckpointKey(principal.tenant_id, subject_id, principal.agent_for_read(agent_id), kind)
-    found = services().checkpoints.get(key, call.now_ms)
-    return _record_response(found.record(), found.etag, if_none_match)
+    key = CheckpointKey(call.caller.tenant_id, subject_id, call.caller.agent_for_read(agent_id), kind)
+    found = services.checkpoints.get(key, call.now_ms)
+    return _record_response(call, found, if_none_match)
 
 
 @router.get(
@@ -260,14 +259,14 @@ def lookup_checkpoint(
     ),
     tags=["checkpoints"],
 )
-def get_checkpoint(checkpoint_id: CheckpointIdParameter, if_none_match: IfNoneMatchHeader = None) -> Response[str]:
+def get_checkpoint(
+    call: CurrentCall, services: Wired, checkpoint_id: CheckpointIdParameter, if_none_match: IfNoneMatchHeader = None
+) -> Response[str]:
     """Read a checkpoint by its id."""
-    call = current_call(router)
-    principal = call.caller
-    found = services().checkpoints.get_by_id(principal.tenant_id, _checkpoint_id(checkpoint_id), call.now_ms)
-    if not principal.can_see_agent(found.agent_id):
+    found = services.checkpoints.get_by_id(call.caller.tenant_id, _checkpoint_id(checkpoint_id), call.now_ms)
+    if not call.caller.can_see_agent(found.agent_id):
         raise NotFound()  # another agent's checkpoint answers exactly like a missing one
-    return _record_response(found.record(), found.etag, if_none_match)
+    return _record_response(call, found, if_none_match)
 
 
 @router.delete(
@@ -287,20 +286,20 @@ def get_checkpoint(checkpoint_id: CheckpointIdParameter, if_none_match: IfNoneMa
     ),
     tags=["checkpoints"],
 )
-def delete_checkpoint(checkpoint_id: CheckpointIdParameter, if_match: IfMatchHeader = None) -> Response[str]:
+def delete_checkpoint(
+    call: CurrentCall, services: Wired, checkpoint_id: CheckpointIdParameter, if_match: IfMatchHeader = None
+) -> Response[str]:
     """Delete a checkpoint (terminal ones too); its blobs are removed later by the reaper."""
-    call = current_call(router)
-    principal = call.caller
     target = _checkpoint_id(checkpoint_id)
     revisions = _if_match_revisions(if_match, target)
-    services().checkpoints.delete(
-        principal.tenant_id,
+    services.checkpoints.delete(
+        call.caller.tenant_id,
         target,
         call.now_ms,
-        only_agent=None if principal.is_wildcard else principal.agent_id,
+        only_agent=None if call.caller.is_wildcard else call.caller.agent_id,
         if_match_revisions=revisions,
     )
-    return ok({"checkpoint_id": target, "deleted": True}, call.request_id)
+    return ok(DeleteResult.model_construct(checkpoint_id=target, deleted=True), call.request_id)
 
 
 @router.get(
@@ -315,6 +314,8 @@ def delete_checkpoint(checkpoint_id: CheckpointIdParameter, if_match: IfMatchHea
     tags=["checkpoints"],
 )
 def list_subject_checkpoints(
+    call: CurrentCall,
+    services: Wired,
     subject_id: SubjectIdParameter,
     kind: Annotated[Kind | None, Query()] = None,
     status: Annotated[Status | None, Query()] = None,
@@ -323,8 +324,6 @@ def list_subject_checkpoints(
     cursor: CursorParameter = None,
 ) -> Response[str]:
     """List what is parked for a subject."""
-    call = current_call(router)
-    principal = call.caller
     subject = unquote(subject_id)
     if (
         not subject
@@ -337,8 +336,8 @@ def list_subject_checkpoints(
             "characters.",
             "path",
         )
-    only_agent = principal.agent_for_list(agent_id, "checkpoints")
-    result = services().checkpoints.list_subject(
-        principal.tenant_id, subject, call.now_ms, only_agent, kind, status, limit, cursor
+    only_agent = call.caller.agent_for_list(agent_id, "checkpoints")
+    result = services.checkpoints.list_subject(
+        call.caller.tenant_id, subject, call.now_ms, only_agent, kind, status, limit, cursor
     )
-    return page([cp.summary() for cp in result.items], call.request_id, result.next_cursor)
+    return page([CheckpointSummary.of(cp) for cp in result.items], call.request_id, result.next_cursor)

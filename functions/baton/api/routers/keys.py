@@ -9,31 +9,15 @@ from aws_lambda_powertools.event_handler.api_gateway import Router
 from aws_lambda_powertools.event_handler.openapi.params import Body, Path, Query
 
 from baton.api.openapi import AUTHENTICATED_ERRORS, CursorParameter, responses
-from baton.api.resolver import current_call, needs
+from baton.api.resolver import CurrentCall, needs
 from baton.api.responses import ok, page
-from baton.api.services import services
+from baton.api.schemas import CreatedKey, DataEnvelope, KeyDeleted, KeyInfo, ListEnvelope
+from baton.api.services import Wired
 from baton.domain import limits
-from baton.domain.access import (
-    TENANTS_MANAGE,
-    KeyRecord,
-    Principal,
-    check_can_issue,
-    check_can_revoke,
-    hash_secret,
-    key_validity,
-    new_secret,
-)
-from baton.domain.errors import Forbidden, NotFound, ValidationFailed
-from baton.domain.ids import KEY_ID_PATTERN, new_key_id
-from baton.domain.models import (
-    CreatedKey,
-    CreateKeyRequest,
-    DataEnvelope,
-    Identifier,
-    KeyDeleted,
-    KeyInfo,
-    ListEnvelope,
-)
+from baton.domain.access import check_can_issue, check_can_revoke, issue_key, key_validity
+from baton.domain.errors import NotFound, ValidationFailed
+from baton.domain.ids import KEY_ID_PATTERN
+from baton.domain.models import CreateKeyRequest, Identifier
 
 router = Router()
 
@@ -46,15 +30,7 @@ KeyIdParameter = Annotated[
     ),
 ]
 
-
-def _tenant_for(principal: Principal, requested: str | None) -> str:
-    if requested is None or requested == principal.tenant_id:
-        return principal.tenant_id
-    if not principal.holds(TENANTS_MANAGE):
-        raise Forbidden(
-            f"The query parameter tenant_id names another tenant ({requested}); that needs the scope tenants:manage."
-        )
-    return requested
+_TENANT_QUERY = "The query parameter tenant_id"
 
 
 @router.post(
@@ -69,28 +45,23 @@ def _tenant_for(principal: Principal, requested: str | None) -> str:
     responses=responses({201: ("Created", DataEnvelope[CreatedKey])}, (400, *AUTHENTICATED_ERRORS, 413, 415)),
     tags=["keys"],
 )
-def create_key(request: Annotated[CreateKeyRequest, Body()]) -> Response[str]:
+def create_key(call: CurrentCall, services: Wired, request: Annotated[CreateKeyRequest, Body()]) -> Response[str]:
     """Issue a key for an agent."""
-    call = current_call(router)
-    principal = call.caller
-    tenant_id = request.tenant_id or principal.tenant_id
+    tenant_id = request.tenant_id or call.caller.tenant_id
     scopes = frozenset(request.scopes)
-    check_can_issue(principal, tenant_id, request.agent_id, scopes)
-    not_before, expires = key_validity(request.not_before, request.expires_at, call.now_ms, principal.expires_ms)
-    secret = new_secret()
-    record = KeyRecord(
-        key_id=new_key_id(call.now_ms),
-        secret_hash=hash_secret(secret),
-        tenant_id=tenant_id,
-        agent_id=request.agent_id,
-        scopes=scopes,
-        created_ms=call.now_ms,
+    check_can_issue(call.caller, tenant_id, request.agent_id, scopes)
+    not_before, expires = key_validity(request.not_before, request.expires_at, call.now_ms, call.caller.expires_ms)
+    issued = issue_key(
+        tenant_id,
+        request.agent_id,
+        scopes,
+        call.now_ms,
         not_before_ms=not_before,
         expires_ms=expires,
         description=request.description,
     )
-    services().keys.put(record)
-    return ok({**record.info(), "secret": secret}, call.request_id, status=201)
+    services.keys.put(issued.record)
+    return ok(CreatedKey.of(issued.record, secret=issued.secret), call.request_id, status=201)
 
 
 @router.get(
@@ -105,18 +76,18 @@ def create_key(request: Annotated[CreateKeyRequest, Body()]) -> Response[str]:
     tags=["keys"],
 )
 def list_keys(
+    call: CurrentCall,
+    services: Wired,
     tenant_id: Annotated[Identifier | None, Query()] = None,
     agent_id: Annotated[Identifier | None, Query()] = None,
     limit: Annotated[int, Query(ge=1, le=limits.MAX_PAGE_LIMIT)] = limits.DEFAULT_PAGE_LIMIT,
     cursor: CursorParameter = None,
 ) -> Response[str]:
     """List keys; a key without * sees only its own agent's."""
-    call = current_call(router)
-    principal = call.caller
-    tenant = _tenant_for(principal, tenant_id)
-    only_agent = principal.agent_for_list(agent_id, "keys")
-    records, next_cursor = services().keys.list(tenant, only_agent, call.now_ms, limit, cursor)
-    return page([r.info() for r in records], call.request_id, next_cursor)
+    tenant = call.caller.tenant_for(tenant_id, _TENANT_QUERY)
+    only_agent = call.caller.agent_for_list(agent_id, "keys")
+    records, next_cursor = services.keys.list(tenant, only_agent, call.now_ms, limit, cursor)
+    return page([KeyInfo.of(r) for r in records], call.request_id, next_cursor)
 
 
 @router.delete(
@@ -130,20 +101,22 @@ def list_keys(
     responses=responses({200: ("Revoked", DataEnvelope[KeyDeleted])}, (400, *AUTHENTICATED_ERRORS, 404)),
     tags=["keys"],
 )
-def revoke_key(key_id: KeyIdParameter, tenant_id: Annotated[Identifier | None, Query()] = None) -> Response[str]:
+def revoke_key(
+    call: CurrentCall,
+    services: Wired,
+    key_id: KeyIdParameter,
+    tenant_id: Annotated[Identifier | None, Query()] = None,
+) -> Response[str]:
     """Revoke a key."""
-    call = current_call(router)
-    principal = call.caller
     if not KEY_ID_PATTERN.match(key_id):
         raise ValidationFailed.single(
             "/key_id", "The path parameter key_id must be key_ followed by 32 lowercase hex digits.", "path"
         )
-    tenant = _tenant_for(principal, tenant_id)
-    service = services()
-    target = service.keys.find_by_id(tenant, key_id)
+    tenant = call.caller.tenant_for(tenant_id, _TENANT_QUERY)
+    target = services.keys.find_by_id(tenant, key_id)
     if target is None:
         raise NotFound()
-    check_can_revoke(principal, target)
-    service.keys.revoke(target, call.now_ms)
-    service.authenticator.forget(key_id)
-    return ok({"key_id": key_id, "deleted": True}, call.request_id)
+    check_can_revoke(call.caller, target)
+    services.keys.revoke(target, call.now_ms)
+    services.authenticator.forget(key_id)
+    return ok(KeyDeleted.model_construct(key_id=key_id, deleted=True), call.request_id)

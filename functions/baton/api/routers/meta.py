@@ -1,4 +1,4 @@
-"""Routes about the API itself: health and its description."""
+"""Routes about the API itself: health (the OpenAPI document is served by the app that it describes, `api/app.py`)."""
 
 from __future__ import annotations
 
@@ -7,9 +7,9 @@ from aws_lambda_powertools.event_handler.api_gateway import Router
 
 from baton import __version__
 from baton.api.openapi import responses
-from baton.api.resolver import PUBLIC, current_call
-from baton.api.responses import JSON, ok
-from baton.domain.models import DataEnvelope, Health
+from baton.api.resolver import PUBLIC, CurrentCall
+from baton.api.responses import ok
+from baton.api.schemas import DataEnvelope, Health
 
 router = Router()
 
@@ -22,20 +22,6 @@ router = Router()
     responses=responses({200: ("The function is up", DataEnvelope[Health])}, ()),
     tags=["meta"],
 )
-def health() -> Response[str]:
+def health(call: CurrentCall) -> Response[str]:
     """The function is up."""
-    return ok({"status": "ok", "version": __version__}, current_call(router).request_id)
-
-
-@router.get(
-    "/v1/openapi.json",
-    summary="The OpenAPI document of this API",
-    openapi_extensions=PUBLIC,
-    tags=["meta"],
-    include_in_schema=False,
-)
-def openapi_document() -> Response[str]:
-    """The same document as the committed `docs/openapi.json`."""
-    from baton.api.app import openapi_json
-
-    return Response(status_code=200, content_type=JSON, body=openapi_json())
+    return ok(Health.model_construct(status="ok", version=__version__), call.request_id)

@@ -1,0 +1,255 @@
+"""AWS stubbed the honest way: DynamoDB's answers recorded from moto, replayed at botocore's `before-send`.
+
+Baton's store is being rewritten (attribute names, indexes), so the benchmark never hand-writes a DynamoDB answer
+for it. Instead `record` drives Baton's api handler against a moto server, exactly as the measured clients do, and
+keeps the raw HTTP answer of every DynamoDB request. A measured process then installs `Replay`: a `before-send`
+handler that answers each request with the recorded bytes, so botocore still serializes, signs and parses as it
+would, and nothing leaves the process.
+
+`Replay` registers through `botocore.handlers.BUILTIN_HANDLERS`, which every botocore session copies when it is
+created: Baton's own client (created at its first request) gets it without Baton being touched. A cold-start child
+must not import botocore before its clock starts, so `install_after_import` appends the handler the moment
+something else imports `botocore.handlers`, through a small import hook that also timestamps module executions.
+
+This module imports only the standard library at the top: cold-start children import it before their clock.
+
+`python bench/replay.py record --endpoint URL --table NAME --secret S --out FILE` is what `run.py` starts.
+"""
+
+from __future__ import annotations
+
+import argparse
+import base64
+import importlib.abc
+import importlib.machinery
+import json
+import os
+import sys
+import time
+from collections.abc import Callable
+from pathlib import Path
+from types import ModuleType
+from typing import Any
+
+BENCH = Path(__file__).resolve().parent
+SIZES = (4_000, 32_000)
+COLD_SIZE = 4_000
+"""The state size of the cold request (the warm overhead's size too): big enough to be compressed."""
+REFUSAL_STATE_BYTES = 3_010_000
+REFUSAL_SUBJECT = "big"
+
+Recording = dict[str, Any]
+"""{"secret": ..., "table": ..., "requests": {"<size>/<step>": [call, ...]}}, a call being
+{"operation", "request" (its body), "status", "headers", "body" (base64)}."""
+
+
+def subject(size: int) -> str:
+    """The subject the recorded (and replayed) saves of a size write to."""
+    return f"replay-{size}"
+
+
+# -- recording (a child of run.py, in the repository's .venv) ---------------------------------------------------------
+
+
+def refusal_bodies() -> dict[str, str]:
+    """Two save bodies of about 3 MB: an oversized state (413), and the same with an invalid `kind` (400)."""
+    from clients import save_body
+    from states import conversation_state
+
+    oversized = save_body(REFUSAL_SUBJECT, conversation_state(target_bytes=REFUSAL_STATE_BYTES, seed=7))
+    return {"oversized": oversized, "invalid": oversized.replace('"kind": "conversation"', '"kind": "conversatio"', 1)}
+
+
+def record(endpoint: str, table: str, secret: str) -> Recording:
+    """Drive Baton's handler against `endpoint` and keep every DynamoDB request and answer, per handled request.
+
+    Requests, in order: for each size, a first save (a create; the first of all also reads the API key, as a cold
+    container does), a second save (an update: the steady state), and a lookup; then the two refusals.
+    """
+    import botocore.handlers
+
+    from clients import lookup_event, save_event, states_for
+
+    calls: list[dict[str, Any]] = []
+    sent: list[bytes] = []
+
+    def keep_request(request: Any, **_: Any) -> None:
+        body = request.body
+        sent.append(body if isinstance(body, bytes) else str(body or "").encode("utf-8"))
+
+    def keep(http_response: Any, model: Any, **_: Any) -> None:
+        calls.append(
+            {
+                "operation": model.name,
+                "request": sent.pop().decode("utf-8") if sent else "",
+                "status": http_response.status_code,
+                "headers": {k.lower(): v for k, v in http_response.headers.items()},
+                "body": base64.b64encode(http_response.content).decode("ascii"),
+            }
+        )
+
+    botocore.handlers.BUILTIN_HANDLERS.append(("before-send.dynamodb", keep_request))
+    botocore.handlers.BUILTIN_HANDLERS.append(("after-call.dynamodb", keep))
+    os.environ["BATON_TABLE_NAME"] = table
+    os.environ["BATON_AWS_ENDPOINT_URL"] = endpoint
+    from baton.handlers.api import handler
+
+    requests: dict[str, list[dict[str, Any]]] = {}
+
+    def handle(name: str, event: dict[str, Any], expected: tuple[int, ...]) -> None:
+        answer = handler(event, None)
+        if answer["statusCode"] not in expected:
+            raise RuntimeError(f"recording {name}: {answer['statusCode']} {str(answer.get('body'))[:500]}")
+        requests[name], calls[:] = list(calls), []
+
+    for size in SIZES:
+        first, second = states_for(size)
+        for step, state in ((1, first), (2, second)):
+            handle(f"{size}/{step}", save_event(secret, subject(size), state, f"record-{size}-{step}"), (200, 201))
+        handle(f"{size}/read", lookup_event(secret, subject(size), f"record-{size}-read"), (200,))
+    for name, body in refusal_bodies().items():
+        event = save_event(secret, REFUSAL_SUBJECT, {}, f"record-{name}")
+        event["body"] = body
+        handle(name, event, (413,) if name == "oversized" else (400,))
+    return {"secret": secret, "table": table, "requests": requests}
+
+
+# -- replaying (in measured children) ---------------------------------------------------------------------------------
+
+
+class _Raw:
+    """What botocore reads a response body from (`AWSResponse.raw.stream()`)."""
+
+    def __init__(self, body: bytes) -> None:
+        self._body = body
+
+    def stream(self, **_: Any) -> Any:
+        yield self._body
+
+
+class Replay:
+    """A `before-send` handler answering DynamoDB requests with recorded answers.
+
+    In order (`script`): each request must be the next recorded operation, else the run fails loudly (Baton changed
+    what it sends: record again). Otherwise (`answers`, for a warm loop): the answer recorded for the very same
+    request body if there is one (a GetItem of the API key, say), else the last recorded answer of the operation
+    (an UpdateItem's body carries the time, so it never repeats exactly).
+    """
+
+    def __init__(self, script: list[dict[str, Any]] | None = None, answers: list[dict[str, Any]] | None = None):
+        self.script = list(script or [])
+        self.by_operation: dict[str, dict[str, Any]] = {}
+        self.by_request: dict[tuple[str, str], dict[str, Any]] = {}
+        self.answer(answers or [])
+        self.calls: list[str] = []
+        self.marks: list[tuple[str, float]] = []
+        """(event, perf_counter) of every request sent and answered: where a cold request spends its time."""
+
+    def __call__(self, request: Any, event_name: str, **_: Any) -> Any:
+        from botocore.awsrequest import AWSResponse, HeadersDict
+
+        operation = event_name.rsplit(".", 1)[-1]
+        self.calls.append(operation)
+        if self.script:
+            call = self.script.pop(0)
+            if call["operation"] != operation:
+                raise RuntimeError(f"replay expected {call['operation']}, Baton sent {operation}: record again")
+        elif (operation, _text(request.body)) in self.by_request:
+            call = self.by_request[(operation, _text(request.body))]
+        elif operation in self.by_operation:
+            call = self.by_operation[operation]
+        else:
+            raise RuntimeError(f"no recorded answer for {operation}")
+        body = base64.b64decode(call["body"])
+        return AWSResponse(request.url, call["status"], HeadersDict(call["headers"]), _Raw(body))
+
+    def answer(self, calls: list[dict[str, Any]]) -> None:
+        """Add recorded calls to the answers (a later one replaces an earlier one of the same operation)."""
+        for call in calls:
+            self.by_operation[call["operation"]] = call
+            self.by_request[(call["operation"], call.get("request", ""))] = call
+
+    def mark(self, label: str) -> Callable[..., None]:
+        """A handler that timestamps `label` each time its event fires."""
+
+        def handler(**_: Any) -> None:
+            self.marks.append((label, time.perf_counter()))
+
+        return handler
+
+    def register(self, handlers: list[tuple[str, Any]]) -> None:
+        """Add this replay (and its timestamps) to botocore's built-in handlers: every session created from now on
+        answers DynamoDB from it."""
+        handlers.append(("before-call.dynamodb", self.mark("before-call")))
+        handlers.append(("before-send.dynamodb", self.mark("before-send")))
+        handlers.append(("before-send.dynamodb", self))
+        handlers.append(("after-call.dynamodb", self.mark("after-call")))
+
+
+def _text(body: Any) -> str:
+    return body.decode("utf-8") if isinstance(body, bytes) else str(body or "")
+
+
+class _Watch(importlib.abc.MetaPathFinder):
+    """Timestamps the execution of chosen modules, and runs a callback once one has been executed."""
+
+    def __init__(self, watched: tuple[str, ...], after: dict[str, Callable[[ModuleType], None]]) -> None:
+        self.watched = watched
+        self.after = after
+        self.times: dict[str, tuple[float, float]] = {}
+
+    def find_spec(self, name: str, path: Any, target: Any = None) -> Any:
+        if name not in self.watched or name in self.times:
+            return None
+        spec = importlib.machinery.PathFinder.find_spec(name, path, target)
+        if spec is None or spec.loader is None or not hasattr(spec.loader, "exec_module"):
+            return None
+        loader = spec.loader
+        original = loader.exec_module
+
+        def exec_module(module: ModuleType) -> None:
+            started = time.perf_counter()
+            original(module)
+            self.times[name] = (started, time.perf_counter())
+            if name in self.after:
+                self.after[name](module)
+
+        loader.exec_module = exec_module  # type: ignore[method-assign]
+        return spec
+
+
+def install_after_import(replay: Replay, watched: tuple[str, ...] = ("boto3", "botocore.session")) -> _Watch:
+    """Register `replay` as soon as `botocore.handlers` is imported (by whoever imports it first), and timestamp
+    the execution of `watched` modules. Imports nothing itself."""
+    watch = _Watch(
+        (*watched, "botocore.handlers"), {"botocore.handlers": lambda m: replay.register(m.BUILTIN_HANDLERS)}
+    )
+    sys.meta_path.insert(0, watch)
+    return watch
+
+
+def load(path: Path) -> Recording:
+    """A recording written by `record`."""
+    recording: Recording = json.loads(path.read_text(encoding="utf-8"))
+    return recording
+
+
+def main() -> int:
+    """`record`: drive Baton against a moto server and write what DynamoDB answered."""
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0] if __doc__ else None)
+    parser.add_argument("action", choices=("record",))
+    parser.add_argument("--endpoint", required=True)
+    parser.add_argument("--table", required=True)
+    parser.add_argument("--secret", required=True)
+    parser.add_argument("--out", required=True, type=Path)
+    args = parser.parse_args()
+    sys.path.insert(0, str(BENCH))
+    sys.stdout = sys.stderr  # Baton's access log
+    recording = record(args.endpoint, args.table, args.secret)
+    args.out.parent.mkdir(parents=True, exist_ok=True)
+    args.out.write_text(json.dumps(recording, indent=1), encoding="utf-8")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,721 @@
+"""`bench/report.md` from the figures of one run: the side-by-side tables, every budget's verdict, the headlines.
+
+Budgets are those of the design note performance.md (and issue 7); a verdict is "met" or "missed" with the number,
+or "not measured here" with where it is measured instead.
+"""
+
+from __future__ import annotations
+
+import os
+import platform
+from dataclasses import dataclass
+from datetime import datetime
+from typing import Any
+
+import coldstart
+import warm
+
+READS = ("GetItem", "Query", "Scan", "BatchGetItem", "TransactGetItems")
+PLOT_NAME = "report.png"
+
+
+def machine() -> str:
+    """Where the figures come from: CPUs available to this process, CPU model, OS and Python."""
+    cpus = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count()
+    model = platform.processor() or platform.machine()
+    try:
+        with open("/proc/cpuinfo", encoding="utf-8") as info:
+            model = next(line.split(":", 1)[1].strip() for line in info if line.startswith("model name"))
+    except (OSError, StopIteration):
+        pass
+    python = f"{platform.python_implementation()} {platform.python_version()}"
+    return f"{cpus} CPUs (nproc) · {model} · {platform.system()} {platform.release()} {platform.machine()} · {python}"
+
+
+@dataclass(frozen=True)
+class Verdict:
+    """One budget: what it says, what was measured, and whether it holds."""
+
+    figure: str
+    budget: str
+    measured: str
+    status: str
+    """"met", "missed" or "not measured here"."""
+
+
+class Figures:
+    """The side-by-side summary (`sidebyside.SideBySide.summary()`), with accessors."""
+
+    def __init__(self, summary: dict[str, Any]) -> None:
+        self.summary = summary
+        self.results: dict[str, Any] = summary["results"]
+        self.sizes: list[int] = summary["sizes"]
+        self.clients: list[str] = summary["clients"]
+        self.labels: dict[str, str] = summary["labels"]
+        self.peers = [c for c in self.clients if c != "baton"]
+
+    def op(self, client: str, size: int, operation: str) -> dict[str, Any]:
+        """The summary of one client's operation on one size."""
+        found: dict[str, Any] = self.results[client][str(size)][operation]
+        return found
+
+    def ok(self, client: str, size: int, operation: str) -> bool:
+        """True when every repetition succeeded."""
+        op = self.op(client, size, operation)
+        return bool(op["reps"]) and op["ok"] == op["reps"]
+
+    def metered(self, client: str, size: int, operation: str, figure: str) -> Any:
+        """The most common metered value of a figure."""
+        return self.op(client, size, operation)["metered"].get(figure)
+
+    def canonical_bytes(self, size: int, step: int = 2) -> int:
+        """Canonical JSON bytes of the state of a size (first or second save)."""
+        info = next(iter(self.summary["info"].values()))
+        value: int = info["states"][str(size)]["canonical_bytes"][step - 1]
+        return value
+
+    def accepted(self, client: str) -> list[int]:
+        """The sizes whose saves this client accepted."""
+        return [s for s in self.sizes if self.ok(client, s, "create") and self.ok(client, s, "update")]
+
+    def best_peer(self, size: int, operation: str, figure: str) -> tuple[str, float] | None:
+        """The peer with the lowest value of a figure at a size (successful operations only)."""
+        found = [
+            (peer, value)
+            for peer in self.peers
+            if self.ok(peer, size, operation) and (value := self.value(peer, size, operation, figure)) is not None
+        ]
+        return min(found, key=lambda pv: pv[1]) if found else None
+
+    def value(self, client: str, size: int, operation: str, figure: str) -> float | None:
+        """A figure as a number: `cpu_ms`, `requests` (their count) or any metered figure."""
+        if figure == "cpu_ms":
+            cpu: float | None = self.op(client, size, operation)["cpu_ms"]
+            return cpu
+        if figure == "requests":
+            return float(sum(self.metered(client, size, operation, "requests").values()))
+        value: float | None = self.metered(client, size, operation, figure)
+        return value
+
+
+def requests_text(shape: list[str]) -> str:
+    """`["Query!", "Query", "GetItem"]` -> "2 Query (1 consistent) + 1 GetItem (eventual)"."""
+    if not shape:
+        return "none"
+    order: list[str] = []
+    counts: dict[str, list[int]] = {}
+    for call in shape:
+        name = call.rstrip("?!")
+        if name not in counts:
+            order.append(name)
+            counts[name] = [0, 0, 0]
+        counts[name][0] += 1
+        counts[name][1] += "?" in call
+        counts[name][2] += "!" in call
+    parts = []
+    for name in order:
+        n, conditional, consistent = counts[name]
+        if name in READS:
+            flag = "consistent" if consistent == n else "eventual" if consistent == 0 else f"{consistent} consistent"
+        else:
+            flag = (
+                "conditional" if conditional == n else "unconditional" if conditional == 0 else f"{conditional} cond."
+            )
+        parts.append(f"{n} {name} ({flag})")
+    return " + ".join(parts)
+
+
+def _num(value: float | None, digits: int = 0) -> str:
+    if value is None:
+        return "—"
+    if digits == 0:
+        return f"{value:,.0f}"
+    return f"{value:,.{digits}f}"
+
+
+def _units(value: float | None) -> str:
+    if value is None:
+        return "—"
+    return f"{value:g}"
+
+
+def cell(figures: Figures, client: str, size: int, operation: str, figure: str) -> str:
+    """One cell of a side-by-side table."""
+    op = figures.op(client, size, operation)
+    if not op["reps"]:
+        return "—"
+    if op["ok"] == 0:
+        detail = op["failures"][0][0] if op["failures"] else "failed"
+        return f"fails: {detail.split(':')[0][:40]}"
+    m = op["metered"]
+    if figure == "cpu_ms":
+        text = f"{op['cpu_ms']:.2f} ms"
+    elif figure == "requests":
+        text = requests_text(m["shape"])
+    elif figure == "write_units":
+        text = f"{m['write_units']}"
+        if m["index_write_units"]:
+            actions = ", ".join(f"{n} {a}" for a, n in sorted(m["index_actions"].items()))
+            text += f" ({m['index_write_units']} on indexes: {actions})"
+    elif figure == "read_units":
+        text = _units(m["read_units"])
+    elif figure in ("item_bytes", "response_bytes", "request_bytes"):
+        text = f"{m[figure]:,}"
+    else:
+        text = str(m.get(figure))
+    if op["ok"] < op["reps"]:
+        text += f" ({op['reps'] - op['ok']} of {op['reps']} failed)"
+    return text
+
+
+ROWS = (
+    ("own CPU per save, second save (median)", "update", "cpu_ms"),
+    ("own CPU per save, first save (median)", "create", "cpu_ms"),
+    ("own CPU per read of the latest (median)", "read", "cpu_ms"),
+    ("requests per save, second save", "update", "requests"),
+    ("requests per save, first save", "create", "requests"),
+    ("requests per read of the latest", "read", "requests"),
+    ("item bytes stored by the second save", "update", "item_bytes"),
+    ("write units per save, second save", "update", "write_units"),
+    ("write units per save, first save", "create", "write_units"),
+    ("read units per read of the latest", "read", "read_units"),
+    ("bytes sent to DynamoDB per second save", "update", "request_bytes"),
+    ("bytes DynamoDB sends back per second save", "update", "response_bytes"),
+    ("bytes DynamoDB sends back per read", "read", "response_bytes"),
+)
+
+HEADLINES = (
+    ("write units per save", "update", "write_units"),
+    ("item bytes", "update", "item_bytes"),
+    ("own CPU per save", "update", "cpu_ms"),
+    ("own CPU per read", "read", "cpu_ms"),
+    ("requests per read", "read", "requests"),
+    ("read units per read", "read", "read_units"),
+)
+
+
+def headlines(figures: Figures, sizes: tuple[int, ...] = (4_000, 32_000)) -> list[str]:
+    """Baton over the best peer, per figure and size: the ratios the README quotes."""
+    lines = []
+    for size in sizes:
+        if size not in figures.sizes or "baton" not in figures.clients:
+            continue
+        parts = []
+        for name, operation, figure in HEADLINES:
+            ours = figures.value("baton", size, operation, figure) if figures.ok("baton", size, operation) else None
+            best = figures.best_peer(size, operation, figure)
+            if ours is None or best is None or not best[1]:
+                continue
+            peer, theirs = best
+            shown = (lambda v: f"{v:.2f} ms") if figure == "cpu_ms" else (lambda v: f"{v:,g}")
+            parts.append(
+                f"{name} {ours / theirs:.2f}× ({shown(ours)} vs {shown(theirs)}, {figures.labels.get(peer, peer)})"
+            )
+        if parts:
+            lines.append(f"{size // 1000} KB state, Baton over the cheapest peer: " + "; ".join(parts))
+    return lines
+
+
+def short_headlines(figures: Figures, sizes: tuple[int, ...] = (4_000, 32_000)) -> list[str]:
+    """The headlines in a few words each (for the README)."""
+    lines = []
+    for size in sizes:
+        if size not in figures.sizes or "baton" not in figures.clients:
+            continue
+        parts = []
+        for name, operation, figure in HEADLINES:
+            ours = figures.value("baton", size, operation, figure) if figures.ok("baton", size, operation) else None
+            best = figures.best_peer(size, operation, figure)
+            if ours is not None and best is not None and best[1]:
+                parts.append(f"{name} {ours / best[1]:.2f}×")
+        if parts:
+            lines.append(f"{size // 1000} KB state: " + ", ".join(parts))
+    return lines
+
+
+def verdicts(
+    figures: Figures | None,
+    cold: coldstart.ColdStart | None,
+    warm_figures: warm.WarmFigures | None,
+    recording: dict[str, Any] | None,
+) -> list[Verdict]:
+    """Every budget of performance.md, judged on this run's figures."""
+    found: list[Verdict] = []
+    met = {True: "met", False: "missed"}
+    if figures is not None and "baton" in figures.clients:
+        accepted = figures.accepted("baton")
+        refused = [s for s in figures.sizes if s not in accepted]
+        scope = f"{', '.join(f'{s // 1000} KB' for s in accepted)}"
+        if refused:
+            scope += f" (failed or refused: {', '.join(f'{s // 1000} KB' for s in refused)})"
+        if not accepted:
+            found.append(
+                Verdict(
+                    "every count of a save (requests, item bytes, write units, bytes read back)",
+                    "performance.md",
+                    "Baton's first or second save failed at every size (see the oddities)",
+                    "not measured here",
+                )
+            )
+        else:
+            found += _save_counts(figures, accepted, scope)
+    if recording is not None:
+        first = [c["operation"] for c in recording["requests"].get(f"{warm.WARM_SIZE}/1", [])]
+        later = [c["operation"] for c in recording["requests"].get(f"{warm.WARM_SIZE}/2", [])]
+        extra = list(first)
+        for operation in later:
+            if operation in extra:
+                extra.remove(operation)
+        found.append(
+            Verdict(
+                "DynamoDB requests per authentication, key not cached / cached",
+                "1 / 0",
+                f"first request of a container: {', '.join(first)}; the next: {', '.join(later)} "
+                f"(authentication: {len(extra)} {' '.join(extra)} / 0)",
+                met[extra == ["GetItem"]],
+            )
+        )
+    if warm_figures is not None:
+        refusal = warm_figures.refusal
+        found.append(
+            Verdict(
+                "a state over the limit",
+                f"≤ {warm.BUDGET_REFUSAL_RATIO:g} × refusing an invalid body of the same size",
+                f"{refusal.ratio:.2f}× ({refusal.oversized_ms:.1f} ms vs {refusal.invalid_ms:.1f} ms CPU, "
+                f"{refusal.body_bytes / 1e6:.2f} MB bodies, whole handler, AWS stubbed)",
+                met[refusal.ratio <= warm.BUDGET_REFUSAL_RATIO],
+            )
+        )
+        save = warm_figures.warm
+        found.append(
+            Verdict(
+                f"warm overhead of a save of a {save.state_bytes / 1000:.0f} KB state, AWS calls stubbed",
+                f"median ≤ {warm.BUDGET_WARM_MS:g} ms",
+                f"{save.median_ms:.3f} ms CPU, whole handler ({save.ratio:.0f}× a bare `json.loads` + `sha256` of the "
+                f"same body, {save.bare_median_ms * 1000:.0f} µs)",
+                met[save.median_ms <= warm.BUDGET_WARM_MS],
+            )
+        )
+        cpu = warm_figures.cpu
+        found.append(
+            Verdict(
+                f"own CPU of a save of a {cpu.state_bytes / 1000:.0f} KB conversation state, AWS calls stubbed",
+                f"median ≤ {warm.BUDGET_CPU_32_MS:g} ms",
+                f"{cpu.median_ms:.2f} ms CPU, whole handler",
+                met[cpu.median_ms <= warm.BUDGET_CPU_32_MS],
+            )
+        )
+    if cold is not None:
+        for samples in cold.targets:
+            budget = samples.budget or 0.0
+            found.append(
+                Verdict(
+                    f"cold start: {samples.label}",
+                    f"≤ {budget:g} × the baseline (boto3 import, client, one stubbed call)",
+                    f"{cold.cpu_ratio(samples):.2f}× CPU ({samples.median_cpu_ms:.0f} ms vs "
+                    f"{cold.baseline.median_cpu_ms:.0f} ms; elapsed {cold.ratio(samples):.2f}×, "
+                    f"medians of {cold.runs})",
+                    met[cold.cpu_ratio(samples) <= budget],
+                )
+            )
+            if samples.must_not_load:
+                found.append(
+                    Verdict(
+                        f"modules `{samples.module}` must not load at import",
+                        ", ".join(samples.must_not_load) + ": none",
+                        ", ".join(samples.forbidden) or "none loaded",
+                        met[not samples.forbidden],
+                    )
+                )
+        for target in cold.absent:
+            found.append(
+                Verdict(
+                    f"cold start: {target.label}",
+                    f"≤ {target.budget:g} × the baseline",
+                    f"`{target.module}` does not exist yet",
+                    "not measured here",
+                )
+            )
+    found.append(
+        Verdict(
+            "requests with an idempotency key or history (2); over an expired item (+1 at most); get by id "
+            "(1 Query + 1 GetItem); list page (1 Query, no Scan)",
+            "performance.md",
+            "counted by the integration tests (botocore `before-call`), not by `make bench`",
+            "not measured here",
+        )
+    )
+    found.append(
+        Verdict(
+            "a 32 KB save against a 1 KB save through `baton serve`",
+            "≤ 1.5 ×",
+            _serve_proxy(figures),
+            "not measured here",
+        )
+    )
+    return found
+
+
+def _save_counts(figures: Figures, accepted: list[int], scope: str) -> list[Verdict]:
+    """The budgets on what one save and one lookup cost, judged on the sizes Baton accepted."""
+    met = {True: "met", False: "missed"}
+    found: list[Verdict] = []
+    shapes = {
+        (size, operation): figures.metered("baton", size, operation, "shape")
+        for size in accepted
+        for operation in ("create", "update")
+    }
+    plain = bool(shapes) and all(shape == ["UpdateItem?"] for shape in shapes.values())
+    seen = sorted({requests_text(shape) for shape in shapes.values()})
+    found.append(
+        Verdict(
+            "DynamoDB requests per save (no idempotency key, no history)",
+            "1 conditional UpdateItem",
+            f"{'; '.join(seen)} (first and second saves, {scope})",
+            met[plain],
+        )
+    )
+    reads = {size: figures.metered("baton", size, "read", "shape") for size in accepted}
+    one_get = bool(reads) and all([c.rstrip("!") for c in shape] == ["GetItem"] for shape in reads.values())
+    found.append(
+        Verdict(
+            "DynamoDB requests per lookup",
+            "1 GetItem",
+            "; ".join(sorted({requests_text(s) for s in reads.values()})) + f" ({scope})",
+            met[one_get],
+        )
+    )
+    if 32_000 in accepted:
+        item = figures.metered("baton", 32_000, "update", "item_bytes")
+        canonical = figures.canonical_bytes(32_000)
+        found.append(
+            Verdict(
+                "stored item bytes for a 32 KB conversation state",
+                "≤ 1/3 of the canonical JSON",
+                f"{item:,} B for {canonical:,} B = {item / canonical:.3f}",
+                met[item * 3 <= canonical],
+            )
+        )
+    else:
+        found.append(
+            Verdict(
+                "stored item bytes for a 32 KB conversation state",
+                "≤ 1/3 of the canonical JSON",
+                "Baton's 32 KB saves failed",
+                "not measured here",
+            )
+        )
+    costs = []
+    within = True
+    for size in accepted:
+        for operation in ("update", "create"):
+            m = figures.op("baton", size, operation)["metered"]
+            own = m["write_units"] - m["index_write_units"]
+            within &= m["index_write_units"] <= 1 if operation == "update" else True
+            costs.append((size, operation, own, m["index_write_units"]))
+    text = "; ".join(
+        f"{s // 1000} KB {'second' if o == 'update' else 'first'} save {own} + {idx}"
+        for s, o, own, idx in costs
+        if o == "update"
+    )
+    firsts = ", ".join(f"{s // 1000} KB {own} + {idx}" for s, o, own, idx in costs if o == "create")
+    found.append(
+        Verdict(
+            "write units of a plain save, index maintenance included",
+            "≤ the item's own units + 1",
+            f"item + index units: {text} (first saves: {firsts})",
+            met[within] if costs else "not measured here",
+        )
+    )
+    if 1_000 in accepted and 32_000 in accepted:
+        small = figures.metered("baton", 1_000, "update", "response_bytes")
+        large = figures.metered("baton", 32_000, "update", "response_bytes")
+        found.append(
+            Verdict(
+                "bytes a save reads back from DynamoDB",
+                "only what its answer needs, never the state",
+                f"{small:,} B for a 1 KB state, {large:,} B for a 32 KB state (grows with the state when the "
+                "state comes back)",
+                met[large - small < 1024],
+            )
+        )
+    return found
+
+
+def _serve_proxy(figures: Figures | None) -> str:
+    if figures is None or "baton" not in figures.clients:
+        return "not measured"
+    large, small = (figures.value("baton", s, "update", "cpu_ms") for s in (32_000, 1_000))
+    if large is None or small is None or not figures.ok("baton", 32_000, "update"):
+        return "not measured"
+    return (
+        f"not through `baton serve`; the handler's own CPU against moto: {large / small:.2f}× ({large:.2f} vs "
+        f"{small:.2f} ms)"
+    )
+
+
+def beats_peers(figures: Figures) -> list[str]:
+    """Issue 7's aim, row by row: Baton at most the cheapest peer on every figure a user pays for."""
+    lines = ["| state | " + " | ".join(name for name, _, _ in HEADLINES) + " |", "|---|" + "---|" * len(HEADLINES)]
+    for size in figures.sizes:
+        cells = []
+        for _, operation, figure in HEADLINES:
+            best = figures.best_peer(size, operation, figure)
+            if not figures.ok("baton", size, operation) or best is None:
+                cells.append("—" if best is None else "Baton refuses")
+                continue
+            ours = figures.value("baton", size, operation, figure)
+            assert ours is not None
+            mark = "✅" if ours <= best[1] else "❌"
+            cells.append(f"{mark} {ours / best[1]:.2f}×" if best[1] else f"{mark}")
+        lines.append(f"| {size // 1000} KB | " + " | ".join(cells) + " |")
+    return lines
+
+
+def render(
+    when: datetime,
+    figures: Figures | None,
+    cold: coldstart.ColdStart | None,
+    warm_figures: warm.WarmFigures | None,
+    recording: dict[str, Any] | None,
+    notes: list[str],
+    plot: bool,
+    sections: tuple[str, ...] = (),
+) -> str:
+    """The report as Markdown; `sections` (Markdown, each with its heading) go before the method."""
+    lines = [
+        "# Baton benchmark report",
+        "",
+        f"Generated by `make bench` (`bench/run.py`) on {when:%Y-%m-%d %H:%M} UTC.",
+        f"Machine: {machine()}.",
+        "",
+        "Counts (requests, bytes, units) do not depend on the machine; timings are medians, and the cold start a",
+        "ratio to a baseline measured in the same run. Budgets are those of `shared/design/performance.md`.",
+        "",
+    ]
+    if figures is not None:
+        lines += ["## Headlines", ""]
+        lines += [f"- {line}" for line in headlines(figures)] or ["- (Baton or the peers were not measured)"]
+        if cold is not None and cold.targets:
+            target = cold.targets[0]
+            lines.append(
+                f"- Cold request (import + first save) {cold.cpu_ratio(target):.2f}× the boto3 baseline in CPU time "
+                f"(elapsed {cold.ratio(target):.2f}×; budget ≤ "
+                f"{target.budget or 0:g}×)."
+            )
+        lines.append("")
+    lines += ["## Budgets", "", "| figure | budget | measured | verdict |", "|---|---|---|---|"]
+    for v in verdicts(figures, cold, warm_figures, recording):
+        mark = {"met": "✅ met", "missed": "❌ **missed**"}.get(v.status, v.status)
+        lines.append(f"| {v.figure} | {v.budget} | {v.measured} | {mark} |")
+    lines.append("")
+    if figures is not None:
+        lines += _side_by_side(figures, plot)
+    if warm_figures is not None:
+        lines += _warm(warm_figures)
+    if cold is not None:
+        lines += _cold(cold)
+    for section in sections:
+        lines += [section, ""]
+    if figures is not None:
+        lines += _how(figures)
+    lines += ["## Oddities seen in this run", ""]
+    lines += [f"- {note}" for note in notes + (_oddities(figures) if figures else [])] or ["- none"]
+    lines.append("")
+    return "\n".join(lines)
+
+
+def _side_by_side(figures: Figures, plot: bool) -> list[str]:
+    labels = [figures.labels.get(c, c) for c in figures.clients]
+    lines = [
+        "## Side by side: Baton and the LangGraph DynamoDB savers",
+        "",
+        "The same seeded conversation states (`bench/states.py`, seed 7), the same moto server, "
+        f"{figures.summary['reps']} repetitions per figure, each on a fresh thread (LangGraph) or subject (Baton): "
+        "a first save, a second save over it, a read of the latest. Peers: "
+        + "; ".join(
+            f"{figures.labels.get(name, name)} = "
+            + ", ".join(f"`{pkg}` {version}" for pkg, version in info["versions"].items())
+            for name, info in figures.summary["info"].items()
+        )
+        + ".",
+        "",
+    ]
+    if plot:
+        lines += [f"![write units and item bytes per save against state size]({PLOT_NAME})", ""]
+    lines += ["Is Baton at most the cheapest peer (second save, read of the latest)? Ratio Baton / cheapest peer:", ""]
+    lines += beats_peers(figures)
+    lines.append("")
+    for size in figures.sizes:
+        canonical = figures.canonical_bytes(size, 1)
+        lines += [
+            f"### {size // 1000} KB state ({canonical:,} B of canonical JSON)",
+            "",
+            "| figure | " + " | ".join(labels) + " |",
+            "|---|" + "---|" * len(labels),
+        ]
+        for name, operation, figure in ROWS:
+            cells = [cell(figures, client, size, operation, figure) for client in figures.clients]
+            lines.append(f"| {name} | " + " | ".join(cells) + " |")
+        lines.append("")
+    for name, reason in figures.summary["missing"].items():
+        lines.append(f"Not measured: {figures.labels.get(name, name)}: {reason}.")
+    return lines
+
+
+def _warm(figures: warm.WarmFigures) -> list[str]:
+    lines = [
+        "## Baton's own CPU, AWS stubbed",
+        "",
+        "The whole api handler on a warm container (routing, validation, the save, botocore serializing the request "
+        "and parsing the answer, the access log), DynamoDB answered by a replay of what moto answered to the same "
+        "request (`bench/replay.py`). CPU time (`time.process_time`), a second save over an existing checkpoint. "
+        "(Before 2026-12-01 the warm figure timed only the domain's parse and plan, 0.22 ms then; botocore's "
+        "validation, serialization and parsing of the one call and the resolver are part of every save.)",
+        "",
+        "| state | saves | median | p90 | bare `json.loads` + `sha256` | DynamoDB calls per save |",
+        "|---|---|---|---|---|---|",
+    ]
+    for save in (figures.warm, figures.cpu):
+        calls = ", ".join(f"{n:g} {op}" for op, n in save.calls_per_save.items()) or "none"
+        lines.append(
+            f"| {save.state_bytes:,} B | {save.saves} | {save.median_ms:.3f} ms | {save.p90_ms:.3f} ms | "
+            f"{save.bare_median_ms * 1000:.0f} µs | {calls} |"
+        )
+    profile = figures.cpu.profile
+    if profile:
+        total = sum(ms for _, ms in profile)
+        lines += [
+            "",
+            f"Where a {figures.cpu.state_bytes / 1000:.0f} KB save's CPU goes (cProfile, own time summed by package; "
+            "the profiler inflates code made of many small Python calls, such as botocore and pydantic, against C "
+            "code such as a compressor, so read the shares as an upper bound for the former):",
+            "",
+            "| package | share of profiled time | ≈ of the median |",
+            "|---|---|---|",
+        ]
+        lines += [
+            f"| `{name}` | {ms / total:.0%} | {figures.cpu.median_ms * ms / total:.2f} ms |"
+            for name, ms in profile[:12]
+        ]
+    lines.append("")
+    return lines
+
+
+def _cold(cold: coldstart.ColdStart) -> list[str]:
+    base = cold.baseline
+    lines = [
+        "## The whole cold request",
+        "",
+        f"Each in {cold.runs} fresh interpreters (plus one discarded warm-up), alternating: from the start of the "
+        "import to the answer (interpreter start-up left out; wall time of the whole process beside it). Baton: "
+        f"`import baton.handlers.api`, then one plain save of a {coldstart_state()} state; the baseline "
+        "(`bench/baseline_boto3.py`): `import boto3`, a DynamoDB client, one GetItem. DynamoDB answered by a replay "
+        "at botocore's `before-send`, for both. Lambda-like environment: dummy credentials in environment variables, "
+        "no AWS config files, instance metadata disabled; every module from a .pyc.",
+        "",
+        "| | import → answer (median) | range | import alone | CPU | wall of the process | ratio | CPU ratio |",
+        "|---|---|---|---|---|---|---|---|",
+    ]
+    for samples in (base, *cold.targets):
+        ratio = "1" if samples is base else f"{cold.ratio(samples):.2f}×"
+        cpu_ratio = "1" if samples is base else f"{cold.cpu_ratio(samples):.2f}×"
+        lines.append(
+            f"| {samples.label} | {samples.median_ms:.1f} ms | {min(samples.total_ms):.0f}–"
+            f"{max(samples.total_ms):.0f} ms | {samples.median_import_ms:.1f} ms | {samples.median_cpu_ms:.1f} ms | "
+            f"{samples.median_wall_ms:.0f} ms | {ratio} | {cpu_ratio} |"
+        )
+    for samples in (base, *cold.targets):
+        lines += ["", f"Where the time goes, {samples.label} (medians):", "", "| phase | ms |", "|---|---|"]
+        lines += [f"| {what} | {ms:.1f} |" for what, ms in samples.median_phases()]
+    for samples in cold.targets:
+        absent = [m for m in coldstart.WATCHED if m not in samples.loaded]
+        lines += [
+            "",
+            f"After `import {samples.module}` (before the request): loaded "
+            f"{', '.join(f'`{m}`' for m in samples.loaded) or 'none'}; not loaded "
+            f"{', '.join(f'`{m}`' for m in absent) or 'none'}.",
+        ]
+    if cold.profile is not None:
+        profile, baseline = cold.profile, cold.baseline_profile
+        base = baseline.packages if baseline is not None else {}
+        added = sorted(profile.packages, key=lambda p: profile.packages[p] - base.get(p, 0.0), reverse=True)
+        lines += [
+            "",
+            f"What the cold request imports, by package, against the baseline (`-X importtime` self time, medians of "
+            f"{coldstart.PROFILE_RUNS} runs: {profile.total_ms:.0f} ms against "
+            f"{baseline.total_ms if baseline else 0:.0f} ms; the tool adds a little). Largest additions first:",
+            "",
+            "| package | Baton's cold request | baseline | added |",
+            "|---|---|---|---|",
+            *(
+                f"| `{name}` | {profile.packages[name]:.1f} ms | {base.get(name, 0.0):.1f} ms | "
+                f"{profile.packages[name] - base.get(name, 0.0):+.1f} ms |"
+                for name in added[:14]
+            ),
+            "",
+            "Heaviest modules the baseline does not load:",
+            "",
+            "| module | self | cumulative |",
+            "|---|---|---|",
+            *(
+                f"| `{name}` | {own:.1f} ms | {total:.1f} ms |"
+                for name, own, total in profile.heaviest(14, unless_in=baseline)
+            ),
+        ]
+    lines.append("")
+    return lines
+
+
+def coldstart_state() -> str:
+    """How the cold request's state is described."""
+    return f"{warm.WARM_SIZE // 1000} KB conversation"
+
+
+def _how(figures: Figures) -> list[str]:
+    return [
+        "## How the figures are made",
+        "",
+        "- **Isolation.** Each client runs in its own process: Baton from the repository's `.venv`, through "
+        "`baton.handlers.api.handler` with API Gateway events only; `langgraph-checkpoint-amazon-dynamodb` from "
+        "`bench/.venv-peer-amazon` and `langgraph-checkpoint-aws` from `bench/.venv-peer-aws` (the amazon saver's "
+        "`aioboto3` pins a botocore the aws saver cannot use, and its module imports `aioboto3` even for the "
+        "synchronous API, so each has an isolated environment, created by `make bench` from "
+        "`bench/requirements-peer-*.txt`). The savers' synchronous API: `put` of the thread's next checkpoint (the "
+        "state's fields as channels), `get_tuple` of the latest. Tables: Baton's from `baton.store.schema."
+        "ensure_table`; the amazon saver creates its own (`deploy=True`); the aws saver expects one with string keys "
+        "`PK`/`SK` (its CloudFormation sample's schema), created here. Savers use their defaults (no TTL).",
+        "- **Own CPU** is `time.process_time()` of the client's process around the one call: moto runs in another "
+        "process, so its time is left out; everything the client does (validation, serializing, compressing, "
+        "botocore's signing and parsing, Baton's access log) is in.",
+        "- **Requests, bytes and units** come from the moto server's own metering (`bench/meter.py`): every request's "
+        "operation and body sizes, and the old and new image of every item a write touched and the whole items a read "
+        "read, fetched through moto's API outside the client's clock. Units follow DynamoDB's documented rules "
+        "(`bench/capacity.py`): item size = names + values; a write costs ceil(max(old, new) / 1 KB) per item, "
+        "transactions twice; each index entry (from DescribeTable: projected attributes + keys + 100 B) costs a put "
+        "when created or when its projected attributes change, a delete when removed, both when its key changes; "
+        "consistent reads ceil(size / 4 KB), eventual half; a Query sums the items it reads before rounding.",
+        "- **Counts** shown are what most repetitions gave; any repetition that gave another is listed below (Baton "
+        "caches an API key for 60 s, so a run longer than that shows one repetition a minute that reads the key "
+        "again: one more GetItem). Byte counts are medians (compressed sizes move by a byte or two).",
+        "",
+    ]
+
+
+def _oddities(figures: Figures) -> list[str]:
+    notes = []
+    for client in figures.clients:
+        for size in figures.sizes:
+            for operation in ("create", "update", "read"):
+                op = figures.op(client, size, operation)
+                label = f"{figures.labels.get(client, client)}, {size // 1000} KB, {operation}"
+                made = op["metered"].get("shape") or []
+                for detail, n in op["failures"]:
+                    sent = f" (having sent {requests_text(made)})" if made else " (no DynamoDB request)"
+                    notes.append(f"{label}: {n} of {op['reps']} failed: {detail[:200]}{sent}")
+                for other, n in op["other_metered"]:
+                    notes.append(
+                        f"{label}: {n} of {op['reps']} repetitions metered differently: "
+                        f"{requests_text(other['shape'])}, {other['write_units']} WU, {other['read_units']:g} RU"
+                    )
+    return notes

@@ -1,0 +1,313 @@
+"""Domain objects to items and back: one function each way per entity, and the names of their attributes.
+
+Attribute names are short on purpose: DynamoDB bills a write by the item's size in 1 KB units, names included, and
+a checkpoint is written on every step of an agent. What a key already says (tenant, subject, agent, kind,
+checkpoint id) is not stored again; the state's hash is stored as its 32 bytes; times are epoch milliseconds.
+
+| attribute      | holds                                                                        |
+|----------------|------------------------------------------------------------------------------|
+| `rev`          | revision                                                                     |
+| `st`           | status                                                                       |
+| `s` or `z`     | the state: canonical JSON text, or packed by `baton.store.codec` when that pays |
+| `h`, `n`       | SHA-256 of the canonical state (32 bytes), its size in bytes                 |
+| `f`, `src`, `res` | format, source, resources (absent when not set)                           |
+| `tl`, `keep`   | ttl_seconds; keep_revisions (absent means 0)                                 |
+| `c`, `u`       | created, updated (epoch ms)                                                  |
+| `x`            | expires (epoch seconds with milliseconds: an update adds the ttl to it)      |
+| `ttl`          | expiry in epoch seconds, rounded up, for DynamoDB's TTL                      |
+| `r0`…`r7`      | request tags of the last eight writes, newest first (8 bytes each)          |
+| `e1`…`e7`      | the expiry the 2nd…8th last writes set (`x` is the last one's)               |
+"""
+
+from __future__ import annotations
+
+import itertools
+from dataclasses import dataclass
+from decimal import Decimal
+from typing import Any, Final
+
+from baton.domain import limits
+from baton.domain.checkpoints import RECENT_REQUESTS, Checkpoint, IdempotencyClaim, Saved, SavePlan
+from baton.domain.clock import ms_to_seconds
+from baton.store import codec, layout, schema
+from baton.store.attributes import Item, from_item, to_item
+
+REVISION: Final = "rev"
+STATUS: Final = "st"
+TEXT: Final = "s"
+PACKED: Final = "z"
+HASH: Final = "h"
+SIZE: Final = "n"
+FORMAT: Final = "f"
+SOURCE: Final = "src"
+RESOURCES: Final = "res"
+TTL_SECONDS: Final = "tl"
+KEEP: Final = "keep"
+CREATED: Final = "c"
+UPDATED: Final = "u"
+EXPIRES: Final = "x"
+RECENT: Final = tuple(f"r{i}" for i in range(RECENT_REQUESTS))
+"""Request tags of the latest writes, newest first: `r0` is the last write's."""
+EARLIER_EXPIRIES: Final = tuple(f"e{i}" for i in range(1, RECENT_REQUESTS))
+"""The expiry each earlier write set, beside `r1`…: `x` is the last write's, so the ring starts at `e1`."""
+
+SUMMARY: Final = (
+    schema.PK,
+    schema.SK,
+    schema.GSI1_PK,
+    REVISION,
+    STATUS,
+    HASH,
+    SIZE,
+    FORMAT,
+    SOURCE,
+    RESOURCES,
+    TTL_SECONDS,
+    KEEP,
+    CREATED,
+    UPDATED,
+    EXPIRES,
+)
+"""What a listing reads of each checkpoint: everything but the state and the request ring."""
+
+
+def seconds_to_ms(value: Any) -> int:
+    """Epoch milliseconds from a stored time in seconds (an int or a Decimal with up to three decimals)."""
+    return int(Decimal(value) * 1000)
+
+
+def ttl_epoch(expires_ms: int) -> int:
+    """DynamoDB TTL wants whole seconds; round up so TTL never removes an item before it expired."""
+    return -(-expires_ms // 1000)
+
+
+def pack_state(text: bytes) -> tuple[str, Any]:
+    """(attribute, value) of a canonical state as stored: packed when the codec says that pays, else the text."""
+    packed = codec.encode(text)
+    return (TEXT, text.decode("utf-8")) if packed is None else (PACKED, packed)
+
+
+def unpack_state(values: dict[str, Any]) -> bytes:
+    """The canonical UTF-8 bytes back from an item's state attribute."""
+    if PACKED in values:
+        return codec.decode(values[PACKED], limit=limits.MAX_INLINE_STATE_BYTES)
+    if TEXT in values:
+        return str(values[TEXT]).encode("utf-8")
+    raise ValueError("item holds no state")
+
+
+# -- checkpoints ------------------------------------------------------------------------------------------------
+
+
+def checkpoint_item(cp: Checkpoint) -> Item:
+    """A checkpoint as its whole item (the transactional save writes it with a Put; the plain save's UpdateItem,
+    `save_update`, leaves the same attributes)."""
+    if cp.state_text is None:
+        raise ValueError("cannot store a checkpoint without its state")
+    state_attribute, state_value = pack_state(cp.state_text)
+    recent = (*cp.recent_requests, *(b"",) * RECENT_REQUESTS)[:RECENT_REQUESTS]
+    expiries = (*(ms_to_seconds(ms) for ms in cp.recent_expiries[1:]), *(0,) * RECENT_REQUESTS)[: RECENT_REQUESTS - 1]
+    return to_item(
+        {
+            schema.PK: layout.checkpoint_pk(cp.tenant_id, cp.subject_id),
+            schema.SK: layout.checkpoint_sk(cp.agent_id, cp.kind),
+            schema.GSI1_PK: layout.checkpoint_index_pk(cp.tenant_id, cp.checkpoint_id),
+            schema.GSI1_SK: layout.CHECKPOINT_INDEX_SK,
+            REVISION: cp.revision,
+            STATUS: cp.status,
+            state_attribute: state_value,
+            HASH: bytes.fromhex(cp.state_hash),
+            SIZE: cp.state_bytes,
+            FORMAT: cp.format,
+            SOURCE: cp.source,
+            RESOURCES: cp.resources or None,
+            TTL_SECONDS: cp.ttl_seconds,
+            KEEP: cp.keep_revisions or None,
+            CREATED: cp.created_ms,
+            UPDATED: cp.updated_ms,
+            EXPIRES: ms_to_seconds(cp.expires_ms),
+            schema.TTL_ATTRIBUTE: ttl_epoch(cp.expires_ms),
+            **dict(zip(RECENT, recent, strict=True)),
+            **dict(zip(EARLIER_EXPIRIES, expiries, strict=True)),
+        }
+    )
+
+
+def checkpoint_from_item(item: Item, with_state: bool = True) -> Checkpoint:
+    """A checkpoint from its item (or from a listing's projection without the state); `with_state=False` leaves
+    the state unread, for answers that do not show it."""
+    values = from_item(item)
+    tenant_id, subject_id, agent_id, kind, checkpoint_id = layout.read_checkpoint_keys(
+        values[schema.PK], values[schema.SK], values[schema.GSI1_PK]
+    )
+    expires_ms = seconds_to_ms(values[EXPIRES])
+    recent = tuple(tag for name in RECENT if (tag := values.get(name)))
+    earlier = tuple(seconds_to_ms(values.get(name) or 0) for name in EARLIER_EXPIRIES)
+    return Checkpoint(
+        tenant_id=tenant_id,
+        checkpoint_id=checkpoint_id,
+        subject_id=subject_id,
+        agent_id=agent_id,
+        kind=kind,
+        revision=int(values[REVISION]),
+        status=values[STATUS],
+        state_text=unpack_state(values) if with_state else None,
+        state_hash=bytes(values[HASH]).hex(),
+        state_bytes=int(values[SIZE]),
+        ttl_seconds=int(values[TTL_SECONDS]),
+        keep_revisions=int(values.get(KEEP, 0)),
+        created_ms=int(values[CREATED]),
+        updated_ms=int(values[UPDATED]),
+        expires_ms=expires_ms,
+        recent_requests=recent,
+        recent_expiries=(expires_ms, *earlier)[: len(recent)],
+        format=values.get(FORMAT),
+        resources=list(values.get(RESOURCES, [])),
+        source=values.get(SOURCE),
+    )
+
+
+@dataclass(frozen=True)
+class Update:
+    """An UpdateExpression and the values it uses (names are all `#name`, resolved by the caller)."""
+
+    expression: str
+    values: dict[str, Any]
+
+
+def save_update(plan: SavePlan, new_id: str) -> Update:
+    """The UpdateItem actions that turn whatever the item holds into `plan`'s next revision, computed by DynamoDB
+    from the stored item so that the save needs no read: the revision counts up, the id, creation time, ttl and
+    keep stay as stored unless this save sends them, and the request ring shifts by one."""
+    state_attribute, state_value = pack_state(plan.state.text)
+    ttl = ":ttl" if plan.ttl_seconds is not None else f"if_not_exists(#{TTL_SECONDS}, :ttl)"
+    values: dict[str, Any] = {
+        ":new_index_pk": layout.checkpoint_index_pk(plan.key.tenant_id, new_id),
+        ":index_sk": layout.CHECKPOINT_INDEX_SK,
+        ":zero": 0,
+        ":one": 1,
+        ":status": plan.status,
+        ":state": state_value,
+        ":hash": bytes.fromhex(plan.state.sha256),
+        ":size": plan.state.size,
+        ":now_ms": plan.now_ms,
+        ":ttl": plan.ttl_when_new,
+        ":now_s": ms_to_seconds(plan.now_ms),
+        ":ttl_base": ttl_epoch(plan.now_ms),
+        ":tag": plan.tag,
+        ":blank": b"",
+    }
+    sets = [
+        f"#{schema.GSI1_PK} = if_not_exists(#{schema.GSI1_PK}, :new_index_pk)",
+        f"#{schema.GSI1_SK} = :index_sk",
+        f"#{REVISION} = if_not_exists(#{REVISION}, :zero) + :one",
+        f"#{STATUS} = :status",
+        f"#{state_attribute} = :state",
+        f"#{HASH} = :hash",
+        f"#{SIZE} = :size",
+        f"#{CREATED} = if_not_exists(#{CREATED}, :now_ms)",
+        f"#{UPDATED} = :now_ms",
+        f"#{TTL_SECONDS} = {ttl}",
+        f"#{EXPIRES} = :now_s + {ttl}",
+        f"#{schema.TTL_ATTRIBUTE} = :ttl_base + {ttl}",
+        # The last writes' request tags and expiries shift down one place; the oldest falls off.
+        f"#{RECENT[0]} = :tag",
+        *(f"#{newer} = if_not_exists(#{older}, :blank)" for older, newer in itertools.pairwise(RECENT)),
+        f"#{EARLIER_EXPIRIES[0]} = if_not_exists(#{EXPIRES}, :zero)",
+        *(f"#{newer} = if_not_exists(#{older}, :zero)" for older, newer in itertools.pairwise(EARLIER_EXPIRIES)),
+    ]
+    removes = [f"#{PACKED if state_attribute == TEXT else TEXT}"]
+    for attribute, value in ((FORMAT, plan.format), (SOURCE, plan.source), (RESOURCES, plan.resources or None)):
+        if value is None:
+            removes.append(f"#{attribute}")
+        else:
+            values[f":{attribute}"] = value
+            sets.append(f"#{attribute} = :{attribute}")
+    if plan.keep_revisions is not None:
+        if plan.keep_revisions:
+            values[":keep"] = plan.keep_revisions
+            sets.append(f"#{KEEP} = :keep")
+        else:
+            removes.append(f"#{KEEP}")  # absent means none kept
+    return Update("SET " + ", ".join(sets) + " REMOVE " + ", ".join(removes), values)
+
+
+def saved_from_update(plan: SavePlan, attributes: Item) -> Saved:
+    """What a plain save wrote, from the item its UpdateItem returned."""
+    values = from_item(attributes)
+    return Saved(
+        checkpoint_id=layout.read_checkpoint_keys("", "", values[schema.GSI1_PK])[4],
+        subject_id=plan.key.subject_id,
+        agent_id=plan.key.agent_id,
+        kind=plan.key.kind,
+        revision=int(values[REVISION]),
+        status=plan.status,
+        state_hash=plan.state.sha256,
+        state_bytes=plan.state.size,
+        expires_ms=seconds_to_ms(values[EXPIRES]),
+    )
+
+
+# -- idempotency records ----------------------------------------------------------------------------------------
+
+FINGERPRINT: Final = "fp"
+REQUEST: Final = "rid"
+ANSWER: Final = "a"
+
+
+@dataclass(frozen=True)
+class IdempotencyRecord:
+    """The first answer to an idempotency key: the request it answered and what it wrote."""
+
+    fingerprint: str
+    request_id: str
+    saved: Saved
+    expires_ms: int
+
+
+def record_item(tenant_id: str, claim: IdempotencyClaim, request_id: str, saved: Saved, expires_ms: int) -> Item:
+    """An idempotency record as its item."""
+    return {
+        **layout.idempotency_key(tenant_id, claim.agent_id, claim.key),
+        **to_item(
+            {
+                FINGERPRINT: bytes.fromhex(claim.fingerprint),
+                REQUEST: request_id,
+                ANSWER: {
+                    "id": saved.checkpoint_id,
+                    "sub": saved.subject_id,
+                    "ag": saved.agent_id,
+                    "k": saved.kind,
+                    REVISION: saved.revision,
+                    STATUS: saved.status,
+                    HASH: bytes.fromhex(saved.state_hash),
+                    SIZE: saved.state_bytes,
+                    EXPIRES: ms_to_seconds(saved.expires_ms),
+                },
+                EXPIRES: ms_to_seconds(expires_ms),
+                schema.TTL_ATTRIBUTE: ttl_epoch(expires_ms),
+            }
+        ),
+    }
+
+
+def record_from_item(item: Item) -> IdempotencyRecord:
+    """An idempotency record from its item."""
+    values = from_item(item)
+    answer = values[ANSWER]
+    return IdempotencyRecord(
+        fingerprint=bytes(values[FINGERPRINT]).hex(),
+        request_id=values[REQUEST],
+        saved=Saved(
+            checkpoint_id=answer["id"],
+            subject_id=answer["sub"],
+            agent_id=answer["ag"],
+            kind=answer["k"],
+            revision=int(answer[REVISION]),
+            status=answer[STATUS],
+            state_hash=bytes(answer[HASH]).hex(),
+            state_bytes=int(answer[SIZE]),
+            expires_ms=seconds_to_ms(answer[EXPIRES]),
+        ),
+        expires_ms=seconds_to_ms(values[EXPIRES]),
+    )

@@ -1,0 +1,92 @@
+"""Every key and prefix of the single table, built and read back in one place.
+
+Each key starts with a type letter and then the tenant, so nothing of one tenant can be addressed from another.
+Tenant and agent ids cannot contain `#` and a kind is one of a fixed set, and a free-form part (a subject, an
+idempotency key) always comes last, so every key parses back one way only: no two inputs collide.
+
+| item          | pk                                  | sk                   | gpk (index gsi1)          | gsk         |
+|---------------|-------------------------------------|----------------------|---------------------------|-------------|
+| checkpoint    | `C#<tenant>#<subject>`              | `C#<agent>#<kind>`   | `I#<tenant>#<checkpoint>` | `C`         |
+| api key       | `K#<sha256 of secret>`              | `K`                  | `T#<tenant>#keys`         | `<key_id>`  |
+| idempotency   | `D#<tenant>#<agent>#<key>`          | `D`                  |                           |             |
+
+A subject's checkpoints share a partition, so listing them is one Query on the table itself (no local index: an
+index whose sort key is `updated_at` would delete and re-put its entry on every save).
+"""
+
+from __future__ import annotations
+
+from typing import Final
+
+from baton.store import schema
+from baton.store.attributes import Item
+
+CHECKPOINT: Final = "C#"
+"""Sort-key prefix of every checkpoint in a subject's partition."""
+CHECKPOINT_INDEX_SK: Final = "C"
+"""gsi1 sort key of a checkpoint (the index finds a checkpoint by id; one entry per id)."""
+IDEMPOTENCY_SK: Final = "D"
+KEY_SK: Final = "K"
+
+
+def checkpoint_pk(tenant_id: str, subject_id: str) -> str:
+    """Partition key of a subject's checkpoints (the subject comes last, so any characters are safe)."""
+    return f"C#{tenant_id}#{subject_id}"
+
+
+def checkpoint_sk(agent_id: str, kind: str) -> str:
+    """Sort key of one agent's checkpoint of one kind."""
+    return f"{CHECKPOINT}{agent_id}#{kind}"
+
+
+def agent_checkpoints(agent_id: str | None) -> str:
+    """The sort-key prefix of one agent's checkpoints in a subject, or of every agent's (None)."""
+    return CHECKPOINT if agent_id is None else f"{CHECKPOINT}{agent_id}#"
+
+
+def checkpoint_index_pk(tenant_id: str, checkpoint_id: str) -> str:
+    """gsi1 partition key that finds a checkpoint by id, only within its tenant."""
+    return f"I#{tenant_id}#{checkpoint_id}"
+
+
+def checkpoint_key(tenant_id: str, subject_id: str, agent_id: str, kind: str) -> Item:
+    """The table key of one checkpoint."""
+    return key(checkpoint_pk(tenant_id, subject_id), checkpoint_sk(agent_id, kind))
+
+
+def read_checkpoint_keys(pk: str, sk: str, index_pk: str) -> tuple[str, str, str, str, str]:
+    """(tenant, subject, agent, kind, checkpoint_id) back from a checkpoint's keys."""
+    tenant_id, _, subject_id = pk.removeprefix("C#").partition("#")
+    agent_id, _, kind = sk.removeprefix(CHECKPOINT).partition("#")
+    checkpoint_id = index_pk.rpartition("#")[2]
+    return tenant_id, subject_id, agent_id, kind, checkpoint_id
+
+
+def idempotency_key(tenant_id: str, agent_id: str, idempotency_key: str) -> Item:
+    """The table key of an idempotency record: keys belong to (tenant, agent)."""
+    return key(f"D#{tenant_id}#{agent_id}#{idempotency_key}", IDEMPOTENCY_SK)
+
+
+def key_pk(secret_hash: str) -> str:
+    """Partition key of an API key record: the SHA-256 of its secret, never the secret."""
+    return f"K#{secret_hash}"
+
+
+def secret_hash_of(pk: str) -> str:
+    """The secret's hash back from an API key record's partition key."""
+    return pk.removeprefix("K#")
+
+
+def tenant_keys_pk(tenant_id: str) -> str:
+    """gsi1 partition key under which a tenant's keys are listed, ordered by key id."""
+    return f"T#{tenant_id}#keys"
+
+
+def key(pk: str, sk: str) -> Item:
+    """A table key in DynamoDB's typed form."""
+    return {schema.PK: {"S": pk}, schema.SK: {"S": sk}}
+
+
+def identity(item: Item) -> tuple[str, str]:
+    """(pk, sk) of a typed item or key."""
+    return item[schema.PK]["S"], item[schema.SK]["S"]

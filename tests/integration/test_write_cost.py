@@ -1,0 +1,87 @@
+"""What a save costs, counted by DynamoDB's rules on the items moto holds (deterministic, not timed).
+
+A plain save costs at most the item's own write units + 1, index maintenance included: a save over an existing
+checkpoint moves no index entry, and the first save of a checkpoint adds only its id entry in gsi1. The plain
+save (one UpdateItem) and the idempotent save (a Put in a transaction) leave the same attributes.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+from bench.states import conversation_state
+
+from baton.domain.checkpoints import CheckpointKey, IdempotencyClaim, SavePlan, plan_save, request_fingerprint
+from baton.domain.models import SaveCheckpointRequest
+from baton.store import items, layout, schema, sizes
+from tests.integration.conftest import TABLE
+
+NOW_MS = 1_785_412_084_652
+STATE_SIZES = (1_000, 4_000, 32_000)
+
+
+def _plan(state: Any, request_id: str, subject: str = "cost", now_ms: int = NOW_MS, **fields: Any) -> SavePlan:
+    request = SaveCheckpointRequest.model_validate(
+        {"subject_id": subject, "kind": "conversation", "state": state, **fields}
+    )
+    return plan_save(request, "acme", "operator", request_id, now_ms)
+
+
+def _raw(aws: Any, subject: str = "cost") -> dict[str, Any] | None:
+    item: dict[str, Any] | None = aws.get_item(
+        TableName=TABLE, Key=layout.checkpoint_key("acme", subject, "operator", "conversation"), ConsistentRead=True
+    ).get("Item")
+    return item
+
+
+@pytest.mark.parametrize("size", STATE_SIZES)
+def test_a_plain_save_costs_at_most_the_items_own_units_plus_one(aws: Any, services: Any, size: int) -> None:
+    # Given a realistic conversation state of the size
+    first, second = conversation_state(size, seed=11), conversation_state(size, seed=12)
+    # When it is saved once (create) and again over itself (the steady state of an agent)
+    services.checkpoints.save(_plan(first, "req-1"))
+    created = _raw(aws)
+    services.checkpoints.save(_plan(second, "req-2", now_ms=NOW_MS + 1000))
+    updated = _raw(aws)
+    assert created is not None
+    assert updated is not None
+    # Then the create costs the item + its one gsi1 entry, and the update the item alone
+    create_units = sizes.write_units(None, created)
+    update_units = sizes.write_units(created, updated)
+    assert create_units <= sizes.units(sizes.item_bytes(created)) + 1
+    assert update_units == sizes.units(max(sizes.item_bytes(created), sizes.item_bytes(updated)))
+    assert all(sizes.index_write_units(created, updated, index) == 0 for index in schema.TABLE.global_indexes)
+
+
+def test_a_small_state_fits_one_write_unit(aws: Any, services: Any) -> None:
+    # Given a 1 KB conversation state (what an agent's first steps save)
+    services.checkpoints.save(_plan(conversation_state(1_000, seed=11), "req-1"))
+    services.checkpoints.save(_plan(conversation_state(1_000, seed=12), "req-2", now_ms=NOW_MS + 1000))
+    # Then its item, request ring and all, is under 1 KB: a save over it costs one write unit
+    item = _raw(aws)
+    assert item is not None
+    assert sizes.item_bytes(item) <= sizes.WRITE_UNIT_BYTES
+
+
+def test_the_plain_and_the_idempotent_save_leave_the_same_attributes(aws: Any, services: Any) -> None:
+    # Given the same two saves made once plainly and once with idempotency keys, on two subjects
+    fingerprint = request_fingerprint("POST", "/v1/checkpoints", {"n": 1})
+    for step, state in enumerate(({"n": 1, "text": "x" * 2000}, {"n": 2}), start=1):
+        services.checkpoints.save(_plan(state, f"plain-{step}", "plain", NOW_MS + step, format="f/1", ttl_seconds=90))
+        claim = IdempotencyClaim(key=f"k-{step}", agent_id="operator", fingerprint=fingerprint)
+        services.checkpoints.save(
+            _plan(state, f"idem-{step}", "idem", NOW_MS + step, format="f/1", ttl_seconds=90), claim
+        )
+        plain, idempotent = _raw(aws, "plain"), _raw(aws, "idem")
+        assert plain is not None
+        assert idempotent is not None
+        # Then both items hold the same attributes, of the same types, and read back as the same checkpoint
+        assert {k: next(iter(v)) for k, v in plain.items()} == {k: next(iter(v)) for k, v in idempotent.items()}
+        a, b = items.checkpoint_from_item(plain), items.checkpoint_from_item(idempotent)
+        differing = {"checkpoint_id", "subject_id", "recent_requests"}
+        assert {k: v for k, v in vars(a).items() if k not in differing} == {
+            k: v for k, v in vars(b).items() if k not in differing
+        }
+    key = CheckpointKey("acme", "plain", "operator", "conversation")
+    assert services.checkpoints.get(key, NOW_MS + 10).revision == 2
