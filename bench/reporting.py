@@ -6,6 +6,7 @@ or "not measured here" with where it is measured instead.
 
 from __future__ import annotations
 
+import math
 import os
 import platform
 from dataclasses import dataclass
@@ -515,6 +516,8 @@ def render(
         lines += _warm(warm_figures)
     if cold is not None:
         lines += _cold(cold)
+    if figures is not None:
+        lines += _listing(figures)
     for section in sections:
         lines += [section, ""]
     if figures is not None:
@@ -523,6 +526,53 @@ def render(
     lines += [f"- {note}" for note in notes + (_oddities(figures) if figures else [])] or ["- none"]
     lines.append("")
     return "\n".join(lines)
+
+
+# What listing cost before issue 7, from the benchmark of 2026-12-01 03:47: each save moved the sort key of two
+# local indexes (a delete and a put of a ~600 B entry in each: 4 write units), and a page read summaries from one.
+LSI_ENTRY_BYTES = 600
+LSI_WRITE_UNITS_PER_SAVE = 4
+WRITE_UNIT_IN_READ_UNITS = 5
+"""On-demand prices: a write request unit costs five read request units (us-east-1, $1.25 and $0.25 a million)."""
+
+
+def _listing(figures: Figures, subjects: tuple[int, ...] = (1, 5, 20, 100), limit: int = 50) -> list[str]:
+    """What dropping the local indexes moves to listing: a page now reads every checkpoint of the subject (summaries
+    projected, but DynamoDB bills a Query by the items it reads), and the saves per listing from which it pays."""
+    sizes = [s for s in figures.sizes if figures.ok("baton", s, "update")]
+    lines = [
+        "## Listing: the read cost the index reshape moves",
+        "",
+        "A save no longer maintains local indexes (before: 4 write units per save, a delete and a put of a ~600 B",
+        "entry in each of two indexes whose sort key was `updated_at`). A page of a subject's checkpoints is now one",
+        "consistent Query of the subject's partition, ordered in the function, and it reads every checkpoint of the",
+        "subject; before, it read up to `limit` + 1 index entries. Read units per page, consistent, by DynamoDB's",
+        f"rules (the Query's item sizes summed, then rounded to 4 KB), for pages of {limit}, and the saves per listing",
+        f"above which the reshape is cheaper (a write unit priced as {WRITE_UNIT_IN_READ_UNITS} read units):",
+        "",
+        "| checkpoints in the subject | state | item | read units per page, before → now | pays from saves per list |",
+        "|---|---|---|---|---|",
+    ]
+    for count in subjects:
+        for size in sizes:
+            item = int(figures.value("baton", size, "update", "item_bytes"))
+            before = max(1, math.ceil(min(count, limit + 1) * LSI_ENTRY_BYTES / 4096))
+            now = max(1, math.ceil(count * item / 4096))
+            extra = now - before
+            saves = extra / (LSI_WRITE_UNITS_PER_SAVE * WRITE_UNIT_IN_READ_UNITS)
+            lines.append(
+                f"| {count} | {size // 1000} KB | {item:,} B | {before} → {now} | "
+                + ("always" if extra <= 0 else f"{saves:.2f}")
+                + " |"
+            )
+    lines += [
+        "",
+        "An agent saves its checkpoint at every step and lists a subject when it resumes, so saves outnumber listings",
+        "by far; a subject holds one checkpoint per agent and kind. A subject with hundreds of large checkpoints",
+        "listed more often than it is saved would pay more than before; nothing in Baton's use looks like that.",
+        "",
+    ]
+    return lines
 
 
 def _side_by_side(figures: Figures, plot: bool) -> list[str]:
