@@ -11,11 +11,11 @@ import pytest
 
 from baton.domain.errors import ValidationFailed
 from baton.store.attributes import from_attr, from_item, names_in, to_attr, to_item
-from baton.store.cursors import decode_cursor, encode_cursor, query_binding
+from baton.store.checkpoints import read_position, write_position
+from baton.store.cursors import decode_after, encode_after, query_binding
 
 BINDING = query_binding("subject", "tenant-1", "ticket-42", None, "task_state", None)
-LAST_KEY = {"pk": {"S": "T#tenant-1#S#ticket-42"}, "sk": {"S": "2026-07-30T11:48:04.652Z#ckpt_1"}}
-REQUIRED = {"pk": "T#tenant-1#S#ticket-42"}
+POSITION = "1785412084652#agent-a#task_state"
 
 
 def raw_cursor(payload: Any) -> str:
@@ -24,10 +24,10 @@ def raw_cursor(payload: Any) -> str:
     return base64.urlsafe_b64encode(text).decode("ascii").rstrip("=")
 
 
-def assert_rejected_cursor(cursor: str | None, binding: str = BINDING, required: dict[str, str] = REQUIRED) -> None:
+def assert_rejected_cursor(cursor: str | None, binding: str = BINDING) -> None:
     """The cursor is refused as a validation error naming the `cursor` query parameter."""
     with pytest.raises(ValidationFailed) as exc:
-        decode_cursor(cursor, binding, required)
+        decode_after(cursor, binding)
     assert [(e.pointer, e.location) for e in exc.value.errors] == [("/cursor", "query")]
     assert "cursor" in exc.value.message
     assert exc.value.details() == {"errors": [{"pointer": "/cursor", "message": exc.value.message, "in": "query"}]}
@@ -36,39 +36,27 @@ def assert_rejected_cursor(cursor: str | None, binding: str = BINDING, required:
 # --- cursors ----------------------------------------------------------------------------------------------------
 
 
-def test_a_cursor_round_trips_to_the_exclusive_start_key() -> None:
-    # Given the last key of a page
-    # When it becomes a cursor and comes back with the same query
-    cursor = encode_cursor(LAST_KEY, BINDING)
+def test_a_cursor_round_trips_to_the_position_of_the_last_item_shown() -> None:
+    cursor = encode_after(POSITION, BINDING)
     assert cursor is not None
-    # Then the start key is exactly the last key
-    assert decode_cursor(cursor, BINDING, REQUIRED) == LAST_KEY
+    assert decode_after(cursor, BINDING) == POSITION
 
 
 def test_a_cursor_is_url_safe_and_unpadded() -> None:
-    # Given a last key whose JSON encodes to base64 with `+`, `/` and padding in the standard alphabet
-    last_key = {"pk": {"S": "T#t>?>?~~~"}, "sk": {"S": "é\u00ff?"}}
-    # When it becomes a cursor
-    cursor = encode_cursor(last_key, BINDING)
-    # Then it is safe in a query string without escaping, and still decodes
+    # A position whose JSON encodes to base64 with `+`, `/` and padding in the standard alphabet
+    position = "t>?>?~~~#é\u00ff?"
+    cursor = encode_after(position, BINDING)
     assert cursor is not None
     assert set(cursor) <= set("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_")
-    assert decode_cursor(cursor, BINDING, {}) == last_key
+    assert decode_after(cursor, BINDING) == position
 
 
-@pytest.mark.parametrize("last_key", [None, {}])
-def test_the_last_page_has_no_cursor(last_key: dict[str, Any] | None) -> None:
-    # Given no LastEvaluatedKey
-    # When the next cursor is built
-    # Then there is none
-    assert encode_cursor(last_key, BINDING) is None
+def test_the_last_page_has_no_cursor() -> None:
+    assert encode_after(None, BINDING) is None
 
 
 def test_no_cursor_means_the_first_page() -> None:
-    # Given no cursor
-    # When it is decoded
-    # Then there is no start key
-    assert decode_cursor(None, BINDING, REQUIRED) is None
+    assert decode_after(None, BINDING) is None
 
 
 @pytest.mark.parametrize(
@@ -83,28 +71,9 @@ def test_no_cursor_means_the_first_page() -> None:
     ],
 )
 def test_a_cursor_from_another_tenant_or_query_is_rejected(other: str) -> None:
-    # Given a cursor produced by one query
-    cursor = encode_cursor(LAST_KEY, BINDING)
-    # When it is presented with another tenant, subject, filter or listing
-    # Then it is refused naming cursor
+    cursor = encode_after(POSITION, BINDING)
     assert other != BINDING
     assert_rejected_cursor(cursor, binding=other)
-
-
-def test_a_cursor_whose_key_lacks_the_required_attribute_value_is_rejected() -> None:
-    # Given a cursor bound correctly but whose partition key is another tenant's
-    cursor = encode_cursor({**LAST_KEY, "pk": {"S": "T#tenant-2#S#ticket-42"}}, BINDING)
-    # When it is decoded with the partition key the query requires
-    # Then it is refused
-    assert_rejected_cursor(cursor)
-
-
-def test_a_cursor_missing_a_required_attribute_is_rejected() -> None:
-    # Given a cursor whose key has no partition key at all
-    cursor = encode_cursor({"sk": {"S": "x"}}, BINDING)
-    # When it is decoded
-    # Then it is refused
-    assert_rejected_cursor(cursor)
 
 
 @pytest.mark.parametrize(
@@ -118,35 +87,46 @@ def test_a_cursor_missing_a_required_attribute_is_rejected() -> None:
         "eyJiIjoi",  # the first bytes of a real cursor: base64 of an unfinished JSON text
         raw_cursor([1, 2]),
         raw_cursor("text"),
-        raw_cursor({"k": {"pk": "T#tenant-1#S#ticket-42"}}),  # no binding
-        raw_cursor({"b": BINDING}),  # no key
-        raw_cursor({"b": BINDING, "k": ["pk"]}),
-        raw_cursor({"b": BINDING, "k": {"pk": "T#tenant-1#S#ticket-42", "n": 5}}),
-        raw_cursor({"b": BINDING, "k": {"pk": {"S": "T#tenant-1#S#ticket-42"}}}),
+        raw_cursor({"a": POSITION}),  # no binding
+        raw_cursor({"b": BINDING}),  # no position
+        raw_cursor({"a": ["x"], "b": BINDING}),
+        raw_cursor({"a": 5, "b": BINDING}),
+        raw_cursor({"b": BINDING, "k": {"pk": "T#tenant-1#S#ticket-42"}}),  # the old shape, a DynamoDB key
         base64.urlsafe_b64encode(b"\xff\xfe\x00garbage").decode("ascii"),
     ],
 )
 def test_malformed_or_forged_cursors_are_rejected(cursor: str) -> None:
-    # Given a cursor that is not base64 of the expected JSON shape
-    # When it is decoded
-    # Then it is refused naming cursor, never an unhandled error
     assert_rejected_cursor(cursor)
 
 
-def test_a_cursor_with_one_character_changed_is_rejected() -> None:
-    # Given a genuine cursor
-    cursor = encode_cursor(LAST_KEY, BINDING)
+def test_a_cursor_with_one_character_changed_in_its_binding_is_rejected() -> None:
+    cursor = encode_after(POSITION, BINDING)
     assert cursor is not None
-    # When any character encoding its binding or its partition key is replaced
     plain = base64.urlsafe_b64decode(cursor + "=" * (-len(cursor) % 4))
-    end_of_pk = plain.index(REQUIRED["pk"].encode()) + len(REQUIRED["pk"])
-    covering = [i for i in range(len(cursor)) if (6 * i + 5) // 8 < end_of_pk]
-    assert len(covering) > 90
-    for position in covering:
-        replacement = "A" if cursor[position] != "A" else "B"
-        tampered = cursor[:position] + replacement + cursor[position + 1 :]
-        # Then each tampered cursor is refused
-        assert_rejected_cursor(tampered)
+    start = plain.index(BINDING.encode())
+    covering = [i for i in range(len(cursor)) if start <= (6 * i) // 8 and (6 * i + 5) // 8 < start + len(BINDING)]
+    assert len(covering) > 30
+    for index in covering:
+        replacement = "A" if cursor[index] != "A" else "B"
+        assert_rejected_cursor(cursor[:index] + replacement + cursor[index + 1 :])
+
+
+@pytest.mark.parametrize(
+    "position",
+    ["someone", "x#a#k", "-5#a#k", "5##k", "5#a#", "9" * 17 + "#a#k", "٣#a#k"],
+)
+def test_a_listing_position_baton_never_writes_is_refused(position: str) -> None:
+    with pytest.raises(ValidationFailed) as exc:
+        read_position(position)
+    assert [(e.pointer, e.location) for e in exc.value.errors] == [("/cursor", "query")]
+
+
+def test_a_listing_position_round_trips() -> None:
+    assert read_position(write_position((-1785412084652, "agent-a", "task_state"))) == (
+        -1785412084652,
+        "agent-a",
+        "task_state",
+    )
 
 
 def test_query_binding_depends_on_every_part_and_on_their_order() -> None:

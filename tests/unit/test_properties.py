@@ -39,7 +39,8 @@ from baton.domain.ids import CHECKPOINT_ID_PATTERN, KEY_ID_PATTERN, new_checkpoi
 from baton.domain.lifecycle import KINDS, STATUSES
 from baton.domain.models import CreateKeyRequest, ResourceRef, SaveCheckpointRequest, Source
 from baton.local.gateway import build_event
-from baton.store.cursors import decode_after, decode_cursor, encode_after, encode_cursor, query_binding
+from baton.store.checkpoints import read_position, write_position
+from baton.store.cursors import decode_after, encode_after, query_binding
 from tests import proof_counts
 from tests.unit.hypothesis_profiles import active_profile, examples
 
@@ -184,7 +185,6 @@ def _b64(raw: bytes) -> str:
 
 
 BINDING = query_binding("subject", "tenant-1", "ticket-42", None, None, None)
-PK = "C#tenant-1#ticket-42"
 # Cursors as a client can send them (the routes accept up to 2,048 characters): any text, and base64 of any bytes,
 # of JSON shaped like a cursor, and of deeply nested JSON.
 _CURSOR_PAYLOADS = st.one_of(
@@ -393,17 +393,19 @@ def test_an_entity_tag_of_ours_round_trips(revision: int, weak: bool) -> None:
 
 @settings(PROFILE, max_examples=examples(300))
 @given(cursor=CURSORS)
-def test_a_page_cursor_decodes_to_a_start_key_in_range_or_is_refused(cursor: str) -> None:
-    tried("decode_cursor", cursor=cursor)
+def test_a_checkpoint_listing_cursor_decodes_to_a_position_or_is_refused(cursor: str) -> None:
+    tried("checkpoint_cursor", cursor=cursor)
     with lambda_stack():
-        start, refused = attempt(lambda: decode_cursor(cursor, BINDING, {"pk": PK}, {"sk": "C#"}), ValidationFailed)
+        position, refused = attempt(lambda: read_position(decode_after(cursor, BINDING)), ValidationFailed)
     if isinstance(refused, ValidationFailed):
         assert [(e.pointer, e.location) for e in refused.errors] == [("/cursor", "query")]
         return
-    assert start is not None
-    assert start["pk"] == {"S": PK}
-    assert start["sk"]["S"].startswith("C#")
-    assert all(set(value) == {"S"} and isinstance(value["S"], str) for value in start.values())
+    assert position is not None
+    updated, agent_id, kind = position
+    assert -(10**16) < updated <= 0
+    assert agent_id
+    assert kind
+    assert "#" not in agent_id
 
 
 @settings(PROFILE, max_examples=examples(200))
@@ -420,22 +422,25 @@ def test_a_key_listing_cursor_decodes_to_a_position_or_is_refused(cursor: str) -
 
 @settings(PROFILE, max_examples=examples(200))
 @given(
-    sort_key=st.text(max_size=60),
-    others=st.dictionaries(st.text(min_size=1, max_size=10), st.text(max_size=60), max_size=3),
+    updated_ms=st.integers(min_value=0, max_value=253_402_300_799_999),
+    agent_id=st.from_regex(r"[A-Za-z0-9_.:-]{1,20}", fullmatch=True),
+    kind=st.sampled_from(["task_state", "conversation", "workflow", "cursor"]),
     position=st.text(max_size=80),
 )
-def test_a_cursor_round_trips_and_is_bound_to_its_query(sort_key: str, others: dict[str, str], position: str) -> None:
-    tried("cursor_round_trip", sort_key=sort_key, others=others, position=position)
-    last_key = {**{k: {"S": v} for k, v in others.items()}, "pk": {"S": PK}, "sk": {"S": "C#" + sort_key}}
-    cursor = encode_cursor(last_key, BINDING)
+def test_a_cursor_round_trips_and_is_bound_to_its_query(
+    updated_ms: int, agent_id: str, kind: str, position: str
+) -> None:
+    tried("cursor_round_trip", updated_ms=updated_ms, agent_id=agent_id, kind=kind, position=position)
+    listing = (-updated_ms, agent_id, kind)
+    cursor = encode_after(write_position(listing), BINDING)
     assert cursor is not None
-    assert decode_cursor(cursor, BINDING, {"pk": PK}, {"sk": "C#"}) == last_key
+    assert read_position(decode_after(cursor, BINDING)) == listing
     after = encode_after(position, BINDING)
     assert after is not None
     assert decode_after(after, BINDING) == position
     other_query = query_binding("subject", "tenant-2", "ticket-42", None, None, None)
     with pytest.raises(ValidationFailed):
-        decode_cursor(cursor, other_query, {"pk": PK})
+        decode_after(cursor, other_query)
     with pytest.raises(ValidationFailed):
         decode_after(after, other_query)
 

@@ -26,12 +26,12 @@ from baton.domain.checkpoints import (
     recognised_write,
 )
 from baton.domain.clock import ms_to_seconds
-from baton.domain.errors import IdempotencyKeyReused, NotFound, RevisionConflict, Unavailable, ValidationFailed
+from baton.domain.errors import IdempotencyKeyReused, NotFound, RevisionConflict, Unavailable
 from baton.domain.ids import new_checkpoint_id
 from baton.domain.lifecycle import ACTIVE
 from baton.store import items, layout, schema
 from baton.store.attributes import Item, names_in, to_attr
-from baton.store.cursors import decode_after, encode_after, query_binding
+from baton.store.cursors import decode_after, encode_after, invalid_cursor, query_binding
 from baton.store.errors import (
     UNAVAILABLE_MESSAGE,
     Failure,
@@ -415,7 +415,7 @@ class CheckpointStore:
         bench/report.md). The cursor is the (updated, agent, kind) position of the last item shown.
         """
         binding = query_binding("subject", tenant_id, subject_id, agent_id, kind, status)
-        after = _read_position(decode_after(cursor, binding))
+        after = read_position(decode_after(cursor, binding))
         key_condition = f"#{schema.PK} = :pk AND begins_with(#{schema.SK}, :prefix)"
         projection = ", ".join(f"#{name}" for name in items.SUMMARY)
         request: dict[str, Any] = {
@@ -445,34 +445,35 @@ class CheckpointStore:
                 if cp.is_live(now_ms)
                 and (kind is None or cp.kind == kind)
                 and (status is None or cp.status == status)
-                and (after is None or _position(cp) > after)
+                and (after is None or list_position(cp) > after)
             ),
-            key=_position,
+            key=list_position,
         )
         more = len(shown) > limit
-        next_cursor = encode_after(_write_position(_position(shown[limit - 1])), binding) if more else None
+        next_cursor = encode_after(write_position(list_position(shown[limit - 1])), binding) if more else None
         return Page(items=shown[:limit], next_cursor=next_cursor)
 
 
 Position = tuple[int, str, str]
 
 
-def _position(cp: Checkpoint) -> Position:
+def list_position(cp: Checkpoint) -> Position:
     """Where a checkpoint stands in a listing: newest first, then by agent and kind."""
     return -cp.updated_ms, cp.agent_id, cp.kind
 
 
-def _write_position(position: Position) -> str:
+def write_position(position: Position) -> str:
+    """A listing position as the text its cursor carries: `<updated ms>#<agent>#<kind>`."""
     updated, agent_id, kind = position
     return f"{-updated}#{agent_id}#{kind}"
 
 
-def _read_position(text: str | None) -> Position | None:
-    """A cursor's position; one that was not written by `_write_position` is refused naming `cursor`."""
+def read_position(text: str | None) -> Position | None:
+    """A cursor's position; one that was not written by `write_position` is refused naming `cursor`."""
     if text is None:
         return None
     updated, _, rest = text.partition("#")
     agent_id, _, kind = rest.partition("#")
     if not (updated.isascii() and updated.isdigit() and len(updated) <= 16 and agent_id and kind):
-        raise ValidationFailed.single("/cursor", "The cursor is not one this query produced.", "query")
+        raise invalid_cursor()
     return -int(updated), agent_id, kind
