@@ -20,6 +20,7 @@ from __future__ import annotations
 import argparse
 import copy
 import cProfile
+import functools
 import hashlib
 import json
 import os
@@ -76,6 +77,9 @@ class SaveFigures:
     p90_ms: float
     bare_median_ms: float
     calls_per_save: dict[str, float]
+    call_median_ms: float
+    """The save's own DynamoDB request made alone on Baton's client (botocore serializes, signs and parses it;
+    replayed as everywhere here): the part of the save that is botocore's, whatever Baton does."""
     profile: list[tuple[str, float]]
     """(package or module, CPU ms per save) from cProfile, largest first (cProfile's own overhead inflates all)."""
 
@@ -83,6 +87,11 @@ class SaveFigures:
     def ratio(self) -> float:
         """The save over a bare parse + hash of the same body."""
         return self.median_ms / self.bare_median_ms
+
+    @property
+    def beside_call_ms(self) -> float:
+        """What the save costs beyond its DynamoDB request: powertools, pydantic, Baton's parse, plan and codec."""
+        return self.median_ms - self.call_median_ms
 
 
 @dataclass(frozen=True)
@@ -132,6 +141,26 @@ class Harness:
             event["body"] = body
         return event
 
+    def last_request(self, event: dict[str, Any], copies: int) -> list[Callable[[], Any]]:
+        """Handle `event` once more, and return `copies` calls that each make its last DynamoDB request again,
+        alone, on the same client (botocore's `_make_api_call` is where every operation of a client passes)."""
+        import botocore.client
+
+        seen: list[tuple[Any, str, dict[str, Any]]] = []
+        original = botocore.client.BaseClient._make_api_call
+
+        def spy(client: Any, operation: str, params: dict[str, Any]) -> Any:
+            seen.append((client, operation, params))
+            return original(client, operation, params)
+
+        botocore.client.BaseClient._make_api_call = spy  # type: ignore[method-assign]
+        try:
+            self.handle(event, (200, 201))
+        finally:
+            botocore.client.BaseClient._make_api_call = original  # type: ignore[method-assign]
+        client, operation, params = seen[-1]
+        return [functools.partial(original, client, operation, copy.deepcopy(params)) for _ in range(copies)]
+
     def handle(self, event: dict[str, Any], expected: tuple[int, ...]) -> None:
         """Handle `event`; fail unless the status is expected."""
         answer = self.handler(event, None)
@@ -152,6 +181,7 @@ def measure_save(harness: Harness, size: int, saves: int, profile: bool) -> Save
         bare_save(body)
     each = (time.process_time() - started) / len(warm_up)
     saves = max(MIN_SAVES, min(saves, int(SECONDS_PER_SIZE / each)))
+    requests_alone = harness.last_request(copy.deepcopy(template), saves)
     harness.stub.calls.clear()
     ours: list[float] = []
     bare: list[float] = []
@@ -167,6 +197,7 @@ def measure_save(harness: Harness, size: int, saves: int, profile: bool) -> Save
     calls: dict[str, float] = defaultdict(float)
     for operation in harness.stub.calls:
         calls[operation] += 1 / saves
+    alone = [_cpu_us(request) for request in requests_alone]
     return SaveFigures(
         state_bytes=len(json.dumps(state, ensure_ascii=False, separators=(",", ":"), sort_keys=True).encode()),
         body_bytes=len(body),
@@ -175,6 +206,7 @@ def measure_save(harness: Harness, size: int, saves: int, profile: bool) -> Save
         p90_ms=statistics.quantiles(ours, n=10)[-1] / 1000,
         bare_median_ms=statistics.median(bare) / 1000,
         calls_per_save=dict(calls),
+        call_median_ms=statistics.median(alone) / 1000,
         profile=profile_save(harness, template, max(20, min(PROFILED_SAVES, int(1.0 / each)))) if profile else [],
     )
 
@@ -274,7 +306,8 @@ def summary(figures: WarmFigures) -> str:
         lines.append(
             f"{what}: {save.state_bytes} B state, whole handler, AWS stubbed: median {save.median_ms:.3f} ms CPU "
             f"(p90 {save.p90_ms:.3f}), budget {budget:g} ms: {verdict}; {save.ratio:.1f}x a bare json.loads + "
-            f"sha256 ({save.bare_median_ms * 1000:.0f} us); calls per save: {calls}"
+            f"sha256 ({save.bare_median_ms * 1000:.0f} us); calls per save: {calls}; the DynamoDB request alone "
+            f"{save.call_median_ms:.3f} ms, everything else {save.beside_call_ms:.3f} ms"
         )
         lines.extend(f"    {ms:7.3f} ms  {name}" for name, ms in save.profile[:8])
     refusal = figures.refusal

@@ -28,9 +28,17 @@ def logger() -> Logger:
     """The structured JSON logger of the service."""
     from aws_lambda_powertools import Logger
 
-    created = Logger(service=SERVICE, utc=True, use_rfc3339=True)
+    created = Logger(service=SERVICE, utc=True, use_rfc3339=True, json_serializer=_to_json)
     _route_stray_records(created)
     return created
+
+
+def _to_json(record: dict[str, object]) -> str:
+    """A log record as one JSON line: orjson writes it several times faster than `json.dumps` (every request
+    writes one), and anything it cannot write is written as its `str`, as powertools' default does."""
+    import orjson
+
+    return orjson.dumps(record, default=str).decode("utf-8")
 
 
 def _route_stray_records(service_logger: Logger) -> None:

@@ -180,6 +180,8 @@ class Functions(Construct):
                 environment_name("service_name"): "baton",
                 "POWERTOOLS_METRICS_NAMESPACE": "Baton",
                 "POWERTOOLS_LOG_LEVEL": "INFO",
+                # Baton uses no pydantic plugin: skip the scan of every installed distribution for one at cold start.
+                "PYDANTIC_DISABLE_PLUGINS": "__all__",
             },
         )
         self.alias = lambda_.Alias(

@@ -88,6 +88,13 @@ def test_function_environment_never_points_at_another_endpoint(synthesized: Synt
     assert environment_name("aws_endpoint_url") not in properties["Environment"]["Variables"]
 
 
+def test_function_skips_pydantic_plugin_discovery(synthesized: Synthesized) -> None:
+    # Given the api function's environment
+    _, properties = _function(synthesized)
+    # Then pydantic does not scan the installed distributions for plugins at cold start (Baton uses none)
+    assert properties["Environment"]["Variables"]["PYDANTIC_DISABLE_PLUGINS"] == "__all__"
+
+
 @pytest.mark.parametrize("name", ["dev", "prod"])
 def test_function_has_no_reserved_concurrency_unless_configured(request: pytest.FixtureRequest, name: str) -> None:
     # Given a stage synthesized without reserved_concurrency

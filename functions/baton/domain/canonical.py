@@ -10,6 +10,7 @@ from __future__ import annotations
 import hashlib
 import json
 import math
+import re
 from dataclasses import dataclass
 from typing import Any
 
@@ -63,19 +64,25 @@ class _Census:
     """A duplicated key, a non-finite number or an unsafe integer was marked: `check_document` names it."""
 
 
-def _hooks(census: _Census) -> dict[str, Any]:
-    """`json.loads` hooks that mark duplicate keys and non-finite numbers, and keep `census`."""
+def _hooks(census: _Census, keys_in_bmp: bool) -> dict[str, Any]:
+    """`json.loads` hooks that mark duplicate keys and non-finite numbers, and keep `census`. `keys_in_bmp`: the
+    document cannot hold a character outside the Basic Multilingual Plane, so no key needs looking at."""
 
     def on_object(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
-        seen: set[str] = set()
-        for key, _ in pairs:
-            if key in seen:
-                census.marked = True
-                return _DuplicatedKeys(pairs, key)
-            seen.add(key)
-            if census.plain and not key.isascii() and any(ord(c) > 0xFFFF for c in key):
-                census.plain = False  # RFC 8785 sorts keys by UTF-16 code units, Python by code points
-        return dict(pairs)
+        value = dict(pairs)
+        if len(value) != len(pairs):
+            census.marked = True
+            seen: set[str] = set()
+            for key, _ in pairs:
+                if key in seen:
+                    return _DuplicatedKeys(pairs, key)
+                seen.add(key)
+        if not keys_in_bmp and census.plain:
+            for key in value:
+                if not key.isascii() and any(ord(c) > 0xFFFF for c in key):
+                    census.plain = False  # RFC 8785 sorts keys by UTF-16 code units, Python by code points
+                    break
+        return value
 
     def on_float(text: str) -> int | float | _NonFinite | _Unsafe:
         value = float(text)
@@ -131,7 +138,7 @@ def parse_document(text: str | bytes) -> Document:
     try:
         # json.loads would decode bytes with surrogatepass; decode strictly first.
         document = text.decode("utf-8") if isinstance(text, bytes) else text
-        value = json.loads(document, **_hooks(census))
+        value = json.loads(document, **_hooks(census, _within_bmp(document)))
     except RecursionError:
         raise ValidationFailed.single("", f"The body is nested deeper than {MAX_JSON_DEPTH} levels.") from None
     except UnicodeDecodeError:
@@ -143,6 +150,14 @@ def parse_document(text: str | bytes) -> Document:
     if census.marked or _deeper_than(value, MAX_JSON_DEPTH):
         check_document(value)  # names the first offending place; it raises
     return Document(value=value, plain=census.plain)
+
+
+def _within_bmp(document: str) -> bool:
+    """True when no character of the parsed document can lie outside the Basic Multilingual Plane: none is written
+    as is (each would take two UTF-16 units) and no escape can spell a surrogate pair (`\\ud83d\\ude00`)."""
+    if "\\u" in document and re.search(r"\\u[dD][89abAB]", document):
+        return False
+    return document.isascii() or len(document.encode("utf-16-le", "surrogatepass")) == 2 * len(document)
 
 
 def _deeper_than(value: JsonValue, limit: int) -> bool:

@@ -2,9 +2,14 @@
 
 from __future__ import annotations
 
+import os
 import time
 import uuid
 from typing import Any
+
+# Baton uses no pydantic plugin; without this, building the first model scans every installed distribution's
+# entry points for one (milliseconds of each cold start). The deployed function sets it too.
+os.environ.setdefault("PYDANTIC_DISABLE_PLUGINS", "__all__")
 
 from baton.api.app import app
 from baton.observability import log_access, request_logging

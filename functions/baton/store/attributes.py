@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import re
 from decimal import Decimal
+from functools import lru_cache
 from typing import Any
 
 AttributeValue = dict[str, Any]
@@ -72,4 +73,16 @@ def from_item(item: Item) -> dict[str, Any]:
 def names_in(*expressions: str) -> dict[str, str]:
     """`ExpressionAttributeNames` for every `#name` in the expressions: attributes are always aliased, so
     DynamoDB's long list of reserved words (`state`, `status`, `source`, ...) never bites."""
-    return {f"#{name}": name for expr in expressions for name in re.findall(r"#(\w+)", expr)}
+    return dict(_names_in(expressions))
+
+
+@lru_cache(maxsize=256)
+def _names_in(expressions: tuple[str, ...]) -> tuple[tuple[str, str], ...]:
+    # A store writes a handful of distinct expressions: each is scanned once per container, not once per request.
+    return tuple((f"#{name}", name) for expr in expressions for name in re.findall(r"#(\w+)", expr))
+
+
+@lru_cache(maxsize=256)
+def values_used(*expressions: str) -> frozenset[str]:
+    """The `:value` placeholders the expressions use (scanned once per distinct expression)."""
+    return frozenset(re.findall(r":\w+", " ".join(expressions)))

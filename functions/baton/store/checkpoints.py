@@ -8,7 +8,6 @@ AWS errors are sorted by `errors`: the methods here build a condition, make the 
 
 from __future__ import annotations
 
-import re
 import time
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Final, cast
@@ -30,7 +29,7 @@ from baton.domain.errors import IdempotencyKeyReused, NotFound, RevisionConflict
 from baton.domain.ids import new_checkpoint_id
 from baton.domain.lifecycle import ACTIVE
 from baton.store import items, layout, schema
-from baton.store.attributes import Item, names_in, to_attr
+from baton.store.attributes import Item, names_in, to_attr, values_used
 from baton.store.cursors import decode_after, encode_after, invalid_cursor, query_binding
 from baton.store.errors import (
     UNAVAILABLE_MESSAGE,
@@ -67,7 +66,7 @@ class Page:
 
 def _values(values: dict[str, Any], *expressions: str) -> dict[str, Any]:
     """The typed `ExpressionAttributeValues` that the expressions use."""
-    used = set(re.findall(r":\w+", " ".join(expressions)))
+    used = values_used(*expressions)
     return {k: to_attr(v) for k, v in values.items() if k in used}
 
 

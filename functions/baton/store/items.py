@@ -24,6 +24,7 @@ from __future__ import annotations
 import itertools
 from dataclasses import dataclass
 from decimal import Decimal
+from functools import lru_cache
 from typing import Any, Final
 
 from baton.domain import limits
@@ -180,7 +181,6 @@ def save_update(plan: SavePlan, new_id: str) -> Update:
     from the stored item so that the save needs no read: the revision counts up, the id, creation time, ttl and
     keep stay as stored unless this save sends them, and the request ring shifts by one."""
     state_attribute, state_value = pack_state(plan.state.text)
-    ttl = ":ttl" if plan.ttl_seconds is not None else f"if_not_exists(#{TTL_SECONDS}, :ttl)"
     values: dict[str, Any] = {
         ":new_index_pk": layout.checkpoint_index_pk(plan.key.tenant_id, new_id),
         ":index_sk": layout.CHECKPOINT_INDEX_SK,
@@ -197,6 +197,24 @@ def save_update(plan: SavePlan, new_id: str) -> Update:
         ":tag": plan.tag,
         ":blank": b"",
     }
+    optional = ((FORMAT, plan.format), (SOURCE, plan.source), (RESOURCES, plan.resources or None))
+    for attribute, value in optional:
+        if value is not None:
+            values[f":{attribute}"] = value
+    if plan.keep_revisions:
+        values[":keep"] = plan.keep_revisions
+    keep = None if plan.keep_revisions is None else bool(plan.keep_revisions)
+    expression = _save_expression(
+        state_attribute, plan.ttl_seconds is not None, tuple(value is not None for _, value in optional), keep
+    )
+    return Update(expression, values)
+
+
+@lru_cache(maxsize=64)
+def _save_expression(state_attribute: str, ttl_sent: bool, sent: tuple[bool, ...], keep: bool | None) -> str:
+    """The update expression of a save of this shape (which state attribute, which optional fields are sent):
+    a few dozen shapes in all, each built once per container."""
+    ttl = ":ttl" if ttl_sent else f"if_not_exists(#{TTL_SECONDS}, :ttl)"
     sets = [
         f"#{schema.GSI1_PK} = if_not_exists(#{schema.GSI1_PK}, :new_index_pk)",
         f"#{schema.GSI1_SK} = :index_sk",
@@ -217,19 +235,16 @@ def save_update(plan: SavePlan, new_id: str) -> Update:
         *(f"#{newer} = if_not_exists(#{older}, :zero)" for older, newer in itertools.pairwise(EARLIER_EXPIRIES)),
     ]
     removes = [f"#{PACKED if state_attribute == TEXT else TEXT}"]
-    for attribute, value in ((FORMAT, plan.format), (SOURCE, plan.source), (RESOURCES, plan.resources or None)):
-        if value is None:
-            removes.append(f"#{attribute}")
-        else:
-            values[f":{attribute}"] = value
+    for attribute, is_sent in zip((FORMAT, SOURCE, RESOURCES), sent, strict=True):
+        if is_sent:
             sets.append(f"#{attribute} = :{attribute}")
-    if plan.keep_revisions is not None:
-        if plan.keep_revisions:
-            values[":keep"] = plan.keep_revisions
-            sets.append(f"#{KEEP} = :keep")
         else:
-            removes.append(f"#{KEEP}")  # absent means none kept
-    return Update("SET " + ", ".join(sets) + " REMOVE " + ", ".join(removes), values)
+            removes.append(f"#{attribute}")
+    if keep is True:
+        sets.append(f"#{KEEP} = :keep")
+    elif keep is False:
+        removes.append(f"#{KEEP}")  # absent means none kept
+    return "SET " + ", ".join(sets) + " REMOVE " + ", ".join(removes)
 
 
 def saved_from_update(plan: SavePlan, attributes: Item) -> Saved:
