@@ -28,7 +28,8 @@ class Settings:
 
     table_name: str
     bucket_name: str | None = None
-    """The blob bucket; unset until a deployment stores blobs (the API does not use it yet)."""
+    """The blob bucket (spilled states, blobs); unset where a deployment has none (DynamoDB Local, say): then
+    states must fit in an item and blobs are refused."""
     aws_endpoint_url: str | None = None
     """An AWS-compatible endpoint (moto, DynamoDB Local); unset on AWS itself."""
     service_name: str = "baton"

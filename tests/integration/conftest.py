@@ -15,6 +15,7 @@ from baton.settings import load_settings
 from tests.integration.driver import ApiDriver, CallCounter
 
 TABLE = "baton-test"
+BUCKET = "baton-test-blobs"
 OPERATOR_SECRET = "btn_test_operator_secret_0001"
 
 
@@ -33,7 +34,7 @@ def serving(provider: Callable[[], Services]) -> Iterator[None]:
 
 def services_on(table: str, client: Any = None) -> Services:
     """A container's services on `table` (on `client`, or a new client of the current moto account)."""
-    return build_services(load_settings({"BATON_TABLE_NAME": table}), client)
+    return build_services(load_settings({"BATON_TABLE_NAME": table, "BATON_BUCKET_NAME": BUCKET}), client)
 
 
 @pytest.fixture
@@ -43,10 +44,11 @@ def aws() -> Iterator[Any]:
     with mock_aws():
         import boto3
 
-        from baton.store.schema import ensure_table
+        from baton.store.schema import ensure_bucket, ensure_table
 
         client = boto3.client("dynamodb", region_name="us-east-1")
         ensure_table(client, TABLE)
+        ensure_bucket(boto3.client("s3", region_name="us-east-1"), BUCKET)
         provider = OnFirstUse(lambda: services_on(TABLE))
         with serving(provider):
             yield client

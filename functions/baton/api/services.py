@@ -19,9 +19,10 @@ from aws_lambda_powertools.event_handler import Depends, Request
 
 from baton.api.auth import Authenticator
 from baton.settings import Settings, load_settings
-from baton.store.aws import dynamodb_client
+from baton.store.aws import dynamodb_client, s3_client
 from baton.store.checkpoints import CheckpointStore
 from baton.store.keys import KeyStore
+from baton.store.objects import ObjectStore
 
 if TYPE_CHECKING:
     from mypy_boto3_dynamodb import DynamoDBClient
@@ -39,20 +40,27 @@ class Services:
     checkpoints: CheckpointStore
     keys: KeyStore
     authenticator: Authenticator
+    objects: ObjectStore | None
+    """The blob bucket (None where the deployment has none: then no state is spilled and no blob stored)."""
 
 
 def build_services(config: Settings, client: "DynamoDBClient | None" = None) -> Services:
     """The services for `config`, on `client` (default: a new client for its endpoint, the costly part of a cold
-    start: call this once per container)."""
+    start: call this once per container). The S3 client is made by the first request that needs it."""
     if client is None:
         client = dynamodb_client(config.aws_endpoint_url)
+    objects = None
+    if config.bucket_name is not None:
+        endpoint = config.aws_endpoint_url
+        objects = ObjectStore(lambda: s3_client(endpoint), config.bucket_name)
     keys = KeyStore(client, config.table_name)
     return Services(
         settings=config,
         dynamodb=client,
-        checkpoints=CheckpointStore(client, config.table_name),
+        checkpoints=CheckpointStore(client, config.table_name, objects),
         keys=keys,
         authenticator=Authenticator(keys),
+        objects=objects,
     )
 
 

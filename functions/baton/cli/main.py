@@ -22,6 +22,9 @@ def _parser() -> argparse.ArgumentParser:
         help="use this AWS-compatible endpoint (a moto server, DynamoDB Local) instead of embedded moto",
     )
     serve.add_argument("--table", default="baton-local", help="table name (created if missing; default baton-local)")
+    serve.add_argument(
+        "--bucket", default="baton-local", help="blob bucket name (created if missing; default baton-local)"
+    )
     serve.add_argument("--region", default="us-east-1", help="AWS region when AWS_REGION is unset (default us-east-1)")
     serve.add_argument(
         "--dev-key",
@@ -58,6 +61,7 @@ def main(argv: list[str] | None = None) -> int:
                 port=args.port,
                 aws_endpoint=args.aws_endpoint,
                 table=args.table,
+                bucket=args.bucket,
                 region=args.region,
                 dev_key=args.dev_key,
                 containers=max(1, args.containers),

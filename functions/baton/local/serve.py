@@ -16,6 +16,7 @@ DEV_TENANT = "dev"
 DEV_AGENT = "operator"
 DEV_SCOPES = frozenset({"*", "tenants:manage"})
 DEFAULT_TABLE = "baton-local"
+DEFAULT_BUCKET = "baton-local"
 DEV_KEY_LIFETIME_SECONDS = 12 * 3600
 """How long the development key lives in a table other than embedded moto's (restarting renews it)."""
 _DEV_KEY_PATTERN = re.compile(r"[\x21-\x7e]{16,200}\Z")
@@ -29,6 +30,7 @@ class ServeOptions:
     port: int = 8787
     aws_endpoint: str | None = None
     table: str = DEFAULT_TABLE
+    bucket: str = DEFAULT_BUCKET
     region: str = "us-east-1"
     dev_key: str | None = None
     containers: int = 4
@@ -44,6 +46,7 @@ def check_dev_key(value: str) -> str:
 def _prepare_environment(options: ServeOptions, endpoint: str, embedded: bool) -> None:
     """The containers' configuration, given as Lambda gives it: in the environment, which they inherit."""
     os.environ["BATON_TABLE_NAME"] = options.table
+    os.environ["BATON_BUCKET_NAME"] = options.bucket
     os.environ["BATON_AWS_ENDPOINT_URL"] = endpoint
     os.environ.setdefault("POWERTOOLS_SERVICE_NAME", "baton")
     os.environ.setdefault("POWERTOOLS_METRICS_NAMESPACE", "Baton")
@@ -81,12 +84,23 @@ def serve(options: ServeOptions, out: TextIO = sys.stdout) -> int:
         endpoint = options.aws_endpoint
     _prepare_environment(options, endpoint, embedded=moto is not None)
 
-    from baton.store.aws import dynamodb_client
+    from baton.store.aws import dynamodb_client, s3_client
     from baton.store.keys import KeyStore
-    from baton.store.schema import ensure_table
+    from baton.store.schema import ensure_bucket, ensure_table
 
     client = dynamodb_client(endpoint)
     ensure_table(client, options.table)
+    # The bucket is on the same endpoint: embedded moto answers S3 on its loopback port too, so the presigned URLs
+    # the API hands out work for any client on this machine (curl, a browser, another process).
+    bucket: str | None = options.bucket
+    try:
+        ensure_bucket(s3_client(endpoint), options.bucket)
+    except Exception as exc:  # an endpoint without S3 (DynamoDB Local): serve without a bucket
+        if moto is not None:
+            raise
+        print(f"baton serve: no bucket at {endpoint} ({exc}); states must fit in an item, blobs are off", file=out)
+        os.environ.pop("BATON_BUCKET_NAME", None)
+        bucket = None
     created = now_ms()
     # On embedded moto the key dies with the process; in a table that outlives `baton serve` it must not stay
     # an operator key forever.
@@ -113,7 +127,11 @@ def serve(options: ServeOptions, out: TextIO = sys.stdout) -> int:
 
     signal.signal(signal.SIGTERM, stop)
     print(f"Baton is serving on {url}", file=out)
-    print(f"AWS endpoint: {endpoint}{' (embedded moto)' if moto else ''}; table: {options.table}", file=out)
+    print(
+        f"AWS endpoint: {endpoint}{' (embedded moto)' if moto else ''}; table: {options.table}; "
+        f"bucket: {bucket or 'none'}",
+        file=out,
+    )
     lifetime = "" if expires is None else f"; expires {format_ms(expires)}"
     print(f"Development key (tenant {DEV_TENANT}, agent {DEV_AGENT}, scopes * tenants:manage{lifetime}):", file=out)
     print(f"  export BATON_KEY={secret}", file=out)

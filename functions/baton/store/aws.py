@@ -7,6 +7,7 @@ from typing import TYPE_CHECKING, cast
 
 if TYPE_CHECKING:
     from mypy_boto3_dynamodb import DynamoDBClient
+    from mypy_boto3_s3 import S3Client
 
 
 def dynamodb_client(endpoint_url: str | None = None) -> DynamoDBClient:
@@ -28,3 +29,25 @@ def dynamodb_client(endpoint_url: str | None = None) -> DynamoDBClient:
     )
     client = botocore.session.get_session().create_client("dynamodb", endpoint_url=endpoint_url, config=config)
     return cast("DynamoDBClient", client)
+
+
+def s3_client(endpoint_url: str | None = None) -> S3Client:
+    """An S3 client that signs with SigV4 (presigned URLs included: only SigV4 makes S3 check the
+    `x-amz-checksum-sha256` an upload was signed with) and, on a local endpoint, addresses buckets by path (a
+    loopback address has no bucket subdomains).
+
+    Created only when a request first needs S3 (a spilled state, a blob): most requests never pay for it.
+    """
+    import botocore.session
+    from botocore.config import Config
+
+    config = Config(
+        signature_version="s3v4",
+        retries={"mode": "standard", "max_attempts": 3},
+        connect_timeout=2,
+        read_timeout=10,
+        tcp_keepalive=True,
+        s3={"addressing_style": "path" if endpoint_url else "auto"},
+    )
+    client = botocore.session.get_session().create_client("s3", endpoint_url=endpoint_url, config=config)
+    return cast("S3Client", client)

@@ -40,6 +40,7 @@ from baton.store.errors import (
     translated_errors,
     was_retried,
 )
+from baton.store.objects import ObjectStore
 
 if TYPE_CHECKING:
     from mypy_boto3_dynamodb import DynamoDBClient
@@ -84,9 +85,11 @@ def _save_condition(plan: SavePlan) -> tuple[str, dict[str, Any]]:
 class CheckpointStore:
     """Checkpoints in one DynamoDB table."""
 
-    def __init__(self, client: DynamoDBClient, table_name: str) -> None:
+    def __init__(self, client: DynamoDBClient, table_name: str, objects: ObjectStore | None = None) -> None:
+        """`objects`: the bucket that holds states too large for an item (None: no state is spilled)."""
         self._client = client
         self._table = table_name
+        self._objects = objects
 
     # -- save -----------------------------------------------------------------------------------------------
 

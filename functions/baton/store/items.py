@@ -9,6 +9,7 @@ checkpoint id) is not stored again; the state's hash is stored as its 32 bytes; 
 | `rev`          | revision                                                                     |
 | `st`           | status                                                                       |
 | `s` or `z`     | the state: canonical JSON text, or packed by `baton.store.codec` when that pays |
+| `so`           | instead of `s`/`z`: the key of the object holding a state too large for the item |
 | `h`, `n`       | SHA-256 of the canonical state (32 bytes), its size in bytes                 |
 | `f`, `src`, `res` | format, source, resources (absent when not set)                           |
 | `tl`, `keep`   | ttl_seconds; keep_revisions (absent means 0)                                 |
@@ -28,7 +29,8 @@ from functools import lru_cache
 from typing import Any, Final
 
 from baton.domain import limits
-from baton.domain.checkpoints import RECENT_REQUESTS, Checkpoint, IdempotencyClaim, Saved, SavePlan
+from baton.domain.blobs import Blob
+from baton.domain.checkpoints import RECENT_REQUESTS, Checkpoint, CheckpointKey, IdempotencyClaim, Saved, SavePlan
 from baton.domain.clock import ms_to_seconds
 from baton.store import codec, layout, schema
 from baton.store.attributes import Item, from_item, to_item
@@ -47,6 +49,8 @@ KEEP: Final = "keep"
 CREATED: Final = "c"
 UPDATED: Final = "u"
 EXPIRES: Final = "x"
+STATE_OBJECT: Final = "so"
+"""The key of the object holding the state, when it was spilled to the bucket (then neither `s` nor `z`)."""
 RECENT: Final = tuple(f"r{i}" for i in range(RECENT_REQUESTS))
 """Request tags of the latest writes, newest first: `r0` is the last write's."""
 EARLIER_EXPIRIES: Final = tuple(f"e{i}" for i in range(1, RECENT_REQUESTS))
@@ -325,4 +329,58 @@ def record_from_item(item: Item) -> IdempotencyRecord:
             expires_ms=seconds_to_ms(answer[EXPIRES]),
         ),
         expires_ms=seconds_to_ms(values[EXPIRES]),
+    )
+
+
+# -- blobs ------------------------------------------------------------------------------------------------------
+
+AGENT: Final = "ag"
+MEDIA_TYPE: Final = "mt"
+OWNER_PK: Final = "op"
+OWNER_SK: Final = "os"
+"""The table key of the checkpoint holding a blob (absent until a save attaches it)."""
+
+
+def blob_item(blob: Blob) -> Item:
+    """A blob's record as its item: `h`, `n`, `mt`, `ag`, `c` as a checkpoint's; `ttl` while unattached; the
+    owner's table key once attached."""
+    owner = blob.owner
+    return {
+        **layout.blob_key(blob.tenant_id, blob.blob_id),
+        **to_item(
+            {
+                AGENT: blob.agent_id,
+                HASH: bytes.fromhex(blob.sha256),
+                SIZE: blob.size,
+                MEDIA_TYPE: blob.media_type,
+                CREATED: blob.created_ms,
+                schema.TTL_ATTRIBUTE: None if blob.expires_ms is None else ttl_epoch(blob.expires_ms),
+                OWNER_PK: None if owner is None else layout.checkpoint_pk(owner.tenant_id, owner.subject_id),
+                OWNER_SK: None if owner is None else layout.checkpoint_sk(owner.agent_id, owner.kind),
+            }
+        ),
+    }
+
+
+def blob_from_item(item: Item) -> Blob:
+    """A blob from its record."""
+    values = from_item(item)
+    tenant_id, blob_id = layout.read_blob_key(values[schema.PK])
+    owner = None
+    if OWNER_PK in values:
+        owner_tenant, subject_id, agent_id, kind, _ = layout.read_checkpoint_keys(
+            values[OWNER_PK], values[OWNER_SK], ""
+        )
+        owner = CheckpointKey(owner_tenant, subject_id, agent_id, kind)
+    ttl = values.get(schema.TTL_ATTRIBUTE)
+    return Blob(
+        tenant_id=tenant_id,
+        blob_id=blob_id,
+        agent_id=values[AGENT],
+        sha256=bytes(values[HASH]).hex(),
+        size=int(values[SIZE]),
+        media_type=values[MEDIA_TYPE],
+        created_ms=int(values[CREATED]),
+        expires_ms=None if ttl is None else int(ttl) * 1000,
+        owner=owner,
     )

@@ -10,8 +10,20 @@ idempotency key) always comes last, so every key parses back one way only: no tw
 | api key       | `K#<sha256 of secret>`              | `K`                  | `T#<tenant>#keys`         | `<key_id>`  |
 | idempotency   | `D#<tenant>#<agent>#<key>`          | `D`                  |                           |             |
 
+| blob          | `B#<tenant>#<blob_id>`              | `B`                  |                           |             |
+
 A subject's checkpoints share a partition, so listing them is one Query on the table itself (no local index: an
 index whose sort key is `updated_at` would delete and re-put its entry on every save).
+
+Objects in the bucket live under `schema.BLOB_PREFIX`, then the tenant, so a tenant's objects share one prefix:
+
+| object                      | key                                        |
+|-----------------------------|--------------------------------------------|
+| an uploaded blob            | `blobs/<tenant>/<blob_id>`                 |
+| a checkpoint's spilled state| `blobs/<tenant>/states/<object_id>`        |
+
+A spilled state gets a new object on every write (never overwritten in place): the reaper deletes an old one
+while a later save may already have written the next, so one key must never name two states.
 """
 
 from __future__ import annotations
@@ -27,6 +39,11 @@ CHECKPOINT_INDEX_SK: Final = "C"
 """gsi1 sort key of a checkpoint (the index finds a checkpoint by id; one entry per id)."""
 IDEMPOTENCY_SK: Final = "D"
 KEY_SK: Final = "K"
+BLOB_SK: Final = "B"
+CHECKPOINT_PK_PREFIX: Final = "C#"
+BLOB_PK_PREFIX: Final = "B#"
+STATES: Final = "states"
+"""The folder of a tenant's prefix that holds spilled states (blob ids start with `blob_`, so none is named so)."""
 
 
 def checkpoint_pk(tenant_id: str, subject_id: str) -> str:
@@ -80,6 +97,32 @@ def secret_hash_of(pk: str) -> str:
 def tenant_keys_pk(tenant_id: str) -> str:
     """gsi1 partition key under which a tenant's keys are listed, ordered by key id."""
     return f"T#{tenant_id}#keys"
+
+
+def blob_key(tenant_id: str, blob_id: str) -> Item:
+    """The table key of a blob's record."""
+    return key(f"{BLOB_PK_PREFIX}{tenant_id}#{blob_id}", BLOB_SK)
+
+
+def read_blob_key(pk: str) -> tuple[str, str]:
+    """(tenant, blob_id) back from a blob record's partition key."""
+    tenant_id, _, blob_id = pk.removeprefix(BLOB_PK_PREFIX).partition("#")
+    return tenant_id, blob_id
+
+
+def tenant_prefix(tenant_id: str) -> str:
+    """Where every object of a tenant lives (presigned URLs and grants never reach outside it)."""
+    return f"{schema.BLOB_PREFIX}{tenant_id}/"
+
+
+def blob_object(tenant_id: str, blob_id: str) -> str:
+    """The object key of an uploaded blob."""
+    return f"{tenant_prefix(tenant_id)}{blob_id}"
+
+
+def state_object(tenant_id: str, object_id: str) -> str:
+    """The object key of one write's spilled state."""
+    return f"{tenant_prefix(tenant_id)}{STATES}/{object_id}"
 
 
 def key(pk: str, sk: str) -> Item:

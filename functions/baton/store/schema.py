@@ -137,3 +137,39 @@ PENDING_TAG: Final = ("baton-state", "pending")
 """Objects are written with this tag and retagged once a checkpoint references them; a lifecycle rule expires
 what stayed pending (an upload never attached)."""
 PENDING_EXPIRY_DAYS: Final = 2
+ATTACHED_TAG: Final = ("baton-state", "attached")
+"""The tag of an object a checkpoint references (set by the reaper when it sees the reference appear)."""
+
+
+def bucket_lifecycle() -> dict[str, Any]:
+    """The bucket's lifecycle rules as S3's API takes them (CDK states the same rules in `infra/`)."""
+    key, value = PENDING_TAG
+    return {
+        "Rules": [
+            {
+                "ID": "AbortIncompleteUploads",
+                "Status": "Enabled",
+                "Filter": {"Prefix": ""},
+                "AbortIncompleteMultipartUpload": {"DaysAfterInitiation": 1},
+            },
+            {
+                "ID": "ExpireNeverAttached",
+                "Status": "Enabled",
+                "Filter": {"And": {"Prefix": BLOB_PREFIX, "Tags": [{"Key": key, "Value": value}]}},
+                "Expiration": {"Days": PENDING_EXPIRY_DAYS},
+            },
+        ]
+    }
+
+
+def ensure_bucket(client: Any, bucket_name: str) -> bool:
+    """Create the blob bucket with its lifecycle rules unless it exists (moto, `baton serve`); True when created."""
+    try:
+        client.head_bucket(Bucket=bucket_name)
+        return False
+    except client.exceptions.ClientError as exc:
+        if exc.response.get("Error", {}).get("Code") not in ("404", "NoSuchBucket", "NotFound"):
+            raise
+    client.create_bucket(Bucket=bucket_name)
+    client.put_bucket_lifecycle_configuration(Bucket=bucket_name, LifecycleConfiguration=bucket_lifecycle())
+    return True
