@@ -19,7 +19,7 @@ from aws_cdk import aws_s3 as s3
 from constructs import Construct
 
 from baton.settings import environment_name
-from baton.store import schema
+from baton.store import layout, schema
 from infra.config import StageConfig
 from infra.nag import acknowledge
 
@@ -47,7 +47,10 @@ BUCKET_ACTIONS = (
     "s3:GetObjectTagging",
     "s3:PutObjectTagging",
 )
-"""Reading and writing blobs and their pending/attached tag; deleting them is the reaper's, not the API's."""
+"""Reading and writing blobs and their pending/attached tag; deleting what a checkpoint let go of is the reaper's."""
+DISCARD_ACTIONS = ("s3:DeleteObject",)
+"""Only on spilled states (`blobs/<tenant>/states/*`): a save refused after it spilled its state removes the object
+no item came to reference, so a refused request leaves nothing behind."""
 
 
 def runtime_requirements() -> list[str]:
@@ -154,6 +157,13 @@ class Functions(Construct):
         )
         self.role.add_to_policy(
             iam.PolicyStatement(
+                sid="DiscardRefusedStates",
+                actions=list(DISCARD_ACTIONS),
+                resources=[f"{bucket_arn}/{schema.BLOB_PREFIX}*/{layout.STATES}/*"],
+            )
+        )
+        self.role.add_to_policy(
+            iam.PolicyStatement(
                 sid="Logs",
                 actions=["logs:CreateLogStream", "logs:PutLogEvents"],
                 resources=[f"{self.log_group.log_group_arn}"],
@@ -205,6 +215,12 @@ class Functions(Construct):
             self.role,
             f"AwsSolutions-IAM5[Resource::<{bucket_id}.Arn>/{schema.BLOB_PREFIX}*]",
             "Blobs are objects under one prefix; the grant is limited to that prefix of Baton's own bucket.",
+        )
+        acknowledge(
+            self.role,
+            f"AwsSolutions-IAM5[Resource::<{bucket_id}.Arn>/{schema.BLOB_PREFIX}*/{layout.STATES}/*]",
+            "Deleting is limited to spilled states (each tenant's states folder of Baton's own bucket): a save that "
+            "is refused after it spilled its state removes that object.",
         )
         acknowledge(
             self.role,

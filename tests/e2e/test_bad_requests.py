@@ -18,7 +18,7 @@ from tests.e2e.server_process import BatonServe
 
 KINDS = ("task_state", "conversation", "workflow", "cursor")
 STATUSES = ("active", "completed", "cancelled")
-STATE_LIMIT = 64_000
+STATE_LIMIT = 3_000_000
 
 
 def nested(levels: int) -> Any:
@@ -110,7 +110,7 @@ CASES = [
     Bad("two violations", 400, "VALIDATION_ERROR", ("/kind", "/ttl_seconds", "1 more error"),
         json_body=body(kind="bogus", ttl_seconds=1)),
     # sizes and depth
-    Bad("state over 64,000 bytes", 413, "PAYLOAD_TOO_LARGE", ("/state",),
+    Bad("state over 3,000,000 bytes", 413, "PAYLOAD_TOO_LARGE", ("/state",),
         json_body=body(state={"blob": "x" * STATE_LIMIT})),
     Bad("state nested 70 levels", 400, "VALIDATION_ERROR", ("/state", "64"), json_body=body(state=nested(70))),
     Bad("body over 3,100,000 bytes", 413, "PAYLOAD_TOO_LARGE", ("body",),
@@ -273,7 +273,7 @@ def test_an_oversized_state_reports_its_field_limit_and_size(baton: BatonServe, 
 
 
 def test_a_state_of_exactly_the_limit_is_accepted(http: httpx.Client) -> None:
-    # Given a state whose canonical JSON is exactly 64,000 bytes
+    # Given a state whose canonical JSON is exactly 3,000,000 bytes
     overhead = len(json.dumps({"blob": ""}, separators=(",", ":")))
     state = {"blob": "x" * (STATE_LIMIT - overhead)}
     response = http.post("/v1/checkpoints", json=body(subject_id=fresh_subject(), state=state))

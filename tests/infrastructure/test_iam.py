@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Iterator
 from typing import Any
 
-from baton.store import schema
+from baton.store import layout, schema
 from tests.infrastructure.conftest import Synthesized, as_list, render
 
 XRAY_ACTIONS = frozenset({"xray:PutTraceSegments", "xray:PutTelemetryRecords"})
@@ -140,14 +140,33 @@ def test_s3_actions_reach_only_the_blob_prefix_of_batons_bucket(synthesized: Syn
     # Given Baton's blob bucket and the prefix it writes under
     bucket_id = synthesized.logical_id(synthesized.stack.storage.bucket)
     prefix_arn = "${" + bucket_id + ".Arn}/" + schema.BLOB_PREFIX + "*"
+    states_arn = "${" + bucket_id + ".Arn}/" + schema.BLOB_PREFIX + "*/" + layout.STATES + "/*"
     # When the statements granting S3 actions are picked
     grants = _actions_of(synthesized, "s3:")
     assert grants
     for actions, resources in grants:
-        # Then they are object actions on that prefix only: never the whole bucket, never another bucket
+        # Then they are object actions on that prefix only (or a folder inside it): never the whole bucket, never
+        # another bucket
         assert set(actions) <= OBJECT_ACTIONS, actions
-        assert resources == {prefix_arn}, resources
+        assert resources in ({prefix_arn}, {states_arn}), resources
     assert schema.BLOB_PREFIX.endswith("/")
+
+
+def test_the_api_may_delete_only_spilled_states(synthesized: Synthesized) -> None:
+    # Given the api function's role
+    role_id = synthesized.logical_id(synthesized.stack.functions.role)
+    bucket_id = synthesized.logical_id(synthesized.stack.storage.bucket)
+    states_arn = "${" + bucket_id + ".Arn}/" + schema.BLOB_PREFIX + "*/" + layout.STATES + "/*"
+    # When the statements of its policies that delete objects are picked
+    deletes = [
+        {render(r) for r in as_list(statement["Resource"])}
+        for resource in synthesized.resources.values()
+        if resource["Type"] == "AWS::IAM::Policy" and {"Ref": role_id} in resource["Properties"].get("Roles", [])
+        for statement in resource["Properties"]["PolicyDocument"]["Statement"]
+        if "s3:DeleteObject" in as_list(statement["Action"])
+    ]
+    # Then it deletes only spilled states (a refused save's own object), never an uploaded blob
+    assert deletes == [{states_arn}]
 
 
 def test_logs_actions_reach_only_the_functions_log_group(synthesized: Synthesized) -> None:
@@ -169,11 +188,12 @@ def test_only_x_ray_writes_are_granted_on_every_resource(synthesized: Synthesize
     for statement in star:
         assert as_list(statement["Resource"]) == ["*"]
         assert set(as_list(statement["Action"])) <= XRAY_ACTIONS
-    # And no other resource has a wildcard outside the blob prefix
+    # And no other resource has a wildcard outside the blob prefix (and its tenants' states folders)
     blob_prefix = "${" + synthesized.logical_id(synthesized.stack.storage.bucket) + ".Arn}/" + schema.BLOB_PREFIX + "*"
+    states = f"{blob_prefix}/{layout.STATES}/*"
     for _, statement in _allowed(synthesized):
         for resource in (render(r) for r in as_list(statement["Resource"])):
-            assert resource in ("*", blob_prefix) or "*" not in resource, resource
+            assert resource in ("*", blob_prefix, states) or "*" not in resource, resource
 
 
 def test_function_role_has_no_managed_policies(synthesized: Synthesized) -> None:

@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import base64
 import copy
+import gzip
 import json
 import uuid
 from collections import Counter
@@ -91,7 +93,20 @@ class ApiDriver:
             else:
                 event["headers"][name.lower()] = value
         answer = handler(event, None)
-        return Result(answer["statusCode"], dict(answer.get("headers") or {}), answer.get("body") or "")
+        return Result(answer["statusCode"], dict(answer.get("headers") or {}), body_text(answer))
+
+
+def body_text(answer: dict[str, Any]) -> str:
+    """A handler answer's body as text, as API Gateway hands it on: base64 decoded, then gunzipped when the answer
+    says `Content-Encoding: gzip` (what a client's HTTP library does)."""
+    body = answer.get("body") or ""
+    if not answer.get("isBase64Encoded"):
+        return str(body)
+    raw = base64.b64decode(body)
+    headers = {k.lower(): v for k, v in (answer.get("headers") or {}).items()}
+    if headers.get("content-encoding") == "gzip":
+        raw = gzip.decompress(raw)
+    return raw.decode("utf-8")
 
 
 class CallCounter:

@@ -8,6 +8,7 @@ from typing import Any
 
 import pytest
 
+from baton.domain import limits
 from baton.domain.access import hash_secret
 from baton.handlers.api import handler
 from tests.builders import SUBJECT, save, save_body
@@ -324,7 +325,7 @@ def test_a_too_large_state_with_a_revision_conflict_is_409(api: ApiDriver, idemp
     event["headers"]["idempotency-key"] = idempotency_key
     if idempotency_key is None:
         event["headers"].pop("idempotency-key")
-    event["body"] = json.dumps(save_body(state={"blob": "x" * 70_000}, expected_revision=5))
+    event["body"] = json.dumps(save_body(state={"blob": "x" * (limits.MAX_STATE_BYTES + 1)}, expected_revision=5))
     answer = send(event)
     # Then the revision conflict answers (the contract ranks an oversized state last)
     error = assert_envelope(answer, 409, "REVISION_CONFLICT", event["requestContext"]["requestId"])
@@ -333,8 +334,8 @@ def test_a_too_large_state_with_a_revision_conflict_is_409(api: ApiDriver, idemp
 
 @pytest.mark.parametrize("idempotency_key", [None, "big"], ids=["plain", "idempotent"])
 def test_a_too_large_state_alone_is_413_naming_the_state(api: ApiDriver, idempotency_key: str | None) -> None:
-    # Given a state whose canonical JSON is over 64,000 bytes
-    state = {"blob": "x" * 70_000}
+    # Given a state whose canonical JSON is over 3,000,000 bytes (in a body under the body limit)
+    state = {"blob": "x" * limits.MAX_STATE_BYTES}
     canonical_size = len(json.dumps(state, separators=(",", ":")).encode())
     event = sample("save_checkpoint", api.secret)
     if idempotency_key is None:
@@ -345,17 +346,17 @@ def test_a_too_large_state_alone_is_413_naming_the_state(api: ApiDriver, idempot
     answer = send(event)
     # Then it is 413 with the field, the limit and the actual size, and nothing was stored
     error = assert_envelope(answer, 413, "PAYLOAD_TOO_LARGE", event["requestContext"]["requestId"])
-    assert error["details"] == {"field": "/state", "limit_bytes": 64_000, "actual_bytes": canonical_size}
+    assert error["details"] == {"field": "/state", "limit_bytes": 3_000_000, "actual_bytes": canonical_size}
     assert api.invoke("lookup_checkpoint").status == 404
 
 
 def test_a_state_of_exactly_the_limit_is_accepted(api: ApiDriver) -> None:
-    # Given a state whose canonical JSON is exactly 64,000 bytes
+    # Given a state whose canonical JSON is exactly 3,000,000 bytes
     overhead = len(json.dumps({"blob": ""}, separators=(",", ":")).encode())
-    state = {"blob": "x" * (64_000 - overhead)}
+    state = {"blob": "x" * (3_000_000 - overhead)}
     answer = save(api, state=state)
     assert answer.status == 201
-    assert answer.data["state_bytes"] == 64_000
+    assert answer.data["state_bytes"] == 3_000_000
 
 
 def test_a_base64_encoded_json_body_is_accepted(api: ApiDriver) -> None:

@@ -112,7 +112,7 @@ def test_plan_save_keeps_only_the_source_fields_that_were_sent(source: Any, expe
     assert plan(**changes).source == expected
 
 
-@pytest.mark.parametrize("size", [limits.MAX_INLINE_STATE_BYTES - 1, limits.MAX_INLINE_STATE_BYTES])
+@pytest.mark.parametrize("size", [limits.MAX_STATE_BYTES - 1, limits.MAX_STATE_BYTES])
 def test_plan_save_accepts_a_state_up_to_the_limit(size: int) -> None:
     # Given a state whose canonical JSON is at most the limit
     # When planned
@@ -124,14 +124,14 @@ def test_plan_save_accepts_a_state_up_to_the_limit(size: int) -> None:
 
 def test_plan_save_flags_a_state_over_the_limit_instead_of_raising() -> None:
     # Given a state one byte over the limit
-    size = limits.MAX_INLINE_STATE_BYTES + 1
+    size = limits.MAX_STATE_BYTES + 1
     # When planned
     result = plan(state=state_of_size(size))
     # Then the plan carries the 413 for later (the contract ranks it after the 404/409 checks)
     assert isinstance(result.oversize, PayloadTooLarge)
     assert result.oversize.details() == {
         "field": "/state",
-        "limit_bytes": limits.MAX_INLINE_STATE_BYTES,
+        "limit_bytes": limits.MAX_STATE_BYTES,
         "actual_bytes": size,
     }
     assert "/state" in result.oversize.message
@@ -139,11 +139,11 @@ def test_plan_save_flags_a_state_over_the_limit_instead_of_raising() -> None:
 
 def test_plan_save_measures_the_limit_in_canonical_utf8_bytes() -> None:
     # Given a state of few characters but many UTF-8 bytes (each "😀" is four bytes)
-    state = "😀" * (limits.MAX_INLINE_STATE_BYTES // 4)
+    state = "😀" * (limits.MAX_STATE_BYTES // 4)
     # When planned
     result = plan(state=state)
     # Then the byte count, not the character count, decides
-    assert result.state.size == limits.MAX_INLINE_STATE_BYTES + 2
+    assert result.state.size == limits.MAX_STATE_BYTES + 2
     assert result.oversize is not None
 
 

@@ -127,7 +127,7 @@ STATE_SCHEMAS: dict[str, Any] = {
         "title": "State",
         "description": (
             "Any JSON value except null, numbers within ±(2^53-1) (RFC 8785 canonical JSON), nested at most "
-            f"{limits.MAX_JSON_DEPTH - 1} levels below the body, and at most {limits.MAX_INLINE_STATE_BYTES:,} bytes "
+            f"{limits.MAX_JSON_DEPTH - 1} levels below the body, and at most {limits.MAX_STATE_BYTES:,} bytes "
             "of canonical JSON (413 beyond)."
         ),
         "anyOf": _NOT_NULL,

@@ -23,6 +23,7 @@ from typing import Annotated, Any, Final
 from aws_lambda_powertools.event_handler import APIGatewayHttpResolver, Depends, Request, depends
 from aws_lambda_powertools.event_handler.api_gateway import ResponseBuilder, Route
 
+from baton.api.encoding import fit_for_lambda
 from baton.api.services import SERVICES_CONTEXT, Services, wired
 from baton.domain import limits
 from baton.domain.access import Principal
@@ -98,9 +99,13 @@ class BatonResolver(APIGatewayHttpResolver):
         """What the gate learned about the request served last, kept after `resolve` (for the access log)."""
 
     def resolve(self, event: Mapping[str, Any], context: Any) -> dict[str, Any]:
-        """Resolve one event; `last_call` then tells who asked what, however far the request got."""
+        """Resolve one event; `last_call` then tells who asked what, however far the request got. An answer over
+        1 MB goes back base64-encoded (gzip-compressed when accepted), so it fits Lambda's payload limit."""
         self.last_call = None
-        return super().resolve(event, context)
+        result = super().resolve(event, context)
+        headers = event.get("headers") or {}
+        accept = next((v for k, v in headers.items() if k.lower() == "accept-encoding"), None)
+        return fit_for_lambda(result, accept)
 
     def _call_route(self, route: Route, route_arguments: dict[str, str]) -> ResponseBuilder[Any]:
         try:

@@ -27,7 +27,7 @@ KeyId = Annotated[str, StringConstraints(pattern=r"^key_[0-9a-f]{32}$")]
 Revision = Annotated[int, Field(ge=1, le=limits.MAX_SAFE_INTEGER)]
 TtlSeconds = Annotated[int, Field(ge=limits.MIN_TTL_SECONDS, le=limits.MAX_TTL_SECONDS)]
 KeepRevisions = Annotated[int, Field(ge=limits.MIN_KEEP_REVISIONS, le=limits.MAX_KEEP_REVISIONS)]
-StateBytes = Annotated[int, Field(ge=1, le=limits.MAX_INLINE_STATE_BYTES)]
+StateBytes = Annotated[int, Field(ge=1, le=limits.MAX_STATE_BYTES)]
 
 
 class ResponseModel(BaseModel):

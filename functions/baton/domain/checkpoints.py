@@ -94,10 +94,10 @@ def plan_save(
     """
     text = canonical_json(request.state, at="/state", plain=plain)
     oversize = None
-    if len(text) > limits.MAX_INLINE_STATE_BYTES:
+    if len(text) > limits.MAX_STATE_BYTES:
         oversize = PayloadTooLarge(
             field="/state",
-            limit_bytes=limits.MAX_INLINE_STATE_BYTES,
+            limit_bytes=limits.MAX_STATE_BYTES,
             actual_bytes=len(text),
             what="/state in canonical JSON",
         )

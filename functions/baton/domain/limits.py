@@ -8,8 +8,10 @@ MAX_JSON_DEPTH: Final = 64
 MAX_BODY_BYTES: Final = 3_100_000
 """Largest request body accepted, before any parsing."""
 
-MAX_INLINE_STATE_BYTES: Final = 64_000
-"""Largest canonical state accepted for now (a later release moves larger states to S3)."""
+MAX_STATE_BYTES: Final = 3_000_000
+"""Largest canonical state accepted. The bound holds for any content: a body carries the state as JSON, and API
+Gateway hands the body to Lambda inside a JSON event, where escaping can double it; Lambda takes at most 6 MB.
+Where the bytes live (in the item, packed, or in the bucket) is the store's business, never the caller's."""
 
 MIN_TTL_SECONDS: Final = 60
 MAX_TTL_SECONDS: Final = 2_592_000

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import time
 from dataclasses import dataclass
+from decimal import Decimal
 from typing import TYPE_CHECKING, Any, Final, cast
 
 from baton.domain import limits
@@ -25,9 +26,17 @@ from baton.domain.checkpoints import (
     recognised_write,
 )
 from baton.domain.clock import ms_to_seconds
-from baton.domain.errors import IdempotencyKeyReused, NotFound, RevisionConflict, Unavailable
+from baton.domain.errors import (
+    BatonError,
+    IdempotencyKeyReused,
+    NotFound,
+    PayloadTooLarge,
+    RevisionConflict,
+    Unavailable,
+)
 from baton.domain.ids import new_checkpoint_id
 from baton.domain.lifecycle import ACTIVE
+from baton.observability import logger
 from baton.store import items, layout, schema
 from baton.store.attributes import Item, names_in, to_attr, values_used
 from baton.store.cursors import decode_after, encode_after, invalid_cursor, query_binding
@@ -104,9 +113,48 @@ class CheckpointStore:
                 raise plan.oversize
             return self._save_plain(plan)
 
+    def _place(self, plan: SavePlan) -> items.Placement:
+        """Where this save's state goes: in the item (packed when that pays) or, past `items.SPILL_ABOVE_BYTES`, in
+        a new object of the bucket (one PutObject, before the write: the item never names a missing object)."""
+        attribute, value = items.pack_state(plan.state.text)
+        body = items.stored_bytes(value)
+        if len(body) <= items.SPILL_ABOVE_BYTES:
+            return items.Placement(attribute, value)
+        if self._objects is None:
+            if len(body) <= items.INLINE_LIMIT_BYTES:
+                return items.Placement(attribute, value)
+            raise PayloadTooLarge(
+                field="/state",
+                limit_bytes=items.INLINE_LIMIT_BYTES,
+                actual_bytes=len(body),
+                what="/state as stored (this deployment has no bucket for larger states)",
+            )
+        return items.Placement(items.STATE_OBJECT, self._objects.put_state(plan.key.tenant_id, body))
+
+    def _discard(self, placement: items.Placement | None) -> None:
+        """Remove a spilled state that no item came to reference (the save was refused): a refused request leaves
+        nothing behind. Best effort: what stays is still tagged pending, and the lifecycle rule removes it."""
+        if placement is None or placement.attribute != items.STATE_OBJECT or self._objects is None:
+            return
+        try:
+            self._objects.delete(placement.value)
+        except Exception:
+            logger().warning("could not remove the spilled state of a refused save", extra={"key": placement.value})
+
     def _save_plain(self, plan: SavePlan) -> SaveOutcome:
+        placement = self._place(plan)
+        try:
+            return self._write_plain(plan, placement)
+        except BatonError as exc:
+            # A refusal (409, 404...) wrote nothing; an Unavailable may have (its write's outcome is unknown): then
+            # the object stays pending, and the reaper attaches it if the write landed.
+            if not isinstance(exc, Unavailable):
+                self._discard(placement)
+            raise
+
+    def _write_plain(self, plan: SavePlan, placement: items.Placement) -> SaveOutcome:
         key = layout.checkpoint_key(plan.key.tenant_id, plan.key.subject_id, plan.key.agent_id, plan.key.kind)
-        update = items.save_update(plan, new_checkpoint_id())
+        update = items.save_update(plan, new_checkpoint_id(), placement)
         condition, condition_values = _save_condition(plan)
         request: dict[str, Any] = {
             "TableName": self._table,
@@ -147,7 +195,7 @@ class CheckpointStore:
                         return SaveOutcome(mine)
                 check_write(old, plan.expected_revision, plan.now_ms)
                 if old is not None and not old.is_live(plan.now_ms):
-                    outcome = self._replace_expired(plan, old)
+                    outcome = self._replace_expired(plan, old, placement)
                     if outcome is not None:
                         return outcome
                 continue  # the item changed between the write and now: try again
@@ -162,13 +210,13 @@ class CheckpointStore:
             return None
         return recognised_write(found, plan) if found is not None else None
 
-    def _replace_expired(self, plan: SavePlan, expired: Checkpoint) -> SaveOutcome | None:
+    def _replace_expired(self, plan: SavePlan, expired: Checkpoint, placement: items.Placement) -> SaveOutcome | None:
         """Replace an expired item that TTL has not removed yet with a new checkpoint; None if it changed."""
         fresh = build_next(None, plan, new_checkpoint_id())
         try:
             self._client.put_item(
                 TableName=self._table,
-                Item=items.checkpoint_item(fresh),
+                Item=items.checkpoint_item(fresh, placement),
                 **self._unchanged(expired),
             )
         except Exception as exc:
@@ -200,7 +248,25 @@ class CheckpointStore:
         checkpoint_key = layout.checkpoint_key(
             plan.key.tenant_id, plan.key.subject_id, plan.key.agent_id, plan.key.kind
         )
-        now_s = ms_to_seconds(plan.now_ms)
+        placed: list[items.Placement] = []
+        try:
+            return self._write_idempotent(plan, claim, record_key, checkpoint_key, ms_to_seconds(plan.now_ms), placed)
+        except BatonError as exc:
+            if not isinstance(exc, Unavailable) and placed:
+                self._discard(placed[0])  # refused after its state was spilled: see `_save_plain`
+            raise
+
+    def _write_idempotent(
+        self,
+        plan: SavePlan,
+        claim: IdempotencyClaim,
+        record_key: Item,
+        checkpoint_key: Item,
+        now_s: Decimal | int,
+        placed: list[items.Placement],
+    ) -> SaveOutcome:
+        """The read-then-transact loop of `_save_idempotent`; `placed` receives the state's placement once made
+        (placed once, whatever the number of rounds)."""
         ambiguous: Exception | None = None
         for _ in range(MAX_WRITE_ATTEMPTS):
             found = self._batch_get([checkpoint_key, record_key])
@@ -218,6 +284,8 @@ class CheckpointStore:
                 raise plan.oversize
             new = build_next(old, plan, new_checkpoint_id())
             saved = new.saved()
+            if not placed:
+                placed.append(self._place(plan))
             checkpoint_condition: dict[str, Any] = (
                 {"ConditionExpression": f"attribute_not_exists({schema.PK})"} if old is None else self._unchanged(old)
             )
@@ -229,7 +297,7 @@ class CheckpointStore:
                         {
                             "Put": {
                                 "TableName": self._table,
-                                "Item": items.checkpoint_item(new),
+                                "Item": items.checkpoint_item(new, placed[0]),
                                 **checkpoint_condition,  # type: ignore[typeddict-item]
                             }
                         },
@@ -276,13 +344,13 @@ class CheckpointStore:
             if key is None:
                 raise NotFound()
             item = self._client.get_item(TableName=self._table, Key=key, ConsistentRead=True).get("Item")
-        if item is None:
-            raise NotFound()
-        found = items.checkpoint_from_item(item)
-        # The index is eventually consistent: the slot may hold a newer checkpoint than the one indexed.
-        if found.checkpoint_id != checkpoint_id or not found.is_live(now_ms):
-            raise NotFound()
-        return found
+            if item is None:
+                raise NotFound()
+            head = items.checkpoint_from_item(item, with_state=False)
+            # The index is eventually consistent: the slot may hold a newer checkpoint than the one indexed.
+            if head.checkpoint_id != checkpoint_id or not head.is_live(now_ms):
+                raise NotFound()
+            return self._checkpoint(item)
 
     def _get_item(self, key: CheckpointKey, with_state: bool = True) -> Checkpoint | None:
         response = self._client.get_item(
@@ -291,7 +359,16 @@ class CheckpointStore:
             ConsistentRead=True,
         )
         item = response.get("Item")
-        return items.checkpoint_from_item(item, with_state) if item is not None else None
+        return self._checkpoint(item, with_state) if item is not None else None
+
+    def _checkpoint(self, item: Item, with_state: bool = True) -> Checkpoint:
+        """A checkpoint from its item, its state read from the bucket when it was spilled (one GetObject)."""
+        key = items.state_object_of(item) if with_state else None
+        if key is None:
+            return items.checkpoint_from_item(item, with_state)
+        if self._objects is None:
+            raise RuntimeError(f"the state of this checkpoint is in the object {key!r}, and no bucket is configured")
+        return items.checkpoint_from_item(item, with_state, spilled=self._objects.get(key))
 
     def _locate(self, tenant_id: str, checkpoint_id: str) -> Item | None:
         response = self._client.query(

@@ -186,6 +186,11 @@ def encode(text: bytes) -> bytes | None:
     return packed
 
 
+def is_packed(stored: bytes) -> bool:
+    """True when `stored` is packed (it starts with a codec byte; canonical JSON text starts with none of them)."""
+    return stored[:1] in (ZSTD_DICTIONARY_1, BROTLI)
+
+
 def decode(stored: bytes, limit: int) -> bytes:
     """The canonical state back from its stored form, inflating at most `limit` bytes.
 

@@ -86,30 +86,80 @@ def ttl_epoch(expires_ms: int) -> int:
     return -(-expires_ms // 1000)
 
 
-def pack_state(text: bytes) -> tuple[str, Any]:
-    """(attribute, value) of a canonical state as stored: packed when the codec says that pays, else the text."""
+SPILL_ABOVE_BYTES: Final = 16 * 1024
+"""A state whose stored form (packed when that pays) is larger than this goes to the bucket, its key in the item.
+
+Chosen on cost (on-demand prices, us-east-1): a save pays a write unit per KB of item, $0.625 a million; a spilled
+state pays an S3 PUT and, when the reaper marks it attached, a second PUT-class request, $5 a million each: as
+much as 16 write units. Below 16 KB in the item the state stays there (one request, no S3 latency on the save or
+the read); above it, every KB more would cost a write unit on every save. A 32 KB agent conversation packs to
+about 10 KB and stays inline; a 64 KB one packs to about 19 KB and is spilled (`bench/spill_study.py` prints the
+figures for the benchmark's states)."""
+INLINE_LIMIT_BYTES: Final = 350_000
+"""Without a bucket (a deployment that has none), the most a state may take in an item: DynamoDB's 400 KB
+item limit, less room for the rest of the item (resources, names, the request ring)."""
+
+
+@dataclass(frozen=True)
+class Placement:
+    """Where a state's stored form goes: the attribute that holds it and its value (the text, the packed bytes, or
+    the key of the object holding the packed bytes)."""
+
+    attribute: str
+    value: Any
+
+
+def pack_state(text: bytes) -> tuple[str, bytes | str]:
+    """(attribute, value) of a canonical state stored in the item: packed when the codec says that pays, else the
+    text."""
     packed = codec.encode(text)
     return (TEXT, text.decode("utf-8")) if packed is None else (PACKED, packed)
 
 
-def unpack_state(values: dict[str, Any]) -> bytes:
-    """The canonical UTF-8 bytes back from an item's state attribute."""
+def stored_bytes(value: bytes | str) -> bytes:
+    """A stored form as bytes (what goes in an object when it is spilled)."""
+    return value if isinstance(value, bytes) else value.encode("utf-8")
+
+
+def unstored(body: bytes) -> bytes:
+    """The canonical UTF-8 bytes back from a stored form: packed bytes start with a codec byte, text never does."""
+    if codec.is_packed(body):
+        return codec.decode(body, limit=limits.MAX_STATE_BYTES)
+    return body
+
+
+def unpack_state(values: dict[str, Any], spilled: bytes | None = None) -> bytes:
+    """The canonical UTF-8 bytes back from an item's state attribute (`spilled`: the object's bytes, when the item
+    holds only the key of one)."""
     if PACKED in values:
-        return codec.decode(values[PACKED], limit=limits.MAX_INLINE_STATE_BYTES)
+        return codec.decode(values[PACKED], limit=limits.MAX_STATE_BYTES)
     if TEXT in values:
         return str(values[TEXT]).encode("utf-8")
+    if STATE_OBJECT in values:
+        if spilled is None:
+            raise ValueError(f"the state is in the object {values[STATE_OBJECT]!r}, which was not read")
+        return unstored(spilled)
     raise ValueError("item holds no state")
+
+
+def state_object_of(item: Item) -> str | None:
+    """The key of the object holding an item's state, if it was spilled (read before mapping the item)."""
+    attribute = item.get(STATE_OBJECT)
+    return None if attribute is None else str(attribute["S"])
 
 
 # -- checkpoints ------------------------------------------------------------------------------------------------
 
 
-def checkpoint_item(cp: Checkpoint) -> Item:
+def checkpoint_item(cp: Checkpoint, placement: Placement | None = None) -> Item:
     """A checkpoint as its whole item (the transactional save writes it with a Put; the plain save's UpdateItem,
-    `save_update`, leaves the same attributes)."""
-    if cp.state_text is None:
-        raise ValueError("cannot store a checkpoint without its state")
-    state_attribute, state_value = pack_state(cp.state_text)
+    `save_update`, leaves the same attributes). `placement`: where the store put the state (default: in the item,
+    packed when that pays)."""
+    if placement is None:
+        if cp.state_text is None:
+            raise ValueError("cannot store a checkpoint without its state")
+        placement = Placement(*pack_state(cp.state_text))
+    state_attribute, state_value = placement.attribute, placement.value
     recent = (*cp.recent_requests, *(b"",) * RECENT_REQUESTS)[:RECENT_REQUESTS]
     expiries = (*(ms_to_seconds(ms) for ms in cp.recent_expiries[1:]), *(0,) * RECENT_REQUESTS)[: RECENT_REQUESTS - 1]
     return to_item(
@@ -138,9 +188,10 @@ def checkpoint_item(cp: Checkpoint) -> Item:
     )
 
 
-def checkpoint_from_item(item: Item, with_state: bool = True) -> Checkpoint:
+def checkpoint_from_item(item: Item, with_state: bool = True, spilled: bytes | None = None) -> Checkpoint:
     """A checkpoint from its item (or from a listing's projection without the state); `with_state=False` leaves
-    the state unread, for answers that do not show it."""
+    the state unread, for answers that do not show it. `spilled`: the bytes of the object holding the state, when
+    the item holds only its key (`state_object_of`)."""
     values = from_item(item)
     tenant_id, subject_id, agent_id, kind, checkpoint_id = layout.read_checkpoint_keys(
         values[schema.PK], values[schema.SK], values[schema.GSI1_PK]
@@ -156,7 +207,7 @@ def checkpoint_from_item(item: Item, with_state: bool = True) -> Checkpoint:
         kind=kind,
         revision=int(values[REVISION]),
         status=values[STATUS],
-        state_text=unpack_state(values) if with_state else None,
+        state_text=unpack_state(values, spilled) if with_state else None,
         state_hash=bytes(values[HASH]).hex(),
         state_bytes=int(values[SIZE]),
         ttl_seconds=int(values[TTL_SECONDS]),
@@ -180,11 +231,14 @@ class Update:
     values: dict[str, Any]
 
 
-def save_update(plan: SavePlan, new_id: str) -> Update:
+def save_update(plan: SavePlan, new_id: str, placement: Placement | None = None) -> Update:
     """The UpdateItem actions that turn whatever the item holds into `plan`'s next revision, computed by DynamoDB
     from the stored item so that the save needs no read: the revision counts up, the id, creation time, ttl and
-    keep stay as stored unless this save sends them, and the request ring shifts by one."""
-    state_attribute, state_value = pack_state(plan.state.text)
+    keep stay as stored unless this save sends them, and the request ring shifts by one. `placement`: where the
+    store put the state (default: in the item)."""
+    if placement is None:
+        placement = Placement(*pack_state(plan.state.text))
+    state_attribute, state_value = placement.attribute, placement.value
     values: dict[str, Any] = {
         ":new_index_pk": layout.checkpoint_index_pk(plan.key.tenant_id, new_id),
         ":index_sk": layout.CHECKPOINT_INDEX_SK,
@@ -238,7 +292,7 @@ def _save_expression(state_attribute: str, ttl_sent: bool, sent: tuple[bool, ...
         f"#{EARLIER_EXPIRIES[0]} = if_not_exists(#{EXPIRES}, :zero)",
         *(f"#{newer} = if_not_exists(#{older}, :zero)" for older, newer in itertools.pairwise(EARLIER_EXPIRIES)),
     ]
-    removes = [f"#{PACKED if state_attribute == TEXT else TEXT}"]
+    removes = [f"#{other}" for other in (TEXT, PACKED, STATE_OBJECT) if other != state_attribute]
     for attribute, is_sent in zip((FORMAT, SOURCE, RESOURCES), sent, strict=True):
         if is_sent:
             sets.append(f"#{attribute} = :{attribute}")

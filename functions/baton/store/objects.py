@@ -48,3 +48,7 @@ class ObjectStore:
     def get(self, key: str) -> bytes:
         """An object's bytes (one GetObject)."""
         return self.client.get_object(Bucket=self.bucket, Key=key)["Body"].read()
+
+    def delete(self, key: str) -> None:
+        """Delete an object no item references (a refused save's spilled state)."""
+        self.client.delete_object(Bucket=self.bucket, Key=key)
