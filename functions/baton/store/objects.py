@@ -7,17 +7,30 @@ most requests never touch S3, and creating a client is a good part of a cold sta
 
 from __future__ import annotations
 
+import base64
 import uuid
 from collections.abc import Callable
+from dataclasses import dataclass
 from typing import TYPE_CHECKING
 from urllib.parse import urlencode
 
 from baton.store import layout, schema
+from baton.store.errors import error_code
 
 if TYPE_CHECKING:
     from mypy_boto3_s3 import S3Client
 
 STATE_MEDIA_TYPE = "application/octet-stream"
+
+
+@dataclass(frozen=True)
+class ObjectInfo:
+    """What S3 says of a stored object (a HEAD with checksum mode on)."""
+
+    size: int
+    sha256: str | None
+    """Hex; None when the object was stored without a SHA-256 checksum."""
+    media_type: str | None
 PENDING_TAGGING = urlencode([schema.PENDING_TAG])
 """The `x-amz-tagging` value of an object no checkpoint references yet."""
 
@@ -52,3 +65,15 @@ class ObjectStore:
     def delete(self, key: str) -> None:
         """Delete an object no item references (a refused save's spilled state)."""
         self.client.delete_object(Bucket=self.bucket, Key=key)
+
+    def head(self, key: str) -> ObjectInfo | None:
+        """Size, SHA-256 and media type of an object (one HeadObject, checksum mode on); None when it is missing."""
+        try:
+            answer = self.client.head_object(Bucket=self.bucket, Key=key, ChecksumMode="ENABLED")
+        except Exception as exc:
+            if error_code(exc) in ("404", "NoSuchKey", "NotFound"):
+                return None
+            raise
+        checksum = answer.get("ChecksumSHA256")
+        sha256 = base64.b64decode(checksum).hex() if checksum and "-" not in checksum else None
+        return ObjectInfo(size=int(answer["ContentLength"]), sha256=sha256, media_type=answer.get("ContentType"))
