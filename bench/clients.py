@@ -1,6 +1,7 @@
 """One measured client per process: Baton's api handler, or a LangGraph DynamoDB saver, driven over stdin/stdout.
 
-`python bench/clients.py <client> --endpoint URL --table NAME [--secret S]` runs in the client's own environment
+`python bench/clients.py <client> --endpoint URL --table NAME [--secret S] [--bucket B] [--sizes 1000,...]` runs in
+the client's own environment
 (Baton from the repository's .venv, each saver from its bench environment: their dependencies conflict) and
 answers one JSON line per command line:
 
@@ -16,7 +17,9 @@ the state, the event, the checkpoint dict) happens before the clock starts.
 
 Baton is driven through its public entry points only: `baton.handlers.api.handler` with an API Gateway HTTP API
 (payload 2.0) event built from `events/`, configured by its environment variables. The savers through their
-documented synchronous API.
+documented synchronous API. With `--bucket`, Baton spills big states to that bucket (`BATON_BUCKET_NAME`, on the
+same endpoint) and the aws saver offloads checkpoints over 350 KB to it (`s3_offload_config`); the amazon saver
+has no offload.
 """
 
 from __future__ import annotations
@@ -103,9 +106,12 @@ def lookup_event(secret: str, subject: str, request_id: str) -> dict[str, Any]:
 class Baton:
     """Baton's api handler, configured as Lambda configures it (environment variables), against the endpoint."""
 
-    def __init__(self, endpoint: str, table: str, secret: str) -> None:
+    def __init__(self, endpoint: str, table: str, secret: str, bucket: str | None) -> None:
         os.environ["BATON_TABLE_NAME"] = table
         os.environ["BATON_AWS_ENDPOINT_URL"] = endpoint
+        if bucket:
+            # The bucket exists already (run.py creates it with `baton.store.schema.ensure_bucket`).
+            os.environ["BATON_BUCKET_NAME"] = bucket
         self.secret = secret
         self.requests = 0
         from baton.handlers.api import handler
@@ -233,11 +239,12 @@ class AmazonSaver(Saver):
 
 class AwsSaver(Saver):
     """`langgraph-checkpoint-aws` `DynamoDBSaver`: expects a table with string keys `PK`, `SK` (its CloudFormation
-    sample's schema, created here); a metadata item plus a payload item per checkpoint; gzip when asked."""
+    sample's schema, created here); a metadata item plus a payload item per checkpoint; gzip when asked; with a
+    bucket, a payload over 350 KB (after gzip, when on) goes to an S3 object and its item keeps the key."""
 
     package = "langgraph-checkpoint-aws"
 
-    def __init__(self, endpoint: str, table: str, gzip: bool) -> None:
+    def __init__(self, endpoint: str, table: str, gzip: bool, bucket: str | None) -> None:
         super().__init__()
         import boto3
         from langgraph_checkpoint_aws import DynamoDBSaver
@@ -252,24 +259,38 @@ class AwsSaver(Saver):
                 AttributeDefinitions=[{"AttributeName": n, "AttributeType": "S"} for n in ("PK", "SK")],
                 KeySchema=[{"AttributeName": "PK", "KeyType": "HASH"}, {"AttributeName": "SK", "KeyType": "RANGE"}],
             )
+        offload = None
+        if bucket:
+            s3 = boto3.client("s3", region_name=REGION, endpoint_url=endpoint)
+            try:
+                s3.head_bucket(Bucket=bucket)
+            except s3.exceptions.ClientError:
+                s3.create_bucket(Bucket=bucket)
+            offload = {"bucket_name": bucket, "endpoint_url": endpoint}
         self.saver = DynamoDBSaver(
-            table_name=table, region_name=REGION, endpoint_url=endpoint, enable_checkpoint_compression=gzip
+            table_name=table,
+            region_name=REGION,
+            endpoint_url=endpoint,
+            enable_checkpoint_compression=gzip,
+            s3_offload_config=offload,
         )
 
 
 # -- the loop -------------------------------------------------------------------------------------------------------
 
 
-def build(name: str, endpoint: str, table: str, secret: str | None) -> Any:
+def build(name: str, endpoint: str, table: str, secret: str | None, bucket: str | None) -> Any:
     """The client called `name`."""
     if name == "baton":
         if not secret:
             raise SystemExit("baton needs --secret")
-        return Baton(endpoint, table, secret)
+        return Baton(endpoint, table, secret, bucket)
     if name == "amazon":
+        if bucket:
+            raise SystemExit("langgraph-checkpoint-amazon-dynamodb has no S3 offload: no --bucket")
         return AmazonSaver(endpoint, table)
     if name in ("aws", "aws-gzip"):
-        return AwsSaver(endpoint, table, gzip=name == "aws-gzip")
+        return AwsSaver(endpoint, table, gzip=name == "aws-gzip", bucket=bucket)
     raise SystemExit(f"unknown client {name}")
 
 
@@ -291,7 +312,8 @@ def main() -> int:
     parser.add_argument("--endpoint", required=True)
     parser.add_argument("--table", required=True)
     parser.add_argument("--secret")
-    parser.add_argument("--sizes", default="1000,4000,32000,256000")
+    parser.add_argument("--bucket", help="the client's bucket for big states (Baton's spill, the aws saver's offload)")
+    parser.add_argument("--sizes", default="1000,4000,32000,256000,2000000")
     args = parser.parse_args()
 
     # Answers go to the real stdout; anything the client prints (Baton's access log) goes to stderr.
@@ -300,7 +322,7 @@ def main() -> int:
     sys.stdout = sys.stderr
 
     states = {int(size): states_for(int(size)) for size in args.sizes.split(",")}
-    client = build(args.client, args.endpoint, args.table, args.secret)
+    client = build(args.client, args.endpoint, args.table, args.secret, args.bucket)
     for line in sys.stdin:
         command = json.loads(line)
         if command["cmd"] == "quit":

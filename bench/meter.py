@@ -1,4 +1,4 @@
-"""A moto server on 127.0.0.1 that meters every DynamoDB request its clients make, without their knowing.
+"""A moto server on 127.0.0.1 that meters every DynamoDB and S3 request its clients make, without their knowing.
 
 The benchmark's clients (Baton's handler, each LangGraph saver) run in their own processes and talk to this server
 over HTTP like to DynamoDB. A WSGI middleware in front of moto records each request: its operation, bytes in and
@@ -6,6 +6,11 @@ out, and, read through moto's own API before and after the request is served, th
 it writes and the full items it reads. `capacity.py` turns those into what DynamoDB would bill, with the indexes
 taken from DescribeTable. The extra reads happen in this process while the client waits on its socket, so they
 never count in the client's CPU time.
+
+S3 requests reach the same server, path-style (`/<bucket>/<key>`, as Baton's client and any client of a loopback
+endpoint address them), signed for the `s3` service. Each is counted by operation (told by its method, its path and
+its query: PUT of a key is a PutObject, PUT `?tagging` a PutObjectTagging, GET a GetObject, HEAD a HeadObject,
+DELETE a DeleteObject), with the bytes sent and received and, for an object written, the bytes it stores.
 
 Requests are served one at a time (moto is not atomic under threads; the benchmark drives one client at a time).
 """
@@ -27,6 +32,8 @@ from capacity import Item, ItemWrite, Table
 
 StartResponse = Callable[..., Any]
 TARGET_PREFIX = "DynamoDB_20120810."
+S3_SCOPE = "/s3/aws4_request"
+"""The end of a SigV4 credential scope for S3: in the Authorization header, or in a presigned URL's query."""
 WRITES = ("PutItem", "UpdateItem", "DeleteItem", "BatchWriteItem", "TransactWriteItems")
 # Headers an internal request copies from the metered one: moto reads the region and account from the signature.
 _COPIED_HEADERS = ("HTTP_AUTHORIZATION", "HTTP_X_AMZ_DATE", "HTTP_HOST", "HTTP_X_AMZ_SECURITY_TOKEN")
@@ -61,10 +68,67 @@ class Call:
 
 
 @dataclass
+class S3Call:
+    """One metered S3 request."""
+
+    operation: str
+    status: int
+    request_bytes: int
+    """Bytes of the request's body (the object's bytes for a PutObject)."""
+    response_bytes: int
+    """Bytes of the answer's body (the object's bytes for a GetObject)."""
+    stored_bytes: int = 0
+    """Bytes of the object a successful PutObject or UploadPart stored."""
+    error: str | None = None
+
+
+def s3_operation(method: str, path: str, query: str, headers: dict[str, Any]) -> str:
+    """The S3 operation of a path-style request, from its method, path (`/<bucket>[/<key>]`) and query."""
+    parameters = {part.split("=", 1)[0] for part in query.split("&") if part}
+    has_key = "/" in path.strip("/")
+    if not has_key:
+        bucket_operations = {
+            "PUT": "CreateBucket",
+            "GET": "ListObjects",
+            "HEAD": "HeadBucket",
+            "DELETE": "DeleteBucket",
+        }
+        if method == "POST" and "delete" in parameters:
+            return "DeleteObjects"
+        if method == "PUT" and parameters:
+            return "PutBucketConfiguration"
+        if method == "GET" and parameters - {"list-type", "prefix", "delimiter", "continuation-token", "max-keys"}:
+            return "GetBucketConfiguration"
+        return bucket_operations.get(method, f"{method} bucket")
+    if "tagging" in parameters:
+        return {"PUT": "PutObjectTagging", "GET": "GetObjectTagging", "DELETE": "DeleteObjectTagging"}.get(
+            method, f"{method} ?tagging"
+        )
+    if method == "PUT":
+        if "uploadId" in parameters:
+            return "UploadPart"
+        return "CopyObject" if "HTTP_X_AMZ_COPY_SOURCE" in headers else "PutObject"
+    if method == "POST":
+        return "CompleteMultipartUpload" if "uploadId" in parameters else "CreateMultipartUpload"
+    if method == "DELETE":
+        return "AbortMultipartUpload" if "uploadId" in parameters else "DeleteObject"
+    return {"GET": "GetObject", "HEAD": "HeadObject"}.get(method, f"{method} object")
+
+
+def _is_s3(environ: dict[str, Any]) -> bool:
+    """Whether a request is signed for S3 (header or presigned query)."""
+    if S3_SCOPE in str(environ.get("HTTP_AUTHORIZATION", "")):
+        return True
+    query = str(environ.get("QUERY_STRING", ""))
+    return "X-Amz-Credential=" in query and ("%2Fs3%2Faws4_request" in query or S3_SCOPE in query)
+
+
+@dataclass
 class Operation:
     """Every request one client operation (a save, a read) made, and what they cost."""
 
     calls: list[Call]
+    s3_calls: list[S3Call] = field(default_factory=list)
 
     @property
     def requests(self) -> Counter[str]:
@@ -127,7 +191,17 @@ class Operation:
             "request_bytes": self.request_bytes,
             "response_bytes": self.response_bytes,
             "errors": self.errors,
+            "s3_requests": dict(self.s3_requests),
+            "s3_errors": [f"{c.operation}: {c.error}" for c in self.s3_calls if c.error],
+            "s3_request_bytes": sum(c.request_bytes for c in self.s3_calls),
+            "s3_response_bytes": sum(c.response_bytes for c in self.s3_calls),
+            "s3_stored_bytes": sum(c.stored_bytes for c in self.s3_calls),
         }
+
+    @property
+    def s3_requests(self) -> Counter[str]:
+        """S3 requests by operation."""
+        return Counter(c.operation for c in self.s3_calls)
 
     @property
     def errors(self) -> list[str]:
@@ -136,13 +210,14 @@ class Operation:
 
 
 class Meter:
-    """The WSGI middleware: serves every request through moto, one at a time, and meters DynamoDB's."""
+    """The WSGI middleware: serves every request through moto, one at a time, and meters DynamoDB's and S3's."""
 
     def __init__(self, app: Callable[[dict[str, Any], StartResponse], Iterable[bytes]]) -> None:
         self._app = app
         self._lock = threading.Lock()
         self._tables: dict[str, Table] = {}
         self._calls: list[Call] | None = None
+        self._s3_calls: list[S3Call] = []
 
     # -- what the orchestrator sees ---------------------------------------------------------------------------
 
@@ -150,18 +225,22 @@ class Meter:
         """Start recording requests (one client operation)."""
         with self._lock:
             self._calls = []
+            self._s3_calls = []
 
     def stop(self) -> Operation:
         """Stop recording; every request recorded since `start`."""
         with self._lock:
             calls, self._calls = self._calls or [], None
-        return Operation(calls)
+            s3_calls, self._s3_calls = self._s3_calls, []
+        return Operation(calls, s3_calls)
 
     # -- WSGI -------------------------------------------------------------------------------------------------
 
     def __call__(self, environ: dict[str, Any], start_response: StartResponse) -> list[bytes]:
         with self._lock:
             target = str(environ.get("HTTP_X_AMZ_TARGET", ""))
+            if self._calls is not None and not target and _is_s3(environ):
+                return self._meter_s3(environ, start_response)
             if self._calls is None or not target.startswith(TARGET_PREFIX):
                 return list(self._app(environ, start_response))
             body = environ["wsgi.input"].read(int(environ.get("CONTENT_LENGTH") or 0))
@@ -180,6 +259,25 @@ class Meter:
             self._meter(call, request, old, environ)
             self._calls.append(call)
             return chunks
+
+    def _meter_s3(self, environ: dict[str, Any], start_response: StartResponse) -> list[bytes]:
+        """Serve an S3 request and record it (the caller holds the lock)."""
+        method = str(environ.get("REQUEST_METHOD", "GET"))
+        operation = s3_operation(
+            method, str(environ.get("PATH_INFO", "/")), str(environ.get("QUERY_STRING", "")), environ
+        )
+        # An aws-chunked body (a streamed upload with a trailing checksum) says its payload's length apart.
+        sent = int(environ.get("HTTP_X_AMZ_DECODED_CONTENT_LENGTH") or environ.get("CONTENT_LENGTH") or 0)
+        status, headers, chunks = self._serve(environ)
+        start_response(status, headers)
+        code = int(status.split()[0])
+        call = S3Call(operation, code, sent, 0 if method == "HEAD" else sum(len(c) for c in chunks))
+        if code >= 400:
+            call.error = _s3_error(chunks, code)
+        elif operation in ("PutObject", "UploadPart"):
+            call.stored_bytes = sent
+        self._s3_calls.append(call)
+        return chunks
 
     def _serve(self, environ: dict[str, Any]) -> tuple[str, list[tuple[str, str]], list[bytes]]:
         answer: dict[str, Any] = {}
@@ -328,6 +426,12 @@ class Meter:
         size = sum(capacity.item_bytes(item) for item in answer.get("Items", []))
         call.read_bytes += size
         call.read_units += capacity.read_units(size, bool(request.get("ConsistentRead")))
+
+
+def _s3_error(chunks: list[bytes], status: int) -> str:
+    """The code of an S3 error answer (an XML document), or its status."""
+    found = re.search(rb"<Code>([^<]+)</Code>", b"".join(chunks))
+    return found.group(1).decode("utf-8", "replace") if found else str(status)
 
 
 def _conditional(request: dict[str, Any]) -> bool:

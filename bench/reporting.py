@@ -14,7 +14,9 @@ from datetime import datetime
 from typing import Any
 
 import coldstart
+import prices
 import warm
+from sidebyside import size_label
 
 READS = ("GetItem", "Query", "Scan", "BatchGetItem", "TransactGetItems")
 PLOT_NAME = "report.png"
@@ -89,13 +91,22 @@ class Figures:
         return min(found, key=lambda pv: pv[1]) if found else None
 
     def value(self, client: str, size: int, operation: str, figure: str) -> float | None:
-        """A figure as a number: `cpu_ms`, `requests` (their count) or any metered figure."""
+        """A figure as a number: `cpu_ms`; `requests` (DynamoDB and S3 requests, counted); `s3_requests` (counted);
+        `stored_bytes` (item bytes and the bytes of S3 objects written); `cost` (dollars a million such operations
+        cost in requests, `prices.py`); or any metered figure."""
         if figure == "cpu_ms":
             cpu: float | None = self.op(client, size, operation)["cpu_ms"]
             return cpu
+        m = self.op(client, size, operation)["metered"]
         if figure == "requests":
-            return float(sum(self.metered(client, size, operation, "requests").values()))
-        value: float | None = self.metered(client, size, operation, figure)
+            return float(sum(m["requests"].values()) + sum(m.get("s3_requests", {}).values()))
+        if figure == "s3_requests":
+            return float(sum(m.get("s3_requests", {}).values()))
+        if figure == "stored_bytes":
+            return float(m["item_bytes"] + (m.get("s3_stored_bytes") or 0))
+        if figure == "cost":
+            return prices.per_million(m["write_units"], m["read_units"], m.get("s3_requests", {}))
+        value: float | None = m.get(figure)
         return value
 
 
@@ -126,6 +137,16 @@ def requests_text(shape: list[str]) -> str:
     return " + ".join(parts)
 
 
+def s3_requests_text(requests: dict[str, int]) -> str:
+    """`{"PutObject": 1}` -> "1 PutObject"; none -> "none"."""
+    return " + ".join(f"{n} {operation}" for operation, n in requests.items()) or "none"
+
+
+def dollars(value: float) -> str:
+    """A cost per million operations: `$45.63`, `$5.63`, `$0.525`."""
+    return f"${value:,.2f}" if value >= 1 else f"${value:.3g}"
+
+
 def _num(value: float | None, digits: int = 0) -> str:
     if value is None:
         return "—"
@@ -146,8 +167,9 @@ def cell(figures: Figures, client: str, size: int, operation: str, figure: str) 
     if not op["reps"]:
         return "—"
     if op["ok"] == 0:
-        detail = op["failures"][0][0] if op["failures"] else "failed"
-        return f"fails: {detail.split(':')[0][:40]}"
+        if operation == "read" and not figures.ok(client, size, "update"):
+            return "fails: its saves failed"
+        return f"fails: {failure_text(op)}"
     m = op["metered"]
     if figure == "cpu_ms":
         text = f"{op['cpu_ms']:.2f} ms"
@@ -160,13 +182,39 @@ def cell(figures: Figures, client: str, size: int, operation: str, figure: str) 
             text += f" ({m['index_write_units']} on indexes: {actions})"
     elif figure == "read_units":
         text = _units(m["read_units"])
-    elif figure in ("item_bytes", "response_bytes", "request_bytes"):
-        text = f"{m[figure]:,}"
+    elif figure in BYTE_FIGURES:
+        text = f"{m.get(figure) or 0:,}"
+    elif figure == "s3_requests":
+        text = s3_requests_text(m.get("s3_requests", {}))
+    elif figure == "cost":
+        text = dollars(figures.value(client, size, operation, "cost") or 0.0)
     else:
         text = str(m.get(figure))
     if op["ok"] < op["reps"]:
         text += f" ({op['reps'] - op['ok']} of {op['reps']} failed)"
     return text
+
+
+BYTE_FIGURES = (
+    "item_bytes",
+    "response_bytes",
+    "request_bytes",
+    "s3_stored_bytes",
+    "s3_request_bytes",
+    "s3_response_bytes",
+)
+
+
+def failure_text(op: dict[str, Any]) -> str:
+    """Why an operation failed, in a few words: what DynamoDB refused when it refused something (an item over its
+    400 KB says so), else the client's own error."""
+    errors = op["metered"].get("errors") or []
+    if any("Item size has exceeded" in error for error in errors):
+        return "item over DynamoDB's 400 KB"
+    if errors:
+        return str(errors[0])[:60]
+    detail: str = op["failures"][0][0] if op["failures"] else "failed"
+    return detail[:60]
 
 
 ROWS = (
@@ -183,19 +231,36 @@ ROWS = (
     ("bytes sent to DynamoDB per second save", "update", "request_bytes"),
     ("bytes DynamoDB sends back per second save", "update", "response_bytes"),
     ("bytes DynamoDB sends back per read", "read", "response_bytes"),
+    ("S3 requests per save, second save", "update", "s3_requests"),
+    ("S3 requests per read of the latest", "read", "s3_requests"),
+    ("bytes stored in S3 by the second save", "update", "s3_stored_bytes"),
+    ("bytes S3 sends back per read", "read", "s3_response_bytes"),
+    ("cost per million second saves (requests)", "update", "cost"),
+    ("cost per million reads of the latest (requests)", "read", "cost"),
 )
 
 HEADLINES = (
     ("write units per save", "update", "write_units"),
-    ("item bytes", "update", "item_bytes"),
+    ("bytes stored (item + S3)", "update", "stored_bytes"),
     ("own CPU per save", "update", "cpu_ms"),
     ("own CPU per read", "read", "cpu_ms"),
-    ("requests per read", "read", "requests"),
+    ("requests per read (DynamoDB + S3)", "read", "requests"),
     ("read units per read", "read", "read_units"),
+    ("cost per million saves", "update", "cost"),
+    ("cost per million reads", "read", "cost"),
 )
+HEADLINE_SIZES = (4_000, 32_000, 256_000, 2_000_000)
 
 
-def headlines(figures: Figures, sizes: tuple[int, ...] = (4_000, 32_000)) -> list[str]:
+def _shown(figure: str, value: float) -> str:
+    if figure == "cpu_ms":
+        return f"{value:.2f} ms"
+    if figure == "cost":
+        return dollars(value)
+    return f"{value:,g}"
+
+
+def headlines(figures: Figures, sizes: tuple[int, ...] = HEADLINE_SIZES) -> list[str]:
     """Baton over the best peer, per figure and size: the ratios the README quotes."""
     lines = []
     for size in sizes:
@@ -208,16 +273,16 @@ def headlines(figures: Figures, sizes: tuple[int, ...] = (4_000, 32_000)) -> lis
             if ours is None or best is None or not best[1]:
                 continue
             peer, theirs = best
-            shown = (lambda v: f"{v:.2f} ms") if figure == "cpu_ms" else (lambda v: f"{v:,g}")
             parts.append(
-                f"{name} {ours / theirs:.2f}× ({shown(ours)} vs {shown(theirs)}, {figures.labels.get(peer, peer)})"
+                f"{name} {ours / theirs:.2f}× ({_shown(figure, ours)} vs {_shown(figure, theirs)}, "
+                f"{figures.labels.get(peer, peer)})"
             )
         if parts:
-            lines.append(f"{size // 1000} KB state, Baton over the cheapest peer: " + "; ".join(parts))
+            lines.append(f"{size_label(size)} state, Baton over the cheapest peer: " + "; ".join(parts))
     return lines
 
 
-def short_headlines(figures: Figures, sizes: tuple[int, ...] = (4_000, 32_000)) -> list[str]:
+def short_headlines(figures: Figures, sizes: tuple[int, ...] = HEADLINE_SIZES) -> list[str]:
     """The headlines in a few words each (for the README)."""
     lines = []
     for size in sizes:
@@ -230,7 +295,7 @@ def short_headlines(figures: Figures, sizes: tuple[int, ...] = (4_000, 32_000)) 
             if ours is not None and best is not None and best[1]:
                 parts.append(f"{name} {ours / best[1]:.2f}×")
         if parts:
-            lines.append(f"{size // 1000} KB state: " + ", ".join(parts))
+            lines.append(f"{size_label(size)} state: " + ", ".join(parts))
     return lines
 
 
@@ -245,10 +310,10 @@ def verdicts(
     met = {True: "met", False: "missed"}
     if figures is not None and "baton" in figures.clients:
         accepted = figures.accepted("baton")
-        refused = [s for s in figures.sizes if s not in accepted]
-        scope = f"{', '.join(f'{s // 1000} KB' for s in accepted)}"
-        if refused:
-            scope += f" (failed or refused: {', '.join(f'{s // 1000} KB' for s in refused)})"
+        failed = [s for s in figures.sizes if s not in accepted]
+        scope = f"{', '.join(size_label(s) for s in accepted)}"
+        if failed:
+            scope += f" (failed: {', '.join(size_label(s) for s in failed)})"
         if not accepted:
             found.append(
                 Verdict(
@@ -369,22 +434,35 @@ def _save_counts(figures: Figures, accepted: list[int], scope: str) -> list[Verd
     }
     plain = bool(shapes) and all(shape == ["UpdateItem?"] for shape in shapes.values())
     seen = sorted({requests_text(shape) for shape in shapes.values()})
+    # A state spilled to the bucket adds one PutObject before the UpdateItem, one GetObject after the GetItem
+    # (docs/api.md, "Big states"): allowed beside the DynamoDB budget, and named.
+    spill_saves = {
+        size: [figures.metered("baton", size, operation, "s3_requests") or {} for operation in ("create", "update")]
+        for size in accepted
+    }
+    spill_ok = all(requests in ({}, {"PutObject": 1}) for pair in spill_saves.values() for requests in pair)
+    spilled = [size for size, pair in spill_saves.items() if any(pair)]
     found.append(
         Verdict(
             "DynamoDB requests per save (no idempotency key, no history)",
             "1 conditional UpdateItem",
-            f"{'; '.join(seen)} (first and second saves, {scope})",
-            met[plain],
+            f"{'; '.join(seen)} (first and second saves, {scope})" + _s3_note(spilled, "1 PutObject before it"),
+            met[plain and spill_ok],
         )
     )
     reads = {size: figures.metered("baton", size, "read", "shape") for size in accepted}
     one_get = bool(reads) and all([c.rstrip("!") for c in shape] == ["GetItem"] for shape in reads.values())
+    spill_reads = {size: figures.metered("baton", size, "read", "s3_requests") or {} for size in accepted}
+    one_object = all(requests in ({}, {"GetObject": 1}) for requests in spill_reads.values())
+    read_spilled = [size for size, requests in spill_reads.items() if requests]
     found.append(
         Verdict(
             "DynamoDB requests per lookup",
             "1 GetItem",
-            "; ".join(sorted({requests_text(s) for s in reads.values()})) + f" ({scope})",
-            met[one_get],
+            "; ".join(sorted({requests_text(s) for s in reads.values()}))
+            + f" ({scope})"
+            + _s3_note(read_spilled, "1 GetObject after it"),
+            met[one_get and one_object],
         )
     )
     if 32_000 in accepted:
@@ -416,11 +494,11 @@ def _save_counts(figures: Figures, accepted: list[int], scope: str) -> list[Verd
             within &= m["index_write_units"] <= 1 if operation == "update" else True
             costs.append((size, operation, own, m["index_write_units"]))
     text = "; ".join(
-        f"{s // 1000} KB {'second' if o == 'update' else 'first'} save {own} + {idx}"
+        f"{size_label(s)} {'second' if o == 'update' else 'first'} save {own} + {idx}"
         for s, o, own, idx in costs
         if o == "update"
     )
-    firsts = ", ".join(f"{s // 1000} KB {own} + {idx}" for s, o, own, idx in costs if o == "create")
+    firsts = ", ".join(f"{size_label(s)} {own} + {idx}" for s, o, own, idx in costs if o == "create")
     found.append(
         Verdict(
             "write units of a plain save, index maintenance included",
@@ -444,6 +522,13 @@ def _save_counts(figures: Figures, accepted: list[int], scope: str) -> list[Verd
     return found
 
 
+def _s3_note(sizes: list[int], what: str) -> str:
+    """What the sizes whose state is in the bucket add in S3 requests."""
+    if not sizes:
+        return ""
+    return f"; state in the bucket at {', '.join(size_label(s) for s in sizes)}: S3 adds {what}"
+
+
 def _serve_proxy(figures: Figures | None) -> str:
     if figures is None or "baton" not in figures.clients:
         return "not measured"
@@ -463,14 +548,17 @@ def beats_peers(figures: Figures) -> list[str]:
         cells = []
         for _, operation, figure in HEADLINES:
             best = figures.best_peer(size, operation, figure)
-            if not figures.ok("baton", size, operation) or best is None:
-                cells.append("—" if best is None else "Baton refuses")
+            if not figures.ok("baton", size, operation):
+                cells.append("Baton fails")
+                continue
+            if best is None:
+                cells.append("✅ every peer fails")
                 continue
             ours = figures.value("baton", size, operation, figure)
             assert ours is not None
             mark = "✅" if ours <= best[1] else "❌"
             cells.append(f"{mark} {ours / best[1]:.2f}×" if best[1] else f"{mark}")
-        lines.append(f"| {size // 1000} KB | " + " | ".join(cells) + " |")
+        lines.append(f"| {size_label(size)} | " + " | ".join(cells) + " |")
     return lines
 
 
@@ -594,8 +682,8 @@ def _misses(found: list[Verdict]) -> list[str]:
 # local indexes (a delete and a put of a ~600 B entry in each: 4 write units), and a page read summaries from one.
 LSI_ENTRY_BYTES = 600
 LSI_WRITE_UNITS_PER_SAVE = 4
-WRITE_UNIT_IN_READ_UNITS = 5
-"""On-demand prices: a write request unit costs five read request units (us-east-1, $1.25 and $0.25 a million)."""
+WRITE_UNIT_IN_READ_UNITS = round(prices.WRITE_UNIT / prices.READ_UNIT)
+"""On-demand prices: a write request unit costs five read request units (us-east-1, $0.625 and $0.125 a million)."""
 
 
 def _listing(figures: Figures, subjects: tuple[int, ...] = (1, 5, 20, 100), limit: int = 50) -> list[str]:
@@ -623,7 +711,7 @@ def _listing(figures: Figures, subjects: tuple[int, ...] = (1, 5, 20, 100), limi
             extra = now - before
             saves = extra / (LSI_WRITE_UNITS_PER_SAVE * WRITE_UNIT_IN_READ_UNITS)
             lines.append(
-                f"| {count} | {size // 1000} KB | {item:,} B | {before} → {now} | "
+                f"| {count} | {size_label(size)} | {item:,} B | {before} → {now} | "
                 + ("always" if extra <= 0 else f"{saves:.2f}")
                 + " |"
             )
@@ -643,8 +731,11 @@ def _side_by_side(figures: Figures, plot: bool) -> list[str]:
         "## Side by side: Baton and the LangGraph DynamoDB savers",
         "",
         "The same seeded conversation states (`bench/states.py`, seed 7), the same moto server, "
-        f"{figures.summary['reps']} repetitions per figure, each on a fresh thread (LangGraph) or subject (Baton): "
-        "a first save, a second save over it, a read of the latest. Peers: "
+        f"{_reps_text(figures)} per figure, each on a fresh thread (LangGraph) or subject (Baton): "
+        "a first save, a second save over it, a read of the latest. Big states: Baton spills a state whose stored "
+        "form is over 16 KB to its bucket (one PutObject before the UpdateItem, one GetObject after the GetItem); "
+        "both aws variants run with their S3 offload (`s3_offload_config`: a checkpoint payload over 350 KB, after "
+        "gzip when on, goes to an object); `langgraph-checkpoint-amazon-dynamodb` has no offload. Peers: "
         + "; ".join(
             f"{figures.labels.get(name, name)} = "
             + ", ".join(f"`{pkg}` {version}" for pkg, version in info["versions"].items())
@@ -654,14 +745,15 @@ def _side_by_side(figures: Figures, plot: bool) -> list[str]:
         "",
     ]
     if plot:
-        lines += [f"![write units and item bytes per save against state size]({PLOT_NAME})", ""]
+        lines += [f"![write units, bytes stored and cost per save and per read against state size]({PLOT_NAME})", ""]
+    lines += _costs(figures)
     lines += ["Is Baton at most the cheapest peer (second save, read of the latest)? Ratio Baton / cheapest peer:", ""]
     lines += beats_peers(figures)
     lines.append("")
     for size in figures.sizes:
         canonical = figures.canonical_bytes(size, 1)
         lines += [
-            f"### {size // 1000} KB state ({canonical:,} B of canonical JSON)",
+            f"### {size_label(size)} state ({canonical:,} B of canonical JSON)",
             "",
             "| figure | " + " | ".join(labels) + " |",
             "|---|" + "---|" * len(labels),
@@ -672,6 +764,56 @@ def _side_by_side(figures: Figures, plot: bool) -> list[str]:
         lines.append("")
     for name, reason in figures.summary["missing"].items():
         lines.append(f"Not measured: {figures.labels.get(name, name)}: {reason}.")
+    return lines
+
+
+def _reps_text(figures: Figures) -> str:
+    """ "30 repetitions" or "30 repetitions (10 for 2 MB states)"."""
+    reps = figures.summary["reps"]
+    fewer = {
+        size: n
+        for size, n in (figures.summary.get("reps_by_size") or {}).items()
+        if n != reps and int(size) in figures.sizes
+    }
+    text = f"{reps} repetitions"
+    if fewer:
+        text += " (" + ", ".join(f"{n} for {size_label(int(size))} states" for size, n in fewer.items()) + ")"
+    return text
+
+
+def _costs(figures: Figures) -> list[str]:
+    """What a million second saves and a million reads of the latest cost in requests, per size and client."""
+    labels = [figures.labels.get(c, c) for c in figures.clients]
+    lines = [
+        "What a million second saves and a million reads of the latest cost in requests, at on-demand prices "
+        f"(us-east-1): DynamoDB ${prices.WRITE_UNIT * 1e6:g} a million write units and ${prices.READ_UNIT * 1e6:g} a "
+        f"million read units, S3 ${prices.S3_PUT * 1e6:g} a million PUT-class requests and ${prices.S3_GET * 1e6:g} a "
+        "million GET-class requests (`bench/prices.py`; storage left out). Save / read:",
+        "",
+        "| state | " + " | ".join(labels) + " |",
+        "|---|" + "---|" * len(labels),
+    ]
+    for size in figures.sizes:
+        cells = []
+        for client in figures.clients:
+            pair = []
+            for operation in ("update", "read"):
+                if figures.ok(client, size, operation):
+                    pair.append(dollars(figures.value(client, size, operation, "cost") or 0.0))
+                else:
+                    pair.append("fails")
+            cells.append(" / ".join(pair))
+        lines.append(f"| {size_label(size)} | " + " | ".join(cells) + " |")
+    lines += [
+        "",
+        "A spilled state trades write units for an S3 PUT: one PUT costs as much as "
+        f"{prices.S3_PUT / prices.WRITE_UNIT:g} write units (8 KB of item), and a GET as "
+        f"{prices.S3_GET / prices.READ_UNIT:g} read units. Not in these figures: Baton's reaper will tag each spilled "
+        f"state's object attached once a checkpoint holds it (one PutObjectTagging, ${prices.S3_PUT * 1e6:g} a million "
+        "saves that spill) and delete the object a later write replaced (DELETE requests are free); it is not built "
+        "yet.",
+        "",
+    ]
     return lines
 
 
@@ -805,6 +947,10 @@ def _how(figures: Figures) -> list[str]:
         "- **Own CPU** is `time.process_time()` of the client's process around the one call: moto runs in another "
         "process, so its time is left out; everything the client does (validation, serializing, compressing, "
         "botocore's signing and parsing, Baton's access log) is in.",
+        "- **S3 requests** reach the same moto server, path-style; the meter counts them by operation (method, path "
+        "and query tell it: PUT of a key is a PutObject, GET a GetObject, HEAD a HeadObject, PUT `?tagging` a "
+        "PutObjectTagging) with the bytes sent and received and the bytes each written object stores. Costs are "
+        "those counts and the units at on-demand prices (`bench/prices.py`).",
         "- **Requests, bytes and units** come from the moto server's own metering (`bench/meter.py`): every request's "
         "operation and body sizes, and the old and new image of every item a write touched and the whole items a read "
         "read, fetched through moto's API outside the client's clock. Units follow DynamoDB's documented rules "
@@ -825,10 +971,12 @@ def _oddities(figures: Figures) -> list[str]:
         for size in figures.sizes:
             for operation in ("create", "update", "read"):
                 op = figures.op(client, size, operation)
-                label = f"{figures.labels.get(client, client)}, {size // 1000} KB, {operation}"
+                label = f"{figures.labels.get(client, client)}, {size_label(size)}, {operation}"
                 made = op["metered"].get("shape") or []
+                errors = op["metered"].get("errors") or []
+                refused = f"; DynamoDB answered {', '.join(errors)}" if errors else ""
                 for detail, n in op["failures"]:
-                    sent = f" (having sent {requests_text(made)})" if made else " (no DynamoDB request)"
+                    sent = f" (having sent {requests_text(made)}{refused})" if made else " (no DynamoDB request)"
                     notes.append(f"{label}: {n} of {op['reps']} failed: {detail[:200]}{sent}")
                 for other, n in op["other_metered"]:
                     notes.append(

@@ -1,14 +1,16 @@
 """`make bench`: Baton beside the two LangGraph DynamoDB savers, its own CPU, and its whole cold request.
 
-Steps, in one run (about 2 minutes on a 2-core machine, progress printed; the first `make bench` also spends about
+Steps, in one run (a few minutes on a 2-core machine, progress printed; the first `make bench` also spends about
 75 s creating the peers' environments):
 
-1. A metered moto server on 127.0.0.1 (`meter.py`); Baton's table from `baton.store.schema.ensure_table`; an API
-   key from `baton keys create`.
+1. A metered moto server on 127.0.0.1 (`meter.py`, DynamoDB and S3); Baton's table from
+   `baton.store.schema.ensure_table` and its bucket from `baton.store.schema.ensure_bucket`; an API key from
+   `baton keys create`.
 2. Baton's answers recorded from that moto for the stubbed measurements (`replay.py`).
 3. Side by side (`sidebyside.py`): Baton, `langgraph-checkpoint-amazon-dynamodb` and `langgraph-checkpoint-aws`
-   (without and with gzip), each in its own process and environment, on the same seeded states (1, 4, 32, 256 KB):
-   own CPU, requests, item bytes, write and read units of a first save, a second save and a read of the latest.
+   (without and with gzip, both with their S3 offload), each in its own process and environment, on the same seeded
+   states (1, 4, 32, 256 KB, 2 MB): own CPU, DynamoDB and S3 requests, item and object bytes, write and read units
+   and the cost at on-demand prices of a first save, a second save and a read of the latest.
 4. Baton's own CPU with AWS stubbed (`warm.py`), and its whole cold request against a boto3 baseline
    (`coldstart.py`).
 5. `bench/report.md` with every figure, every budget's verdict and the headlines, and `bench/report.png` (drawn by
@@ -16,7 +18,8 @@ Steps, in one run (about 2 minutes on a 2-core machine, progress printed; the fi
 
 The peers' environments (`bench/.venv-peer-aws`, `bench/.venv-peer-amazon`) are made by `make bench` from
 `bench/requirements-peer-*.txt`; a missing one is reported as not measured. `--check` exits 1 when a budget is
-missed. Usage: `python bench/run.py [--reps N] [--runs N] [--saves N] [--quick] [--check]`.
+missed. Usage: `python bench/run.py [--reps N] [--big-reps N] [--runs N] [--saves N] [--quick] [--check]`
+(`--quick`: 3 repetitions per figure, 2 for 2 MB states, 3 cold-start runs, 60 stubbed saves).
 """
 
 from __future__ import annotations
@@ -50,6 +53,7 @@ README = REPO / "README.md"
 README_SECTION = "## Benchmark"
 PLOT = BENCH / reporting.PLOT_NAME
 BATON_TABLE = "baton-bench"
+BATON_BUCKET = next(spec.bucket for spec in sidebyside.CLIENTS if spec.name == "baton")
 PLOT_PYTHON = BENCH / ".venv-peer-aws" / "bin" / "python"
 
 _started = time.perf_counter()
@@ -86,11 +90,14 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--reps", type=int, default=sidebyside.REPS, help="repetitions per side-by-side figure")
     parser.add_argument("--runs", type=int, default=coldstart.RUNS, help="fresh interpreters per cold-start module")
     parser.add_argument("--saves", type=int, default=warm.SAVES, help="most timed saves per size, AWS stubbed")
+    parser.add_argument(
+        "--big-reps", type=int, default=sidebyside.BIG_REPS, help="repetitions at most for 1 MB states and above"
+    )
     parser.add_argument("--quick", action="store_true", help="few repetitions: checks the bench, not Baton")
     parser.add_argument("--check", action="store_true", help="exit 1 when a budget is missed")
     args = parser.parse_args(argv)
     if args.quick:
-        args.reps, args.runs, args.saves = 3, 3, 60
+        args.reps, args.big_reps, args.runs, args.saves = 3, 2, 3, 60
     when = datetime.now(UTC)
     capacity.self_check()  # the sizing rules every count below depends on
     RESULTS.mkdir(parents=True, exist_ok=True)
@@ -103,9 +110,11 @@ def main(argv: list[str] | None = None) -> int:
         progress(f"metered moto server at {endpoint}")
         import boto3
 
-        from baton.store.schema import ensure_table
+        from baton.store.aws import s3_client
+        from baton.store.schema import ensure_bucket, ensure_table
 
         ensure_table(boto3.client("dynamodb", endpoint_url=endpoint, region_name="us-east-1"), BATON_TABLE)
+        ensure_bucket(s3_client(endpoint), BATON_BUCKET)
         secret = issue_key(endpoint)
         recording_path = RESULTS / "recording.json"
         recording: replay.Recording | None = None
@@ -122,7 +131,7 @@ def main(argv: list[str] | None = None) -> int:
         except RuntimeError as exc:
             notes.append(f"Baton's own CPU with AWS stubbed and its cold request were not measured: {_last(exc)}")
             progress(f"could not record Baton's answers ({_last(exc)}); side by side next")
-        side = sidebyside.measure(server.meter, endpoint, secret, args.reps, progress=progress)
+        side = sidebyside.measure(server.meter, endpoint, secret, args.reps, progress=progress, big_reps=args.big_reps)
     finally:
         server.stop()
     summary = side.summary()
@@ -227,8 +236,9 @@ def update_readme(figures: reporting.Figures, cold: coldstart.ColdStart | None, 
         README_SECTION,
         "",
         "`make bench` measures Baton beside the two LangGraph DynamoDB savers (`langgraph-checkpoint-amazon-dynamodb`,",
-        "`langgraph-checkpoint-aws` with and without gzip) on the same seeded agent states and the same moto, and",
-        "Baton's whole cold request against a boto3 baseline: every figure, every budget's verdict and a plot are in",
+        "`langgraph-checkpoint-aws` with and without gzip, with its S3 offload) on the same seeded agent states from",
+        "1 KB to 2 MB and the same moto (DynamoDB and S3 metered, costs at on-demand prices), and Baton's whole cold",
+        "request against a boto3 baseline: every figure, every budget's verdict and a plot are in",
         f"[bench/report.md](bench/report.md). Baton over the cheapest peer (below 1× is cheaper), {when:%Y-%m-%d}:",
         "",
         *(f"- {line}" for line in reporting.short_headlines(figures)),

@@ -3,12 +3,15 @@
 Every client runs in its own process (`clients.py`), from its own environment: Baton from the repository's .venv,
 `langgraph-checkpoint-amazon-dynamodb` 0.1.3 from `bench/.venv-peer-amazon` (its `aioboto3` pins a botocore that
 `langgraph-checkpoint-aws` cannot use), `langgraph-checkpoint-aws` 1.2.6 from `bench/.venv-peer-aws` (twice: without
-and with its gzip option). All talk to one moto server in this process (`meter.py`), which meters every request.
+and with its gzip option, both with its S3 offload, which stores a checkpoint over 350 KB in a bucket). All talk to
+one moto server in this process (`meter.py`), which meters every DynamoDB and S3 request. Baton and each aws saver
+have a bucket of their own on that server; the amazon saver has no offload (it fails past DynamoDB's 400 KB item).
 
 For each state size, each repetition and each client (in an order that rotates every repetition), on a fresh
 thread or subject: a first save (the create), a second save over it (the steady state an agent pays: for a
 LangGraph saver the next step's checkpoint, whose parent is the first), and a read of the latest. Only one client
-works at a time; the first repetition of each size is a discarded warm-up.
+works at a time; the first repetition of each size is a discarded warm-up. States of a megabyte or more get
+fewer repetitions (`BIG_REPS`): their counts do not vary, and each repetition moves megabytes through moto.
 
 * Own CPU: `time.process_time()` of the client process around the call, median over the repetitions.
 * Requests, item bytes, write and read units (`capacity.py`): counts; the value most repetitions gave, with the
@@ -31,14 +34,27 @@ from meter import Meter
 
 BENCH = Path(__file__).resolve().parent
 REPO = BENCH.parent
-SIZES = (1_000, 4_000, 32_000, 256_000)
+SIZES = (1_000, 4_000, 32_000, 256_000, 2_000_000)
 REPS = 30
+BIG_STATE = 1_000_000
+BIG_REPS = 10
+"""Repetitions at most for states of `BIG_STATE` bytes or more."""
 WARMUP_REPS = 1
 OPERATIONS = ("create", "update", "read")
 """A first save, a second save over it, a read of the latest."""
-COUNTS = ("requests", "shape", "write_units", "index_write_units", "index_actions", "read_units", "errors")
+COUNTS = (
+    "requests",
+    "shape",
+    "write_units",
+    "index_write_units",
+    "index_actions",
+    "read_units",
+    "errors",
+    "s3_requests",
+    "s3_errors",
+)
 """Metered figures that must not vary between repetitions (the most common is reported, the others listed)."""
-BYTES = ("item_bytes", "request_bytes", "response_bytes")
+BYTES = ("item_bytes", "request_bytes", "response_bytes", "s3_request_bytes", "s3_response_bytes", "s3_stored_bytes")
 """Metered sizes, reported as medians: they move by a byte or two with the compressed content."""
 
 
@@ -52,10 +68,19 @@ class ClientSpec:
     table: str
     environment: str
     """How to get its interpreter, for the message when it is missing."""
+    bucket: str | None = None
+    """Its bucket for states too big for an item (None: it has no S3 offload)."""
 
 
 CLIENTS = (
-    ClientSpec("baton", "Baton", REPO / ".venv" / "bin" / "python", "baton-bench", "the repository's .venv"),
+    ClientSpec(
+        "baton",
+        "Baton",
+        REPO / ".venv" / "bin" / "python",
+        "baton-bench",
+        "the repository's .venv",
+        "baton-bench-blobs",
+    ),
     ClientSpec(
         "amazon",
         "amazon-dynamodb",
@@ -64,14 +89,20 @@ CLIENTS = (
         "bench/.venv-peer-amazon (make bench creates it)",
     ),
     ClientSpec(
-        "aws", "aws", BENCH / ".venv-peer-aws" / "bin" / "python", "lg-aws-bench", "bench/.venv-peer-aws (make bench)"
+        "aws",
+        "aws + S3",
+        BENCH / ".venv-peer-aws" / "bin" / "python",
+        "lg-aws-bench",
+        "bench/.venv-peer-aws (make bench)",
+        "lg-aws-bench-offload",
     ),
     ClientSpec(
         "aws-gzip",
-        "aws + gzip",
+        "aws + gzip + S3",
         BENCH / ".venv-peer-aws" / "bin" / "python",
         "lg-aws-gzip-bench",
         "bench/.venv-peer-aws (make bench)",
+        "lg-aws-gzip-bench-offload",
     ),
 )
 
@@ -92,6 +123,8 @@ class Worker:
         command += ["--sizes", ",".join(str(s) for s in sizes)]
         if spec.name == "baton":
             command += ["--secret", secret]
+        if spec.bucket:
+            command += ["--bucket", spec.bucket]
         self.spec = spec
         self.process = subprocess.Popen(
             command, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=log, text=True, env=client_env()
@@ -173,6 +206,7 @@ class SideBySide:
     """Every client's samples: `samples[client][size][operation]`."""
 
     reps: int
+    """Repetitions per figure (`reps_for` gives fewer for the biggest states)."""
     sizes: tuple[int, ...]
     clients: list[str]
     labels: dict[str, str]
@@ -181,11 +215,14 @@ class SideBySide:
     info: dict[str, dict[str, Any]]
     """What each client reported about itself (versions, the states' sizes and digests)."""
     samples: dict[str, dict[int, dict[str, OperationSamples]]]
+    reps_by_size: dict[int, int] = field(default_factory=dict)
 
     def summary(self) -> dict[str, Any]:
         """Everything as plain JSON values (what `report.md` and the plot are made from)."""
         return {
             "reps": self.reps,
+            "reps_by_size": {str(size): self.reps_by_size.get(size, self.reps) for size in self.sizes},
+            "buckets": {spec.name: spec.bucket for spec in CLIENTS if spec.name in self.clients},
             "sizes": list(self.sizes),
             "clients": self.clients,
             "labels": self.labels,
@@ -201,6 +238,11 @@ class SideBySide:
         }
 
 
+def reps_for(size: int, reps: int, big_reps: int = BIG_REPS) -> int:
+    """Repetitions for a state size: fewer for the biggest states."""
+    return min(reps, big_reps) if size >= BIG_STATE else reps
+
+
 def measure(
     meter: Meter,
     endpoint: str,
@@ -209,8 +251,10 @@ def measure(
     sizes: tuple[int, ...] = SIZES,
     progress: Any = print,
     log_path: Path = BENCH / "results" / "clients.log",
+    big_reps: int = BIG_REPS,
 ) -> SideBySide:
-    """Start every client whose environment exists, run the repetitions, stop them."""
+    """Start every client whose environment exists, run the repetitions (`big_reps` at most for states of
+    `BIG_STATE` bytes or more), stop them."""
     log_path.parent.mkdir(parents=True, exist_ok=True)
     missing = {
         spec.name: f"no interpreter at {spec.python}: {spec.environment}"
@@ -229,22 +273,29 @@ def measure(
                 w.spec.name: {size: {op: OperationSamples() for op in OPERATIONS} for size in sizes} for w in workers
             }
             for size in sizes:
-                for rep in range(-WARMUP_REPS, reps):
+                size_reps = reps_for(size, reps, big_reps)
+                for rep in range(-WARMUP_REPS, size_reps):
                     turn = rep % len(workers)
                     for worker in workers[turn:] + workers[:turn]:
                         _one_thread(meter, worker, size, rep, samples[worker.spec.name][size])
-                    if rep >= 0 and ((rep + 1) % 5 == 0 or rep + 1 == reps):
-                        progress(f"  side by side: {size // 1000} KB states, repetition {rep + 1}/{reps}")
+                    if rep >= 0 and ((rep + 1) % 5 == 0 or rep + 1 == size_reps):
+                        progress(f"  side by side: {size_label(size)} states, repetition {rep + 1}/{size_reps}")
         finally:
             for worker in workers:
                 worker.close()
     labels = {spec.name: spec.label for spec in CLIENTS}
-    return SideBySide(reps, tuple(sizes), [s.name for s in specs], labels, missing, info, samples)
+    by_size = {size: reps_for(size, reps, big_reps) for size in sizes}
+    return SideBySide(reps, tuple(sizes), [s.name for s in specs], labels, missing, info, samples, by_size)
+
+
+def size_label(size: int) -> str:
+    """`4 KB`, `256 KB`, `2 MB`."""
+    return f"{size // 1_000_000} MB" if size >= 1_000_000 and size % 1_000_000 == 0 else f"{size // 1000} KB"
 
 
 def _one_thread(meter: Meter, worker: Worker, size: int, rep: int, into: dict[str, OperationSamples]) -> None:
     # Keys of one length, so that every repetition stores the same number of bytes.
-    key = f"{'wup' if rep < 0 else 'rep'}-{size:06d}-{abs(rep):03d}"
+    key = f"{'wup' if rep < 0 else 'rep'}-{size:07d}-{abs(rep):03d}"
     commands = {
         "create": {"cmd": "save", "key": key, "size": size, "step": 1},
         "update": {"cmd": "save", "key": key, "size": size, "step": 2},

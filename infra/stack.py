@@ -1,15 +1,17 @@
-"""The Baton stack: storage, functions, api and monitoring, composed."""
+"""The Baton stack: storage, functions, api, monitoring and the reaper, composed."""
 
 from __future__ import annotations
 
 from typing import Any
 
 from aws_cdk import CfnOutput, Stack, Tags
+from aws_cdk import aws_cloudwatch_actions as actions
 from constructs import Construct
 
 from infra.components.api import Api
 from infra.components.functions import Functions
 from infra.components.monitoring import Monitoring
+from infra.components.reaper import Reaper
 from infra.components.storage import Storage
 from infra.config import StageConfig
 
@@ -38,6 +40,11 @@ class BatonStack(Stack):
             function=self.functions.api,
             table=self.storage.table,
         )
+        self.reaper = Reaper(self, "Reaper", config=config, table=self.storage.table, bucket=self.storage.bucket)
+        if self.monitoring.topic is not None:
+            for alarm in self.reaper.alarms:
+                alarm.add_alarm_action(actions.SnsAction(self.monitoring.topic))
+                alarm.add_ok_action(actions.SnsAction(self.monitoring.topic))
         CfnOutput(self, "ApiUrl", value=self.api.stage.url, description="Base URL of the Baton API")
         CfnOutput(self, "TableName", value=self.storage.table.table_name, description="DynamoDB table")
         CfnOutput(self, "BucketName", value=self.storage.bucket.bucket_name, description="Blob bucket")

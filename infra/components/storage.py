@@ -11,8 +11,9 @@ from baton.store import schema
 from infra.config import StageConfig
 from infra.nag import acknowledge
 
-CORS_ALLOWED_HEADERS = ("content-type", "x-amz-checksum-sha256", "x-amz-sdk-checksum-algorithm")
-"""What a browser sends with a presigned PUT (the checksum header is signed into the URL)."""
+CORS_ALLOWED_HEADERS = ("content-type", "x-amz-checksum-sha256", "x-amz-sdk-checksum-algorithm", "x-amz-tagging")
+"""What a browser sends with a presigned PUT: the headers `POST /v1/blobs` signs into the URL (the browser sets
+`content-length` itself, which needs no preflight)."""
 CORS_EXPOSED_HEADERS = ("etag",)
 
 

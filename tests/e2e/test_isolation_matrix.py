@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import base64
 import binascii
+import hashlib
 import json
 import time
 import uuid
@@ -42,6 +43,8 @@ ROUTES = (
     "POST /v1/keys",
     "GET /v1/keys",
     "DELETE /v1/keys/{key_id}",
+    "POST /v1/blobs",
+    "GET /v1/blobs/{blob_id}",
     "GET /v1/health",
     "GET /v1/openapi.json",
 )
@@ -104,6 +107,8 @@ class World:
     """Label -> checkpoint id."""
     keys: dict[str, dict[str, Any]] = field(default_factory=dict)
     """Label -> the key as POST /v1/keys answered it (secret included)."""
+    blobs: dict[str, str] = field(default_factory=dict)
+    """Label -> blob id."""
     expiring_at: float = 0.0
 
     def party(self, tenant: str, agent: str | None) -> Party:
@@ -154,6 +159,17 @@ class Api:
         world.checkpoints[label] = checkpoint_id
         world.mark(tenant, agent, checkpoint_id, state_marker)
         return checkpoint_id
+
+    def declare(self, world: World, label: str, secret: str, tenant: str, agent: str) -> str:
+        """A blob whose media type and SHA-256 are markers of (tenant, agent); its id becomes one too."""
+        media_type = f"application/x-blob-{label}-{world.run}"
+        sha256 = hashlib.sha256(f"blob-{label}-{world.run}".encode()).hexdigest()
+        answer = self.call(secret, "POST", "/v1/blobs", body={"sha256": sha256, "size": 1, "media_type": media_type})
+        assert answer.status_code == 201, answer.text
+        blob_id = str(answer.json()["data"]["blob_id"])
+        world.blobs[label] = blob_id
+        world.mark(tenant, agent, blob_id, media_type, sha256)
+        return blob_id
 
 
 @pytest.fixture(scope="module")
@@ -219,6 +235,11 @@ def world(baton: BatonServe) -> Iterator[World]:
     for kind in ("task_state", "conversation"):
         api.save(w, f"intruder-shared-{kind}", intruder_secret, victim, w.intruder, w.shared_subject, kind)
     api.save(w, "stranger-own", stranger_secret, other, w.stranger, w.other_subject, "task_state")
+    # Blobs: the owner's (declared with a key of its own: a blob belongs to the agent that declares it), the other
+    # tenant's.
+    owner_blobs = api.mint(w, "owner-blobs", victim, w.owner, ["blobs:write", "checkpoints:read"])
+    api.declare(w, "victim", owner_blobs, victim, w.owner)
+    api.declare(w, "stranger", stranger_secret, other, w.stranger)
     for kind in ("task_state", "conversation"):
         api.save(w, f"stranger-shared-{kind}", stranger_secret, other, w.stranger, w.shared_subject, kind)
     w.secrets.update(
@@ -343,6 +364,10 @@ def cases_for(caller: str, w: World) -> list[Case]:
         Case("GET /v1/openapi.json", "GET", "/v1/openapi.json", (200,)),
     ]
     save_body = {"subject_id": w.shared_subject, "kind": "task_state", "state": state_of(caller, w)}
+    blob_body = {"sha256": hashlib.sha256(caller.encode()).hexdigest(), "size": 1, "media_type": "text/plain"}
+    victim_blob = f"/v1/blobs/{w.blobs['victim']}"
+    stranger_blob = f"/v1/blobs/{w.blobs['stranger']}"
+    missing_blob = f"/v1/blobs/blob_{uuid.uuid4().hex}"
 
     def only_agents(*agents: str) -> Callable[[Any], str | None]:
         def check(data: Any) -> str | None:
@@ -375,6 +400,8 @@ def cases_for(caller: str, w: World) -> list[Case]:
             ),
             Case("GET /v1/keys", "GET", "/v1/keys", (401,), "UNAUTHENTICATED"),
             Case("DELETE /v1/keys/{key_id}", "DELETE", f"/v1/keys/{owner_key}", (401,), "UNAUTHENTICATED"),
+            Case("POST /v1/blobs", "POST", "/v1/blobs", (401,), "UNAUTHENTICATED", body=blob_body),
+            Case("GET /v1/blobs/{blob_id}", "GET", victim_blob, (401,), "UNAUTHENTICATED"),
         ]
         return everything + public
 
@@ -395,6 +422,8 @@ def cases_for(caller: str, w: World) -> list[Case]:
             Case("GET /v1/keys", "GET", "/v1/keys", (403,), "FORBIDDEN", secret_of=read_only),
             Case("DELETE /v1/keys/{key_id}", "DELETE", f"/v1/keys/{owner_key}", (403,), "FORBIDDEN",
                  secret_of=read_only),
+            Case("POST /v1/blobs", "POST", "/v1/blobs", (403,), "FORBIDDEN", body=blob_body, secret_of=read_only),
+            Case("GET /v1/blobs/{blob_id}", "GET", victim_blob, (403,), "FORBIDDEN", secret_of=write_only),
             *public,
         ]  # fmt: skip
 
@@ -433,6 +462,10 @@ def cases_for(caller: str, w: World) -> list[Case]:
                  same_as_missing=("DELETE", f"/v1/keys/{missing_key}", None)),
             Case("DELETE /v1/keys/{key_id}", "DELETE", f"/v1/keys/{owner_key}", (403,), "FORBIDDEN",
                  params={"tenant_id": victim}),
+            Case("POST /v1/blobs", "POST", "/v1/blobs", (201,), body=blob_body),
+            Case("GET /v1/blobs/{blob_id}", "GET", victim_blob, (404,), "NOT_FOUND",
+                 same_as_missing=("GET", missing_blob, None)),
+            Case("GET /v1/blobs/{blob_id}", "GET", stranger_blob, (200,), must_show=(w.blobs["stranger"],)),
             *public,
         ]  # fmt: skip
 
@@ -475,6 +508,10 @@ def cases_for(caller: str, w: World) -> list[Case]:
                  same_as_missing=("DELETE", f"/v1/keys/{missing_key}", None)),
             Case("DELETE /v1/keys/{key_id}", "DELETE", f"/v1/keys/{w.keys['admin']['key_id']}", (404,),
                  "NOT_FOUND"),
+            # Without blobs:write it declares nothing; another agent's blob is as absent as a missing one.
+            Case("POST /v1/blobs", "POST", "/v1/blobs", (403,), "FORBIDDEN", body=blob_body),
+            Case("GET /v1/blobs/{blob_id}", "GET", victim_blob, (404,), "NOT_FOUND",
+                 same_as_missing=("GET", missing_blob, None)),
             *public,
         ]  # fmt: skip
 
@@ -511,6 +548,11 @@ def cases_for(caller: str, w: World) -> list[Case]:
                  (200,)),
             Case("DELETE /v1/keys/{key_id}", "DELETE", f"/v1/keys/{w.keys['stranger']['key_id']}", (404,),
                  "NOT_FOUND"),
+            Case("POST /v1/blobs", "POST", "/v1/blobs", (201,), body=blob_body),
+            Case("GET /v1/blobs/{blob_id}", "GET", victim_blob, (200,),
+                 must_show=(w.blobs["victim"], f"application/x-blob-victim-{w.run}")),
+            Case("GET /v1/blobs/{blob_id}", "GET", stranger_blob, (404,), "NOT_FOUND",
+                 same_as_missing=("GET", missing_blob, None)),
             *public,
         ]  # fmt: skip
 
@@ -538,6 +580,9 @@ def cases_for(caller: str, w: World) -> list[Case]:
              "NOT_FOUND"),
         Case("DELETE /v1/keys/{key_id}", "DELETE", f"/v1/keys/{w.keys['target-of-operator']['key_id']}", (200,),
              params={"tenant_id": victim}),
+        Case("POST /v1/blobs", "POST", "/v1/blobs", (201,), body=blob_body),
+        Case("GET /v1/blobs/{blob_id}", "GET", victim_blob, (404,), "NOT_FOUND",
+             same_as_missing=("GET", missing_blob, None)),
         *public,
     ]  # fmt: skip
 

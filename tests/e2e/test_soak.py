@@ -92,6 +92,8 @@ class Ledger:
     deleted: list[tuple[str, int | None]] = field(default_factory=list)
     seen: list[Seen] = field(default_factory=list)
     idempotent: list[FirstAnswer] = field(default_factory=list)
+    blobs: list[tuple[dict[str, Any], bytes | None]] = field(default_factory=list)
+    """Declared blobs (the declaration's data) and the bytes uploaded for them (None: not uploaded)."""
     statuses: Counter[int] = field(default_factory=Counter)
     outcomes: Counter[str] = field(default_factory=Counter)
     server_errors: list[str] = field(default_factory=list)
@@ -123,6 +125,8 @@ class Client:
 
     def __init__(self, baton: BatonServe, ledger: Ledger, slots: list[Slot], number: int, seed: int) -> None:
         self.http = httpx.Client(base_url=baton.url, headers={"Authorization": f"Bearer {baton.key}"}, timeout=30)
+        self.s3 = httpx.Client(timeout=30)
+        """A client of the presigned URLs: no API key goes to S3."""
         self.ledger = ledger
         self.slots = slots
         self.number = number
@@ -402,6 +406,63 @@ class Client:
         elif response.status_code != 404:
             self.ledger.problem(f"a delete answered {response.status_code}: {response.text[:300]}")
 
+    def declare_blob(self, _: Slot) -> None:
+        """Declare a blob (half the time with an Idempotency-Key, replayed at once), and now and then upload it."""
+        content = f"soak blob {self.number} {uuid.uuid4()} {self.rng.choice(TEXTS)}".encode()
+        body = {"sha256": hashlib.sha256(content).hexdigest(), "size": len(content), "media_type": "text/plain"}
+        headers = {"Idempotency-Key": f"soak-blob-{uuid.uuid4()}"} if self.rng.random() < 0.5 else {}
+        response = self.send("POST", "/v1/blobs", json=body, headers=headers)
+        if response is None or response.status_code >= 500:
+            return
+        if response.status_code != 201 or response.headers.get("Idempotent-Replayed") is not None:
+            self.ledger.problem(f"a blob declaration answered {response.status_code}: {response.text[:300]}")
+            return
+        data = response.json()["data"]
+        if {k: data[k] for k in body} != body or data["upload"]["method"] != "PUT":
+            self.ledger.problem(f"a blob declaration of {body} answered {data}")
+        if headers:
+            replay = self.send("POST", "/v1/blobs", json=body, headers=headers)
+            if replay is not None and replay.status_code < 500:
+                self.ledger.count("blob_replays")
+                if (replay.status_code, replay.json().get("data"), replay.headers.get("Idempotent-Replayed")) != (
+                    201,
+                    data,
+                    "true",
+                ):
+                    self.ledger.problem(f"a blob replay answered {replay.status_code}: {replay.text[:300]}")
+        uploaded = None
+        if self.rng.random() < 0.3:
+            put = self.s3.put(data["upload"]["url"], content=content, headers=data["upload"]["headers"])
+            if put.status_code != 200:
+                self.ledger.problem(f"an upload to the presigned URL answered {put.status_code}: {put.text[:300]}")
+            else:
+                uploaded = content
+        with self.ledger.lock:
+            self.ledger.blobs.append((data, uploaded))
+
+    def read_blob(self, _: Slot) -> None:
+        """Read a blob any client declared; download it when it was uploaded."""
+        with self.ledger.lock:
+            chosen = self.rng.choice(self.ledger.blobs) if self.ledger.blobs else None
+        if chosen is None:
+            return
+        declared, uploaded = chosen
+        response = self.send("GET", f"/v1/blobs/{declared['blob_id']}")
+        if response is None or response.status_code >= 500:
+            return
+        self.ledger.count("blob_reads")
+        if response.status_code != 200:
+            self.ledger.problem(f"a read of blob {declared['blob_id']} answered {response.status_code}")
+            return
+        data = response.json()["data"]
+        fields = ("blob_id", "sha256", "size", "media_type", "created_at")
+        if {k: data[k] for k in fields} != {k: declared[k] for k in fields}:
+            self.ledger.problem(f"blob {declared['blob_id']} reads back as {data}, declared as {declared}")
+        if uploaded is not None:
+            downloaded = self.s3.get(data["download_url"])
+            if downloaded.status_code != 200 or downloaded.content != uploaded:
+                self.ledger.problem(f"blob {declared['blob_id']} downloads as {downloaded.status_code}, not its bytes")
+
     # -- the loop ----------------------------------------------------------------------------------------------
 
     def run(self, deadline: float, max_operations: int) -> None:
@@ -413,6 +474,8 @@ class Client:
             (self.lookup, 16),
             (self.list_subject, 7),
             (self.delete, 7),
+            (self.declare_blob, 4),
+            (self.read_blob, 4),
         )
         functions = [f for f, _ in operations] + [None, None]
         weights = [w for _, w in operations] + [7, 7]  # get by id, replay of an earlier request
@@ -433,6 +496,7 @@ class Client:
             self.ledger.problem(f"client {self.number} crashed:\n{traceback.format_exc()}")
         finally:
             self.http.close()
+            self.s3.close()
 
 
 # --- the test ---------------------------------------------------------------------------------------------------
@@ -551,6 +615,9 @@ def test_concurrent_clients_lose_no_acknowledged_write(baton: BatonServe, http: 
         checkpoints=checkpoints,
         deletes_acknowledged=len(ledger.deleted),
         reads_checked=len(ledger.seen),
+        blobs_declared=len(ledger.blobs),
+        blob_reads=ledger.outcomes["blob_reads"],
+        blob_replays=ledger.outcomes["blob_replays"],
     )
     print(
         f"\nsoak: seed {seed}, {threads} clients for {elapsed:.1f} s: {requests} requests "
@@ -565,3 +632,5 @@ def test_concurrent_clients_lose_no_acknowledged_write(baton: BatonServe, http: 
     assert len(ledger.acks) >= 20, ledger.statuses
     assert ledger.outcomes["conflicts"] > 0
     assert ledger.outcomes["replays"] > 0
+    assert ledger.blobs
+    assert ledger.outcomes["blob_reads"] > 0

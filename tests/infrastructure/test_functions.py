@@ -14,15 +14,23 @@ RETENTION_DAYS = {"dev": 7, "prod": 90}
 
 
 def _function(synthesized: Synthesized) -> tuple[str, dict[str, Any]]:
-    logical_id, function = synthesized.only("AWS::Lambda::Function")
-    assert logical_id == synthesized.logical_id(synthesized.stack.functions.api)
-    return logical_id, function["Properties"]
+    """The api function (the reaper, the stack's other function, has its own tests: test_reaper.py)."""
+    api = synthesized.stack.functions.api
+    return synthesized.logical_id(api), dict(synthesized.resource(api)["Properties"])
 
 
 def _alias(synthesized: Synthesized) -> dict[str, Any]:
     logical_id, alias = synthesized.only("AWS::Lambda::Alias")
     assert logical_id == synthesized.logical_id(synthesized.stack.functions.alias)
     return dict(alias["Properties"])
+
+
+def test_the_stack_has_two_functions_the_api_and_the_reaper(synthesized: Synthesized) -> None:
+    # Given the template's functions
+    functions = set(synthesized.of_type("AWS::Lambda::Function"))
+    # Then they are the api function and the reaper: nothing else runs code in the stack
+    stack = synthesized.stack
+    assert functions == {synthesized.logical_id(stack.functions.api), synthesized.logical_id(stack.reaper.function)}
 
 
 def test_function_runs_python_3_13_on_arm64(synthesized: Synthesized) -> None:
@@ -86,6 +94,13 @@ def test_function_environment_never_points_at_another_endpoint(synthesized: Synt
     _, properties = _function(synthesized)
     # Then it does not redirect the AWS clients (that setting is for moto and DynamoDB Local only)
     assert environment_name("aws_endpoint_url") not in properties["Environment"]["Variables"]
+    # And neither does any other function of the stack (the reaper)
+    functions = synthesized.of_type("AWS::Lambda::Function")
+    assert len(functions) == 2
+    for logical_id, function in functions.items():
+        assert environment_name("aws_endpoint_url") not in function["Properties"]["Environment"]["Variables"], (
+            logical_id
+        )
 
 
 def test_function_skips_pydantic_plugin_discovery(synthesized: Synthesized) -> None:

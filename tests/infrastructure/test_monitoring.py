@@ -1,7 +1,9 @@
-"""Alarms on 5xx rate, function errors and throttles, table throttling and p99 latency; SNS only with an email."""
+"""Alarms on 5xx rate, function errors and throttles, table throttling and p99 latency, and the reaper's two (failed
+stream records, stream lag); SNS only with an email."""
 
 from __future__ import annotations
 
+import json
 import re
 from pathlib import Path
 from typing import Any
@@ -189,15 +191,51 @@ def test_alarm_thresholds_differ_between_dev_and_prod(dev: Synthesized, prod: Sy
     assert _p99_duration(prod)["Threshold"] == 1000
 
 
-def test_five_alarms_exist_in_every_stage(synthesized: Synthesized) -> None:
+def _reaper_failed_records(synthesized: Synthesized) -> dict[str, Any]:
+    """The one alarm on the reaper's failure queue (test_reaper.py checks its metric in detail)."""
+    queue_id = synthesized.logical_id(synthesized.stack.reaper.failures)
+    found = [
+        a
+        for a in _alarms(synthesized).values()
+        if (a.get("Namespace"), a.get("MetricName")) == ("AWS/SQS", "ApproximateNumberOfMessagesVisible")
+    ]
+    assert len(found) == 1, f"expected one alarm on the reaper's failure queue, found {len(found)}"
+    assert found[0]["Dimensions"] == [{"Name": "QueueName", "Value": {"Fn::GetAtt": [queue_id, "QueueName"]}}]
+    return found[0]
+
+
+def _reaper_iterator_age(synthesized: Synthesized) -> dict[str, Any]:
+    """The one alarm on how far behind the table's stream the reaper is."""
+    found = [
+        a
+        for a in _alarms(synthesized).values()
+        if (a.get("Namespace"), a.get("MetricName")) == ("AWS/Lambda", "IteratorAge")
+    ]
+    assert len(found) == 1, f"expected one alarm on the reaper's IteratorAge, found {len(found)}"
+    reaper_id = synthesized.logical_id(synthesized.stack.reaper.function)
+    assert found[0]["Dimensions"] == [{"Name": "FunctionName", "Value": {"Ref": reaper_id}}]
+    return found[0]
+
+
+def test_seven_alarms_exist_in_every_stage(synthesized: Synthesized) -> None:
     # Given the template's alarms
+    alarms = _alarms(synthesized)
     # Then there are the five named by the issue: 5xx rate, errors, throttles, table throttles, p99 latency
-    assert len(_alarms(synthesized)) == 5
-    _server_error_rate(synthesized)
-    _simple(synthesized, "AWS/Lambda", "Errors")
-    _simple(synthesized, "AWS/Lambda", "Throttles")
-    _table_throttles(synthesized)
-    _p99_duration(synthesized)
+    # And the reaper's two: records it gave up on, and its lag behind the table's stream
+    assert len(alarms) == 7
+    found = [
+        _server_error_rate(synthesized),
+        _simple(synthesized, "AWS/Lambda", "Errors"),
+        _simple(synthesized, "AWS/Lambda", "Throttles"),
+        _table_throttles(synthesized),
+        _p99_duration(synthesized),
+        _reaper_failed_records(synthesized),
+        _reaper_iterator_age(synthesized),
+    ]
+    # And each is a different alarm: together they are all of them
+    assert sorted(json.dumps(a, sort_keys=True) for a in found) == sorted(
+        json.dumps(a, sort_keys=True) for a in alarms.values()
+    )
 
 
 @pytest.mark.parametrize("name", ["dev", "prod"])

@@ -264,13 +264,32 @@ def test_blob_bucket_allows_exactly_the_configured_origins(overrides: Synthesize
 
 # What survives the stack.
 
-STATEFUL_TYPES = ("AWS::DynamoDB::Table", "AWS::S3::Bucket", "AWS::Logs::LogGroup")
+STATEFUL_TYPES = ("AWS::DynamoDB::Table", "AWS::S3::Bucket", "AWS::Logs::LogGroup", "AWS::SQS::Queue")
+
+
+def _stateful(synthesized: Synthesized) -> dict[str, dict[str, Any]]:
+    """Every table, bucket, log group and queue of the stack, checked to be the ones it is meant to have."""
+    stateful = {lid: r for t in STATEFUL_TYPES for lid, r in synthesized.of_type(t).items()}
+    stack = synthesized.stack
+    expected = (
+        stack.storage.table,
+        stack.storage.bucket,
+        stack.storage.access_logs,
+        stack.functions.log_group,
+        stack.api.access_logs,
+        stack.reaper.log_group,
+        stack.reaper.failures,  # the stream records the reaper gave up on
+    )
+    assert set(stateful) == {synthesized.logical_id(construct) for construct in expected}
+    return stateful
 
 
 def test_prod_keeps_every_stateful_resource_when_the_stack_goes(prod: Synthesized) -> None:
-    # Given every table, bucket and log group of the prod stage
-    stateful = {lid: r for t in STATEFUL_TYPES for lid, r in prod.of_type(t).items()}
-    assert len(stateful) == 5  # the table, the blob and access-log buckets, the function's and the API's logs
+    # Given every table, bucket, log group and queue of the prod stage
+    stateful = _stateful(prod)
+    # the table, the blob and access-log buckets, the api function's, the API's and the reaper's logs, the reaper's
+    # failure queue
+    assert len(stateful) == 7
     # Then deleting or replacing them through the stack leaves their data in place
     for logical_id, resource in stateful.items():
         assert resource.get("DeletionPolicy") == "Retain", logical_id
@@ -278,9 +297,9 @@ def test_prod_keeps_every_stateful_resource_when_the_stack_goes(prod: Synthesize
 
 
 def test_dev_removes_every_stateful_resource_with_the_stack(dev: Synthesized) -> None:
-    # Given every table, bucket and log group of the dev stage
-    stateful = {lid: r for t in STATEFUL_TYPES for lid, r in dev.of_type(t).items()}
-    assert len(stateful) == 5
+    # Given every table, bucket, log group and queue of the dev stage
+    stateful = _stateful(dev)
+    assert len(stateful) == 7
     # Then tearing the stack down removes them
     for logical_id, resource in stateful.items():
         assert resource.get("DeletionPolicy") == "Delete", logical_id

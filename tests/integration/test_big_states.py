@@ -285,3 +285,18 @@ def test_a_large_answer_is_base64_and_gzip_only_when_accepted() -> None:
     assert "Content-Encoding" not in plain["headers"]
     assert small["body"] == "{}"
     assert "isBase64Encoded" not in small
+
+
+@pytest.mark.parametrize("size", [64_000, 64_001])
+def test_the_old_limit_is_no_boundary_any_more(api: ApiDriver, aws: Any, size: int) -> None:
+    # Given states of 64,000 and 64,001 canonical bytes (the limit before big states), of noise and of prose
+    for subject, state in ((f"noise-{size}", state_of(size)), (f"prose-{size}", {"text": ("lorem ipsum " * 6000)})):
+        if subject.startswith("prose"):
+            state = {"text": state["text"][: size - len('{"text":""}')]}
+        assert len(canonical(state)) == size
+        # When saved
+        answer = save(api, subject_id=subject, state=state)
+        # Then accepted, and every item stays under DynamoDB's limit, counted its way
+        assert answer.status == 201, answer.raw_body
+        assert lookup(api, subject_id=subject).data["state"] == state
+    assert all(item_size(item) < ITEM_LIMIT for item in aws.scan(TableName=TABLE)["Items"])

@@ -35,6 +35,7 @@ from botocore.retries.quota import RetryQuota
 from baton.domain.access import hash_secret
 from baton.store import items as store_items
 from baton.store import layout
+from baton.store.blobs import BLOB_ANSWER
 from tests import proof_counts
 from tests.builders import save, save_body
 from tests.integration.conftest import OPERATOR_SECRET, TABLE, put_key, services_on, serving
@@ -158,6 +159,10 @@ def _logical(raw: dict[str, Any], item: dict[str, Any]) -> dict[str, Any]:
     a checkpoint's fields, an idempotency record's answer, a key record as stored."""
     if raw["pk"]["S"].startswith("C#"):
         return dict(vars(store_items.checkpoint_from_item(raw)))
+    if raw["pk"]["S"].startswith("D#") and BLOB_ANSWER in raw:
+        return {"declared": item[BLOB_ANSWER], "request_id": item[store_items.REQUEST]}
+    if raw["pk"]["S"].startswith(layout.BLOB_PK_PREFIX):
+        return dict(vars(store_items.blob_from_item(raw)))
     if raw["pk"]["S"].startswith("D#"):
         record = store_items.record_from_item(raw)
         return {"result": dict(vars(record.saved)), "request_id": record.request_id, "expires_ms": record.expires_ms}
@@ -173,8 +178,12 @@ def assert_table_consistent(items: Snapshot) -> None:
     """No idempotency record without its checkpoint write: each record's answer names a checkpoint that exists and
     has reached at least that revision."""
     checkpoints = {item["checkpoint_id"]: item for key, item in items.items() if key[0].startswith("C#")}
+    blobs = {item["blob_id"] for key, item in items.items() if key[0].startswith(layout.BLOB_PK_PREFIX)}
     for key, item in items.items():
         if not key[0].startswith("D#"):
+            continue
+        if "declared" in item:
+            assert item["declared"]["id"] in blobs, f"idempotency record {key} answers a blob never declared"
             continue
         result = item["result"]
         written = checkpoints.get(result["checkpoint_id"])
@@ -199,6 +208,7 @@ class Context:
     api: ApiDriver = field(default_factory=lambda: ApiDriver(OPERATOR_SECRET))
     checkpoint_id: str | None = None
     key_id: str | None = None
+    blob_id: str | None = None
 
 
 def save_step(ctx: Context, step: int, idempotency_key: str | None = None, ttl_seconds: int = 3600) -> Result:
@@ -262,6 +272,54 @@ def send_create_key(ctx: Context) -> Result:
 
 def send_revoke_key(ctx: Context) -> Result:
     return ctx.api.invoke("revoke_key", path=f"/v1/keys/{ctx.key_id}")
+
+
+BLOB_BODY = {"sha256": hashlib.sha256(b"fault").hexdigest(), "size": 5, "media_type": "application/octet-stream"}
+
+
+def send_declare_blob(ctx: Context) -> Result:
+    return ctx.api.invoke("create_blob", body=BLOB_BODY, headers={"idempotency-key": None})
+
+
+def send_idempotent_declare_blob(ctx: Context) -> Result:
+    return ctx.api.invoke("create_blob", body=BLOB_BODY, headers={"idempotency-key": IDEMPOTENCY_KEY})
+
+
+def prepare_blob(ctx: Context) -> None:
+    """A declared blob (this also caches the caller's key)."""
+    declared = send_declare_blob(ctx)
+    assert declared.status == 201, declared.raw_body
+    ctx.blob_id = declared.data["blob_id"]
+
+
+def send_read_blob(ctx: Context) -> Result:
+    return ctx.api.invoke("get_blob", path=f"/v1/blobs/{ctx.blob_id}")
+
+
+def blob_declared_once(idempotent: bool) -> Callable[..., None]:
+    """The check of a declaration applied exactly once: one new blob record (and its key's idempotency record)."""
+
+    def check(ctx: Context, before: Snapshot, after: Snapshot, answer: Result | None) -> None:
+        changed = changed_keys(before, after)
+        blob_keys = {key for key in changed if key[0].startswith(layout.BLOB_PK_PREFIX)}
+        assert len(blob_keys) == 1, f"{len(blob_keys)} blob records written, expected one"
+        assert changed - blob_keys == ({RECORD_KEY} if idempotent else set())
+        (key,) = blob_keys
+        assert key not in before
+        blob = after[key]
+        assert (blob["sha256"], blob["size"], blob["agent_id"]) == (BLOB_BODY["sha256"], 5, AGENT)
+        if idempotent:
+            assert after[RECORD_KEY]["declared"]["id"] == blob["blob_id"]
+        if answer is not None:
+            assert answer.data["blob_id"] == blob["blob_id"]
+
+    return check
+
+
+def read_nothing(ctx: Context, before: Snapshot, after: Snapshot, answer: Result | None) -> None:
+    assert after == before
+    if answer is not None:
+        assert answer.data["blob_id"] == ctx.blob_id
 
 
 def saved_once(revision: int, new_checkpoint: bool, idempotent: bool) -> Callable[..., None]:
@@ -386,6 +444,17 @@ SCENARIOS = (
     Scenario(
         "key_revoke", ("GetItem", "Query", "UpdateItem"), prepare_key_to_revoke, send_revoke_key, 200, key_revoked_once
     ),
+    Scenario("blob_declare", ("PutItem",), prepare_warm_key, send_declare_blob, 201, blob_declared_once(False)),
+    Scenario(
+        "blob_declare_idempotent",
+        ("TransactWriteItems",),
+        prepare_warm_key,
+        send_idempotent_declare_blob,
+        201,
+        blob_declared_once(True),
+        idempotent=True,
+    ),
+    Scenario("blob_read", ("GetItem",), prepare_blob, send_read_blob, 200, read_nothing),
 )
 
 

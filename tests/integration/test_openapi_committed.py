@@ -198,6 +198,7 @@ _HEADERS = {
     ("/v1/checkpoints/{checkpoint_id}", "get"): "If-None-Match",
     ("/v1/checkpoints/{checkpoint_id}", "delete"): "If-Match",
     ("/v1/checkpoints", "post"): "Idempotency-Key",
+    ("/v1/blobs", "post"): "Idempotency-Key",
 }
 
 
@@ -259,6 +260,9 @@ def test_the_conditional_and_idempotency_headers_are_declared_where_they_are_rea
     assert save["422"]["description"].startswith("IDEMPOTENCY_KEY_REUSED")
     for status in ("200", "201"):
         assert save[status]["headers"]["Idempotent-Replayed"]["schema"] == {"type": "string", "enum": ["true"]}
+    declare = document["paths"]["/v1/blobs"]["post"]["responses"]
+    assert declare["422"]["description"].startswith("IDEMPOTENCY_KEY_REUSED")
+    assert declare["201"]["headers"]["Idempotent-Replayed"]["schema"] == {"type": "string", "enum": ["true"]}
 
 
 _SPACES = "".join(c for c in map(chr, range(0x110000)) if c.isspace())
@@ -336,6 +340,13 @@ def test_the_documented_if_match_pattern_accepts_exactly_what_delete_accepts(val
     assert documented == _if_match_accepted(value), repr(value)
 
 
+def principal() -> Any:
+    """A caller for the header check (only its agent is read)."""
+    from baton.domain.access import Principal
+
+    return Principal(tenant_id="t1", agent_id="a1", key_id="key_" + "a" * 32, scopes=frozenset({"*"}))
+
+
 @settings(max_examples=2000, derandomize=True, database=None, deadline=None)
 @given(
     st.text(st.characters(max_codepoint=0x7F), max_size=12)
@@ -355,10 +366,20 @@ def test_the_documented_if_match_pattern_accepts_exactly_what_delete_accepts(val
 @example("k" * 201)
 def test_the_documented_idempotency_key_pattern_accepts_exactly_what_save_accepts(value: str) -> None:
     # Given a string that may or may not be an Idempotency-Key
-    from baton.api.routers.checkpoints import _PRINTABLE
+    from baton.api.idempotency import idempotency_claim
+    from baton.api.resolver import Call
+    from baton.domain.errors import ValidationFailed
+    from tests.builders import NOW_MS
 
-    # When the document's pattern and the route's check each judge it
+    # When the document's pattern and the routes' check (`idempotency_claim`, which every route that honours the
+    # header calls) each judge it
     record("openapi header patterns", idempotency_key=1)
     documented = bool(_documented_pattern("Idempotency-Key").match(value))
-    # Then they agree
-    assert documented == bool(_PRINTABLE.match(value)), repr(value)
+    call = Call(request_id="r", principal=principal(), body={}, now_ms=NOW_MS)
+    try:
+        accepted = idempotency_claim(call, "POST", "/v1/checkpoints", value) is not None
+    except ValidationFailed:
+        accepted = False
+    # Then they agree, and both say what the contract says: 1 to 200 printable ASCII characters
+    assert documented == accepted, repr(value)
+    assert accepted == (1 <= len(value) <= 200 and all(" " <= c <= "~" for c in value)), repr(value)

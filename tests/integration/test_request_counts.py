@@ -192,7 +192,7 @@ def test_requests_rejected_before_the_store_make_no_write_call(
         api.invoke("save_checkpoint", body=save_body(), headers={"authorization": None, **PLAIN}),
         save(api, secret=READER_SECRET),
         api.invoke("save_checkpoint", body=save_body(), headers={"content-type": "text/plain", **PLAIN}),
-        save(api, state={"blob": "x" * 70_000}),
+        save(api, state={"blob": "x" * 3_000_000}),
         save(api, "used", state={"other": True}),
     ]
     assert [r.status for r in rejected] == [400, 401, 403, 415, 413, 422]

@@ -147,16 +147,33 @@ def test_plan_save_measures_the_limit_in_canonical_utf8_bytes() -> None:
     assert result.oversize is not None
 
 
-def test_plan_save_rejects_resources_naming_the_first_blob() -> None:
-    # Given a request that references a blob (blobs are not available yet)
+def test_plan_save_keeps_resources_and_the_blobs_they_name() -> None:
+    # Given a request that references two blobs
+    ref = {"name": "log", "blob_id": "blob_123", "sha256": SHA, "size": 3, "media_type": "text/plain"}
+    other = {**ref, "name": "trace", "blob_id": "blob_456"}
+    # When planned
+    planned = plan(resources=[ref, other])
+    # Then the plan keeps them in order, and knows the blobs it names (the store checks and claims those)
+    assert planned.resources == [ref, other]
+    assert planned.blob_ids == {"blob_123", "blob_456"}
+
+
+def test_plan_save_refuses_a_name_or_a_blob_named_twice_naming_each_repeat() -> None:
+    # Given resources that repeat a name and a blob
     ref = {"name": "log", "blob_id": "blob_123", "sha256": SHA, "size": 3, "media_type": "text/plain"}
     # When planned
     with pytest.raises(ValidationFailed) as exc:
-        plan(resources=[ref, {**ref, "blob_id": "blob_456"}])
-    # Then the first reference's blob_id is named
-    assert [e.pointer for e in exc.value.errors] == ["/resources/0/blob_id"]
-    assert "blob_123" in exc.value.message
-    assert exc.value.message.startswith("/resources/0/blob_id ")
+        plan(resources=[ref, {**ref, "blob_id": "blob_456"}, {**ref, "name": "other"}])
+    # Then every repeat is named by its pointer, with the one it repeats
+    assert [e.pointer for e in exc.value.errors] == ["/resources/1/name", "/resources/2/blob_id"]
+    assert "/resources/0/name" in exc.value.errors[0].message
+
+
+def test_a_plan_may_attach_blobs_of_its_agent_or_of_the_calling_key() -> None:
+    planned = plan_save(request(), "t1", "worker", "req-1", NOW, caller_agent_id="operator")
+    assert planned.may_attach("worker")
+    assert planned.may_attach("operator")
+    assert not planned.may_attach("someone-else")
 
 
 def test_plan_save_rejects_a_state_that_cannot_be_canonicalized_naming_state() -> None:

@@ -359,3 +359,17 @@ def test_importing_the_codec_or_keeping_a_small_state_as_text_loads_no_compressi
     )
     done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, check=True)
     assert done.stdout.strip() == "[]"
+
+
+def test_big_and_small_states_packed_in_turn_round_trip() -> None:
+    # Given states on both sides of the big-state level (each level has its own compression tables)
+    small = json.dumps({"text": "agent state " * 300}).encode()
+    big = json.dumps({"text": [f"step {i} of the plan, done" for i in range(12_000)]}).encode()
+    assert len(small) < codec.BIG_STATE_BYTES < len(big)
+    # When they are packed in turn, several times (a level's tables must never replace the other's)
+    for _ in range(3):
+        for text in (big, small, big, small):
+            packed = codec.encode(text)
+            # Then each unpacks to its text
+            assert packed is not None
+            assert codec.decode(packed, limit=len(text)) == text

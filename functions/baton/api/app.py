@@ -17,7 +17,7 @@ from baton import __version__
 from baton.api.errors import field_errors, headers_of, status_of
 from baton.api.resolver import CALL_CONTEXT, PUBLIC, BatonResolver
 from baton.api.responses import JSON, error
-from baton.api.routers import checkpoints, keys, meta
+from baton.api.routers import blobs, checkpoints, keys, meta
 from baton.api.services import Services, from_environment
 from baton.domain.errors import (
     MAX_REPORTED_ERRORS,
@@ -37,6 +37,7 @@ def create_app(services: Callable[[], Services]) -> BatonResolver:
     _add_document_route(app)
     app.include_router(checkpoints.router)
     app.include_router(keys.router)
+    app.include_router(blobs.router)
     _add_error_map(app)
     return app
 

@@ -15,10 +15,11 @@ from pydantic.json_schema import SkipJsonSchema
 
 from baton.domain import limits
 from baton.domain.access import KeyRecord, Scope
+from baton.domain.blobs import Blob
 from baton.domain.checkpoints import Checkpoint, Saved
 from baton.domain.clock import format_ms
 from baton.domain.lifecycle import Kind, Status
-from baton.domain.models import Identifier, Sha256Hex, ShortText, SubjectId, Time
+from baton.domain.models import MAX_MEDIA_TYPE_CHARS, Identifier, Presigned, Sha256Hex, ShortText, SubjectId, Time
 
 T = TypeVar("T")
 
@@ -109,13 +110,17 @@ class SaveResult(ResponseModel):
 
 
 class Resource(ResponseModel):
-    """A blob reference as stored."""
+    """A blob reference as stored; on a record's reads, with a download URL (summaries leave it out)."""
 
     name: str
     blob_id: str
     sha256: Sha256Hex
     size: int
     media_type: str
+    download_url: Annotated[
+        str | None, Field(description="A presigned GET of the blob's bytes, valid 15 minutes (records only).")
+    ] = None
+    download_expires_at: Annotated[str | None, Field(description="When `download_url` stops working.")] = None
 
 
 class SourceOut(ResponseModel):
@@ -246,3 +251,79 @@ class Health(ResponseModel):
 
     status: Literal["ok"]
     version: str
+
+
+BlobId = Annotated[str, StringConstraints(pattern=r"^blob_[0-9a-f]{32}$")]
+BlobSize = Annotated[int, Field(ge=0, le=limits.MAX_BLOB_BYTES)]
+MediaType = Annotated[str, StringConstraints(min_length=1, max_length=MAX_MEDIA_TYPE_CHARS)]
+
+
+class BlobUpload(ResponseModel):
+    """How to upload a blob's bytes: a presigned PUT that S3 accepts only with these headers and these bytes."""
+
+    url: Annotated[str, Field(description="A SigV4 presigned URL of the blob's object, valid 15 minutes.")]
+    method: Literal["PUT"]
+    headers: Annotated[
+        dict[str, str],
+        Field(
+            description=(
+                "Headers the PUT must carry exactly as given (they are signed): content-type, content-length, "
+                "x-amz-checksum-sha256 (the SHA-256 as base64: S3 refuses other bytes), x-amz-sdk-checksum-algorithm "
+                "and x-amz-tagging (the object stays pending until a checkpoint holds it)."
+            )
+        ),
+    ]
+    expires_at: Time
+
+
+class BlobInfo(ResponseModel):
+    """A declared blob: what its bytes are, and a download URL valid 15 minutes."""
+
+    blob_id: BlobId
+    sha256: Sha256Hex
+    size: BlobSize
+    media_type: MediaType
+    created_at: Time
+    download_url: Annotated[
+        str,
+        Field(description="A presigned GET of the blob's object, valid 15 minutes (404 from S3 until uploaded)."),
+    ]
+    download_expires_at: Time
+
+    @classmethod
+    def of(cls, blob: Blob, download: Presigned) -> BlobInfo:
+        """A blob and its download URL."""
+        return cls.model_construct(
+            blob_id=blob.blob_id,
+            sha256=blob.sha256,
+            size=blob.size,
+            media_type=blob.media_type,
+            created_at=format_ms(blob.created_ms),
+            download_url=download.url,
+            download_expires_at=format_ms(download.expires_ms),
+        )
+
+
+class CreatedBlob(ResponseModel):
+    """A blob just declared, and how to upload its bytes."""
+
+    blob_id: BlobId
+    sha256: Sha256Hex
+    size: BlobSize
+    media_type: MediaType
+    created_at: Time
+    upload: BlobUpload
+
+    @classmethod
+    def of(cls, blob: Blob, upload: Presigned) -> CreatedBlob:
+        """A declared blob and its upload."""
+        return cls.model_construct(
+            blob_id=blob.blob_id,
+            sha256=blob.sha256,
+            size=blob.size,
+            media_type=blob.media_type,
+            created_at=format_ms(blob.created_ms),
+            upload=BlobUpload.model_construct(
+                url=upload.url, method="PUT", headers=dict(upload.headers), expires_at=format_ms(upload.expires_ms)
+            ),
+        )

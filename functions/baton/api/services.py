@@ -12,7 +12,7 @@ gate honours too.
 # No `from __future__ import annotations`: powertools reads the dependency's annotations on every request.
 
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Annotated, Final, cast
 
 from aws_lambda_powertools.event_handler import Depends, Request
@@ -20,6 +20,7 @@ from aws_lambda_powertools.event_handler import Depends, Request
 from baton.api.auth import Authenticator
 from baton.settings import Settings, load_settings
 from baton.store.aws import dynamodb_client, s3_client
+from baton.store.blobs import BlobStore
 from baton.store.checkpoints import CheckpointStore
 from baton.store.keys import KeyStore
 from baton.store.objects import ObjectStore
@@ -42,6 +43,12 @@ class Services:
     authenticator: Authenticator
     objects: ObjectStore | None
     """The blob bucket (None where the deployment has none: then no state is spilled and no blob stored)."""
+    blobs: BlobStore = field(init=False)
+    """Blob records and their presigned requests, on the same table, client and bucket (made from the fields
+    above, so whoever builds services cannot wire them apart)."""
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "blobs", BlobStore(self.dynamodb, self.settings.table_name, self.objects))
 
 
 def build_services(config: Settings, client: "DynamoDBClient | None" = None) -> Services:

@@ -12,7 +12,7 @@ from typing import Any
 
 from baton.domain import limits
 from baton.domain.canonical import CanonicalState, canonical_json
-from baton.domain.errors import CheckpointClosed, PayloadTooLarge, RevisionConflict, ValidationFailed
+from baton.domain.errors import CheckpointClosed, FieldError, PayloadTooLarge, RevisionConflict, ValidationFailed
 from baton.domain.lifecycle import ACTIVE, is_terminal
 from baton.domain.models import SaveCheckpointRequest
 
@@ -66,6 +66,13 @@ class SavePlan:
     now_ms: int
     oversize: PayloadTooLarge | None = None
     """Set when the state is over its limit: the store still checks what the contract ranks before a 413."""
+    caller_agent_id: str | None = None
+    """The agent of the key that sent the save (a `*` key may save for another agent): blobs it declared may be
+    attached too, beside the checkpoint's own agent's."""
+
+    def may_attach(self, blob_agent_id: str) -> bool:
+        """True when a blob declared by `blob_agent_id` may be attached by this save."""
+        return blob_agent_id in (self.key.agent_id, self.caller_agent_id)
 
     @property
     def ttl_when_new(self) -> int:
@@ -83,9 +90,41 @@ class SavePlan:
         """This write's request tag, as the checkpoint remembers it."""
         return request_tag(self.request_id)
 
+    @property
+    def blob_ids(self) -> frozenset[str]:
+        """The blobs this save's resources name."""
+        return frozenset(str(resource["blob_id"]) for resource in self.resources)
+
+
+def _check_unique(resources: list[dict[str, Any]]) -> None:
+    """Each resource names its own blob under its own name: a blob belongs to one checkpoint, once."""
+    errors: list[FieldError] = []
+    for field_name in ("name", "blob_id"):
+        seen: dict[Any, int] = {}
+        for position, resource in enumerate(resources):
+            value = resource[field_name]
+            if value in seen:
+                errors.append(
+                    FieldError(
+                        f"/resources/{position}/{field_name}",
+                        f"/resources/{position}/{field_name} repeats /resources/{seen[value]}/{field_name}; each "
+                        f"resource needs its own {field_name}.",
+                    )
+                )
+            else:
+                seen[value] = position
+    if errors:
+        raise ValidationFailed(errors)
+
 
 def plan_save(
-    request: SaveCheckpointRequest, tenant_id: str, agent_id: str, request_id: str, now_ms: int, plain: bool = False
+    request: SaveCheckpointRequest,
+    tenant_id: str,
+    agent_id: str,
+    request_id: str,
+    now_ms: int,
+    plain: bool = False,
+    caller_agent_id: str | None = None,
 ) -> SavePlan:
     """Turn a validated request into a plan: canonical state, size and hash, and where the bytes go.
 
@@ -105,12 +144,8 @@ def plan_save(
         canonical = CanonicalState(text=text, sha256="")
     else:
         canonical = CanonicalState(text=text, sha256=hashlib.sha256(text).hexdigest())
-    if request.resources:
-        # Blobs arrive in a later release; until then no upload can have landed, so no reference can be valid.
-        first = request.resources[0]
-        raise ValidationFailed.single(
-            "/resources/0/blob_id", f"/resources/0/blob_id names the blob {first.blob_id!r}, which was not found."
-        )
+    resources = [ref.model_dump() for ref in request.resources]
+    _check_unique(resources)
     source = None
     if request.source is not None:
         source = {k: v for k, v in request.source.model_dump().items() if v is not None} or None
@@ -122,11 +157,12 @@ def plan_save(
         keep_revisions=request.keep_revisions,
         expected_revision=request.expected_revision,
         format=request.format,
-        resources=[],
+        resources=resources,
         source=source,
         request_id=request_id,
         now_ms=now_ms,
         oversize=oversize,
+        caller_agent_id=caller_agent_id,
     )
 
 

@@ -6,7 +6,9 @@ that a typo or a wrong type never passes silently.
 
 from __future__ import annotations
 
-from typing import Annotated, Any
+import re
+from dataclasses import dataclass
+from typing import Annotated, Any, Final
 
 from pydantic import BaseModel, ConfigDict, Field, StringConstraints, field_validator
 
@@ -106,10 +108,9 @@ class SaveCheckpointRequest(RequestModel):
         Field(
             max_length=limits.MAX_RESOURCES,
             description=(
-                "References to uploaded blobs. Blob uploads are not available yet, so no reference can name a landed "
-                "upload: any item answers 400 naming /resources/0/blob_id."
+                "References to blobs (POST /v1/blobs) whose upload has landed, each with the SHA-256, size and media "
+                "type it was declared with; names and blob ids unique. A blob belongs to one checkpoint."
             ),
-            json_schema_extra={"maxItems": 0},
         ),
     ] = Field(default_factory=list)
     source: Source | None = None
@@ -133,3 +134,49 @@ class CreateKeyRequest(RequestModel):
     not_before: RequestTime | None = None
     expires_at: RequestTime | None = None
     description: Annotated[str, StringConstraints(max_length=limits.MAX_DESCRIPTION_CHARS)] | None = None
+
+
+MAX_MEDIA_TYPE_CHARS: Final = 200
+"""Longest `media_type` of a blob (as `resources` allow)."""
+_MEDIA_TOKEN = r"[A-Za-z0-9][A-Za-z0-9!#$&^_.+-]{0,126}"
+_TOKEN = r"[!#$%&'*+.^_`|~0-9A-Za-z-]+"
+_QUOTED = r'"[ !#-\[\]-~]*"'
+_PARAMETER = rf" *; *{_TOKEN}=(?:{_TOKEN}|{_QUOTED})"
+MEDIA_TYPE_PATTERN = rf"^{_MEDIA_TOKEN}/{_MEDIA_TOKEN}(?:{_PARAMETER})*$"
+"""A MIME type (RFC 6838 names, RFC 9110 parameters in printable ASCII), e.g. `application/pdf` or
+`text/plain; charset=utf-8`: what S3 stores as the object's Content-Type and signs into the upload URL."""
+_MEDIA_TYPE = re.compile(MEDIA_TYPE_PATTERN.removeprefix("^").removesuffix("$"))
+
+
+class CreateBlobRequest(RequestModel):
+    """Body of `POST /v1/blobs`: what the bytes about to be uploaded are."""
+
+    sha256: Annotated[Sha256Hex, Field(description="SHA-256 of the bytes, 64 lowercase hex digits.")]
+    size: Annotated[int, Field(ge=0, le=limits.MAX_BLOB_BYTES, description="Length of the bytes (up to 5 GiB).")]
+    media_type: Annotated[
+        str,
+        StringConstraints(min_length=1, max_length=MAX_MEDIA_TYPE_CHARS),
+        Field(
+            description="A MIME type such as application/pdf or text/plain; charset=utf-8.",
+            json_schema_extra={"pattern": MEDIA_TYPE_PATTERN},
+        ),
+    ]
+
+    @field_validator("media_type")
+    @classmethod
+    def _media_type(cls, value: str) -> str:
+        # The documented pattern, checked here for a sentence a person can act on (pydantic's would quote the regex).
+        if not _MEDIA_TYPE.fullmatch(value):
+            raise ValueError("must be a MIME type such as application/pdf or text/plain; charset=utf-8")
+        return value
+
+
+@dataclass(frozen=True)
+class Presigned:
+    """A presigned S3 request as a client must send it: the URL, the headers it was signed with, and when it stops
+    working (the signing time, to the second, plus its validity)."""
+
+    url: str
+    method: str
+    headers: tuple[tuple[str, str], ...]
+    expires_ms: int

@@ -8,6 +8,9 @@ clients (threads or processes) talk to the server.
 
 from __future__ import annotations
 
+import base64
+import hashlib
+import io
 import logging
 import threading
 from collections.abc import Callable, Iterable
@@ -27,6 +30,33 @@ class SerializedApp:
         with self._lock:
             # Materialize the response inside the lock: moto may build it lazily.
             return list(self._app(environ, start_response))
+
+
+class ChecksumVerified:
+    """A WSGI app that refuses an S3 upload whose body does not match its `x-amz-checksum-sha256`, as S3 does
+    (400 `BadDigest`); moto stores whatever it is sent under whatever checksum the client claims. The presigned
+    uploads of `POST /v1/blobs` sign that header, so locally too an upload of other bytes is refused."""
+
+    def __init__(self, app: Callable[[dict[str, Any], StartResponse], Iterable[bytes]]) -> None:
+        self._app = app
+
+    def __call__(self, environ: dict[str, Any], start_response: StartResponse) -> Iterable[bytes]:
+        claimed = environ.get("HTTP_X_AMZ_CHECKSUM_SHA256")
+        if environ.get("REQUEST_METHOD") != "PUT" or not claimed:
+            return self._app(environ, start_response)
+        length = int(environ.get("CONTENT_LENGTH") or 0)
+        body = environ["wsgi.input"].read(length) if length else b""
+        environ["wsgi.input"] = io.BytesIO(body)
+        if base64.b64encode(hashlib.sha256(body).digest()).decode("ascii") != claimed:
+            answer = (
+                b'<?xml version="1.0" encoding="UTF-8"?><Error><Code>BadDigest</Code><Message>The SHA256 you '
+                b"specified did not match the calculated checksum.</Message></Error>"
+            )
+            start_response(
+                "400 Bad Request", [("Content-Type", "application/xml"), ("Content-Length", str(len(answer)))]
+            )
+            return [answer]
+        return self._app(environ, start_response)
 
 
 class LocalMotoServer:
@@ -49,7 +79,7 @@ class LocalMotoServer:
 
         # moto's request handler logs every call through werkzeug; `baton serve` writes its own line per request.
         logging.getLogger("werkzeug").setLevel(logging.ERROR)
-        app = SerializedApp(DomainDispatcherApplication(create_backend_app))
+        app = SerializedApp(ChecksumVerified(DomainDispatcherApplication(create_backend_app)))
         self._server = make_server(self._host, self._port, app, threaded=True, request_handler=MotoRequestHandler)
         self._thread = threading.Thread(target=self._server.serve_forever, name="moto", daemon=True)
         self._thread.start()

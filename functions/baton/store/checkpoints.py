@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import time
 from dataclasses import dataclass
-from decimal import Decimal
 from typing import TYPE_CHECKING, Any, Final, cast
 
 from baton.domain import limits
@@ -37,7 +36,7 @@ from baton.domain.errors import (
 from baton.domain.ids import new_checkpoint_id
 from baton.domain.lifecycle import ACTIVE
 from baton.observability import logger
-from baton.store import items, layout, schema
+from baton.store import attachments, items, layout, schema
 from baton.store.attributes import Item, names_in, to_attr, values_used
 from baton.store.cursors import decode_after, encode_after, invalid_cursor, query_binding
 from baton.store.errors import (
@@ -49,7 +48,7 @@ from baton.store.errors import (
     translated_errors,
     was_retried,
 )
-from baton.store.objects import ObjectStore
+from baton.store.objects import ObjectInfo, ObjectStore
 
 if TYPE_CHECKING:
     from mypy_boto3_dynamodb import DynamoDBClient
@@ -83,6 +82,15 @@ def _values(values: dict[str, Any], *expressions: str) -> dict[str, Any]:
 def _save_condition(plan: SavePlan) -> tuple[str, dict[str, Any]]:
     """The condition of a plain save: the contract's rules, and not a write this item already remembers."""
     values: dict[str, Any] = {":now_s": ms_to_seconds(plan.now_ms), ":active": ACTIVE, ":tag": plan.tag}
+    if plan.resources:
+        # Only over a live checkpoint that holds exactly these blobs already: attaching one it does not hold takes
+        # the transaction that claims it (`_save_transactional`).
+        values[f":{items.RESOURCE_BLOBS}"] = plan.blob_ids
+        held = f"{_LIVE_AND_WRITABLE} AND #{items.RESOURCE_BLOBS} = :{items.RESOURCE_BLOBS}"
+        if plan.expected_revision is None:
+            return held, values
+        values[":expected"] = plan.expected_revision
+        return f"{held} AND #{items.REVISION} = :expected", values
     if plan.expected_revision is None:
         return f"attribute_not_exists(#{schema.PK}) OR {_LIVE_AND_WRITABLE}", values
     if plan.expected_revision == 0:
@@ -105,8 +113,8 @@ class CheckpointStore:
     def save(self, plan: SavePlan, claim: IdempotencyClaim | None = None) -> SaveOutcome:
         """Upsert the checkpoint of `plan`; with a claim, exactly once per idempotency key."""
         with translated_errors():
-            if claim is not None:
-                return self._save_idempotent(plan, claim)
+            if claim is not None or (plan.resources and plan.expected_revision == 0):
+                return self._save_transactional(plan, claim)
             if plan.oversize is not None:
                 # The contract ranks a closed checkpoint and a revision conflict before an oversized state.
                 check_write(self._get_item(plan.key), plan.expected_revision, plan.now_ms)
@@ -144,7 +152,10 @@ class CheckpointStore:
     def _save_plain(self, plan: SavePlan) -> SaveOutcome:
         placement = self._place(plan)
         try:
-            return self._write_plain(plan, placement)
+            outcome = self._write_plain(plan, placement)
+            if outcome is None:  # the save attaches blobs the checkpoint does not hold yet
+                return self._save_transactional(plan, None, [placement])
+            return outcome
         except BatonError as exc:
             # A refusal (409, 404...) wrote nothing; an Unavailable may have (its write's outcome is unknown): then
             # the object stays pending, and the reaper attaches it if the write landed.
@@ -152,7 +163,8 @@ class CheckpointStore:
                 self._discard(placement)
             raise
 
-    def _write_plain(self, plan: SavePlan, placement: items.Placement) -> SaveOutcome:
+    def _write_plain(self, plan: SavePlan, placement: items.Placement) -> SaveOutcome | None:
+        """One conditional UpdateItem; None when the save must claim blobs (the transaction does that)."""
         key = layout.checkpoint_key(plan.key.tenant_id, plan.key.subject_id, plan.key.agent_id, plan.key.kind)
         update = items.save_update(plan, new_checkpoint_id(), placement)
         condition, condition_values = _save_condition(plan)
@@ -194,6 +206,10 @@ class CheckpointStore:
                     if mine is not None:
                         return SaveOutcome(mine)
                 check_write(old, plan.expected_revision, plan.now_ms)
+                if plan.resources and (
+                    old is None or not old.is_live(plan.now_ms) or attachments.held_blobs(found) != plan.blob_ids
+                ):
+                    return None
                 if old is not None and not old.is_live(plan.now_ms):
                     outcome = self._replace_expired(plan, old, placement)
                     if outcome is not None:
@@ -242,46 +258,56 @@ class CheckpointStore:
             },
         }
 
-    def _save_idempotent(self, plan: SavePlan, claim: IdempotencyClaim) -> SaveOutcome:
-        """Read the checkpoint and the idempotency record together, then write both in one transaction."""
-        record_key = layout.idempotency_key(plan.key.tenant_id, claim.agent_id, claim.key)
-        checkpoint_key = layout.checkpoint_key(
-            plan.key.tenant_id, plan.key.subject_id, plan.key.agent_id, plan.key.kind
-        )
-        placed: list[items.Placement] = []
+    def _save_transactional(
+        self, plan: SavePlan, claim: IdempotencyClaim | None, placed: list[items.Placement] | None = None
+    ) -> SaveOutcome:
+        """Read what the write depends on (the checkpoint, the idempotency record, the blobs to attach) in one
+        consistent BatchGetItem, then write it all in one transaction conditioned on what was read. `placed` holds
+        the state's placement when the caller already made it."""
+        placed = [] if placed is None else placed
         try:
-            return self._write_idempotent(plan, claim, record_key, checkpoint_key, ms_to_seconds(plan.now_ms), placed)
+            return self._write_transactional(plan, claim, placed)
         except BatonError as exc:
             if not isinstance(exc, Unavailable) and placed:
                 self._discard(placed[0])  # refused after its state was spilled: see `_save_plain`
             raise
 
-    def _write_idempotent(
-        self,
-        plan: SavePlan,
-        claim: IdempotencyClaim,
-        record_key: Item,
-        checkpoint_key: Item,
-        now_s: Decimal | int,
-        placed: list[items.Placement],
+    def _write_transactional(
+        self, plan: SavePlan, claim: IdempotencyClaim | None, placed: list[items.Placement]
     ) -> SaveOutcome:
-        """The read-then-transact loop of `_save_idempotent`; `placed` receives the state's placement once made
-        (placed once, whatever the number of rounds)."""
+        """The read-then-transact loop of `_save_transactional`; `placed` receives the state's placement once made
+        (placed once, whatever the number of rounds), and each blob's upload is looked at once."""
+        checkpoint_key = layout.checkpoint_key(
+            plan.key.tenant_id, plan.key.subject_id, plan.key.agent_id, plan.key.kind
+        )
+        record_key = None if claim is None else layout.idempotency_key(plan.key.tenant_id, claim.agent_id, claim.key)
+        keys = [checkpoint_key, *([record_key] if record_key is not None else []), *attachments.blob_keys(plan)]
+        heads: dict[str, ObjectInfo | None] = {}
+        now_s = ms_to_seconds(plan.now_ms)
         ambiguous: Exception | None = None
         for _ in range(MAX_WRITE_ATTEMPTS):
-            found = self._batch_get([checkpoint_key, record_key])
-            raw_record = found.get(layout.identity(record_key))
-            if raw_record is not None:
-                record = items.record_from_item(raw_record)
-                if record.expires_ms > plan.now_ms:
-                    if record.fingerprint != claim.fingerprint:
-                        raise IdempotencyKeyReused()
-                    return SaveOutcome(record.saved, replayed=record.request_id != plan.request_id)
+            found = self._batch_get(keys)
+            if claim is not None and record_key is not None:
+                raw_record = found.get(layout.identity(record_key))
+                if raw_record is not None:
+                    record = items.record_from_item(raw_record)
+                    if record.expires_ms > plan.now_ms:
+                        if record.fingerprint != claim.fingerprint or record.saved is None:
+                            raise IdempotencyKeyReused()
+                        return SaveOutcome(record.saved, replayed=record.request_id != plan.request_id)
             raw = found.get(layout.identity(checkpoint_key))
             old = items.checkpoint_from_item(raw, with_state=False) if raw is not None else None
+            if old is not None and claim is None:
+                mine = recognised_write(old, plan)  # our own transaction landed and its answer was lost
+                if mine is not None:
+                    return SaveOutcome(mine)
             check_write(old, plan.expected_revision, plan.now_ms)
             if plan.oversize is not None:
                 raise plan.oversize
+            to_claim = attachments.check(plan, found, attachments.held_blobs(raw), lambda key: self._head(key, heads))
+            refusal = attachments.too_many(plan, to_claim, 1 + (claim is not None))
+            if refusal is not None:
+                raise refusal
             new = build_next(old, plan, new_checkpoint_id())
             saved = new.saved()
             if not placed:
@@ -289,43 +315,55 @@ class CheckpointStore:
             checkpoint_condition: dict[str, Any] = (
                 {"ConditionExpression": f"attribute_not_exists({schema.PK})"} if old is None else self._unchanged(old)
             )
-            record_expiry_ms = plan.now_ms + limits.IDEMPOTENCY_TTL_SECONDS * 1000
-            record_condition = f"attribute_not_exists(#{schema.PK}) OR #{items.EXPIRES} <= :now_s"
-            try:
-                self._client.transact_write_items(
-                    TransactItems=[
-                        {
-                            "Put": {
-                                "TableName": self._table,
-                                "Item": items.checkpoint_item(new, placed[0]),
-                                **checkpoint_condition,  # type: ignore[typeddict-item]
-                            }
-                        },
-                        {
-                            "Put": {
-                                "TableName": self._table,
-                                "Item": items.record_item(
-                                    plan.key.tenant_id, claim, plan.request_id, saved, record_expiry_ms
-                                ),
-                                "ConditionExpression": record_condition,
-                                "ExpressionAttributeNames": names_in(record_condition),
-                                "ExpressionAttributeValues": {":now_s": to_attr(now_s)},
-                            }
-                        },
-                    ]
+            writes: list[dict[str, Any]] = [
+                {
+                    "Put": {
+                        "TableName": self._table,
+                        "Item": items.checkpoint_item(new, placed[0]),
+                        **checkpoint_condition,
+                    }
+                }
+            ]
+            if claim is not None:
+                record_expiry_ms = plan.now_ms + limits.IDEMPOTENCY_TTL_SECONDS * 1000
+                record_condition = f"attribute_not_exists(#{schema.PK}) OR #{items.EXPIRES} <= :now_s"
+                writes.append(
+                    {
+                        "Put": {
+                            "TableName": self._table,
+                            "Item": items.record_item(
+                                plan.key.tenant_id, claim, plan.request_id, saved, record_expiry_ms
+                            ),
+                            "ConditionExpression": record_condition,
+                            "ExpressionAttributeNames": names_in(record_condition),
+                            "ExpressionAttributeValues": {":now_s": to_attr(now_s)},
+                        }
+                    }
                 )
+            writes.extend(attachments.claim(self._table, plan, blob_id) for blob_id in to_claim)
+            try:
+                self._client.transact_write_items(TransactItems=cast(Any, writes))
             except Exception as exc:
                 failure = classify(exc)
                 if failure in (Failure.CONDITION_FAILED, Failure.RACE):
                     continue  # another writer got in between (or our own retried write landed): read again
                 if may_have_landed(exc):
                     ambiguous = exc
-                    continue  # the next read finds our idempotency record if the transaction landed
+                    continue  # the next read finds our record, or our request tag on the checkpoint, if it landed
                 reraise(exc, failure)
             return SaveOutcome(saved)
         if ambiguous is not None:
             reraise(ambiguous)
         raise Unavailable(BUSY_MESSAGE)
+
+    def _head(self, key: str, seen: dict[str, ObjectInfo | None]) -> ObjectInfo | None:
+        """What the bucket holds at `key` (one HEAD per key and save, whatever the rounds)."""
+        if key not in seen:
+            if self._objects is None:
+                seen[key] = None  # no bucket: no upload can have landed
+            else:
+                seen[key] = self._objects.head(key)
+        return seen[key]
 
     # -- reads ----------------------------------------------------------------------------------------------
 

@@ -10,6 +10,7 @@ checkpoint id) is not stored again; the state's hash is stored as its 32 bytes; 
 | `st`           | status                                                                       |
 | `s` or `z`     | the state: canonical JSON text, or packed by `baton.store.codec` when that pays |
 | `so`           | instead of `s`/`z`: the key of the object holding a state too large for the item |
+| `rb`           | the ids of the blobs `res` names (a string set; absent without resources)     |
 | `h`, `n`       | SHA-256 of the canonical state (32 bytes), its size in bytes                 |
 | `f`, `src`, `res` | format, source, resources (absent when not set)                           |
 | `tl`, `keep`   | ttl_seconds; keep_revisions (absent means 0)                                 |
@@ -49,6 +50,9 @@ KEEP: Final = "keep"
 CREATED: Final = "c"
 UPDATED: Final = "u"
 EXPIRES: Final = "x"
+RESOURCE_BLOBS: Final = "rb"
+"""The ids of the blobs the resources name, as a string set: what a save's condition compares (a save whose blobs
+are those the checkpoint already holds needs no claim on them) and what the reaper diffs."""
 STATE_OBJECT: Final = "so"
 """The key of the object holding the state, when it was spilled to the bucket (then neither `s` nor `z`)."""
 RECENT: Final = tuple(f"r{i}" for i in range(RECENT_REQUESTS))
@@ -176,6 +180,7 @@ def checkpoint_item(cp: Checkpoint, placement: Placement | None = None) -> Item:
             FORMAT: cp.format,
             SOURCE: cp.source,
             RESOURCES: cp.resources or None,
+            RESOURCE_BLOBS: frozenset(str(r["blob_id"]) for r in cp.resources) or None,
             TTL_SECONDS: cp.ttl_seconds,
             KEEP: cp.keep_revisions or None,
             CREATED: cp.created_ms,
@@ -259,6 +264,8 @@ def save_update(plan: SavePlan, new_id: str, placement: Placement | None = None)
     for attribute, value in optional:
         if value is not None:
             values[f":{attribute}"] = value
+    if plan.resources:
+        values[f":{RESOURCE_BLOBS}"] = plan.blob_ids
     if plan.keep_revisions:
         values[":keep"] = plan.keep_revisions
     keep = None if plan.keep_revisions is None else bool(plan.keep_revisions)
@@ -298,6 +305,10 @@ def _save_expression(state_attribute: str, ttl_sent: bool, sent: tuple[bool, ...
             sets.append(f"#{attribute} = :{attribute}")
         else:
             removes.append(f"#{attribute}")
+    if sent[2]:
+        sets.append(f"#{RESOURCE_BLOBS} = :{RESOURCE_BLOBS}")
+    else:
+        removes.append(f"#{RESOURCE_BLOBS}")
     if keep is True:
         sets.append(f"#{KEEP} = :keep")
     elif keep is False:
@@ -334,7 +345,8 @@ class IdempotencyRecord:
 
     fingerprint: str
     request_id: str
-    saved: Saved
+    saved: Saved | None
+    """None when the key answered another route (a blob's declaration): its fingerprint then differs anyway."""
     expires_ms: int
 
 
@@ -365,13 +377,12 @@ def record_item(tenant_id: str, claim: IdempotencyClaim, request_id: str, saved:
 
 
 def record_from_item(item: Item) -> IdempotencyRecord:
-    """An idempotency record from its item."""
+    """An idempotency record from its item (of a save, or of another route that keeps its answer elsewhere)."""
     values = from_item(item)
-    answer = values[ANSWER]
-    return IdempotencyRecord(
-        fingerprint=bytes(values[FINGERPRINT]).hex(),
-        request_id=values[REQUEST],
-        saved=Saved(
+    answer = values.get(ANSWER)
+    saved = None
+    if answer is not None:
+        saved = Saved(
             checkpoint_id=answer["id"],
             subject_id=answer["sub"],
             agent_id=answer["ag"],
@@ -381,7 +392,11 @@ def record_from_item(item: Item) -> IdempotencyRecord:
             state_hash=bytes(answer[HASH]).hex(),
             state_bytes=int(answer[SIZE]),
             expires_ms=seconds_to_ms(answer[EXPIRES]),
-        ),
+        )
+    return IdempotencyRecord(
+        fingerprint=bytes(values[FINGERPRINT]).hex(),
+        request_id=values[REQUEST],
+        saved=saved,
         expires_ms=seconds_to_ms(values[EXPIRES]),
     )
 
@@ -393,6 +408,9 @@ MEDIA_TYPE: Final = "mt"
 OWNER_PK: Final = "op"
 OWNER_SK: Final = "os"
 """The table key of the checkpoint holding a blob (absent until a save attaches it)."""
+CLAIM: Final = "cr"
+"""The request tag of the save that last claimed the blob: the reaper deletes a blob's record only while it is
+still the claim it read, so a save that attaches the blob again in between wins (see `store/attachments.py`)."""
 
 
 def blob_item(blob: Blob) -> Item:

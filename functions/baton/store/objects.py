@@ -11,9 +11,12 @@ import base64
 import uuid
 from collections.abc import Callable
 from dataclasses import dataclass
+from datetime import UTC, datetime
 from typing import TYPE_CHECKING
-from urllib.parse import urlencode
+from urllib.parse import parse_qs, urlencode, urlsplit
 
+from baton.domain.blobs import UPLOAD_SECONDS
+from baton.domain.models import Presigned
 from baton.store import layout, schema
 from baton.store.errors import error_code
 
@@ -31,6 +34,8 @@ class ObjectInfo:
     sha256: str | None
     """Hex; None when the object was stored without a SHA-256 checksum."""
     media_type: str | None
+
+
 PENDING_TAGGING = urlencode([schema.PENDING_TAG])
 """The `x-amz-tagging` value of an object no checkpoint references yet."""
 
@@ -77,3 +82,56 @@ class ObjectStore:
         checksum = answer.get("ChecksumSHA256")
         sha256 = base64.b64decode(checksum).hex() if checksum and "-" not in checksum else None
         return ObjectInfo(size=int(answer["ContentLength"]), sha256=sha256, media_type=answer.get("ContentType"))
+
+    def presign_put(self, key: str, sha256_hex: str, size: int, media_type: str) -> Presigned:
+        """A SigV4 presigned PUT of `key` (valid `blobs.UPLOAD_SECONDS`) that S3 accepts only with these bytes.
+
+        Every header is signed, so a client can change none of them: `x-amz-checksum-sha256` makes S3 refuse a body
+        with another SHA-256 and record the checksum (which `head` reads back), `content-length` refuses another
+        size, `x-amz-tagging` writes the object pending (the lifecycle rule expires it unless a checkpoint comes to
+        hold it). `x-amz-sdk-checksum-algorithm` names the checksum's algorithm, as the SDKs send it: S3 takes the
+        checksum header alone, moto stores the checksum only with it. No request is sent: signing is local.
+        """
+        checksum = base64.b64encode(bytes.fromhex(sha256_hex)).decode("ascii")
+        params = {
+            "Bucket": self.bucket,
+            "Key": key,
+            "ContentType": media_type,
+            "ContentLength": size,
+            "ChecksumAlgorithm": "SHA256",
+            "ChecksumSHA256": checksum,
+            "Tagging": PENDING_TAGGING,
+        }
+        url = self.client.generate_presigned_url(
+            "put_object", Params=params, ExpiresIn=UPLOAD_SECONDS, HttpMethod="PUT"
+        )
+        headers = upload_headers(sha256_hex, size, media_type)
+        return Presigned(url=url, method="PUT", headers=headers, expires_ms=_expiry_ms(url))
+
+    def presign_get(self, key: str) -> Presigned:
+        """A SigV4 presigned GET of `key`, valid `blobs.UPLOAD_SECONDS` (no request is sent)."""
+        url = self.client.generate_presigned_url(
+            "get_object", Params={"Bucket": self.bucket, "Key": key}, ExpiresIn=UPLOAD_SECONDS
+        )
+        return Presigned(url=url, method="GET", headers=(), expires_ms=_expiry_ms(url))
+
+
+def upload_headers(sha256_hex: str, size: int, media_type: str) -> tuple[tuple[str, str], ...]:
+    """The headers a presigned upload of these bytes is signed with, which the client must send as they are."""
+    return (
+        ("content-type", media_type),
+        ("content-length", str(size)),
+        ("x-amz-checksum-sha256", base64.b64encode(bytes.fromhex(sha256_hex)).decode("ascii")),
+        ("x-amz-sdk-checksum-algorithm", "SHA256"),
+        ("x-amz-tagging", PENDING_TAGGING),
+    )
+
+
+def _expiry_ms(url: str) -> int:
+    """When a presigned URL stops working: its signing time (`X-Amz-Date`, whole seconds) plus `X-Amz-Expires`.
+
+    Read from the URL itself rather than from a clock of our own: the signature counts from a time truncated to
+    the second, so `now + 15 minutes` could promise up to a second more than S3 grants."""
+    query = parse_qs(urlsplit(url).query)
+    signed = datetime.strptime(query["X-Amz-Date"][0], "%Y%m%dT%H%M%SZ").replace(tzinfo=UTC)
+    return int(signed.timestamp()) * 1000 + int(query["X-Amz-Expires"][0]) * 1000

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import re
 from typing import Annotated
 from urllib.parse import unquote
 
@@ -10,6 +9,7 @@ from aws_lambda_powertools.event_handler import Response
 from aws_lambda_powertools.event_handler.api_gateway import Router
 from aws_lambda_powertools.event_handler.openapi.params import Body, Header, Path, Query
 
+from baton.api.idempotency import idempotency_claim
 from baton.api.openapi import (
     AUTHENTICATED_ERRORS,
     ETAG_HEADER,
@@ -20,27 +20,27 @@ from baton.api.openapi import (
     responses,
 )
 from baton.api.resolver import Call, CurrentCall, needs
-from baton.api.responses import not_modified, ok, page
+from baton.api.responses import not_modified, ok, page, record
 from baton.api.schemas import (
     CheckpointRecord,
     CheckpointSummary,
     DataEnvelope,
     DeleteResult,
     ListEnvelope,
+    Resource,
     SaveResult,
 )
-from baton.api.services import Wired
+from baton.api.services import Services, Wired
 from baton.domain import limits
 from baton.domain.canonical import pointer
 from baton.domain.checkpoints import (
     Checkpoint,
     CheckpointKey,
-    IdempotencyClaim,
     parse_etag,
     parse_etag_list,
     plan_save,
-    request_fingerprint,
 )
+from baton.domain.clock import format_ms
 from baton.domain.errors import NotFound, ValidationFailed
 from baton.domain.ids import CHECKPOINT_ID_PATTERN
 from baton.domain.lifecycle import Kind, Status
@@ -113,24 +113,6 @@ IdempotencyKeyHeader = Annotated[
 
 _NOT_MODIFIED = "Not modified: If-None-Match names the current entity tag, or is *"
 
-_PRINTABLE = re.compile(rf"[\x20-\x7e]{{1,{limits.IDEMPOTENCY_KEY_MAX_CHARS}}}\Z")
-
-
-def _idempotency_claim(call: Call, method: str, path: str, value: str | None) -> IdempotencyClaim | None:
-    if value is None:
-        return None
-    if not _PRINTABLE.match(value):
-        raise ValidationFailed.single(
-            "/Idempotency-Key",
-            f"The Idempotency-Key header must be 1 to {limits.IDEMPOTENCY_KEY_MAX_CHARS} printable ASCII characters.",
-            "header",
-        )
-    return IdempotencyClaim(
-        key=value,
-        agent_id=call.caller.agent_id,
-        fingerprint=request_fingerprint(method, path, call.body, call.plain_body),
-    )
-
 
 def _checkpoint_id(raw: str) -> str:
     checkpoint_id = unquote(raw)
@@ -175,10 +157,25 @@ def _if_match_revisions(header: str | None, checkpoint_id: str) -> tuple[int, ..
     return tuple(sorted(revisions))
 
 
-def _record_response(call: Call, found: Checkpoint, if_none_match: str | None) -> Response[str]:
+def _record_response(
+    call: Call, found: Checkpoint, if_none_match: str | None, services: Services | None = None
+) -> Response[str]:
     if _matches(if_none_match, found.etag):
         return not_modified(found.etag)
-    return ok(CheckpointRecord.of_record(found), call.request_id, headers={"ETag": found.etag})
+    if found.state_text is None:
+        raise ValueError("checkpoint was loaded without its state")
+    # The record is the summary's fields and the state (`CheckpointRecord`, as the OpenAPI document describes it),
+    # the state written as the canonical JSON the store holds.
+    summary = CheckpointSummary.of(found)
+    if found.resources and services is not None:
+        summary.resources = [_with_download(resource, services, found.tenant_id) for resource in summary.resources]
+    return record(summary, found.state_text, call.request_id, headers={"ETag": found.etag})
+
+
+def _with_download(resource: Resource, services: Services, tenant_id: str) -> Resource:
+    """A resource with a fresh presigned GET of its blob (signed here: no request)."""
+    link = services.blobs.download_of(tenant_id, resource.blob_id)
+    return resource.model_copy(update={"download_url": link.url, "download_expires_at": format_ms(link.expires_ms)})
 
 
 @router.post(
@@ -208,8 +205,16 @@ def save_checkpoint(
 ) -> Response[str]:
     """Save where the work got to."""
     agent_id = call.caller.agent_for_write(request.agent_id)
-    plan = plan_save(request, call.caller.tenant_id, agent_id, call.request_id, call.now_ms, call.plain_body)
-    claim = _idempotency_claim(call, "POST", "/v1/checkpoints", idempotency_key)
+    plan = plan_save(
+        request,
+        call.caller.tenant_id,
+        agent_id,
+        call.request_id,
+        call.now_ms,
+        call.plain_body,
+        caller_agent_id=call.caller.agent_id,
+    )
+    claim = idempotency_claim(call, "POST", "/v1/checkpoints", idempotency_key)
     outcome = services.checkpoints.save(plan, claim)
     headers = {"ETag": outcome.saved.etag}
     if outcome.replayed:
@@ -244,7 +249,7 @@ def lookup_checkpoint(
     """Read the latest state of one unit of work."""
     key = CheckpointKey(call.caller.tenant_id, subject_id, call.caller.agent_for_read(agent_id), kind)
     found = services.checkpoints.get(key, call.now_ms)
-    return _record_response(call, found, if_none_match)
+    return _record_response(call, found, if_none_match, services)
 
 
 @router.get(
@@ -266,7 +271,7 @@ def get_checkpoint(
     found = services.checkpoints.get_by_id(call.caller.tenant_id, _checkpoint_id(checkpoint_id), call.now_ms)
     if not call.caller.can_see_agent(found.agent_id):
         raise NotFound()  # another agent's checkpoint answers exactly like a missing one
-    return _record_response(call, found, if_none_match)
+    return _record_response(call, found, if_none_match, services)
 
 
 @router.delete(

@@ -1,0 +1,82 @@
+"""The reaper function: each batch of the table's stream, one record at a time (`baton.store.reaping` decides and
+does the work). A record that fails is reported in `batchItemFailures` by its sequence number, so Lambda retries it
+(and the records after it in its shard) without failing the others; nothing raises out of the handler.
+"""
+
+from __future__ import annotations
+
+import time
+from functools import cache
+from typing import Any
+
+from aws_lambda_powertools.utilities.batch import BatchProcessor, EventType, process_partial_response
+
+from baton.observability import logger
+from baton.settings import SettingsError, environment_name, load_settings
+from baton.store.aws import dynamodb_client, s3_client
+from baton.store.errors import error_code
+from baton.store.reaping import Outcome, Reaper
+
+
+@cache
+def reaper() -> Reaper:
+    """The container's reaper, on its settings (validated by the first invocation); its clients are made when a
+    record first needs them."""
+    settings = load_settings()
+    if settings.bucket_name is None:
+        raise SettingsError(f"invalid environment: {environment_name('bucket_name')}: is required by the reaper")
+    endpoint = settings.aws_endpoint_url
+    return Reaper(
+        lambda: dynamodb_client(endpoint),
+        lambda: s3_client(endpoint),
+        settings.table_name,
+        settings.bucket_name,
+    )
+
+
+def handler(event: dict[str, Any], context: Any) -> dict[str, Any]:
+    """Reap one batch of DynamoDB stream records; the answer lists the records that failed (`batchItemFailures`)."""
+    started = time.perf_counter()
+    if not event.get("Records"):
+        return {"batchItemFailures": []}  # Lambda never sends one; powertools would raise on it
+    work = reaper()
+    done = Outcome()
+
+    def reap_record(record: Any) -> None:
+        raw = record.raw_event
+        try:
+            outcome = work.reap(raw)
+        except Exception as exc:
+            # Neither the keys (they hold subject ids) nor the images (they hold states) are logged. An AWS answer
+            # says enough by its code; anything else (a transport failure, a defect) gets its traceback.
+            code = error_code(exc)
+            logger().warning(
+                "stream record failed",
+                exc_info=code is None,
+                extra={
+                    "sequence_number": raw.get("dynamodb", {}).get("SequenceNumber"),
+                    "event_name": raw.get("eventName"),
+                    "error": type(exc).__name__,
+                    "error_code": code,
+                },
+            )
+            raise
+        for name in ("retagged", "deleted", "missing", "released", "kept"):
+            getattr(done, name).extend(getattr(outcome, name))
+
+    processor = BatchProcessor(EventType.DynamoDBStreams, raise_on_entire_batch_failure=False)
+    answer = process_partial_response(event=event, record_handler=reap_record, processor=processor, context=context)
+    logger().info(
+        "stream batch",
+        extra={
+            "records": len(event.get("Records", [])),
+            "failed": len(answer["batchItemFailures"]),
+            "retagged": len(done.retagged),
+            "deleted": len(done.deleted),
+            "missing": len(done.missing),
+            "released": len(done.released),
+            "kept": len(done.kept),
+            "duration_ms": round((time.perf_counter() - started) * 1000, 1),
+        },
+    )
+    return dict(answer)

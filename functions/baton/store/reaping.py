@@ -1,0 +1,379 @@
+"""The reaper: keeps the bucket in step with the table, one DynamoDB stream record at a time.
+
+The table's stream carries each write's old and new images. What a checkpoint item references in the bucket is its
+spilled state (`so`, an object key) and the blobs its resources name (`rb`, and each `res` map's `blob_id`). A record
+asks for two things (`work_of`, pure):
+
+- objects the new image references and the old did not are retagged `attached` (they were written `pending`, and a
+  lifecycle rule expires what stays pending);
+- objects the old image referenced and the new does not are deleted: a spilled state at once (every write spills to
+  a new key, so no later write can name it again), a blob only once the checkpoint as it is NOW does not hold it
+  again (`still_holds`): a later save may have attached it again before the record got here.
+
+A blob's record and object go together, record first (`store/attachments.py` tells the save's side): the reaper reads
+the blob's record (its owner and claim), then the checkpoint, and, when the checkpoint no longer holds the blob,
+deletes the record on the condition that the owner and the claim are still those it read, and only then the object.
+A save that attaches the blob again writes a new claim in the same transaction as the checkpoint, so either the
+reaper read the checkpoint after that save (and keeps the blob), or its delete fails (and it keeps the blob), or it
+deleted the record first (and the save, which needs the record, is refused). Deleting the object first could leave a
+checkpoint holding a blob whose bytes are gone. A blob whose record is already gone (a retry, a duplicate) has its
+object deleted: nothing can attach a blob without its record.
+
+A blob record removed while unattached (an upload never attached, its record expired by TTL) has its object deleted;
+an attached blob's record is removed by the reaper itself, which deleted the object already.
+
+Every step is idempotent (a missing object is deleted or retagged as a no-op), so a record delivered twice does the
+same and nothing more. Any other AWS failure raises, and the batch reports that record failed: Lambda retries it.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any, Final
+
+from baton.domain.ids import BLOB_ID_PATTERN
+from baton.store import layout, schema
+from baton.store.attributes import Item, names_in, to_attr
+from baton.store.errors import Failure, classify, error_code
+
+if TYPE_CHECKING:
+    from mypy_boto3_dynamodb import DynamoDBClient
+    from mypy_boto3_s3 import S3Client
+    from mypy_boto3_s3.type_defs import TaggingTypeDef
+
+# The attributes the reaper reads, named as `store/items.py` names them (a unit test holds them equal). Not imported
+# from there: `items` maps whole checkpoints and loads the domain's pydantic models, which would double the cold start
+# of a function that needs five names.
+STATE_OBJECT: Final = "so"
+RESOURCES: Final = "res"
+RESOURCE_BLOBS: Final = "rb"
+OWNER_PK: Final = "op"
+OWNER_SK: Final = "os"
+CLAIM: Final = "cr"
+
+INSERT: Final = "INSERT"
+MODIFY: Final = "MODIFY"
+REMOVE: Final = "REMOVE"
+
+MISSING_OBJECT_CODES: Final = frozenset({"NoSuchKey", "404", "NotFound"})
+"""What S3 answers a request on an object that is not there (a later write already dropped it)."""
+
+ATTACHED_TAGGING: Final[TaggingTypeDef] = {"TagSet": [{"Key": schema.ATTACHED_TAG[0], "Value": schema.ATTACHED_TAG[1]}]}
+"""The tag set of an object a checkpoint references: replaces the pending tag the object was written with."""
+
+CURRENT_CHECKPOINT_ATTRIBUTES: Final = (RESOURCE_BLOBS, RESOURCES)
+"""What the reaper reads of a checkpoint as it is now (`still_holds`): the blobs it holds, nothing of its state."""
+_CURRENT_PROJECTION: Final = ", ".join(f"#{name}" for name in CURRENT_CHECKPOINT_ATTRIBUTES)
+_BLOB_PROJECTION: Final = f"#{OWNER_PK}, #{OWNER_SK}, #{CLAIM}"
+_STILL_CLAIMED: Final = f"#{OWNER_PK} = :owner_pk AND #{OWNER_SK} = :owner_sk AND #{CLAIM} = :claim"
+_STILL_CLAIMED_UNTAGGED: Final = (
+    f"#{OWNER_PK} = :owner_pk AND #{OWNER_SK} = :owner_sk AND attribute_not_exists(#{CLAIM})"
+)
+
+
+# -- the rules (pure) -------------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class References:
+    """What one checkpoint image references in the bucket."""
+
+    states: frozenset[str] = frozenset()
+    """Object keys of spilled states (at most one per image)."""
+    blobs: frozenset[str] = frozenset()
+    """Ids of the blobs its resources name."""
+
+
+NOTHING: Final = References()
+
+
+def references_of(image: Item | None, tenant_id: str) -> References:
+    """The objects a checkpoint image (DynamoDB's typed form, as the stream carries it) references.
+
+    Only what lies in the tenant's own prefix counts: a state key outside `blobs/<tenant>/states/` or a blob id that
+    is not a blob id is ignored, so no record can make the reaper touch another tenant's objects (the store never
+    writes such an item; this is the reaper's own guard).
+    """
+    if not image:
+        return NOTHING
+    states: set[str] = set()
+    state = image.get(STATE_OBJECT, {}).get("S")
+    if isinstance(state, str) and _is_state_object(state, tenant_id):
+        states.add(state)
+    return References(frozenset(states), frozenset(b for b in _named_blobs(image) if BLOB_ID_PATTERN.match(b)))
+
+
+def _is_state_object(key: str, tenant_id: str) -> bool:
+    """True when `key` names a spilled state of this tenant (one object directly in its states folder)."""
+    folder = layout.state_object(tenant_id, "")
+    name = key.removeprefix(folder)
+    return key.startswith(folder) and bool(name) and "/" not in name
+
+
+@dataclass(frozen=True)
+class CheckpointChange:
+    """What a checkpoint record asks for: objects to retag attached, states and blobs to let go of."""
+
+    tenant_id: str
+    key: Item
+    """The checkpoint's table key (typed), which the current item is read at and which owns its blobs."""
+    attach: tuple[str, ...] = ()
+    """Object keys (states and blobs) the new image references and the old did not."""
+    drop_states: tuple[str, ...] = ()
+    """Object keys of spilled states the old image referenced and the new does not: deleted at once."""
+    drop_blobs: tuple[str, ...] = ()
+    """Ids of blobs the old image held and the new does not: deleted unless the checkpoint holds them again."""
+
+    @property
+    def owner(self) -> tuple[str, str]:
+        """(pk, sk) of the checkpoint: what a blob record's owner (`op`, `os`) holds when it belongs to it."""
+        return layout.identity(self.key)
+
+
+@dataclass(frozen=True)
+class UnattachedBlobRemoved:
+    """A blob record removed while no checkpoint held it (its upload expired unattached): its object goes too."""
+
+    object_key: str
+
+
+@dataclass(frozen=True)
+class Ignored:
+    """A record that asks for nothing, and why (for the log)."""
+
+    reason: str
+
+
+Work = CheckpointChange | UnattachedBlobRemoved | Ignored
+
+
+def work_of(record: Mapping[str, Any]) -> Work:
+    """What one DynamoDB stream record (Lambda's event form, NEW_AND_OLD_IMAGES) asks the reaper to do."""
+    event_name = record.get("eventName")
+    change = record.get("dynamodb") or {}
+    keys = change.get("Keys") or {}
+    pk = keys.get(schema.PK, {}).get("S")
+    sk = keys.get(schema.SK, {}).get("S")
+    if event_name not in (INSERT, MODIFY, REMOVE):
+        return Ignored(f"event {event_name!r}")
+    if not isinstance(pk, str) or not isinstance(sk, str):
+        return Ignored("no table key")
+    old, new = change.get("OldImage"), change.get("NewImage")
+    if pk.startswith(layout.CHECKPOINT_PK_PREFIX):
+        return _checkpoint_change(pk, sk, old, new)
+    if pk.startswith(layout.BLOB_PK_PREFIX):
+        return _blob_record_change(event_name, pk, old)
+    return Ignored("not a checkpoint or a blob record")
+
+
+def _checkpoint_change(pk: str, sk: str, old: Item | None, new: Item | None) -> CheckpointChange:
+    # An INSERT has no old image and a REMOVE no new one: the same difference serves all three events.
+    tenant_id = layout.read_checkpoint_keys(pk, sk, "")[0]
+    before, after = references_of(old, tenant_id), references_of(new, tenant_id)
+    attach = sorted(after.states - before.states) + sorted(
+        layout.blob_object(tenant_id, blob_id) for blob_id in after.blobs - before.blobs
+    )
+    return CheckpointChange(
+        tenant_id=tenant_id,
+        key=layout.key(pk, sk),
+        attach=tuple(attach),
+        drop_states=tuple(sorted(before.states - after.states)),
+        drop_blobs=tuple(sorted(before.blobs - after.blobs)),
+    )
+
+
+def _blob_record_change(event_name: str, pk: str, old: Item | None) -> Work:
+    if event_name != REMOVE:
+        return Ignored("a blob record written")
+    if old is None:
+        return Ignored("a blob record removed without its old image")  # its owner is unknown: touch nothing
+    if OWNER_PK in old:
+        return Ignored("an attached blob's record removed (its checkpoint's records drive the blob)")
+    tenant_id, blob_id = layout.read_blob_key(pk)
+    if not BLOB_ID_PATTERN.match(blob_id):
+        return Ignored("not a blob id")
+    return UnattachedBlobRemoved(layout.blob_object(tenant_id, blob_id))
+
+
+def _named_blobs(item: Item) -> set[str]:
+    """The blob ids a checkpoint item names: its `rb` set and each `res` map's `blob_id` (the same ids when the
+    store wrote the item; both are read so that neither alone decides what gets deleted)."""
+    named: set[str] = set(item.get(RESOURCE_BLOBS, {}).get("SS", ()))
+    for resource in item.get(RESOURCES, {}).get("L", ()):
+        blob_id = resource.get("M", {}).get("blob_id", {}).get("S")
+        if isinstance(blob_id, str):
+            named.add(blob_id)
+    return named
+
+
+def holds(item: Item | None, blob_id: str) -> bool:
+    """True when a checkpoint item (typed) names the blob among its resources."""
+    return bool(item) and blob_id in _named_blobs(item or {})
+
+
+def still_holds(current: Item | None, blob_id: str) -> bool:
+    """The one place that decides whether a checkpoint, as it is now, still holds a blob its old image named.
+
+    Today: its current item names it. Kept revisions (a later issue) add here: or a kept revision of this
+    checkpoint still names it (and `CURRENT_CHECKPOINT_ATTRIBUTES`, or a read of the revisions, with it)."""
+    return holds(current, blob_id)
+
+
+# -- the work (S3 and DynamoDB) ---------------------------------------------------------------------------------
+
+
+@dataclass
+class Outcome:
+    """What the reaper did for one record (for the log line and the tests)."""
+
+    retagged: list[str] = field(default_factory=list)
+    deleted: list[str] = field(default_factory=list)
+    """Object keys deleted (states and blobs; a delete of an object already gone counts: S3 cannot tell)."""
+    missing: list[str] = field(default_factory=list)
+    """Object keys to retag that were gone already (a later write dropped them)."""
+    released: list[str] = field(default_factory=list)
+    """Blob ids whose record was deleted (or found deleted) and whose object was deleted."""
+    kept: list[str] = field(default_factory=list)
+    """Blob ids the checkpoint holds again, or another claim holds: left alone."""
+
+
+class Reaper:
+    """Applies what stream records ask for to the bucket and the table.
+
+    Each client is made by the first record that needs it: most checkpoint writes hold their state inline and name
+    no blob, and a batch of those needs neither (creating the two clients costs more than the rest of a cold start).
+    """
+
+    def __init__(
+        self,
+        dynamodb: Callable[[], DynamoDBClient],
+        s3: Callable[[], S3Client],
+        table_name: str,
+        bucket: str,
+    ) -> None:
+        self._make_dynamodb = dynamodb
+        self._make_s3 = s3
+        self._dynamodb_client: DynamoDBClient | None = None
+        self._s3_client: S3Client | None = None
+        self._table = table_name
+        self._bucket = bucket
+
+    @property
+    def dynamodb(self) -> DynamoDBClient:
+        """The DynamoDB client, created by the first call that needs it."""
+        if self._dynamodb_client is None:
+            self._dynamodb_client = self._make_dynamodb()
+        return self._dynamodb_client
+
+    @property
+    def s3(self) -> S3Client:
+        """The S3 client, created by the first call that needs it."""
+        if self._s3_client is None:
+            self._s3_client = self._make_s3()
+        return self._s3_client
+
+    def reap(self, record: Mapping[str, Any]) -> Outcome:
+        """Do what one stream record asks; raises on an AWS failure (the record is then retried whole)."""
+        work = work_of(record)
+        outcome = Outcome()
+        if isinstance(work, UnattachedBlobRemoved):
+            self._delete_object(work.object_key, outcome)
+        elif isinstance(work, CheckpointChange):
+            for key in work.attach:
+                self._retag(key, outcome)
+            for key in work.drop_states:
+                self._delete_object(key, outcome)
+            if work.drop_blobs:
+                self._release_blobs(work, outcome)
+        return outcome
+
+    def _retag(self, key: str, outcome: Outcome) -> None:
+        try:
+            self.s3.put_object_tagging(Bucket=self._bucket, Key=key, Tagging=ATTACHED_TAGGING)
+        except Exception as exc:
+            if error_code(exc) not in MISSING_OBJECT_CODES:
+                raise
+            outcome.missing.append(key)
+            return
+        outcome.retagged.append(key)
+
+    def _delete_object(self, key: str, outcome: Outcome) -> None:
+        self.s3.delete_object(Bucket=self._bucket, Key=key)  # S3 answers 204 for a key that is not there
+        outcome.deleted.append(key)
+
+    def _release_blobs(self, change: CheckpointChange, outcome: Outcome) -> None:
+        # Every blob record is read before the checkpoint: a save that claims a blob again after its record was read
+        # changes the claim (the delete below then fails); one that claimed it before also wrote the checkpoint
+        # before it is read here.
+        claims: dict[str, Item | None] = {blob_id: self._blob_record(change, blob_id) for blob_id in change.drop_blobs}
+        owned = {blob_id: record for blob_id, record in claims.items() if record is not None}
+        current = self._current(change) if owned else None
+        for blob_id, record in claims.items():
+            if record is None:
+                # Its record is gone (this record's earlier try, or a duplicate, deleted it): only the object is left.
+                self._delete_blob_object(change, blob_id, outcome)
+            elif not _owned_by(record, change) or still_holds(current, blob_id):
+                outcome.kept.append(blob_id)
+            elif self._delete_blob_record(change, blob_id, record):
+                self._delete_blob_object(change, blob_id, outcome)
+            else:
+                outcome.kept.append(blob_id)
+
+    def _blob_record(self, change: CheckpointChange, blob_id: str) -> Item | None:
+        """A blob's record, owner and claim only (consistent: it must see a claim written just before)."""
+        found = self.dynamodb.get_item(
+            TableName=self._table,
+            Key=layout.blob_key(change.tenant_id, blob_id),
+            ConsistentRead=True,
+            ProjectionExpression=_BLOB_PROJECTION,
+            ExpressionAttributeNames=names_in(_BLOB_PROJECTION),
+        ).get("Item")
+        return None if found is None else dict(found)
+
+    def _current(self, change: CheckpointChange) -> Item | None:
+        """The checkpoint as it is now (consistent), what `still_holds` needs of it only."""
+        found = self.dynamodb.get_item(
+            TableName=self._table,
+            Key=change.key,
+            ConsistentRead=True,
+            ProjectionExpression=_CURRENT_PROJECTION,
+            ExpressionAttributeNames=names_in(_CURRENT_PROJECTION),
+        ).get("Item")
+        return None if found is None else dict(found)
+
+    def _delete_blob_record(self, change: CheckpointChange, blob_id: str, record: Item) -> bool:
+        """Delete a blob's record while it still belongs to this checkpoint under the claim read. True when the record
+        is gone (deleted now, or by another delivery meanwhile): its object is no one's; False when a save claimed
+        the blob since."""
+        owner_pk, owner_sk = change.owner
+        claim = record.get(CLAIM)
+        condition = _STILL_CLAIMED if claim is not None else _STILL_CLAIMED_UNTAGGED
+        values = {":owner_pk": to_attr(owner_pk), ":owner_sk": to_attr(owner_sk)}
+        if claim is not None:
+            values[":claim"] = claim
+        try:
+            self.dynamodb.delete_item(
+                TableName=self._table,
+                Key=layout.blob_key(change.tenant_id, blob_id),
+                ConditionExpression=condition,
+                ExpressionAttributeNames=names_in(condition),
+                ExpressionAttributeValues=values,
+                ReturnValuesOnConditionCheckFailure="ALL_OLD",
+            )
+        except Exception as exc:
+            if classify(exc) is not Failure.CONDITION_FAILED:
+                raise
+            # Gone since it was read (a concurrent duplicate): the object is no longer anyone's either.
+            return getattr(exc, "response", {}).get("Item") is None
+        return True
+
+    def _delete_blob_object(self, change: CheckpointChange, blob_id: str, outcome: Outcome) -> None:
+        self._delete_object(layout.blob_object(change.tenant_id, blob_id), outcome)
+        outcome.released.append(blob_id)
+
+
+def _owned_by(record: Item, change: CheckpointChange) -> bool:
+    """True when a blob record's owner is the checkpoint of `change`."""
+    owner = record.get(OWNER_PK, {}).get("S"), record.get(OWNER_SK, {}).get("S")
+    return owner == change.owner

@@ -1,0 +1,199 @@
+"""The reaper function: consumes the table's stream and keeps the bucket in step with it (`baton.store.reaping`).
+
+Same code asset, runtime and architecture as the api function; its own log group and its own role, which may only
+read and delete what the reaper reads and deletes: a checkpoint or blob record (GetItem, DeleteItem), objects under the
+blob prefix (DeleteObject, PutObjectTagging), the stream (granted by the event source) and the failure queue.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Final
+
+from aws_cdk import CfnElement, Duration, Stack
+from aws_cdk import aws_cloudwatch as cloudwatch
+from aws_cdk import aws_dynamodb as dynamodb
+from aws_cdk import aws_iam as iam
+from aws_cdk import aws_lambda as lambda_
+from aws_cdk import aws_lambda_event_sources as event_sources
+from aws_cdk import aws_logs as logs
+from aws_cdk import aws_s3 as s3
+from aws_cdk import aws_sqs as sqs
+from constructs import Construct
+
+from baton.settings import environment_name
+from baton.store import layout, schema
+from infra.components.functions import RUNTIME, function_code
+from infra.config import StageConfig
+from infra.nag import acknowledge
+
+HANDLER: Final = "baton.handlers.reaper.handler"
+TABLE_ACTIONS: Final = ("dynamodb:GetItem", "dynamodb:DeleteItem")
+"""Reading a checkpoint as it is now and a blob's record; deleting a released blob's record."""
+BUCKET_ACTIONS: Final = ("s3:DeleteObject", "s3:PutObjectTagging")
+"""Deleting what the table let go of; retagging what it took up `attached`."""
+MEMORY_MB: Final = 512
+TIMEOUT: Final = Duration.minutes(2)
+"""A batch of `BATCH_SIZE` records makes a few S3 and DynamoDB calls each, botocore's retries included."""
+BATCH_SIZE: Final = 100
+BATCHING_WINDOW: Final = Duration.seconds(5)
+RETRY_ATTEMPTS: Final = 10
+MAX_RECORD_AGE: Final = Duration.hours(6)
+"""A record still failing after this goes to the failure queue: DynamoDB keeps stream records 24 hours, so an
+operator has 18 hours to read the failed range again (docs/operations.md)."""
+FAILURE_RETENTION: Final = Duration.days(14)
+ALARM_PERIOD: Final = Duration.minutes(1)
+EVENT_NAMES: Final = ("INSERT", "MODIFY", "REMOVE")
+ITEM_PREFIXES: Final = (layout.CHECKPOINT_PK_PREFIX, layout.BLOB_PK_PREFIX)
+"""The items that can reference objects: checkpoints and blob records (keys, idempotency records: never)."""
+
+
+def stream_filter() -> dict[str, Any]:
+    """The event source's filter pattern: only the records the reaper acts on reach (and bill) the function."""
+    return {
+        "eventName": list(EVENT_NAMES),
+        "dynamodb": {"Keys": {schema.PK: {"S": [{"prefix": prefix} for prefix in ITEM_PREFIXES]}}},
+    }
+
+
+class Reaper(Construct):
+    """The reaper function, its log group, its role, the stream event source and its failure queue."""
+
+    def __init__(
+        self,
+        scope: Construct,
+        construct_id: str,
+        *,
+        config: StageConfig,
+        table: dynamodb.Table,
+        bucket: s3.Bucket,
+    ) -> None:
+        super().__init__(scope, construct_id)
+        self.log_group = logs.LogGroup(
+            self, "ReaperLogs", retention=config.log_retention, removal_policy=config.removal_policy
+        )
+        self.role = iam.Role(
+            self,
+            "ReaperRole",
+            assumed_by=iam.ServicePrincipal("lambda.amazonaws.com"),
+            description="Baton reaper function: its table's stream and records, its bucket prefix, its logs.",
+        )
+        self.role.add_to_policy(
+            iam.PolicyStatement(sid="Table", actions=list(TABLE_ACTIONS), resources=[table.table_arn])
+        )
+        self.role.add_to_policy(
+            iam.PolicyStatement(
+                sid="BlobPrefix",
+                actions=list(BUCKET_ACTIONS),
+                resources=[f"{bucket.bucket_arn}/{schema.BLOB_PREFIX}*"],
+            )
+        )
+        self.role.add_to_policy(
+            iam.PolicyStatement(
+                sid="Logs",
+                actions=["logs:CreateLogStream", "logs:PutLogEvents"],
+                resources=[self.log_group.log_group_arn],
+            )
+        )
+        self.failures = sqs.Queue(
+            self,
+            "Failures",
+            encryption=sqs.QueueEncryption.SQS_MANAGED,
+            enforce_ssl=True,
+            retention_period=FAILURE_RETENTION,
+            removal_policy=config.removal_policy,
+        )
+        self.function = lambda_.Function(
+            self,
+            "Reaper",
+            description="Baton reaper: deletes and retags blob objects as the table's stream says",
+            runtime=RUNTIME,
+            architecture=lambda_.Architecture.ARM_64,
+            handler=HANDLER,
+            code=function_code(),
+            memory_size=MEMORY_MB,
+            timeout=TIMEOUT,
+            role=self.role,
+            log_group=self.log_group,
+            logging_format=lambda_.LoggingFormat.JSON,
+            environment={
+                environment_name("table_name"): table.table_name,
+                environment_name("bucket_name"): bucket.bucket_name,
+                environment_name("service_name"): "baton",
+                "POWERTOOLS_LOG_LEVEL": "INFO",
+            },
+        )
+        self.event_source = event_sources.DynamoEventSource(
+            table,
+            starting_position=lambda_.StartingPosition.TRIM_HORIZON,
+            batch_size=BATCH_SIZE,
+            max_batching_window=BATCHING_WINDOW,
+            bisect_batch_on_error=True,
+            retry_attempts=RETRY_ATTEMPTS,
+            max_record_age=MAX_RECORD_AGE,
+            report_batch_item_failures=True,
+            on_failure=event_sources.SqsDlq(self.failures),
+            filters=[lambda_.FilterCriteria.filter(stream_filter())],
+        )
+        self.function.add_event_source(self.event_source)
+        self.alarms = [
+            self._alarm(
+                "FailedRecords",
+                self.failures.metric_approximate_number_of_messages_visible(period=ALARM_PERIOD, statistic="Maximum"),
+                1,
+                config,
+                "the reaper gave up on stream records (see its failure queue); objects they name may be left behind.",
+            ),
+            self._alarm(
+                "StreamBehind",
+                self.function.metric("IteratorAge", period=ALARM_PERIOD, statistic="Maximum"),
+                Duration.hours(1).to_milliseconds(),
+                config,
+                "the reaper is more than an hour behind the table's stream.",
+            ),
+        ]
+        self._acknowledge(bucket)
+
+    def _alarm(
+        self, name: str, metric: cloudwatch.IMetric, threshold: float, config: StageConfig, description: str
+    ) -> cloudwatch.Alarm:
+        """An alarm like the stack's others (`Monitoring`): the stage's breaching periods, missing data is fine."""
+        return cloudwatch.Alarm(
+            self,
+            name,
+            metric=metric,
+            threshold=threshold,
+            evaluation_periods=config.alarm_evaluation_periods,
+            datapoints_to_alarm=config.alarm_evaluation_periods,
+            comparison_operator=cloudwatch.ComparisonOperator.GREATER_THAN_OR_EQUAL_TO_THRESHOLD,
+            treat_missing_data=cloudwatch.TreatMissingData.NOT_BREACHING,
+            alarm_description=f"Baton {config.name}: {description}",
+        )
+
+    def _acknowledge(self, bucket: s3.Bucket) -> None:
+        acknowledge(
+            self.function,
+            "AwsSolutions-L1",
+            "Pinned to python3.13 like the api function, the runtime Baton's dependencies and tests target; an "
+            "upgrade is a deliberate change with its own tests.",
+        )
+        acknowledge(
+            self.failures,
+            "AwsSolutions-SQS3",
+            "This queue is itself the reaper's on-failure destination (a dead-letter queue for stream records); a "
+            "queue behind it would only move the same messages again.",
+        )
+        bucket_resource = bucket.node.default_child
+        if not isinstance(bucket_resource, CfnElement):
+            raise TypeError("the bucket has no CloudFormation resource")
+        bucket_id = Stack.of(self).get_logical_id(bucket_resource)
+        acknowledge(
+            self.role,
+            f"AwsSolutions-IAM5[Resource::<{bucket_id}.Arn>/{schema.BLOB_PREFIX}*]",
+            "The reaper deletes and retags objects anywhere under the blob prefix of Baton's own bucket (every "
+            "tenant's blobs and states), and nowhere else.",
+        )
+        acknowledge(
+            self.role,
+            "AwsSolutions-IAM5[Resource::*]",
+            "dynamodb:ListStreams, which the stream event source grants, supports no resource-level permissions.",
+        )
