@@ -175,7 +175,7 @@ def test_a_declaration_answers_201_with_a_presigned_put_that_carries_every_rule_
     # expires_at is when S3 stops taking it: the signing second plus 15 minutes, never later
     assert parse_ms(upload["expires_at"]) == signed_at_ms(upload["url"]) + UPLOAD_SECONDS * 1000
     assert upload["expires_at"] == "2027-02-01T08:45:15.000Z"
-    # And the record holds the declaration for the caller's agent, pending for two days
+    # And the record holds the declaration for the caller's agent, pending for PENDING_DAYS
     record = raw_record(aws, "acme", data["blob_id"])
     assert record is not None
     blob = items.blob_from_item(record)

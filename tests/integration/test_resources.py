@@ -385,3 +385,134 @@ def test_records_give_each_resource_a_download_url_and_summaries_do_not(
     assert services.objects is not None
     key = layout.blob_object("acme", resource["blob_id"])
     assert services.objects.client.get_object(Bucket=BUCKET, Key=key)["Body"].read() == data
+
+
+# -- regressions of the review of issue 8 ---------------------------------------------------------------------------
+
+
+def test_a_held_blob_named_with_other_metadata_is_refused_on_every_path(api: ApiDriver, services: Services) -> None:
+    # Given a checkpoint holding a blob
+    resource = declare(services, b"the report")
+    assert save(api, resources=[resource]).status == 201
+    wrong = {**resource, "sha256": "0" * 64}
+    # When a save names it with a SHA-256 it was not declared with, plainly and with an Idempotency-Key
+    plain = save(api, state={"step": 2}, resources=[wrong])
+    keyed = save(api, "k-1", state={"step": 3}, resources=[wrong])
+    # Then both are 400 naming the field, and the record keeps what was declared
+    refusal(plain, "/resources/0/sha256", "declared with")
+    refusal(keyed, "/resources/0/sha256", "declared with")
+    assert lookup(api).data["resources"][0]["sha256"] == resource["sha256"]
+
+
+def test_renaming_a_held_resource_is_accepted(api: ApiDriver, services: Services) -> None:
+    resource = declare(services, b"renamed")
+    assert save(api, resources=[resource]).status == 201
+    answer = save(api, state={"step": 2}, resources=[{**resource, "name": "new-name"}])
+    assert answer.status == 200, answer.raw_body
+    assert lookup(api).data["resources"][0]["name"] == "new-name"
+
+
+@pytest.mark.parametrize("key", [None, "many-1"], ids=["plain", "idempotent"])
+def test_a_hundred_resources_are_read_in_two_batches_never_a_500(
+    api: ApiDriver, services: Services, key: str | None
+) -> None:
+    resources = [declare(services, f"blob {i}".encode()) for i in range(100)]
+    # When a save names 100 blobs the checkpoint does not hold: more than one transaction takes beside the checkpoint
+    too_many = save(api, key, resources=resources)
+    # Then it is a 400 naming /resources, not a 500
+    assert too_many.status == 400, too_many.raw_body
+    assert too_many.error["details"]["errors"][0]["pointer"] == "/resources"
+    # And 98 first, then all 100 (two new), are accepted
+    assert save(api, None if key is None else key + "-a", resources=resources[:98]).status == 201
+    grown = save(api, None if key is None else key + "-b", state={"step": 2}, resources=resources)
+    assert grown.status == 200, grown.raw_body
+
+
+def test_a_checkpoint_keeps_a_blob_it_holds_whoever_declared_it(api: ApiDriver, services: Services) -> None:
+    # Given a `*` key saved for the worker, attaching a blob the `*` key's own agent declared
+    put_key(services, WORKER_SECRET, "acme", "worker", {"checkpoints:write", "checkpoints:read"}, "key_" + "d" * 32)
+    resource = declare(services, b"the operator's report")
+    assert save(api, agent_id="worker", resources=[resource]).status == 201
+    other = declare(services, b"the worker's own", agent="worker")
+    # When the worker's own key saves it again, plainly, with an Idempotency-Key, and with one more blob of its own
+    plain = save(api, secret=WORKER_SECRET, state={"step": 2}, resources=[resource])
+    keyed = save(api, "k-2", secret=WORKER_SECRET, state={"step": 3}, resources=[resource])
+    grown = save(api, secret=WORKER_SECRET, state={"step": 4}, resources=[resource, other])
+    # Then all are accepted: the checkpoint holds the blob
+    assert (plain.status, keyed.status, grown.status) == (200, 200, 200), (plain.raw_body, keyed.raw_body)
+
+
+def test_a_lost_answer_retried_after_a_delete_never_leaves_a_checkpoint_naming_reaped_objects(
+    api: ApiDriver, aws: Any, services: Services
+) -> None:
+    import os
+
+    import boto3
+    from botocore.exceptions import ReadTimeoutError
+
+    from baton.store.reaping import Reaper
+
+    # Given a save of a spilled state and a new blob whose transaction lands, whose answer is lost, and whose
+    # checkpoint another client deletes before the save's next round
+    resource = declare(services, b"the report")
+    state = {"log": os.urandom(30_000).hex()}
+    client = services.dynamodb
+    real = client.transact_write_items
+    outsider = boto3.client("dynamodb", region_name="us-east-1")
+    s3 = boto3.client("s3", region_name="us-east-1")
+    first_image: dict[str, Any] = {}
+    rounds = [0]
+
+    class ReaperTable:
+        """The reaper's client; its conditional delete of the blob record runs after the save's next round."""
+
+        def __init__(self, before_delete: Any) -> None:
+            self.before_delete = before_delete
+
+        def get_item(self, **kwargs: Any) -> Any:
+            return outsider.get_item(**kwargs)
+
+        def delete_item(self, **kwargs: Any) -> Any:
+            if self.before_delete is not None:
+                run, self.before_delete = self.before_delete, None
+                run()
+            return outsider.delete_item(**kwargs)
+
+    def transact(**kwargs: Any) -> Any:
+        rounds[0] += 1
+        if rounds[0] == 1:
+            real(**kwargs)
+            put = next(i["Put"]["Item"] for i in kwargs["TransactItems"] if "Put" in i)
+            key = {"pk": put["pk"], "sk": put["sk"]}
+            first_image.update(outsider.get_item(TableName=TABLE, Key=key, ConsistentRead=True)["Item"])
+            outsider.delete_item(TableName=TABLE, Key=key)
+            raise ReadTimeoutError(endpoint_url="https://dynamodb")
+        # The reaper handles the first item's REMOVE: it reads the blob's record and the (absent) checkpoint, this
+        # round lands, then the reaper deletes
+        landed: dict[str, Any] = {}
+        record = {
+            "eventName": "REMOVE",
+            "dynamodb": {
+                "Keys": {"pk": first_image["pk"], "sk": first_image["sk"]},
+                "OldImage": first_image,
+                "SequenceNumber": "1",
+            },
+        }
+        Reaper(lambda: ReaperTable(lambda: landed.update(real(**kwargs))), lambda: s3, TABLE, BUCKET).reap(record)
+        if not landed:
+            landed.update(real(**kwargs))
+        return landed
+
+    client.transact_write_items = transact  # type: ignore[method-assign]
+    try:
+        answer = save(api, state=state, resources=[resource])
+    finally:
+        del client.transact_write_items
+    # Then the save succeeded, and the checkpoint it left names a state object and a blob that both still exist
+    assert answer.status == 201, answer.raw_body
+    claims_hold(aws, services)
+    found = lookup(api)
+    assert found.status == 200, found.raw_body
+    assert found.data["state"] == state
+    key = layout.blob_object("acme", resource["blob_id"])
+    assert s3.head_object(Bucket=BUCKET, Key=key)["ContentLength"] == resource["size"]

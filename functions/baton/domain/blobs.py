@@ -13,8 +13,10 @@ from typing import Final
 
 from baton.domain.checkpoints import CheckpointKey
 
-PENDING_DAYS: Final = 2
-"""How long a declared blob waits to be attached before its record and object expire."""
+PENDING_DAYS: Final = 1
+"""How long a declared blob may be attached: its record expires after that. Its object, tagged pending, is expired by
+the bucket's lifecycle rule a day later (`store.schema.PENDING_EXPIRY_DAYS`), so a blob attached at the last moment
+leaves the reaper a day to tag it attached before the rule could reach it."""
 UPLOAD_SECONDS: Final = 900
 """How long a presigned upload or download URL is valid (15 minutes)."""
 

@@ -5,8 +5,8 @@ with the checkpoint (the same consistent BatchGetItem), checks each (declared by
 SHA-256, size and media type it was declared with, its upload landed with exactly those bytes: one HEAD each, made
 only for blobs not held yet), and claims them in the same transaction as the checkpoint: each blob record's owner
 is set to the checkpoint's table key, on the condition that it has none or has this one, with the save's request tag
-as the claim. The reaper deletes a blob when its checkpoint lets go of it, so two checkpoints can never hold the
-same blob.
+(and 8 random bytes) as the claim. The reaper deletes a blob when its checkpoint lets go of it, so two checkpoints can
+never hold the same blob.
 
 Re-attaching races the reaper, which deletes a blob the checkpoint dropped: the reaper reads the blob's record
 (its claim), reads the checkpoint, and, when the checkpoint no longer names the blob, deletes the record on the
@@ -17,6 +17,7 @@ and finds the blob gone: a 400; the reaper leaves the blob alone).
 
 from __future__ import annotations
 
+import secrets
 from collections.abc import Callable
 from typing import Any, Final
 
@@ -83,7 +84,9 @@ def check(
 
 def _refusal(plan: SavePlan, at: str, blob_id: str, resource: dict[str, Any], blob: Blob | None) -> FieldError | None:
     """Why a resource may not name this blob, if it may not (the record alone decides)."""
-    if blob is None or not plan.may_attach(blob.agent_id) or (blob.owner is None and _expired(blob, plan.now_ms)):
+    if blob is not None and blob.owner == plan.key:
+        pass  # held by this checkpoint already: whoever declared it, this checkpoint may keep it
+    elif blob is None or not plan.may_attach(blob.agent_id) or (blob.owner is None and _expired(blob, plan.now_ms)):
         # Another agent's blob is as absent as a missing one: nothing is disclosed.
         return FieldError(f"{at}/blob_id", f"{at}/blob_id names the blob {blob_id!r}, which was not found.")
     if blob.owner is not None and blob.owner != plan.key:
@@ -135,8 +138,16 @@ def too_many(plan: SavePlan, to_claim: list[str], other_items: int) -> Validatio
     )
 
 
-def claim(table: str, plan: SavePlan, blob_id: str) -> dict[str, Any]:
-    """The transaction item that makes the checkpoint of `plan` the owner of a blob (and ends its pending expiry)."""
+def new_claim(plan: SavePlan) -> bytes:
+    """The claim of one transaction attempt: the save's request tag and 8 random bytes. A retry after an unknown
+    outcome claims anew, so a reaper that read the claim of an attempt whose checkpoint was deleted since cannot
+    mistake the retry's claim for it."""
+    return plan.tag + secrets.token_bytes(8)
+
+
+def claim(table: str, plan: SavePlan, blob_id: str, token: bytes) -> dict[str, Any]:
+    """The transaction item that makes the checkpoint of `plan` the owner of a blob (and ends its pending expiry),
+    under the claim `token` (`new_claim`)."""
     return {
         "Update": {
             "TableName": table,
@@ -147,7 +158,7 @@ def claim(table: str, plan: SavePlan, blob_id: str) -> dict[str, Any]:
             "ExpressionAttributeValues": {
                 ":owner_pk": to_attr(layout.checkpoint_pk(plan.key.tenant_id, plan.key.subject_id)),
                 ":owner_sk": to_attr(layout.checkpoint_sk(plan.key.agent_id, plan.key.kind)),
-                ":claim": to_attr(plan.tag),
+                ":claim": to_attr(token),
             },
         }
     }

@@ -57,6 +57,8 @@ if TYPE_CHECKING:
 MAX_WRITE_ATTEMPTS = 5
 # Keys a BatchGetItem leaves unprocessed (throttling) are asked again this many times in all, backing off.
 MAX_BATCH_ROUNDS = 3
+MAX_BATCH_KEYS = 100
+"""DynamoDB's limit on the keys of one BatchGetItem."""
 BATCH_BACKOFF_SECONDS = 0.05
 BUSY_MESSAGE: Final = "Too many concurrent writers on this checkpoint; nothing was written. Retry shortly."
 
@@ -83,10 +85,10 @@ def _save_condition(plan: SavePlan) -> tuple[str, dict[str, Any]]:
     """The condition of a plain save: the contract's rules, and not a write this item already remembers."""
     values: dict[str, Any] = {":now_s": ms_to_seconds(plan.now_ms), ":active": ACTIVE, ":tag": plan.tag}
     if plan.resources:
-        # Only over a live checkpoint that holds exactly these blobs already: attaching one it does not hold takes
-        # the transaction that claims it (`_save_transactional`).
-        values[f":{items.RESOURCE_BLOBS}"] = plan.blob_ids
-        held = f"{_LIVE_AND_WRITABLE} AND #{items.RESOURCE_BLOBS} = :{items.RESOURCE_BLOBS}"
+        # Only over a live checkpoint whose resources are exactly these (blobs it holds, each as it was declared and
+        # checked when attached): anything else takes the transaction that checks and claims (`_save_transactional`).
+        values[f":{items.RESOURCES}"] = plan.resources
+        held = f"{_LIVE_AND_WRITABLE} AND #{items.RESOURCES} = :{items.RESOURCES}"
         if plan.expected_revision is None:
             return held, values
         values[":expected"] = plan.expected_revision
@@ -206,10 +208,8 @@ class CheckpointStore:
                     if mine is not None:
                         return SaveOutcome(mine)
                 check_write(old, plan.expected_revision, plan.now_ms)
-                if plan.resources and (
-                    old is None or not old.is_live(plan.now_ms) or attachments.held_blobs(found) != plan.blob_ids
-                ):
-                    return None
+                if plan.resources:
+                    return None  # the resources differ (or the item changed): the transaction decides
                 if old is not None and not old.is_live(plan.now_ms):
                     outcome = self._replace_expired(plan, old, placement)
                     if outcome is not None:
@@ -285,6 +285,7 @@ class CheckpointStore:
         heads: dict[str, ObjectInfo | None] = {}
         now_s = ms_to_seconds(plan.now_ms)
         ambiguous: Exception | None = None
+        unsure = False  # the last attempt's outcome is unknown
         for _ in range(MAX_WRITE_ATTEMPTS):
             found = self._batch_get(keys)
             if claim is not None and record_key is not None:
@@ -310,6 +311,11 @@ class CheckpointStore:
                 raise refusal
             new = build_next(old, plan, new_checkpoint_id())
             saved = new.saved()
+            if unsure and placed and placed[0].attribute == items.STATE_OBJECT:
+                # The last attempt's outcome is unknown and the item does not show it: its checkpoint may have landed
+                # and been deleted since, and the reaper deletes the object it named. This attempt spills anew.
+                placed.clear()
+            unsure = False
             if not placed:
                 placed.append(self._place(plan))
             checkpoint_condition: dict[str, Any] = (
@@ -340,7 +346,8 @@ class CheckpointStore:
                         }
                     }
                 )
-            writes.extend(attachments.claim(self._table, plan, blob_id) for blob_id in to_claim)
+            token = attachments.new_claim(plan)
+            writes.extend(attachments.claim(self._table, plan, blob_id, token) for blob_id in to_claim)
             try:
                 self._client.transact_write_items(TransactItems=cast(Any, writes))
             except Exception as exc:
@@ -349,6 +356,7 @@ class CheckpointStore:
                     continue  # another writer got in between (or our own retried write landed): read again
                 if may_have_landed(exc):
                     ambiguous = exc
+                    unsure = True
                     continue  # the next read finds our record, or our request tag on the checkpoint, if it landed
                 reraise(exc, failure)
             return SaveOutcome(saved)
@@ -422,8 +430,16 @@ class CheckpointStore:
         return {schema.PK: found[0][schema.PK], schema.SK: found[0][schema.SK]}
 
     def _batch_get(self, keys: list[Item]) -> dict[tuple[str, str], Item]:
-        """The items at `keys` (one consistent BatchGetItem; keys DynamoDB leaves unprocessed are asked again, a
-        few times with a short backoff, then the caller gets a 503)."""
+        """The items at `keys`, consistently: one BatchGetItem per 100 keys (DynamoDB's limit: a save naming many
+        blobs with an idempotency record takes two)."""
+        found: dict[tuple[str, str], Item] = {}
+        for start in range(0, len(keys), MAX_BATCH_KEYS):
+            found.update(self._batch_get_some(keys[start : start + MAX_BATCH_KEYS]))
+        return found
+
+    def _batch_get_some(self, keys: list[Item]) -> dict[tuple[str, str], Item]:
+        """One consistent BatchGetItem; keys DynamoDB leaves unprocessed are asked again, a few times with a short
+        backoff, then the caller gets a 503."""
         found: dict[tuple[str, str], Item] = {}
         pending: list[Item] = keys
         for attempt in range(MAX_BATCH_ROUNDS):

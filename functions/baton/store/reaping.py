@@ -62,8 +62,9 @@ MISSING_OBJECT_CODES: Final = frozenset({"NoSuchKey", "404", "NotFound"})
 ATTACHED_TAGGING: Final[TaggingTypeDef] = {"TagSet": [{"Key": schema.ATTACHED_TAG[0], "Value": schema.ATTACHED_TAG[1]}]}
 """The tag set of an object a checkpoint references: replaces the pending tag the object was written with."""
 
-CURRENT_CHECKPOINT_ATTRIBUTES: Final = (RESOURCE_BLOBS, RESOURCES)
-"""What the reaper reads of a checkpoint as it is now (`still_holds`): the blobs it holds, nothing of its state."""
+CURRENT_CHECKPOINT_ATTRIBUTES: Final = (RESOURCE_BLOBS, RESOURCES, STATE_OBJECT)
+"""What the reaper reads of a checkpoint as it is now (`still_holds`, `state_of`): the blobs it holds and the key of its
+spilled state, nothing of the state itself."""
 _CURRENT_PROJECTION: Final = ", ".join(f"#{name}" for name in CURRENT_CHECKPOINT_ATTRIBUTES)
 _BLOB_PROJECTION: Final = f"#{OWNER_PK}, #{OWNER_SK}, #{CLAIM}"
 _STILL_CLAIMED: Final = f"#{OWNER_PK} = :owner_pk AND #{OWNER_SK} = :owner_sk AND #{CLAIM} = :claim"
@@ -207,6 +208,12 @@ def _named_blobs(item: Item) -> set[str]:
     return named
 
 
+def state_of(item: Item | None) -> str | None:
+    """The key of the object holding a checkpoint item's spilled state, if any."""
+    found = (item or {}).get(STATE_OBJECT, {}).get("S")
+    return found if isinstance(found, str) else None
+
+
 def holds(item: Item | None, blob_id: str) -> bool:
     """True when a checkpoint item (typed) names the blob among its resources."""
     return bool(item) and blob_id in _named_blobs(item or {})
@@ -282,8 +289,16 @@ class Reaper:
         elif isinstance(work, CheckpointChange):
             for key in work.attach:
                 self._retag(key, outcome)
-            for key in work.drop_states:
-                self._delete_object(key, outcome)
+            if work.drop_states:
+                # Normally a dropped state's key is never named again; but a save whose answer was lost and that was
+                # retried after the checkpoint was deleted re-creates the item with the same key. The checkpoint as
+                # it is now decides (one consistent read), as for blobs.
+                current = self._current(work)
+                for key in work.drop_states:
+                    if state_of(current) == key:
+                        outcome.kept.append(key)
+                    else:
+                        self._delete_object(key, outcome)
             if work.drop_blobs:
                 self._release_blobs(work, outcome)
         return outcome

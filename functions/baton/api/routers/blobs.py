@@ -64,7 +64,7 @@ _UNAVAILABLE = (
     description=(
         "Declares bytes by their SHA-256, size and media type, and answers a SigV4 presigned PUT, valid 15 "
         "minutes, that S3 accepts only with exactly those bytes and the headers given. A blob not attached to a "
-        f"checkpoint within {PENDING_DAYS} days is gone. Honors an Idempotency-Key header: a replay answers the "
+        f"checkpoint within {PENDING_DAYS * 24} hours is gone. Honors an Idempotency-Key header: a replay answers the "
         "first answer (its upload URL included, which may have expired) with Idempotent-Replayed: true; the key "
         "with another request answers 422."
     ),
