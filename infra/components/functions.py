@@ -10,7 +10,7 @@ from pathlib import Path
 from typing import Any, cast
 
 import jsii
-from aws_cdk import BundlingOptions, CfnElement, DockerImage, Duration, ILocalBundling, Stack
+from aws_cdk import BundlingOptions, DockerImage, Duration, ILocalBundling
 from aws_cdk import aws_dynamodb as dynamodb
 from aws_cdk import aws_iam as iam
 from aws_cdk import aws_lambda as lambda_
@@ -21,7 +21,7 @@ from constructs import Construct
 from baton.settings import environment_name
 from baton.store import layout, schema
 from infra.config import StageConfig
-from infra.nag import acknowledge
+from infra.nag import acknowledge, logical_id
 
 REPO = Path(__file__).resolve().parents[2]
 FUNCTIONS = REPO / "functions"
@@ -207,10 +207,7 @@ class Functions(Construct):
             "Pinned to python3.13, the runtime Baton's dependencies and tests target; a runtime upgrade is a "
             "deliberate change with its own tests, not something a synth should pick up.",
         )
-        bucket_resource = bucket.node.default_child
-        if not isinstance(bucket_resource, CfnElement):
-            raise TypeError("the bucket has no CloudFormation resource")
-        bucket_id = Stack.of(self).get_logical_id(bucket_resource)
+        bucket_id = logical_id(bucket)
         acknowledge(
             self.role,
             f"AwsSolutions-IAM5[Resource::<{bucket_id}.Arn>/{schema.BLOB_PREFIX}*]",

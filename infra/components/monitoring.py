@@ -109,18 +109,26 @@ class Monitoring(Construct):
     def _alarm(
         self, name: str, metric: cloudwatch.IMetric, threshold: float, config: StageConfig, description: str
     ) -> cloudwatch.Alarm:
-        alarm = cloudwatch.Alarm(
-            self,
-            name,
-            metric=metric,
-            threshold=threshold,
-            evaluation_periods=config.alarm_evaluation_periods,
-            datapoints_to_alarm=config.alarm_evaluation_periods,
-            comparison_operator=cloudwatch.ComparisonOperator.GREATER_THAN_OR_EQUAL_TO_THRESHOLD,
-            treat_missing_data=cloudwatch.TreatMissingData.NOT_BREACHING,
-            alarm_description=f"Baton {config.name}: {description}",
-        )
+        alarm = stage_alarm(self, name, metric, threshold, config, description)
         if self.topic is not None:
             alarm.add_alarm_action(actions.SnsAction(self.topic))
             alarm.add_ok_action(actions.SnsAction(self.topic))
         return alarm
+
+
+def stage_alarm(
+    scope: Construct, name: str, metric: cloudwatch.IMetric, threshold: float, config: StageConfig, description: str
+) -> cloudwatch.Alarm:
+    """An alarm as every alarm of the stack is made: at or over `threshold` for the stage's evaluation periods,
+    missing data is not breaching, described with the stage's name."""
+    return cloudwatch.Alarm(
+        scope,
+        name,
+        metric=metric,
+        threshold=threshold,
+        evaluation_periods=config.alarm_evaluation_periods,
+        datapoints_to_alarm=config.alarm_evaluation_periods,
+        comparison_operator=cloudwatch.ComparisonOperator.GREATER_THAN_OR_EQUAL_TO_THRESHOLD,
+        treat_missing_data=cloudwatch.TreatMissingData.NOT_BREACHING,
+        alarm_description=f"Baton {config.name}: {description}",
+    )

@@ -9,8 +9,7 @@ from __future__ import annotations
 
 from typing import Any, Final
 
-from aws_cdk import CfnElement, Duration, Stack
-from aws_cdk import aws_cloudwatch as cloudwatch
+from aws_cdk import Duration
 from aws_cdk import aws_dynamodb as dynamodb
 from aws_cdk import aws_iam as iam
 from aws_cdk import aws_lambda as lambda_
@@ -23,8 +22,9 @@ from constructs import Construct
 from baton.settings import environment_name
 from baton.store import layout, schema
 from infra.components.functions import RUNTIME, function_code
+from infra.components.monitoring import stage_alarm
 from infra.config import StageConfig
-from infra.nag import acknowledge
+from infra.nag import acknowledge, logical_id
 
 HANDLER: Final = "baton.handlers.reaper.handler"
 TABLE_ACTIONS: Final = ("dynamodb:GetItem", "dynamodb:DeleteItem")
@@ -136,14 +136,16 @@ class Reaper(Construct):
         )
         self.function.add_event_source(self.event_source)
         self.alarms = [
-            self._alarm(
+            stage_alarm(
+                self,
                 "FailedRecords",
                 self.failures.metric_approximate_number_of_messages_visible(period=ALARM_PERIOD, statistic="Maximum"),
                 1,
                 config,
                 "the reaper gave up on stream records (see its failure queue); objects they name may be left behind.",
             ),
-            self._alarm(
+            stage_alarm(
+                self,
                 "StreamBehind",
                 self.function.metric("IteratorAge", period=ALARM_PERIOD, statistic="Maximum"),
                 Duration.hours(1).to_milliseconds(),
@@ -152,22 +154,6 @@ class Reaper(Construct):
             ),
         ]
         self._acknowledge(bucket)
-
-    def _alarm(
-        self, name: str, metric: cloudwatch.IMetric, threshold: float, config: StageConfig, description: str
-    ) -> cloudwatch.Alarm:
-        """An alarm like the stack's others (`Monitoring`): the stage's breaching periods, missing data is fine."""
-        return cloudwatch.Alarm(
-            self,
-            name,
-            metric=metric,
-            threshold=threshold,
-            evaluation_periods=config.alarm_evaluation_periods,
-            datapoints_to_alarm=config.alarm_evaluation_periods,
-            comparison_operator=cloudwatch.ComparisonOperator.GREATER_THAN_OR_EQUAL_TO_THRESHOLD,
-            treat_missing_data=cloudwatch.TreatMissingData.NOT_BREACHING,
-            alarm_description=f"Baton {config.name}: {description}",
-        )
 
     def _acknowledge(self, bucket: s3.Bucket) -> None:
         acknowledge(
@@ -182,10 +168,7 @@ class Reaper(Construct):
             "This queue is itself the reaper's on-failure destination (a dead-letter queue for stream records); a "
             "queue behind it would only move the same messages again.",
         )
-        bucket_resource = bucket.node.default_child
-        if not isinstance(bucket_resource, CfnElement):
-            raise TypeError("the bucket has no CloudFormation resource")
-        bucket_id = Stack.of(self).get_logical_id(bucket_resource)
+        bucket_id = logical_id(bucket)
         acknowledge(
             self.role,
             f"AwsSolutions-IAM5[Resource::<{bucket_id}.Arn>/{schema.BLOB_PREFIX}*]",

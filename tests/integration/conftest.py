@@ -37,10 +37,10 @@ def services_on(table: str, client: Any = None) -> Services:
     return build_services(load_settings({"BATON_TABLE_NAME": table, "BATON_BUCKET_NAME": BUCKET}), client)
 
 
-@pytest.fixture
-def aws() -> Iterator[Any]:
-    """A fresh moto account with Baton's table, and the api handler serving it: its services are built by the
-    first request (or test) that needs them, as in a new Lambda container."""
+@contextmanager
+def moto_world() -> Iterator[Any]:
+    """A fresh moto account with Baton's table and bucket, and the api handler serving it: its services are built
+    by the first request (or test) that needs them, as in a new Lambda container. Yields a DynamoDB client."""
     with mock_aws():
         import boto3
 
@@ -52,6 +52,13 @@ def aws() -> Iterator[Any]:
         provider = OnFirstUse(lambda: services_on(TABLE))
         with serving(provider):
             yield client
+
+
+@pytest.fixture
+def aws() -> Iterator[Any]:
+    """A fresh moto world for the test (`moto_world`)."""
+    with moto_world() as client:
+        yield client
 
 
 @pytest.fixture

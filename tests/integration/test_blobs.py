@@ -19,9 +19,8 @@ from urllib.parse import parse_qs, unquote, urlsplit
 import pytest
 import requests
 import time_machine
-from moto import mock_aws
 
-from baton.api.services import OnFirstUse, Services, build_services, wired
+from baton.api.services import Services, build_services, wired
 from baton.domain.blobs import PENDING_DAYS, UPLOAD_SECONDS
 from baton.domain.limits import MAX_BLOB_BYTES
 from baton.settings import load_settings
@@ -29,7 +28,7 @@ from baton.store import items, layout
 from baton.store.blobs import BLOB_ANSWER
 from tests import proof_counts
 from tests.builders import save, save_body
-from tests.integration.conftest import BUCKET, OPERATOR_SECRET, TABLE, put_key, services_on, serving
+from tests.integration.conftest import BUCKET, OPERATOR_SECRET, TABLE, moto_world, put_key
 from tests.integration.driver import ApiDriver, CallCounter, Result
 
 BYTES = b"the report, as uploaded\n"
@@ -70,17 +69,8 @@ def aws() -> Iterator[Any]:
     """One moto account for the module, with Baton's table and bucket, and the handler serving it as one warm
     container (a fresh account per test would cost more than the tests: every test here makes its own blobs and
     keys, and compares the table before and after)."""
-    with mock_aws():
-        import boto3
-
-        from baton.store.schema import ensure_bucket, ensure_table
-
-        client = boto3.client("dynamodb", region_name="us-east-1")
-        ensure_table(client, TABLE)
-        ensure_bucket(boto3.client("s3", region_name="us-east-1"), BUCKET)
-        provider = OnFirstUse(lambda: services_on(TABLE))
-        with serving(provider):
-            yield client
+    with moto_world() as client:
+        yield client
 
 
 @pytest.fixture

@@ -276,14 +276,30 @@ class BlobUpload(ResponseModel):
     expires_at: Time
 
 
-class BlobInfo(ResponseModel):
-    """A declared blob: what its bytes are, and a download URL valid 15 minutes."""
+class BlobFacts(ResponseModel):
+    """What a declared blob's bytes are (the fields every blob answer starts with)."""
 
     blob_id: BlobId
     sha256: Sha256Hex
     size: BlobSize
     media_type: MediaType
     created_at: Time
+
+    @staticmethod
+    def facts(blob: Blob) -> dict[str, Any]:
+        """The fields of `blob`, for a subclass's builder."""
+        return {
+            "blob_id": blob.blob_id,
+            "sha256": blob.sha256,
+            "size": blob.size,
+            "media_type": blob.media_type,
+            "created_at": format_ms(blob.created_ms),
+        }
+
+
+class BlobInfo(BlobFacts):
+    """A declared blob: what its bytes are, and a download URL valid 15 minutes."""
+
     download_url: Annotated[
         str,
         Field(description="A presigned GET of the blob's object, valid 15 minutes (404 from S3 until uploaded)."),
@@ -294,35 +310,20 @@ class BlobInfo(ResponseModel):
     def of(cls, blob: Blob, download: Presigned) -> BlobInfo:
         """A blob and its download URL."""
         return cls.model_construct(
-            blob_id=blob.blob_id,
-            sha256=blob.sha256,
-            size=blob.size,
-            media_type=blob.media_type,
-            created_at=format_ms(blob.created_ms),
-            download_url=download.url,
-            download_expires_at=format_ms(download.expires_ms),
+            **cls.facts(blob), download_url=download.url, download_expires_at=format_ms(download.expires_ms)
         )
 
 
-class CreatedBlob(ResponseModel):
+class CreatedBlob(BlobFacts):
     """A blob just declared, and how to upload its bytes."""
 
-    blob_id: BlobId
-    sha256: Sha256Hex
-    size: BlobSize
-    media_type: MediaType
-    created_at: Time
     upload: BlobUpload
 
     @classmethod
     def of(cls, blob: Blob, upload: Presigned) -> CreatedBlob:
         """A declared blob and its upload."""
         return cls.model_construct(
-            blob_id=blob.blob_id,
-            sha256=blob.sha256,
-            size=blob.size,
-            media_type=blob.media_type,
-            created_at=format_ms(blob.created_ms),
+            **cls.facts(blob),
             upload=BlobUpload.model_construct(
                 url=upload.url, method="PUT", headers=dict(upload.headers), expires_at=format_ms(upload.expires_ms)
             ),

@@ -157,9 +157,7 @@ def _if_match_revisions(header: str | None, checkpoint_id: str) -> tuple[int, ..
     return tuple(sorted(revisions))
 
 
-def _record_response(
-    call: Call, found: Checkpoint, if_none_match: str | None, services: Services | None = None
-) -> Response[str]:
+def _record_response(call: Call, found: Checkpoint, if_none_match: str | None, services: Services) -> Response[str]:
     if _matches(if_none_match, found.etag):
         return not_modified(found.etag)
     if found.state_text is None:
@@ -167,7 +165,7 @@ def _record_response(
     # The record is the summary's fields and the state (`CheckpointRecord`, as the OpenAPI document describes it),
     # the state written as the canonical JSON the store holds.
     summary = CheckpointSummary.of(found)
-    if found.resources and services is not None:
+    if found.resources:
         summary.resources = [_with_download(resource, services, found.tenant_id) for resource in summary.resources]
     return record(summary, found.state_text, call.request_id, headers={"ETag": found.etag})
 
