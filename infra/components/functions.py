@@ -39,8 +39,10 @@ TABLE_ACTIONS = (
     "dynamodb:PutItem",
     "dynamodb:UpdateItem",
     "dynamodb:DeleteItem",
+    "dynamodb:BatchWriteItem",
 )
-"""Every operation the store makes (TransactWriteItems is authorized per item, as the Puts it carries)."""
+"""Every operation the store makes (TransactWriteItems is authorized per item, as the writes it carries;
+BatchWriteItem is a purge's deletes)."""
 BUCKET_ACTIONS = (
     "s3:GetObject",
     "s3:PutObject",

@@ -27,8 +27,9 @@ from infra.config import StageConfig
 from infra.nag import acknowledge, logical_id
 
 HANDLER: Final = "baton.handlers.reaper.handler"
-TABLE_ACTIONS: Final = ("dynamodb:GetItem", "dynamodb:DeleteItem")
-"""Reading a checkpoint as it is now and a blob's record; deleting a released blob's record."""
+TABLE_ACTIONS: Final = ("dynamodb:GetItem", "dynamodb:Query", "dynamodb:DeleteItem", "dynamodb:BatchWriteItem")
+"""Reading a checkpoint as it is now, its kept revisions and a blob's record; deleting a released blob's record and
+the revisions of a checkpoint that is gone."""
 BUCKET_ACTIONS: Final = ("s3:DeleteObject", "s3:PutObjectTagging")
 """Deleting what the table let go of; retagging what it took up `attached`."""
 MEMORY_MB: Final = 512

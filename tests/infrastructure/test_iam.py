@@ -339,7 +339,8 @@ def test_every_policy_is_attached_to_a_function_role_only(synthesized: Synthesiz
         assert "Users" not in policy["Properties"]
 
 
-# What each client call of the store is authorized as (TransactWriteItems: the Put requests it carries).
+# What each client call of the store is authorized as (TransactWriteItems: the Put, Update and Delete requests it
+# carries).
 _IAM_FOR_CALL = {
     "get_item": {"dynamodb:GetItem"},
     "batch_get_item": {"dynamodb:BatchGetItem"},
@@ -347,7 +348,8 @@ _IAM_FOR_CALL = {
     "put_item": {"dynamodb:PutItem"},
     "update_item": {"dynamodb:UpdateItem"},
     "delete_item": {"dynamodb:DeleteItem"},
-    "transact_write_items": {"dynamodb:PutItem"},
+    "batch_write_item": {"dynamodb:BatchWriteItem"},
+    "transact_write_items": {"dynamodb:PutItem", "dynamodb:UpdateItem", "dynamodb:DeleteItem"},
 }
 
 

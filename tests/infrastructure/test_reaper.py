@@ -215,7 +215,9 @@ def test_the_reapers_role_grants_exactly_what_the_reaper_does(dev: Synthesized) 
     assert _grants(dev, stack.reaper.role) == {
         # Its own calls: the checkpoint and blob records it reads and deletes, on the table alone (no index)
         "dynamodb:GetItem": {table},
+        "dynamodb:Query": {table},
         "dynamodb:DeleteItem": {table},
+        "dynamodb:BatchWriteItem": {table},
         # Only under the blob prefix: delete what the table let go of, retag what it took up; no read, no write
         "s3:DeleteObject": {blob_prefix},
         "s3:PutObjectTagging": {blob_prefix},

@@ -325,10 +325,14 @@ def test_agent_for_list_lets_star_keys_list_anyone_and_others_only_themselves() 
     plain = Principal(tenant_id="acme", agent_id="agent-a", key_id="key_2", scopes=frozenset({"checkpoints:read"}))
     # When each asks whose work a list shows
     # Then the * key gets what it asked for (None: every agent), the plain key only its own agent
-    assert star.agent_for_list(None, "checkpoints") is None
-    assert star.agent_for_list("agent-b", "checkpoints") == "agent-b"
-    assert plain.agent_for_list(None, "checkpoints") == "agent-a"
-    assert plain.agent_for_list("agent-a", "keys") == "agent-a"
-    # And naming another agent without * is forbidden, naming agent_id and what was listed
+    assert star.agent_for_list(None) is None
+    assert star.agent_for_list("agent-b") == "agent-b"
+    assert plain.agent_for_list(None) == "agent-a"
+    assert plain.agent_for_list("agent-a") == "agent-a"
+    assert plain.agent_for_key_list("agent-a") == "agent-a"
+    assert star.agent_for_key_list("agent-b") == "agent-b"
+    # And naming another agent's work without * is as absent as a missing checkpoint (404); its keys are forbidden
+    with pytest.raises(NotFound):
+        plain.agent_for_list("agent-b")
     with pytest.raises(Forbidden, match=r"agent_id.*agent-b.*keys"):
-        plain.agent_for_list("agent-b", "keys")
+        plain.agent_for_key_list("agent-b")

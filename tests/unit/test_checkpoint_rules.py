@@ -400,11 +400,11 @@ def test_build_next_over_an_expired_checkpoint_starts_afresh() -> None:
 
 def test_build_next_takes_the_status_format_and_source_of_the_plan() -> None:
     # Given a live checkpoint and a plan that completes it with a format and a source
-    the_plan = plan(status="completed", format="opencheckpoint/0.1", source={"model": "m"})
+    the_plan = plan(status="completed", format="notes/1", source={"model": "m"})
     # When the next checkpoint is built
     updated = build_next(stored(), the_plan, NEW_ID)
     # Then the new values are in the checkpoint
-    assert (updated.status, updated.format, updated.source) == ("completed", "opencheckpoint/0.1", {"model": "m"})
+    assert (updated.status, updated.format, updated.source) == ("completed", "notes/1", {"model": "m"})
 
 
 def test_build_next_never_changes_the_existing_checkpoint() -> None:

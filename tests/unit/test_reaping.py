@@ -236,11 +236,12 @@ def test_a_checkpoint_deleted_by_a_client_drops_everything_it_referenced() -> No
 
 
 def test_the_current_item_holds_a_blob_it_names_in_rb_or_in_res() -> None:
-    assert reaping.still_holds(image(STATE_2, (NOTES,)), NOTES)
-    assert reaping.still_holds(image(STATE_2, (NOTES,), with_set=False), NOTES)
-    assert not reaping.still_holds(image(STATE_2, (NOTES,)), SCREENSHOT)
-    assert not reaping.still_holds(image(STATE_2), NOTES)
-    assert not reaping.still_holds(None, NOTES)
+    assert reaping.still_holds(image(STATE_2, (NOTES,)), reaping.NOTHING, NOTES)
+    assert reaping.still_holds(image(STATE_2, (NOTES,), with_set=False), reaping.NOTHING, NOTES)
+    assert not reaping.still_holds(image(STATE_2, (NOTES,)), reaping.NOTHING, SCREENSHOT)
+    assert not reaping.still_holds(image(STATE_2), reaping.NOTHING, NOTES)
+    assert not reaping.still_holds(None, reaping.NOTHING, NOTES)
+    assert reaping.still_holds(None, References(blobs=frozenset({NOTES})), NOTES)
 
 
 # -- properties -------------------------------------------------------------------------------------------------

@@ -17,7 +17,7 @@ from baton import __version__
 from baton.api.errors import field_errors, headers_of, status_of
 from baton.api.resolver import CALL_CONTEXT, PUBLIC, BatonResolver
 from baton.api.responses import JSON, error
-from baton.api.routers import blobs, checkpoints, keys, meta
+from baton.api.routers import blobs, checkpoints, history, keys, leases, meta, resume, subjects
 from baton.api.services import Services, from_environment
 from baton.domain.errors import (
     MAX_REPORTED_ERRORS,
@@ -38,6 +38,10 @@ def create_app(services: Callable[[], Services]) -> BatonResolver:
     app.include_router(checkpoints.router)
     app.include_router(keys.router)
     app.include_router(blobs.router)
+    app.include_router(history.router)
+    app.include_router(leases.router)
+    app.include_router(subjects.router)
+    app.include_router(resume.router)
     _add_error_map(app)
     return app
 

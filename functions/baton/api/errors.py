@@ -16,6 +16,7 @@ STATUS: dict[type[e.BatonError], int] = {
     e.MethodNotAllowed: 405,
     e.RevisionConflict: 409,
     e.CheckpointClosed: 409,
+    e.LeaseHeld: 409,
     e.PayloadTooLarge: 413,
     e.UnsupportedMediaType: 415,
     e.IdempotencyKeyReused: 422,

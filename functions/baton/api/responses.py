@@ -31,19 +31,23 @@ def ok(data: BaseModel, request_id: str, status: int = 200, headers: dict[str, s
     )
 
 
-def record(
-    summary: BaseModel, state_text: bytes, request_id: str, headers: dict[str, str] | None = None
-) -> Response[str]:
-    """A success envelope of a checkpoint record: its summary's fields, then `state` written as the canonical JSON
-    the store holds, spliced in as it is (parsing a 2 MB state only to serialize it again cost ~25 ms a read)."""
+def record_json(summary: BaseModel, state_text: bytes) -> str:
+    """A checkpoint record as compact JSON: its summary's fields, then `state` written as the canonical JSON the
+    store holds, spliced in as it is (parsing a 2 MB state only to serialize it again cost ~25 ms a read)."""
     summary_json = model_json(summary)
     if not summary_json.endswith("}"):
         raise ValueError("a record's summary must be a JSON object")
-    data = f'{summary_json[:-1]},"state":{state_text.decode("utf-8")}}}'
+    return f'{summary_json[:-1]},"state":{state_text.decode("utf-8")}}}'
+
+
+def record(
+    summary: BaseModel, state_text: bytes, request_id: str, headers: dict[str, str] | None = None
+) -> Response[str]:
+    """A success envelope of a checkpoint record (`record_json`)."""
     return Response(
         status_code=200,
         content_type=JSON,
-        body=f'{{"data":{data},"meta":{dumps({"request_id": request_id})}}}',
+        body=f'{{"data":{record_json(summary, state_text)},"meta":{dumps({"request_id": request_id})}}}',
         headers=headers or {},
     )
 

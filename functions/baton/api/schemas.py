@@ -134,8 +134,33 @@ class SourceOut(ResponseModel):
 class Lease(ResponseModel):
     """A live lease, without its token."""
 
-    holder: str
+    holder: Annotated[str, StringConstraints(min_length=1, max_length=limits.MAX_HOLDER_CHARS)]
     expires_at: Time
+
+
+class LeaseGranted(ResponseModel):
+    """A lease acquired (201) or renewed by its holder (200)."""
+
+    checkpoint_id: CheckpointId
+    lease_token: Annotated[
+        str,
+        Field(
+            description=(
+                "The fencing token (`<counter>.<random>`): saves and restores send it as lease_token, a delete as "
+                "the Lease-Token header. Its counter grows with every new lease of the checkpoint."
+            ),
+            json_schema_extra={"pattern": r"^[0-9]{1,16}\.[0-9a-f]{32}$"},
+        ),
+    ]
+    holder: Annotated[str, StringConstraints(min_length=1, max_length=limits.MAX_HOLDER_CHARS)]
+    expires_at: Time
+
+
+class LeaseReleased(ResponseModel):
+    """A lease released (or none was live)."""
+
+    checkpoint_id: CheckpointId
+    released: Literal[True]
 
 
 class CheckpointSummary(ResponseModel):
@@ -160,8 +185,10 @@ class CheckpointSummary(ResponseModel):
     updated_at: Time
 
     @classmethod
-    def of(cls, cp: Checkpoint, **extra: Any) -> Any:
-        """A checkpoint's summary (no state); `extra` adds fields of a subclass."""
+    def of(cls, cp: Checkpoint, now_ms: int | None = None, **extra: Any) -> Any:
+        """A checkpoint's summary (no state), with its lease when one is live at `now_ms` (None: no lease shown, as
+        for a kept revision); `extra` adds fields of a subclass."""
+        lease = cp.live_lease(now_ms) if now_ms is not None else None
         return cls.model_construct(
             checkpoint_id=cp.checkpoint_id,
             subject_id=cp.subject_id,
@@ -176,7 +203,9 @@ class CheckpointSummary(ResponseModel):
             source=SourceOut.model_construct(None, **cp.source) if cp.source is not None else None,
             ttl_seconds=cp.ttl_seconds,
             keep_revisions=cp.keep_revisions,
-            lease=None,
+            lease=None
+            if lease is None
+            else Lease.model_construct(holder=lease.holder, expires_at=format_ms(lease.expires_ms)),
             expires_at=format_ms(cp.expires_ms),
             created_at=format_ms(cp.created_ms),
             updated_at=format_ms(cp.updated_ms),

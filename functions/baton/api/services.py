@@ -23,7 +23,9 @@ from baton.store.aws import dynamodb_client, s3_client
 from baton.store.blobs import BlobStore
 from baton.store.checkpoints import CheckpointStore
 from baton.store.keys import KeyStore
+from baton.store.leases import LeaseStore
 from baton.store.objects import ObjectStore
+from baton.store.purge import SubjectPurger
 
 if TYPE_CHECKING:
     from mypy_boto3_dynamodb import DynamoDBClient
@@ -46,9 +48,15 @@ class Services:
     blobs: BlobStore = field(init=False)
     """Blob records and their presigned requests, on the same table, client and bucket (made from the fields
     above, so whoever builds services cannot wire them apart)."""
+    leases: LeaseStore = field(init=False)
+    """Checkpoints' leases, on the same table and client."""
+    purger: SubjectPurger = field(init=False)
+    """Deletes a subject's items page by page, on the same table and client."""
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "blobs", BlobStore(self.dynamodb, self.settings.table_name, self.objects))
+        object.__setattr__(self, "leases", LeaseStore(self.dynamodb, self.settings.table_name))
+        object.__setattr__(self, "purger", SubjectPurger(self.dynamodb, self.settings.table_name))
 
 
 def build_services(config: Settings, client: "DynamoDBClient | None" = None) -> Services:

@@ -79,15 +79,25 @@ class Principal:
             )
         return requested
 
-    def agent_for_list(self, requested: str | None, listing: str) -> str | None:
-        """Whose `listing` a list shows: any agent's (None: all) with `*`, else only the caller's own."""
+    def agent_for_list(self, requested: str | None) -> str | None:
+        """Whose work a list shows: any agent's (None: all) with `*`, else only the caller's own; another agent's
+        work is invisible without `*`, as absent as a missing checkpoint (a 404)."""
+        if self.is_wildcard:
+            return requested
+        if requested is None or requested == self.agent_id:
+            return self.agent_id
+        raise NotFound()
+
+    def agent_for_key_list(self, requested: str | None) -> str | None:
+        """Whose keys a key listing shows: any agent's (None: all) with `*`, else only the caller's own (naming
+        another agent is refused: keys are not work whose existence a 404 would hide)."""
         if self.is_wildcard:
             return requested
         if requested is None or requested == self.agent_id:
             return self.agent_id
         raise Forbidden(
-            f"The query parameter agent_id names another agent ({requested}); listing other agents' {listing} needs "
-            "the scope *."
+            f"The query parameter agent_id names another agent ({requested}); listing other agents' keys needs the "
+            "scope *."
         )
 
     def can_see_agent(self, agent_id: str) -> bool:

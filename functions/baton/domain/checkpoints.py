@@ -13,7 +13,8 @@ from typing import Any
 from baton.domain import limits
 from baton.domain.canonical import CanonicalState, canonical_json
 from baton.domain.errors import CheckpointClosed, FieldError, PayloadTooLarge, RevisionConflict, ValidationFailed
-from baton.domain.lifecycle import ACTIVE, is_terminal
+from baton.domain.leases import Lease, check_lease
+from baton.domain.lifecycle import ACTIVE, OPENCHECKPOINT_FORMAT, is_terminal
 from baton.domain.models import SaveCheckpointRequest
 
 RECENT_REQUESTS = 8
@@ -69,6 +70,8 @@ class SavePlan:
     caller_agent_id: str | None = None
     """The agent of the key that sent the save (a `*` key may save for another agent): blobs it declared may be
     attached too, beside the checkpoint's own agent's."""
+    lease_token: str | None = None
+    """The lease token the write presents (needed while the checkpoint is leased)."""
 
     def may_attach(self, blob_agent_id: str) -> bool:
         """True when a blob declared by `blob_agent_id` may be attached by this save."""
@@ -131,6 +134,10 @@ def plan_save(
     The size is known from the canonical bytes, so an oversized state is refused before any compression: refusing
     it costs no more than canonicalizing it. `plain` is the body's `Document.plain` (the fast canonical path).
     """
+    if request.format == OPENCHECKPOINT_FORMAT:
+        from baton.domain import opencheckpoint  # imported by the saves that need it: not a cold start's cost
+
+        opencheckpoint.check_document(request.state)  # every violation, by its pointer, before anything is stored
     text = canonical_json(request.state, at="/state", plain=plain)
     oversize = None
     if len(text) > limits.MAX_STATE_BYTES:
@@ -163,6 +170,7 @@ def plan_save(
         now_ms=now_ms,
         oversize=oversize,
         caller_agent_id=caller_agent_id,
+        lease_token=request.lease_token,
     )
 
 
@@ -231,6 +239,14 @@ class Checkpoint:
     format: str | None = None
     resources: list[dict[str, Any]] = field(default_factory=list)
     source: dict[str, str] | None = None
+    lease: Lease | None = None
+    """The lease as stored, live or lapsed (`live_lease` says which)."""
+    revisions_from: int | None = None
+    """The lowest revision number a kept revision of this checkpoint may still be stored at (None: none is)."""
+
+    def live_lease(self, now_ms: int) -> Lease | None:
+        """The lease while it is live, else None."""
+        return self.lease if self.lease is not None and self.lease.is_live(now_ms) else None
 
     def is_live(self, now_ms: int) -> bool:
         """True until `expires_at`; after it the checkpoint is treated as absent."""
@@ -324,11 +340,16 @@ def parse_etag_list(header: str) -> list[tuple[str, int]] | None:
     return tags or None
 
 
-def check_write(existing: Checkpoint | None, expected_revision: int | None, now_ms: int) -> None:
-    """Raise what the contract says when a write meets `existing` (None or expired counts as absent)."""
+def check_write(
+    existing: Checkpoint | None, expected_revision: int | None, now_ms: int, lease_token: str | None = None
+) -> None:
+    """Raise what the contract says when a write meets `existing` (None or expired counts as absent), in its order:
+    a closed checkpoint, then a live lease the write lacks the token of, then a revision conflict."""
     live = existing is not None and existing.is_live(now_ms)
     if live and existing is not None and is_terminal(existing.status):
         raise CheckpointClosed(existing.status)
+    if live and existing is not None:
+        check_lease(existing.lease, lease_token, now_ms)
     current = existing.revision if live and existing is not None else 0
     if expected_revision is not None and expected_revision != current:
         raise RevisionConflict(expected=expected_revision, current=current)
@@ -363,6 +384,8 @@ def build_next(existing: Checkpoint | None, plan: SavePlan, new_id: str) -> Chec
         format=plan.format,
         resources=plan.resources,
         source=plan.source,
+        lease=live.lease if live else None,
+        revisions_from=live.revisions_from if live else None,
     )
 
 

@@ -159,6 +159,29 @@ class CheckpointClosed(BatonError):
         return {"status": self.status}
 
 
+class LeaseHeld(BatonError):
+    """Another holder has the checkpoint's lease, or a write lacks the current lease token."""
+
+    code = "LEASE_HELD"
+
+    def __init__(self, expires_at: str, by_other_holder: bool = False) -> None:
+        if by_other_holder:
+            message = (
+                f"Another holder has the lease on this checkpoint until {expires_at}; wait for it to expire or be "
+                "released."
+            )
+        else:
+            message = (
+                f"The checkpoint is leased until {expires_at}, and this request does not carry the current lease "
+                "token; send it (lease_token in the body, or the Lease-Token header) or wait for the lease to end."
+            )
+        super().__init__(message)
+        self.lease_expires_at = expires_at
+
+    def details(self) -> dict[str, object]:
+        return {"lease_expires_at": self.lease_expires_at}
+
+
 class IdempotencyKeyReused(BatonError):
     """The idempotency key was used before with a different method, path or body."""
 

@@ -43,5 +43,21 @@ MAX_IF_MATCH_TAGS: Final = 50
 DEFAULT_PAGE_LIMIT: Final = 50
 MAX_PAGE_LIMIT: Final = 200
 
+MIN_RESUME_BUDGET_BYTES: Final = 1_024
+MAX_RESUME_BUDGET_BYTES: Final = 6_000_000
+"""Bounds of a resume's `budget_bytes`: the most bytes of `data` a caller will take for a `ready` answer."""
+MAX_RESUME_CANDIDATES: Final = 50
+"""Most candidates an `ambiguous` resume lists (`candidate_count` says how many matched)."""
+
 KEY_CACHE_SECONDS: Final = 60
 """How long a container trusts a key record it read: the bound on how late a revocation takes effect."""
+
+MIN_LEASE_SECONDS: Final = 10
+MAX_LEASE_SECONDS: Final = 86_400
+MAX_HOLDER_CHARS: Final = 200
+"""Longest lease `holder` (an agent's session, a worker: free text without control characters)."""
+
+PURGE_SECONDS: Final = 20
+"""How long one purge request starts new pages, from the route's start, before it answers `complete: false`: API
+Gateway gives up on a request after 30 s (the function's timeout is 29 s), and the page in flight when time runs out
+(one Query and one BatchWriteItem, tens of milliseconds unless DynamoDB is failing) must still finish and answer."""

@@ -92,6 +92,10 @@ class ResourceRef(RequestModel):
     media_type: Annotated[str, StringConstraints(min_length=1, max_length=200)]
 
 
+LeaseToken = Annotated[str, StringConstraints(min_length=1, max_length=200)]
+"""A lease's token as a write presents it (`<counter>.<random>`; anything else simply matches no lease)."""
+
+
 class SaveCheckpointRequest(RequestModel):
     """Body of `POST /v1/checkpoints`: upsert on (tenant, subject_id, agent_id, kind)."""
 
@@ -114,7 +118,7 @@ class SaveCheckpointRequest(RequestModel):
         ),
     ] = Field(default_factory=list)
     source: Source | None = None
-    lease_token: Annotated[str, StringConstraints(min_length=1, max_length=200)] | None = None
+    lease_token: LeaseToken | None = None
     keep_revisions: Annotated[int, Field(ge=limits.MIN_KEEP_REVISIONS, le=limits.MAX_KEEP_REVISIONS)] | None = None
 
     @field_validator("state")
@@ -123,6 +127,59 @@ class SaveCheckpointRequest(RequestModel):
         if value is None:
             raise ValueError("must not be null")
         return value
+
+
+class RestoreRequest(RequestModel):
+    """Body of `POST /v1/checkpoints/{checkpoint_id}/restore`: write a kept revision's state as a new revision."""
+
+    revision: Annotated[
+        int, Field(ge=1, le=limits.MAX_SAFE_INTEGER, description="The kept revision whose state is written again.")
+    ]
+    expected_revision: (
+        Annotated[
+            int,
+            Field(
+                ge=1,
+                le=limits.MAX_SAFE_INTEGER,
+                description="The checkpoint's current revision; another answers 409 REVISION_CONFLICT.",
+            ),
+        ]
+        | None
+    ) = None
+    lease_token: (
+        Annotated[LeaseToken, Field(description="The lease's token, required while the checkpoint is leased.")] | None
+    ) = None
+
+
+HolderText = Annotated[
+    str,
+    StringConstraints(min_length=1, max_length=limits.MAX_HOLDER_CHARS, pattern=r"^[^\x00-\x1f\x7f-\x9f]+$"),
+]
+
+
+class AcquireLeaseRequest(RequestModel):
+    """Body of `POST /v1/checkpoints/{checkpoint_id}/lease`."""
+
+    ttl_seconds: Annotated[
+        int,
+        Field(
+            ge=limits.MIN_LEASE_SECONDS,
+            le=limits.MAX_LEASE_SECONDS,
+            description="How long the lease lasts from now (a renewal counts from now too).",
+        ),
+    ]
+    holder: (
+        Annotated[
+            HolderText,
+            Field(
+                description=(
+                    "Who works on the checkpoint (an agent's session, a worker): the same holder renews its lease, any "
+                    "other waits. Defaults to the calling key's key_id."
+                )
+            ),
+        ]
+        | None
+    ) = None
 
 
 class CreateKeyRequest(RequestModel):

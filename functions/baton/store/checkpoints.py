@@ -9,8 +9,11 @@ AWS errors are sorted by `errors`: the methods here build a condition, make the 
 from __future__ import annotations
 
 import time
-from dataclasses import dataclass
+from collections.abc import Callable
+from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Any, Final, cast
+
+from cachetools import TTLCache
 
 from baton.domain import limits
 from baton.domain.checkpoints import (
@@ -33,7 +36,9 @@ from baton.domain.errors import (
     RevisionConflict,
     Unavailable,
 )
+from baton.domain.history import history_step, in_window, window
 from baton.domain.ids import new_checkpoint_id
+from baton.domain.leases import check_lease, parse_token
 from baton.domain.lifecycle import ACTIVE
 from baton.observability import logger
 from baton.store import attachments, items, layout, schema
@@ -48,6 +53,7 @@ from baton.store.errors import (
     translated_errors,
     was_retried,
 )
+from baton.store.index import locate
 from baton.store.objects import ObjectInfo, ObjectStore
 
 if TYPE_CHECKING:
@@ -60,11 +66,16 @@ MAX_BATCH_ROUNDS = 3
 MAX_BATCH_KEYS = 100
 """DynamoDB's limit on the keys of one BatchGetItem."""
 BATCH_BACKOFF_SECONDS = 0.05
+HISTORY_HINTS: Final = 4096
+HISTORY_HINT_SECONDS: Final = 600
 BUSY_MESSAGE: Final = "Too many concurrent writers on this checkpoint; nothing was written. Retry shortly."
 
 _NOT_MINE = "NOT (" + " OR ".join(f"#{name} = :tag" for name in items.RECENT) + ")"
 """True unless the item remembers this write's request tag (a slot not yet written equals nothing)."""
 _LIVE_AND_WRITABLE = f"(#{items.EXPIRES} > :now_s AND #{items.STATUS} = :active AND {_NOT_MINE})"
+_NO_HISTORY = f"attribute_not_exists(#{items.REVISIONS_FROM})"
+"""No kept revision is stored: a save need not prune (with `keep_revisions` 0 it stays one request)."""
+_KEEPS_NONE = f"attribute_not_exists(#{items.KEEP})"
 
 
 @dataclass(frozen=True)
@@ -81,24 +92,45 @@ def _values(values: dict[str, Any], *expressions: str) -> dict[str, Any]:
     return {k: to_attr(v) for k, v in values.items() if k in used}
 
 
+def lease_allows(token: str | None, values: dict[str, Any]) -> str:
+    """A condition that holds while the item has no live lease, or a live one whose token is `token` (its values
+    added to `values`; `:now_s` must be there)."""
+    free = f"attribute_not_exists(#{items.LEASE_EXPIRES}) OR #{items.LEASE_EXPIRES} <= :now_s"
+    parsed = parse_token(token)
+    if parsed is None:
+        return f"({free})"
+    values[":lease_counter"], values[":lease_secret"] = parsed
+    return f"({free} OR (#{items.LEASE_COUNTER} = :lease_counter AND #{items.LEASE_SECRET} = :lease_secret))"
+
+
 def _save_condition(plan: SavePlan) -> tuple[str, dict[str, Any]]:
-    """The condition of a plain save: the contract's rules, and not a write this item already remembers."""
+    """The condition of a plain save: the contract's rules, and not a write this item already remembers; over an
+    existing checkpoint, no live lease but the one whose token it carries, and no history to keep or prune (a save
+    that must keep or prune revisions takes the transaction, `_save_transactional`)."""
     values: dict[str, Any] = {":now_s": ms_to_seconds(plan.now_ms), ":active": ACTIVE, ":tag": plan.tag}
+    history = _NO_HISTORY if plan.keep_revisions is not None else f"{_NO_HISTORY} AND {_KEEPS_NONE}"
+    writable = f"{_LIVE_AND_WRITABLE} AND {lease_allows(plan.lease_token, values)} AND {history}"
     if plan.resources:
         # Only over a live checkpoint whose resources are exactly these (blobs it holds, each as it was declared and
         # checked when attached): anything else takes the transaction that checks and claims (`_save_transactional`).
         values[f":{items.RESOURCES}"] = plan.resources
-        held = f"{_LIVE_AND_WRITABLE} AND #{items.RESOURCES} = :{items.RESOURCES}"
+        held = f"{writable} AND #{items.RESOURCES} = :{items.RESOURCES}"
         if plan.expected_revision is None:
             return held, values
         values[":expected"] = plan.expected_revision
         return f"{held} AND #{items.REVISION} = :expected", values
     if plan.expected_revision is None:
-        return f"attribute_not_exists(#{schema.PK}) OR {_LIVE_AND_WRITABLE}", values
+        return f"attribute_not_exists(#{schema.PK}) OR ({writable})", values
     if plan.expected_revision == 0:
         return f"attribute_not_exists(#{schema.PK})", values
     values[":expected"] = plan.expected_revision
-    return f"{_LIVE_AND_WRITABLE} AND #{items.REVISION} = :expected", values
+    return f"{writable} AND #{items.REVISION} = :expected", values
+
+
+def _keeps_history(existing: Checkpoint, plan: SavePlan) -> bool:
+    """True when a save of `plan` over the live `existing` must keep or prune revisions."""
+    keep = existing.keep_revisions if plan.keep_revisions is None else plan.keep_revisions
+    return keep > 0 or existing.revisions_from is not None
 
 
 class CheckpointStore:
@@ -109,17 +141,26 @@ class CheckpointStore:
         self._client = client
         self._table = table_name
         self._objects = objects
+        self._with_history: TTLCache[CheckpointKey, bool] = TTLCache(maxsize=HISTORY_HINTS, ttl=HISTORY_HINT_SECONDS)
+        """Checkpoints this container saw keeping revisions: their next save goes straight to the transaction
+        instead of first trying the plain write, which their stored `keep_revisions` would refuse. Only a hint:
+        the plain write's condition decides."""
 
     # -- save -----------------------------------------------------------------------------------------------
 
     def save(self, plan: SavePlan, claim: IdempotencyClaim | None = None) -> SaveOutcome:
         """Upsert the checkpoint of `plan`; with a claim, exactly once per idempotency key."""
         with translated_errors():
-            if claim is not None or (plan.resources and plan.expected_revision == 0):
+            if (
+                claim is not None
+                or (plan.resources and plan.expected_revision == 0)
+                or (plan.keep_revisions or 0) > 0
+                or plan.key in self._with_history
+            ):
                 return self._save_transactional(plan, claim)
             if plan.oversize is not None:
-                # The contract ranks a closed checkpoint and a revision conflict before an oversized state.
-                check_write(self._get_item(plan.key), plan.expected_revision, plan.now_ms)
+                # The contract ranks a closed checkpoint, a lease and a revision conflict before an oversized state.
+                check_write(self._get_item(plan.key), plan.expected_revision, plan.now_ms, plan.lease_token)
                 raise plan.oversize
             return self._save_plain(plan)
 
@@ -166,7 +207,8 @@ class CheckpointStore:
             raise
 
     def _write_plain(self, plan: SavePlan, placement: items.Placement) -> SaveOutcome | None:
-        """One conditional UpdateItem; None when the save must claim blobs (the transaction does that)."""
+        """One conditional UpdateItem; None when the save must claim blobs or keep revisions (the transaction does
+        that)."""
         key = layout.checkpoint_key(plan.key.tenant_id, plan.key.subject_id, plan.key.agent_id, plan.key.kind)
         update = items.save_update(plan, new_checkpoint_id(), placement)
         condition, condition_values = _save_condition(plan)
@@ -207,7 +249,10 @@ class CheckpointStore:
                     mine = recognised_write(old, plan)
                     if mine is not None:
                         return SaveOutcome(mine)
-                check_write(old, plan.expected_revision, plan.now_ms)
+                check_write(old, plan.expected_revision, plan.now_ms, plan.lease_token)
+                if old is not None and old.is_live(plan.now_ms) and _keeps_history(old, plan):
+                    self._with_history[plan.key] = True
+                    return None  # the save keeps or prunes revisions: the transaction does that
                 if plan.resources:
                     return None  # the resources differ (or the item changed): the transaction decides
                 if old is not None and not old.is_live(plan.now_ms):
@@ -247,15 +292,25 @@ class CheckpointStore:
 
     @staticmethod
     def _unchanged(old: Checkpoint) -> dict[str, Any]:
-        """A condition that holds while the item is still the revision `old` was read at."""
+        """A condition that holds while the item is still the revision `old` was read at, with the same lease (lease
+        operations change neither the revision nor anything else a save writes, so they are compared apart)."""
         condition = f"#{schema.GSI1_PK} = :old_index_pk AND #{items.REVISION} = :old_revision"
+        values = {
+            ":old_index_pk": to_attr(layout.checkpoint_index_pk(old.tenant_id, old.checkpoint_id)),
+            ":old_revision": to_attr(old.revision),
+        }
+        if old.lease is None:
+            condition += f" AND attribute_not_exists(#{items.LEASE_EXPIRES})"
+        else:
+            condition += (
+                f" AND #{items.LEASE_COUNTER} = :old_lease_counter AND #{items.LEASE_EXPIRES} = :old_lease_expires"
+            )
+            values[":old_lease_counter"] = to_attr(old.lease.counter)
+            values[":old_lease_expires"] = to_attr(ms_to_seconds(old.lease.expires_ms))
         return {
             "ConditionExpression": condition,
             "ExpressionAttributeNames": names_in(condition),
-            "ExpressionAttributeValues": {
-                ":old_index_pk": to_attr(layout.checkpoint_index_pk(old.tenant_id, old.checkpoint_id)),
-                ":old_revision": to_attr(old.revision),
-            },
+            "ExpressionAttributeValues": values,
         }
 
     def _save_transactional(
@@ -302,14 +357,21 @@ class CheckpointStore:
                 mine = recognised_write(old, plan)  # our own transaction landed and its answer was lost
                 if mine is not None:
                     return SaveOutcome(mine)
-            check_write(old, plan.expected_revision, plan.now_ms)
+            check_write(old, plan.expected_revision, plan.now_ms, plan.lease_token)
             if plan.oversize is not None:
                 raise plan.oversize
+            new = build_next(old, plan, new_checkpoint_id())
+            superseded = old if old is not None and old.is_live(plan.now_ms) else None
+            step = history_step(superseded, new.keep_revisions)
+            new = replace(new, revisions_from=step.revisions_from)
+            if new.keep_revisions or step.revisions_from is not None:
+                self._with_history[plan.key] = True  # its next save keeps a revision too: straight here
+            else:
+                self._with_history.pop(plan.key, None)
             to_claim = attachments.check(plan, found, attachments.held_blobs(raw), lambda key: self._head(key, heads))
-            refusal = attachments.too_many(plan, to_claim, 1 + (claim is not None))
+            refusal = attachments.too_many(plan, to_claim, 1 + (claim is not None) + step.writes)
             if refusal is not None:
                 raise refusal
-            new = build_next(old, plan, new_checkpoint_id())
             saved = new.saved()
             if unsure and placed and placed[0].attribute == items.STATE_OBJECT:
                 # The last attempt's outcome is unknown and the item does not show it: its checkpoint may have landed
@@ -330,6 +392,13 @@ class CheckpointStore:
                     }
                 }
             ]
+            if superseded is not None and raw is not None:
+                if step.keep_superseded:
+                    writes.append({"Put": {"TableName": self._table, "Item": items.revision_item(raw, superseded)}})
+                writes.extend(
+                    {"Delete": {"TableName": self._table, "Key": items.revision_key(superseded, number)}}
+                    for number in step.prune
+                )
             if claim is not None:
                 record_expiry_ms = plan.now_ms + limits.IDEMPOTENCY_TTL_SECONDS * 1000
                 record_condition = f"attribute_not_exists(#{schema.PK}) OR #{items.EXPIRES} <= :now_s"
@@ -417,17 +486,7 @@ class CheckpointStore:
         return items.checkpoint_from_item(item, with_state, spilled=self._objects.get(key))
 
     def _locate(self, tenant_id: str, checkpoint_id: str) -> Item | None:
-        response = self._client.query(
-            TableName=self._table,
-            IndexName=schema.GSI1,
-            KeyConditionExpression=f"{schema.GSI1_PK} = :id",
-            ExpressionAttributeValues={":id": {"S": layout.checkpoint_index_pk(tenant_id, checkpoint_id)}},
-            Limit=1,
-        )
-        found = response.get("Items", [])
-        if not found:
-            return None
-        return {schema.PK: found[0][schema.PK], schema.SK: found[0][schema.SK]}
+        return locate(self._client, self._table, tenant_id, checkpoint_id)
 
     def _batch_get(self, keys: list[Item]) -> dict[tuple[str, str], Item]:
         """The items at `keys`, consistently: one BatchGetItem per 100 keys (DynamoDB's limit: a save naming many
@@ -456,6 +515,195 @@ class CheckpointStore:
                 return found
         raise Unavailable(UNAVAILABLE_MESSAGE)
 
+    # -- history --------------------------------------------------------------------------------------------
+
+    def get_revision(
+        self, tenant_id: str, checkpoint_id: str, revision: int, now_ms: int, only_agent: str | None
+    ) -> Checkpoint:
+        """Kept revision `revision` of the live checkpoint with this id, with its state (one index Query, one
+        consistent BatchGetItem of the checkpoint and the revision, and a GetObject when its state was spilled);
+        NotFound when either is missing, expired, outside the window of kept revisions or not the caller's."""
+        with translated_errors():
+            current, raw, _ = self._checkpoint_and_revision(tenant_id, checkpoint_id, revision, now_ms, only_agent, [])
+            return self._revision(raw, current)
+
+    def _checkpoint_and_revision(
+        self,
+        tenant_id: str,
+        checkpoint_id: str,
+        revision: int,
+        now_ms: int,
+        only_agent: str | None,
+        also: list[Item],
+    ) -> tuple[Checkpoint, Item, dict[tuple[str, str], Item]]:
+        """The live checkpoint with this id, the item of its kept revision `revision`, and what else was found: read
+        together, with the items at `also`, in one consistent BatchGetItem."""
+        key = self._locate(tenant_id, checkpoint_id)
+        if key is None or not 1 <= revision <= limits.MAX_SAFE_INTEGER:
+            raise NotFound()
+        pk, sk = layout.identity(key)
+        agent_id, kind = sk.removeprefix(layout.CHECKPOINT).split("#", 1)
+        revision_key = layout.key(pk, layout.revision_sk(agent_id, kind, checkpoint_id, revision))
+        found = self._batch_get([key, revision_key, *also])
+        raw_checkpoint = found.get(layout.identity(key))
+        current = items.checkpoint_from_item(raw_checkpoint, with_state=False) if raw_checkpoint else None
+        if not self._visible(current, checkpoint_id, now_ms, only_agent) or current is None:
+            raise NotFound()
+        raw_revision = found.get(layout.identity(revision_key))
+        if raw_revision is None or not in_window(current, revision):
+            raise NotFound()
+        if not items.revision_from_item(raw_revision, current, with_state=False).is_live(now_ms):
+            raise NotFound()
+        return current, raw_revision, found
+
+    @staticmethod
+    def _visible(current: Checkpoint | None, checkpoint_id: str, now_ms: int, only_agent: str | None) -> bool:
+        """True when `current` (read at the key the index gave for `checkpoint_id`) is that checkpoint, live, and
+        the caller's to see (the index is eventually consistent: the slot may hold a newer checkpoint)."""
+        return (
+            current is not None
+            and current.checkpoint_id == checkpoint_id
+            and current.is_live(now_ms)
+            and (only_agent is None or current.agent_id == only_agent)
+        )
+
+    def _revision(self, raw: Item, current: Checkpoint) -> Checkpoint:
+        """A kept revision with its state, read from the bucket when it was spilled (one GetObject)."""
+        key = items.state_object_of(raw)
+        if key is None:
+            return items.revision_from_item(raw, current)
+        if self._objects is None:
+            raise RuntimeError(f"the state of this revision is in the object {key!r}, and no bucket is configured")
+        return items.revision_from_item(raw, current, spilled=self._objects.get(key))
+
+    def list_revisions(
+        self,
+        tenant_id: str,
+        checkpoint_id: str,
+        now_ms: int,
+        only_agent: str | None,
+        limit: int,
+        cursor: str | None,
+    ) -> Page:
+        """One page of the live checkpoint's kept revisions as summaries, newest first: one index Query, one
+        consistent GetItem of the checkpoint (no state), and one Query of the window of kept revisions (more only
+        while expired revisions leave the page short)."""
+        binding = query_binding("revisions", tenant_id, checkpoint_id)
+        after = decode_after(cursor, binding)
+        if after is not None and not (after.isascii() and after.isdigit() and len(after) <= layout.REVISION_DIGITS):
+            raise invalid_cursor()
+        with translated_errors():
+            key = self._locate(tenant_id, checkpoint_id)
+            if key is None:
+                raise NotFound()
+            projection = ", ".join(f"#{name}" for name in items.SUMMARY)
+            raw = self._client.get_item(
+                TableName=self._table,
+                Key=key,
+                ConsistentRead=True,
+                ProjectionExpression=projection,
+                ExpressionAttributeNames=names_in(projection),
+            ).get("Item")
+            current = items.checkpoint_from_item(raw, with_state=False) if raw else None
+            if not self._visible(current, checkpoint_id, now_ms, only_agent) or current is None:
+                raise NotFound()
+            readable = window(current)
+            high = readable.stop - 1 if after is None else min(readable.stop - 1, int(after) - 1)
+            shown: list[Checkpoint] = []
+            more = False
+            if readable and high >= readable.start:
+                shown, more = self._revisions_between(current, readable.start, high, now_ms, limit)
+        next_cursor = encode_after(str(shown[-1].revision), binding) if more and shown else None
+        return Page(items=shown, next_cursor=next_cursor)
+
+    def _revisions_between(
+        self, current: Checkpoint, low: int, high: int, now_ms: int, limit: int
+    ) -> tuple[list[Checkpoint], bool]:
+        """Up to `limit` live kept revisions numbered `low`..`high`, newest first, and whether more follow."""
+        pk = layout.checkpoint_pk(current.tenant_id, current.subject_id)
+        condition = f"#{schema.PK} = :pk AND #{schema.SK} BETWEEN :low AND :high"
+        projection = ", ".join(f"#{name}" for name in items.REVISION_SUMMARY)
+        request: dict[str, Any] = {
+            "TableName": self._table,
+            "KeyConditionExpression": condition,
+            "ProjectionExpression": projection,
+            "ExpressionAttributeNames": names_in(condition, projection),
+            "ExpressionAttributeValues": {
+                ":pk": {"S": pk},
+                ":low": {"S": layout.revision_sk(current.agent_id, current.kind, current.checkpoint_id, low)},
+                ":high": {"S": layout.revision_sk(current.agent_id, current.kind, current.checkpoint_id, high)},
+            },
+            "ScanIndexForward": False,
+            "ConsistentRead": True,
+            "Limit": limit + 1,
+        }
+        shown: list[Checkpoint] = []
+        while True:
+            response = self._client.query(**request)
+            for item in response["Items"]:
+                revision = items.revision_from_item(item, current, with_state=False)
+                if revision.is_live(now_ms):
+                    if len(shown) == limit:
+                        return shown, True
+                    shown.append(revision)
+            start = response.get("LastEvaluatedKey")
+            if not start:
+                return shown, False
+            request["ExclusiveStartKey"] = start
+
+    def restore(
+        self,
+        tenant_id: str,
+        checkpoint_id: str,
+        revision: int,
+        plan_of: Callable[[Checkpoint, Checkpoint], SavePlan],
+        now_ms: int,
+        only_agent: str | None,
+        claim: IdempotencyClaim | None = None,
+    ) -> SaveOutcome:
+        """Write kept revision `revision`'s state as the checkpoint's next revision (never a rewind). `plan_of`
+        turns (the checkpoint, the revision with its state) into the save's plan. One index Query, one consistent
+        BatchGetItem (the checkpoint, the revision, the idempotency record), then the history save's transaction
+        (its read is that same BatchGetItem when the revision names no blob)."""
+        with translated_errors():
+            record_key = None if claim is None else layout.idempotency_key(tenant_id, claim.agent_id, claim.key)
+            try:
+                current, raw, found = self._checkpoint_and_revision(
+                    tenant_id, checkpoint_id, revision, now_ms, only_agent, [record_key] if record_key else []
+                )
+            except NotFound:
+                if record_key is not None:
+                    # A replay is decided before the state checks: the first restore may have pruned this revision.
+                    replay = self._replay(record_key, claim, now_ms)
+                    if replay is not None:
+                        return replay
+                raise
+            if record_key is not None and claim is not None:
+                replay = self._replay(record_key, claim, now_ms, found.get(layout.identity(record_key)))
+                if replay is not None:
+                    return replay
+            plan = plan_of(current, self._revision(raw, current))
+        self._with_history[plan.key] = True  # a restore always keeps the revision it supersedes
+        return self.save(plan, claim)
+
+    def _replay(
+        self, record_key: Item, claim: IdempotencyClaim | None, now_ms: int, raw: Item | bool | None = False
+    ) -> SaveOutcome | None:
+        """The first answer to `claim`'s key if its record is there and still remembered (`raw`: the record as
+        already read, or False to read it now)."""
+        if claim is None:
+            return None
+        if raw is False:
+            raw = self._client.get_item(TableName=self._table, Key=record_key, ConsistentRead=True).get("Item")
+        if not raw:
+            return None
+        record = items.record_from_item(cast(Item, raw))
+        if record.expires_ms <= now_ms:
+            return None
+        if record.fingerprint != claim.fingerprint or record.saved is None:
+            raise IdempotencyKeyReused()
+        return SaveOutcome(record.saved, replayed=True)
+
     # -- delete ---------------------------------------------------------------------------------------------
 
     def delete(
@@ -465,14 +713,17 @@ class CheckpointStore:
         now_ms: int,
         only_agent: str | None,
         if_match_revisions: tuple[int, ...] | None,
+        lease_token: str | None = None,
     ) -> None:
         """Delete the live checkpoint with this id; NotFound if it is not there or not the caller's to see.
 
-        `if_match_revisions` (from `If-Match`) makes it conditional: the current revision must be one of them.
+        `if_match_revisions` (from `If-Match`) makes it conditional: the current revision must be one of them. While
+        the checkpoint is leased, `lease_token` must be the lease's token (`LeaseHeld` otherwise).
         """
         index_pk = layout.checkpoint_index_pk(tenant_id, checkpoint_id)
         values: dict[str, Any] = {":index_pk": index_pk, ":now_s": ms_to_seconds(now_ms)}
         condition = f"#{schema.GSI1_PK} = :index_pk AND #{items.EXPIRES} > :now_s"
+        condition += f" AND {lease_allows(lease_token, values)}"
         if only_agent is not None:
             values[":agent"] = layout.agent_checkpoints(only_agent)
             condition += f" AND begins_with(#{schema.SK}, :agent)"
@@ -510,6 +761,7 @@ class CheckpointStore:
                     or (only_agent is not None and old.agent_id != only_agent)
                 ):
                     raise NotFound() from None
+                check_lease(old.lease, lease_token, now_ms)
                 raise RevisionConflict(expected=if_match_revisions, current=old.revision, field="If-Match") from None
 
     def _gone(self, key: Item, index_pk: str) -> bool:

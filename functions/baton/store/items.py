@@ -19,6 +19,11 @@ checkpoint id) is not stored again; the state's hash is stored as its 32 bytes; 
 | `ttl`          | expiry in epoch seconds, rounded up, for DynamoDB's TTL                      |
 | `r0`…`r7`      | request tags of the last eight writes, newest first (8 bytes each)          |
 | `e1`…`e7`      | the expiry the 2nd…8th last writes set (`x` is the last one's)               |
+| `lh`, `lc`, `lt`, `lx` | the lease: holder, counter, random part of its token, expiry (epoch s, ms) |
+| `vf`           | the lowest revision number a kept revision may still be stored at            |
+
+A kept revision's item (`revision_item`) holds the revision's own `rev`, `st`, state, `h`, `n`, `f`, `src`, `res`,
+`rb`, `tl`, `keep`, `c`, `u`, `x` as its checkpoint held them, and a `ttl` from its own expiry.
 """
 
 from __future__ import annotations
@@ -33,8 +38,9 @@ from baton.domain import limits
 from baton.domain.blobs import Blob
 from baton.domain.checkpoints import RECENT_REQUESTS, Checkpoint, CheckpointKey, IdempotencyClaim, Saved, SavePlan
 from baton.domain.clock import ms_to_seconds
+from baton.domain.leases import Lease, LeaseGrant
 from baton.store import codec, layout, schema
-from baton.store.attributes import Item, from_item, to_item
+from baton.store.attributes import Item, from_item, to_attr, to_item
 
 REVISION: Final = "rev"
 STATUS: Final = "st"
@@ -59,6 +65,31 @@ RECENT: Final = tuple(f"r{i}" for i in range(RECENT_REQUESTS))
 """Request tags of the latest writes, newest first: `r0` is the last write's."""
 EARLIER_EXPIRIES: Final = tuple(f"e{i}" for i in range(1, RECENT_REQUESTS))
 """The expiry each earlier write set, beside `r1`…: `x` is the last write's, so the ring starts at `e1`."""
+LEASE_HOLDER: Final = "lh"
+LEASE_COUNTER: Final = "lc"
+LEASE_SECRET: Final = "lt"
+LEASE_EXPIRES: Final = "lx"
+LEASE: Final = (LEASE_HOLDER, LEASE_COUNTER, LEASE_SECRET, LEASE_EXPIRES)
+REVISIONS_FROM: Final = "vf"
+REVISION_ATTRIBUTES: Final = (
+    REVISION,
+    STATUS,
+    TEXT,
+    PACKED,
+    STATE_OBJECT,
+    HASH,
+    SIZE,
+    FORMAT,
+    SOURCE,
+    RESOURCES,
+    RESOURCE_BLOBS,
+    TTL_SECONDS,
+    KEEP,
+    CREATED,
+    UPDATED,
+    EXPIRES,
+)
+"""What a kept revision's item copies of its checkpoint's item (all but the keys, the request ring and the lease)."""
 
 SUMMARY: Final = (
     schema.PK,
@@ -76,8 +107,12 @@ SUMMARY: Final = (
     CREATED,
     UPDATED,
     EXPIRES,
+    *LEASE,
+    REVISIONS_FROM,
 )
 """What a listing reads of each checkpoint: everything but the state and the request ring."""
+REVISION_SUMMARY: Final = tuple(name for name in (schema.SK, *REVISION_ATTRIBUTES) if name not in (TEXT, PACKED))
+"""What a revision listing reads of each revision: everything but an inline state (a spilled one's key is small)."""
 
 
 def seconds_to_ms(value: Any) -> int:
@@ -189,7 +224,33 @@ def checkpoint_item(cp: Checkpoint, placement: Placement | None = None) -> Item:
             schema.TTL_ATTRIBUTE: ttl_epoch(cp.expires_ms),
             **dict(zip(RECENT, recent, strict=True)),
             **dict(zip(EARLIER_EXPIRIES, expiries, strict=True)),
+            **lease_values(cp.lease),
+            REVISIONS_FROM: cp.revisions_from,
         }
+    )
+
+
+def lease_values(lease: Lease | None) -> dict[str, Any]:
+    """A lease as the checkpoint item's attributes (all None without one: `to_item` leaves them out)."""
+    if lease is None:
+        return dict.fromkeys(LEASE)
+    return {
+        LEASE_HOLDER: lease.holder,
+        LEASE_COUNTER: lease.counter,
+        LEASE_SECRET: lease.secret,
+        LEASE_EXPIRES: ms_to_seconds(lease.expires_ms),
+    }
+
+
+def lease_of(values: dict[str, Any]) -> Lease | None:
+    """The lease a checkpoint item's attributes (`from_item`) hold, if any."""
+    if LEASE_EXPIRES not in values:
+        return None
+    return Lease(
+        holder=values[LEASE_HOLDER],
+        counter=int(values[LEASE_COUNTER]),
+        secret=values[LEASE_SECRET],
+        expires_ms=seconds_to_ms(values[LEASE_EXPIRES]),
     )
 
 
@@ -222,6 +283,60 @@ def checkpoint_from_item(item: Item, with_state: bool = True, spilled: bytes | N
         expires_ms=expires_ms,
         recent_requests=recent,
         recent_expiries=(expires_ms, *earlier)[: len(recent)],
+        format=values.get(FORMAT),
+        resources=list(values.get(RESOURCES, [])),
+        source=values.get(SOURCE),
+        lease=lease_of(values),
+        revisions_from=int(values[REVISIONS_FROM]) if REVISIONS_FROM in values else None,
+    )
+
+
+# -- kept revisions ---------------------------------------------------------------------------------------------
+
+
+def revision_item(checkpoint_raw: Item, superseded: Checkpoint) -> Item:
+    """The item that keeps `superseded` (read as `checkpoint_raw`) as a revision: its attributes copied as stored
+    (the state stays packed, or in its object, which the revision now references), keyed by its number."""
+    copied: Item = {name: checkpoint_raw[name] for name in REVISION_ATTRIBUTES if name in checkpoint_raw}
+    return {
+        **layout.key(
+            checkpoint_raw[schema.PK]["S"],
+            layout.revision_sk(superseded.agent_id, superseded.kind, superseded.checkpoint_id, superseded.revision),
+        ),
+        **copied,
+        schema.TTL_ATTRIBUTE: to_attr(ttl_epoch(superseded.expires_ms)),
+    }
+
+
+def revision_key(checkpoint: Checkpoint, revision: int) -> Item:
+    """The table key of a checkpoint's kept revision."""
+    return layout.key(
+        layout.checkpoint_pk(checkpoint.tenant_id, checkpoint.subject_id),
+        layout.revision_sk(checkpoint.agent_id, checkpoint.kind, checkpoint.checkpoint_id, revision),
+    )
+
+
+def revision_from_item(
+    item: Item, checkpoint: Checkpoint, with_state: bool = True, spilled: bytes | None = None
+) -> Checkpoint:
+    """A kept revision of `checkpoint` from its item, as a checkpoint at that revision (no lease, no request ring)."""
+    values = from_item(item)
+    return Checkpoint(
+        tenant_id=checkpoint.tenant_id,
+        checkpoint_id=checkpoint.checkpoint_id,
+        subject_id=checkpoint.subject_id,
+        agent_id=checkpoint.agent_id,
+        kind=checkpoint.kind,
+        revision=int(values[REVISION]),
+        status=values[STATUS],
+        state_text=unpack_state(values, spilled) if with_state else None,
+        state_hash=bytes(values[HASH]).hex(),
+        state_bytes=int(values[SIZE]),
+        ttl_seconds=int(values[TTL_SECONDS]),
+        keep_revisions=int(values.get(KEEP, 0)),
+        created_ms=int(values[CREATED]),
+        updated_ms=int(values[UPDATED]),
+        expires_ms=seconds_to_ms(values[EXPIRES]),
         format=values.get(FORMAT),
         resources=list(values.get(RESOURCES, [])),
         source=values.get(SOURCE),
@@ -339,6 +454,10 @@ REQUEST: Final = "rid"
 ANSWER: Final = "a"
 
 
+GRANT: Final = "lg"
+"""The lease an idempotent lease request granted (instead of a save's answer `a`)."""
+
+
 @dataclass(frozen=True)
 class IdempotencyRecord:
     """The first answer to an idempotency key: the request it answered and what it wrote."""
@@ -348,6 +467,29 @@ class IdempotencyRecord:
     saved: Saved | None
     """None when the key answered another route (a blob's declaration): its fingerprint then differs anyway."""
     expires_ms: int
+    grant: LeaseGrant | None = None
+    """What a lease request answered, when the key answered one."""
+
+
+def grant_record_item(
+    tenant_id: str, claim: IdempotencyClaim, request_id: str, grant: LeaseGrant, expires_ms: int
+) -> Item:
+    """The idempotency record of a lease request: the lease it granted or renewed."""
+    return {
+        **layout.idempotency_key(tenant_id, claim.agent_id, claim.key),
+        **to_item(
+            {
+                FINGERPRINT: bytes.fromhex(claim.fingerprint),
+                REQUEST: request_id,
+                GRANT: {
+                    "new": grant.created,
+                    **lease_values(grant.lease),
+                },
+                EXPIRES: ms_to_seconds(expires_ms),
+                schema.TTL_ATTRIBUTE: ttl_epoch(expires_ms),
+            }
+        ),
+    }
 
 
 def record_item(tenant_id: str, claim: IdempotencyClaim, request_id: str, saved: Saved, expires_ms: int) -> Item:
@@ -393,11 +535,14 @@ def record_from_item(item: Item) -> IdempotencyRecord:
             state_bytes=int(answer[SIZE]),
             expires_ms=seconds_to_ms(answer[EXPIRES]),
         )
+    granted = values.get(GRANT)
+    lease = lease_of(granted) if granted is not None else None
     return IdempotencyRecord(
         fingerprint=bytes(values[FINGERPRINT]).hex(),
         request_id=values[REQUEST],
         saved=saved,
         expires_ms=seconds_to_ms(values[EXPIRES]),
+        grant=LeaseGrant(lease, created=bool(granted["new"])) if lease is not None and granted is not None else None,
     )
 
 

@@ -7,13 +7,19 @@ idempotency key) always comes last, so every key parses back one way only: no tw
 | item          | pk                                  | sk                   | gpk (index gsi1)          | gsk         |
 |---------------|-------------------------------------|----------------------|---------------------------|-------------|
 | checkpoint    | `C#<tenant>#<subject>`              | `C#<agent>#<kind>`   | `I#<tenant>#<checkpoint>` | `C`         |
+| revision      | `C#<tenant>#<subject>`              | `V#<agent>#<kind>#<checkpoint>#<n>` |            |             |
 | api key       | `K#<sha256 of secret>`              | `K`                  | `T#<tenant>#keys`         | `<key_id>`  |
 | idempotency   | `D#<tenant>#<agent>#<key>`          | `D`                  |                           |             |
 
 | blob          | `B#<tenant>#<blob_id>`              | `B`                  |                           |             |
 
-A subject's checkpoints share a partition, so listing them is one Query on the table itself (no local index: an
-index whose sort key is `updated_at` would delete and re-put its entry on every save).
+A revision's number `<n>` is written with 16 digits (any revision up to 2^53 fits), so its checkpoint's revisions
+sort by number; the checkpoint id in its key makes a re-created checkpoint (a new id) start with none. A lease is
+attributes of its checkpoint's item, so that every write checks it in the same request.
+
+A subject's checkpoints (and their revisions) share a partition, so listing them is one Query on the table itself
+(no local index: an index whose sort key is `updated_at` would delete and re-put its entry on every save), and a
+purge finds everything of a subject in one partition.
 
 Objects in the bucket live under `schema.BLOB_PREFIX`, then the tenant, so a tenant's objects share one prefix:
 
@@ -35,6 +41,9 @@ from baton.store.attributes import Item
 
 CHECKPOINT: Final = "C#"
 """Sort-key prefix of every checkpoint in a subject's partition."""
+REVISION: Final = "V#"
+"""Sort-key prefix of every kept revision in a subject's partition."""
+REVISION_DIGITS: Final = 16
 CHECKPOINT_INDEX_SK: Final = "C"
 """gsi1 sort key of a checkpoint (the index finds a checkpoint by id; one entry per id)."""
 IDEMPOTENCY_SK: Final = "D"
@@ -59,6 +68,23 @@ def checkpoint_sk(agent_id: str, kind: str) -> str:
 def agent_checkpoints(agent_id: str | None) -> str:
     """The sort-key prefix of one agent's checkpoints in a subject, or of every agent's (None)."""
     return CHECKPOINT if agent_id is None else f"{CHECKPOINT}{agent_id}#"
+
+
+def revisions_prefix(agent_id: str, kind: str, checkpoint_id: str | None = None) -> str:
+    """The sort-key prefix of one checkpoint's kept revisions (None: of every checkpoint that held this slot)."""
+    slot = f"{REVISION}{agent_id}#{kind}#"
+    return slot if checkpoint_id is None else f"{slot}{checkpoint_id}#"
+
+
+def revision_sk(agent_id: str, kind: str, checkpoint_id: str, revision: int) -> str:
+    """Sort key of a checkpoint's kept revision `revision`."""
+    return f"{revisions_prefix(agent_id, kind, checkpoint_id)}{revision:0{REVISION_DIGITS}d}"
+
+
+def read_revision_sk(sk: str) -> tuple[str, str, str, int]:
+    """(agent, kind, checkpoint_id, revision) back from a revision's sort key."""
+    agent_id, kind, checkpoint_id, number = sk.removeprefix(REVISION).split("#")
+    return agent_id, kind, checkpoint_id, int(number)
 
 
 def checkpoint_index_pk(tenant_id: str, checkpoint_id: str) -> str:

@@ -22,6 +22,14 @@ object deleted: nothing can attach a blob without its record.
 A blob record removed while unattached (an upload never attached, its record expired by TTL) has its object deleted;
 an attached blob's record is removed by the reaper itself, which deleted the object already.
 
+Kept revisions (items at `V#...` in the checkpoint's partition) reference objects too: a save that keeps a revision
+moves its state's object (and blobs) from the checkpoint's item to the revision's in one transaction. So before a
+state or blob is let go, the checkpoint's kept revisions are read as well (one Query of its slot, after the
+checkpoint: a revision only ever receives what its checkpoint held at that moment, and a restore spills its state
+anew and claims its blobs again); a revision removed (pruned, expired, purged) lets go of what it referenced the same
+way. When a checkpoint is removed (deleted, expired, purged) or replaced by a new one after expiry, its revisions are
+deleted (their own removal then lets go of their objects).
+
 Every step is idempotent (a missing object is deleted or retagged as a no-op), so a record delivered twice does the
 same and nothing more. Any other AWS failure raises, and the batch reports that record failed: Lambda retries it.
 """
@@ -51,6 +59,10 @@ RESOURCE_BLOBS: Final = "rb"
 OWNER_PK: Final = "op"
 OWNER_SK: Final = "os"
 CLAIM: Final = "cr"
+REVISIONS_FROM: Final = "vf"
+INDEX_PK: Final = "gpk"
+REVISION_PAGE: Final = 25
+"""Revisions deleted per BatchWriteItem (DynamoDB's limit)."""
 
 INSERT: Final = "INSERT"
 MODIFY: Final = "MODIFY"
@@ -125,6 +137,10 @@ class CheckpointChange:
     """Object keys of spilled states the old image referenced and the new does not: deleted at once."""
     drop_blobs: tuple[str, ...] = ()
     """Ids of blobs the old image held and the new does not: deleted unless the checkpoint holds them again."""
+    revisions: str | None = None
+    """The sort-key prefix of the slot's kept revisions, when they may hold what is dropped (None: none stored)."""
+    orphaned: str | None = None
+    """The sort-key prefix of revisions whose checkpoint is gone (removed, or replaced by a new id): deleted."""
 
     @property
     def owner(self) -> tuple[str, str]:
@@ -161,6 +177,8 @@ def work_of(record: Mapping[str, Any]) -> Work:
     if not isinstance(pk, str) or not isinstance(sk, str):
         return Ignored("no table key")
     old, new = change.get("OldImage"), change.get("NewImage")
+    if pk.startswith(layout.CHECKPOINT_PK_PREFIX) and sk.startswith(layout.REVISION):
+        return _revision_change(event_name, pk, sk, old)
     if pk.startswith(layout.CHECKPOINT_PK_PREFIX):
         return _checkpoint_change(pk, sk, old, new)
     if pk.startswith(layout.BLOB_PK_PREFIX):
@@ -175,12 +193,38 @@ def _checkpoint_change(pk: str, sk: str, old: Item | None, new: Item | None) -> 
     attach = sorted(after.states - before.states) + sorted(
         layout.blob_object(tenant_id, blob_id) for blob_id in after.blobs - before.blobs
     )
+    agent_id, _, kind = sk.removeprefix(layout.CHECKPOINT).partition("#")
+    kept = any(REVISIONS_FROM in image for image in (old or {}, new or {}))
+    old_id = (old or {}).get(INDEX_PK, {}).get("S")
+    new_id = (new or {}).get(INDEX_PK, {}).get("S")
+    gone = isinstance(old_id, str) and old_id != new_id and REVISIONS_FROM in (old or {})
     return CheckpointChange(
         tenant_id=tenant_id,
         key=layout.key(pk, sk),
         attach=tuple(attach),
         drop_states=tuple(sorted(before.states - after.states)),
         drop_blobs=tuple(sorted(before.blobs - after.blobs)),
+        revisions=layout.revisions_prefix(agent_id, kind) if kept else None,
+        orphaned=layout.revisions_prefix(agent_id, kind, old_id.rpartition("#")[2]) if gone and old_id else None,
+    )
+
+
+def _revision_change(event_name: str, pk: str, sk: str, old: Item | None) -> Work:
+    """A kept revision written asks for nothing (what it references was attached as its checkpoint's); one removed
+    lets go of what it referenced, unless its checkpoint or another kept revision still holds it."""
+    if event_name != REMOVE:
+        return Ignored("a kept revision written")
+    if old is None:
+        return Ignored("a kept revision removed without its old image")
+    tenant_id = layout.read_checkpoint_keys(pk, "", "")[0]
+    agent_id, kind, _, _ = layout.read_revision_sk(sk)
+    before = references_of(old, tenant_id)
+    return CheckpointChange(
+        tenant_id=tenant_id,
+        key=layout.key(pk, layout.checkpoint_sk(agent_id, kind)),
+        drop_states=tuple(sorted(before.states)),
+        drop_blobs=tuple(sorted(before.blobs)),
+        revisions=layout.revisions_prefix(agent_id, kind),
     )
 
 
@@ -219,12 +263,10 @@ def holds(item: Item | None, blob_id: str) -> bool:
     return bool(item) and blob_id in _named_blobs(item or {})
 
 
-def still_holds(current: Item | None, blob_id: str) -> bool:
-    """The one place that decides whether a checkpoint, as it is now, still holds a blob its old image named.
-
-    Today: its current item names it. Kept revisions (a later issue) add here: or a kept revision of this
-    checkpoint still names it (and `CURRENT_CHECKPOINT_ATTRIBUTES`, or a read of the revisions, with it)."""
-    return holds(current, blob_id)
+def still_holds(current: Item | None, kept: References, blob_id: str) -> bool:
+    """The one place that decides whether a checkpoint, as it is now, still holds a blob its old image named: its
+    current item names it, or one of its kept revisions does (`kept`)."""
+    return holds(current, blob_id) or blob_id in kept.blobs
 
 
 # -- the work (S3 and DynamoDB) ---------------------------------------------------------------------------------
@@ -243,6 +285,8 @@ class Outcome:
     """Blob ids whose record was deleted (or found deleted) and whose object was deleted."""
     kept: list[str] = field(default_factory=list)
     """Blob ids the checkpoint holds again, or another claim holds: left alone."""
+    revisions_deleted: int = 0
+    """Kept revisions deleted because their checkpoint is gone."""
 
 
 class Reaper:
@@ -291,17 +335,81 @@ class Reaper:
                 self._retag(key, outcome)
             if work.drop_states:
                 # Normally a dropped state's key is never named again; but a save whose answer was lost and that was
-                # retried after the checkpoint was deleted re-creates the item with the same key. The checkpoint as
-                # it is now decides (one consistent read), as for blobs.
+                # retried after the checkpoint was deleted re-creates the item with the same key, and a save that
+                # keeps a revision moves the key to the revision's item. The checkpoint as it is now and its kept
+                # revisions decide (read in that order), as for blobs.
                 current = self._current(work)
+                kept = self._kept(work)
                 for key in work.drop_states:
-                    if state_of(current) == key:
+                    if state_of(current) == key or key in kept.states:
                         outcome.kept.append(key)
                     else:
                         self._delete_object(key, outcome)
             if work.drop_blobs:
                 self._release_blobs(work, outcome)
+            if work.orphaned is not None:
+                self._delete_revisions(work, work.orphaned, outcome)
         return outcome
+
+    def _kept(self, change: CheckpointChange) -> References:
+        """What the slot's kept revisions reference now (one consistent Query of their keys and references; none
+        when no revision can be stored)."""
+        if change.revisions is None:
+            return NOTHING
+        pk, _ = change.owner
+        condition = "#pk = :pk AND begins_with(#sk, :prefix)"
+        projection = f"#sk, #{STATE_OBJECT}, #{RESOURCE_BLOBS}, #{RESOURCES}"
+        request: dict[str, Any] = {
+            "TableName": self._table,
+            "KeyConditionExpression": condition,
+            "ProjectionExpression": projection,
+            "ExpressionAttributeNames": {"#pk": schema.PK, **names_in(projection)},
+            "ExpressionAttributeValues": {":pk": to_attr(pk), ":prefix": to_attr(change.revisions)},
+            "ConsistentRead": True,
+        }
+        states: set[str] = set()
+        blobs: set[str] = set()
+        while True:
+            response = self.dynamodb.query(**request)
+            for item in response.get("Items", []):
+                found = references_of(dict(item), change.tenant_id)
+                states |= found.states
+                blobs |= found.blobs
+            start = response.get("LastEvaluatedKey")
+            if not start:
+                return References(frozenset(states), frozenset(blobs))
+            request["ExclusiveStartKey"] = start
+
+    def _delete_revisions(self, change: CheckpointChange, prefix: str, outcome: Outcome) -> None:
+        """Delete the revisions at `prefix` (of a checkpoint that is gone), a page of keys at a time."""
+        pk, _ = change.owner
+        request: dict[str, Any] = {
+            "TableName": self._table,
+            "KeyConditionExpression": "#pk = :pk AND begins_with(#sk, :prefix)",
+            "ProjectionExpression": "#pk, #sk",
+            "ExpressionAttributeNames": {"#pk": schema.PK, "#sk": schema.SK},
+            "ExpressionAttributeValues": {":pk": to_attr(pk), ":prefix": to_attr(prefix)},
+            "ConsistentRead": True,
+            "Limit": REVISION_PAGE,
+        }
+        while True:
+            response = self.dynamodb.query(**request)
+            keys = [dict(item) for item in response.get("Items", [])]
+            if keys:
+                self._delete_items(keys)
+                outcome.revisions_deleted += len(keys)
+            start = response.get("LastEvaluatedKey")
+            if not start:
+                return
+            request["ExclusiveStartKey"] = start
+
+    def _delete_items(self, keys: list[Item]) -> None:
+        """Delete `keys` with one BatchWriteItem; what DynamoDB leaves unprocessed raises (the record is retried)."""
+        response = self.dynamodb.batch_write_item(
+            RequestItems={self._table: [{"DeleteRequest": {"Key": key}} for key in keys]}
+        )
+        if (response.get("UnprocessedItems") or {}).get(self._table):
+            raise RuntimeError("DynamoDB left revision deletes unprocessed; the record is retried")
 
     def _retag(self, key: str, outcome: Outcome) -> None:
         try:
@@ -324,11 +432,12 @@ class Reaper:
         claims: dict[str, Item | None] = {blob_id: self._blob_record(change, blob_id) for blob_id in change.drop_blobs}
         owned = {blob_id: record for blob_id, record in claims.items() if record is not None}
         current = self._current(change) if owned else None
+        kept = self._kept(change) if owned else NOTHING
         for blob_id, record in claims.items():
             if record is None:
                 # Its record is gone (this record's earlier try, or a duplicate, deleted it): only the object is left.
                 self._delete_blob_object(change, blob_id, outcome)
-            elif not _owned_by(record, change) or still_holds(current, blob_id):
+            elif not _owned_by(record, change) or still_holds(current, kept, blob_id):
                 outcome.kept.append(blob_id)
             elif self._delete_blob_record(change, blob_id, record):
                 self._delete_blob_object(change, blob_id, outcome)

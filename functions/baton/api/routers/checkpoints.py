@@ -19,6 +19,7 @@ from baton.api.openapi import (
     CursorParameter,
     responses,
 )
+from baton.api.paths import SubjectIdParameter, subject_from_path
 from baton.api.resolver import Call, CurrentCall, needs
 from baton.api.responses import not_modified, ok, page, record
 from baton.api.schemas import (
@@ -32,7 +33,6 @@ from baton.api.schemas import (
 )
 from baton.api.services import Services, Wired
 from baton.domain import limits
-from baton.domain.canonical import pointer
 from baton.domain.checkpoints import (
     Checkpoint,
     CheckpointKey,
@@ -55,20 +55,6 @@ CheckpointIdParameter = Annotated[
     Path(
         description="ckpt_ and 32 lowercase hex digits; anything else answers 400.",
         json_schema_extra={"pattern": r"^ckpt_[0-9a-f]{32}$"},
-    ),
-]
-SubjectIdParameter = Annotated[
-    str,
-    Path(
-        description=(
-            f"1 to {limits.MAX_SUBJECT_ID_CHARS} characters without control characters, percent-encoded; "
-            "anything else answers 400."
-        ),
-        json_schema_extra={
-            "minLength": 1,
-            "maxLength": limits.MAX_SUBJECT_ID_CHARS,
-            "pattern": r"^[^\x00-\x1f\x7f-\x9f]+$",
-        },
     ),
 ]
 
@@ -111,10 +97,23 @@ IdempotencyKeyHeader = Annotated[
     ),
 ]
 
+LeaseTokenHeader = Annotated[
+    str | None,
+    Header(
+        alias="Lease-Token",
+        description=(
+            "The token of the checkpoint's live lease (from POST /v1/checkpoints/{checkpoint_id}/lease); without it, "
+            "or with another, a leased checkpoint answers 409 LEASE_HELD."
+        ),
+        json_schema_extra={"maxLength": 200},
+    ),
+]
+
 _NOT_MODIFIED = "Not modified: If-None-Match names the current entity tag, or is *"
 
 
-def _checkpoint_id(raw: str) -> str:
+def checkpoint_id_from_path(raw: str) -> str:
+    """The checkpoint id of a path parameter, percent-decoded; 400 naming it when it is not an id."""
     checkpoint_id = unquote(raw)
     if not CHECKPOINT_ID_PATTERN.match(checkpoint_id):
         raise ValidationFailed.single(
@@ -164,13 +163,13 @@ def _record_response(call: Call, found: Checkpoint, if_none_match: str | None, s
         raise ValueError("checkpoint was loaded without its state")
     # The record is the summary's fields and the state (`CheckpointRecord`, as the OpenAPI document describes it),
     # the state written as the canonical JSON the store holds.
-    summary = CheckpointSummary.of(found)
+    summary = CheckpointSummary.of(found, call.now_ms)
     if found.resources:
-        summary.resources = [_with_download(resource, services, found.tenant_id) for resource in summary.resources]
+        summary.resources = [with_download(resource, services, found.tenant_id) for resource in summary.resources]
     return record(summary, found.state_text, call.request_id, headers={"ETag": found.etag})
 
 
-def _with_download(resource: Resource, services: Services, tenant_id: str) -> Resource:
+def with_download(resource: Resource, services: Services, tenant_id: str) -> Resource:
     """A resource with a fresh presigned GET of its blob (signed here: no request)."""
     link = services.blobs.download_of(tenant_id, resource.blob_id)
     return resource.model_copy(update={"download_url": link.url, "download_expires_at": format_ms(link.expires_ms)})
@@ -266,7 +265,7 @@ def get_checkpoint(
     call: CurrentCall, services: Wired, checkpoint_id: CheckpointIdParameter, if_none_match: IfNoneMatchHeader = None
 ) -> Response[str]:
     """Read a checkpoint by its id."""
-    found = services.checkpoints.get_by_id(call.caller.tenant_id, _checkpoint_id(checkpoint_id), call.now_ms)
+    found = services.checkpoints.get_by_id(call.caller.tenant_id, checkpoint_id_from_path(checkpoint_id), call.now_ms)
     if not call.caller.can_see_agent(found.agent_id):
         raise NotFound()  # another agent's checkpoint answers exactly like a missing one
     return _record_response(call, found, if_none_match, services)
@@ -277,23 +276,31 @@ def get_checkpoint(
     summary="Delete a checkpoint",
     description=(
         'If-Match: W/"<checkpoint_id>:<revision>" (or a list of tags) makes the delete conditional (409 when no '
-        "listed tag is current)."
+        "listed tag is current). While the checkpoint is leased, the Lease-Token header must carry the lease's token "
+        "(409 LEASE_HELD otherwise). Its kept revisions go with it."
     ),
     openapi_extensions=needs("checkpoints:delete"),
     responses=responses(
         {200: ("Deleted", DataEnvelope[DeleteResult])},
         (400, *AUTHENTICATED_ERRORS, 404, 409),
         described={
-            409: "REVISION_CONFLICT: If-Match names no current entity tag of this checkpoint (details.current_revision)"
+            409: (
+                "LEASE_HELD: the checkpoint is leased and Lease-Token is not its token (details.lease_expires_at); "
+                "REVISION_CONFLICT: If-Match names no current entity tag of this checkpoint (details.current_revision)"
+            )
         },
     ),
     tags=["checkpoints"],
 )
 def delete_checkpoint(
-    call: CurrentCall, services: Wired, checkpoint_id: CheckpointIdParameter, if_match: IfMatchHeader = None
+    call: CurrentCall,
+    services: Wired,
+    checkpoint_id: CheckpointIdParameter,
+    if_match: IfMatchHeader = None,
+    lease_token: LeaseTokenHeader = None,
 ) -> Response[str]:
     """Delete a checkpoint (terminal ones too); its blobs are removed later by the reaper."""
-    target = _checkpoint_id(checkpoint_id)
+    target = checkpoint_id_from_path(checkpoint_id)
     revisions = _if_match_revisions(if_match, target)
     services.checkpoints.delete(
         call.caller.tenant_id,
@@ -301,6 +308,7 @@ def delete_checkpoint(
         call.now_ms,
         only_agent=None if call.caller.is_wildcard else call.caller.agent_id,
         if_match_revisions=revisions,
+        lease_token=lease_token,
     )
     return ok(DeleteResult.model_construct(checkpoint_id=target, deleted=True), call.request_id)
 
@@ -327,20 +335,9 @@ def list_subject_checkpoints(
     cursor: CursorParameter = None,
 ) -> Response[str]:
     """List what is parked for a subject."""
-    subject = unquote(subject_id)
-    if (
-        not subject
-        or len(subject) > limits.MAX_SUBJECT_ID_CHARS
-        or any(ord(c) < 32 or 127 <= ord(c) < 160 for c in subject)
-    ):
-        raise ValidationFailed.single(
-            pointer("subject_id"),
-            f"The path parameter subject_id must be 1 to {limits.MAX_SUBJECT_ID_CHARS} characters without control "
-            "characters.",
-            "path",
-        )
-    only_agent = call.caller.agent_for_list(agent_id, "checkpoints")
+    subject = subject_from_path(subject_id)
+    only_agent = call.caller.agent_for_list(agent_id)
     result = services.checkpoints.list_subject(
         call.caller.tenant_id, subject, call.now_ms, only_agent, kind, status, limit, cursor
     )
-    return page([CheckpointSummary.of(cp) for cp in result.items], call.request_id, result.next_cursor)
+    return page([CheckpointSummary.of(cp, call.now_ms) for cp in result.items], call.request_id, result.next_cursor)

@@ -85,7 +85,7 @@ def list_keys(
 ) -> Response[str]:
     """List keys; a key without * sees only its own agent's."""
     tenant = call.caller.tenant_for(tenant_id, _TENANT_QUERY)
-    only_agent = call.caller.agent_for_list(agent_id, "keys")
+    only_agent = call.caller.agent_for_key_list(agent_id)
     records, next_cursor = services.keys.list(tenant, only_agent, call.now_ms, limit, cursor)
     return page([KeyInfo.of(r) for r in records], call.request_id, next_cursor)
 

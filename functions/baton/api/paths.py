@@ -1,0 +1,47 @@
+"""Path parameters that several routers share: their documentation and the check each route makes of them."""
+
+from __future__ import annotations
+
+from typing import Annotated
+from urllib.parse import unquote
+
+from aws_lambda_powertools.event_handler.openapi.params import Path
+
+from baton.domain import limits
+from baton.domain.canonical import pointer
+from baton.domain.errors import ValidationFailed
+
+# Path parameters are checked by the routes themselves, after percent-decoding and with their own messages; the
+# document states the same rules (json_schema_extra documents without validating the raw value again).
+SubjectIdParameter = Annotated[
+    str,
+    Path(
+        description=(
+            f"1 to {limits.MAX_SUBJECT_ID_CHARS} characters without control characters, percent-encoded; "
+            "anything else answers 400."
+        ),
+        json_schema_extra={
+            "minLength": 1,
+            "maxLength": limits.MAX_SUBJECT_ID_CHARS,
+            "pattern": r"^[^\x00-\x1f\x7f-\x9f]+$",
+        },
+    ),
+]
+
+
+def subject_from_path(raw: str) -> str:
+    """The subject a path names: `raw` percent-decoded, 1 to `MAX_SUBJECT_ID_CHARS` characters without control
+    characters (C0, DEL, C1), else 400 naming `subject_id`."""
+    subject = unquote(raw)
+    if (
+        not subject
+        or len(subject) > limits.MAX_SUBJECT_ID_CHARS
+        or any(ord(c) < 32 or 127 <= ord(c) < 160 for c in subject)
+    ):
+        raise ValidationFailed.single(
+            pointer("subject_id"),
+            f"The path parameter subject_id must be 1 to {limits.MAX_SUBJECT_ID_CHARS} characters without control "
+            "characters.",
+            "path",
+        )
+    return subject

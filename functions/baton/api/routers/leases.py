@@ -1,0 +1,116 @@
+"""Leases: acquire (or renew) and release a checkpoint's lease."""
+
+from __future__ import annotations
+
+from typing import Annotated
+
+from aws_lambda_powertools.event_handler import Response
+from aws_lambda_powertools.event_handler.api_gateway import Router
+from aws_lambda_powertools.event_handler.openapi.params import Body
+
+from baton.api.idempotency import idempotency_claim
+from baton.api.openapi import AUTHENTICATED_ERRORS, REPLAYED_HEADER, responses
+from baton.api.resolver import CurrentCall, needs
+from baton.api.responses import ok
+from baton.api.routers.checkpoints import (
+    CheckpointIdParameter,
+    IdempotencyKeyHeader,
+    LeaseTokenHeader,
+    checkpoint_id_from_path,
+)
+from baton.api.schemas import DataEnvelope, LeaseGranted, LeaseReleased
+from baton.api.services import Wired
+from baton.domain.clock import format_ms
+from baton.domain.errors import ValidationFailed
+from baton.domain.models import AcquireLeaseRequest
+
+router = Router()
+
+_HELD = "LEASE_HELD: another holder has a live lease (details.lease_expires_at)"
+
+
+@router.post(
+    "/v1/checkpoints/<checkpoint_id>/lease",
+    summary="Acquire or renew a checkpoint's lease",
+    description=(
+        "A new lease answers 201 with a fencing token; the same holder again renews it (200, same token, expiry "
+        "from now); any other holder gets 409 LEASE_HELD while it is live. holder defaults to the calling key's "
+        "key_id. While a lease is live, saves and restores must send its token as lease_token, deletes as the "
+        "Lease-Token header. Lease operations change neither the revision nor the expiry of the checkpoint. Honors "
+        "an Idempotency-Key header: a replay answers the first answer (its lease) with Idempotent-Replayed: true."
+    ),
+    openapi_extensions=needs("leases:write"),
+    responses=responses(
+        {
+            201: ("A new lease", DataEnvelope[LeaseGranted]),
+            200: ("The holder's live lease, renewed", DataEnvelope[LeaseGranted]),
+        },
+        (400, *AUTHENTICATED_ERRORS, 404, 409, 422),
+        {201: REPLAYED_HEADER, 200: REPLAYED_HEADER},
+        described={409: _HELD},
+    ),
+    tags=["leases"],
+)
+def acquire_lease(
+    call: CurrentCall,
+    services: Wired,
+    checkpoint_id: CheckpointIdParameter,
+    request: Annotated[AcquireLeaseRequest, Body()],
+    idempotency_key: IdempotencyKeyHeader = None,
+) -> Response[str]:
+    """Claim a checkpoint for a while, so that no one else acts on it."""
+    target = checkpoint_id_from_path(checkpoint_id)
+    holder = request.holder if request.holder is not None else call.caller.key_id
+    claim = idempotency_claim(call, "POST", f"/v1/checkpoints/{target}/lease", idempotency_key)
+    grant, replayed = services.leases.acquire(
+        call.caller.tenant_id,
+        target,
+        holder,
+        request.ttl_seconds,
+        call.now_ms,
+        None if call.caller.is_wildcard else call.caller.agent_id,
+        claim,
+        call.request_id,
+    )
+    answer = LeaseGranted.model_construct(
+        checkpoint_id=target,
+        lease_token=grant.lease.token,
+        holder=grant.lease.holder,
+        expires_at=format_ms(grant.lease.expires_ms),
+    )
+    headers = {"Idempotent-Replayed": "true"} if replayed else None
+    return ok(answer, call.request_id, status=201 if grant.created else 200, headers=headers)
+
+
+@router.delete(
+    "/v1/checkpoints/<checkpoint_id>/lease",
+    summary="Release a checkpoint's lease",
+    description=(
+        "Ends the lease whose token the Lease-Token header carries. When no lease is live (it lapsed, or was "
+        "released already) it answers 200 all the same; a live lease with another token answers 409 LEASE_HELD."
+    ),
+    openapi_extensions=needs("leases:write"),
+    responses=responses(
+        {200: ("Released (or no lease was live)", DataEnvelope[LeaseReleased])},
+        (400, *AUTHENTICATED_ERRORS, 404, 409),
+        described={409: _HELD},
+    ),
+    tags=["leases"],
+)
+def release_lease(
+    call: CurrentCall, services: Wired, checkpoint_id: CheckpointIdParameter, lease_token: LeaseTokenHeader = None
+) -> Response[str]:
+    """Let others work on the checkpoint again."""
+    target = checkpoint_id_from_path(checkpoint_id)
+    if lease_token is None or not lease_token.strip():
+        raise ValidationFailed.single(
+            "/Lease-Token", "The Lease-Token header is required: send the token the lease was acquired with.", "header"
+        )
+    services.leases.release(
+        call.caller.tenant_id,
+        target,
+        lease_token.strip(),
+        call.now_ms,
+        None if call.caller.is_wildcard else call.caller.agent_id,
+    )
+    return ok(LeaseReleased.model_construct(checkpoint_id=target, released=True), call.request_id)

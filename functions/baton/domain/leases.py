@@ -1,0 +1,90 @@
+"""Leases: a time-limited claim on a checkpoint by one holder, and the fencing token writes must present.
+
+A lease lives on its checkpoint (the store keeps it in the checkpoint's own item), so that every write checks it in
+the same conditional request that checks the revision. Its token is `<counter>.<random>`: the counter grows with
+every new lease of the checkpoint, so a holder whose lease lapsed cannot write once another was granted (its token
+names an older lease), and the random part makes a token unguessable from the counter.
+"""
+
+from __future__ import annotations
+
+import secrets
+from dataclasses import dataclass
+from typing import Final
+
+from baton.domain.clock import format_ms
+from baton.domain.errors import LeaseHeld
+
+TOKEN_RANDOM_BYTES: Final = 16
+
+
+@dataclass(frozen=True)
+class Lease:
+    """A checkpoint's lease as stored: live until `expires_ms`."""
+
+    holder: str
+    counter: int
+    secret: str
+    """The random part of the token (hex)."""
+    expires_ms: int
+
+    @property
+    def token(self) -> str:
+        """The fencing token the holder presents: `<counter>.<random>`."""
+        return f"{self.counter}.{self.secret}"
+
+    def is_live(self, now_ms: int) -> bool:
+        """True until the lease expires."""
+        return now_ms < self.expires_ms
+
+    def admits(self, token: str | None) -> bool:
+        """True when `token` is this lease's token."""
+        parsed = parse_token(token)
+        return parsed is not None and parsed == (self.counter, self.secret)
+
+
+def new_secret() -> str:
+    """The random part of a new lease's token."""
+    return secrets.token_hex(TOKEN_RANDOM_BYTES)
+
+
+def parse_token(token: str | None) -> tuple[int, str] | None:
+    """(counter, random part) of a token of ours; None for anything else (which then matches no lease)."""
+    if token is None:
+        return None
+    counter, dot, secret = token.partition(".")
+    if not dot or not (counter.isascii() and counter.isdigit()) or len(counter) > 16:
+        return None
+    if len(secret) != 2 * TOKEN_RANDOM_BYTES or not all(c in "0123456789abcdef" for c in secret):
+        return None
+    return int(counter), secret
+
+
+def check_lease(lease: Lease | None, token: str | None, now_ms: int) -> None:
+    """Raise `LeaseHeld` when a live lease exists and `token` is not its token (whoever sends the write)."""
+    if lease is not None and lease.is_live(now_ms) and not lease.admits(token):
+        raise LeaseHeld(format_ms(lease.expires_ms))
+
+
+@dataclass(frozen=True)
+class LeaseGrant:
+    """What acquiring did: the lease now held, and whether it is new (201) or a renewal by its holder (200)."""
+
+    lease: Lease
+    created: bool
+
+
+def decide_acquire(current: Lease | None, last_counter: int, holder: str, ttl_seconds: int, now_ms: int) -> LeaseGrant:
+    """The lease an acquire by `holder` leads to over `current` (the checkpoint's stored lease, live or lapsed;
+    `last_counter` the counter of its last lease, released ones included).
+
+    No live lease: a new one, its counter one past the last. A live lease of the same holder: renewed (same token,
+    expiry from now). A live lease of another holder: `LeaseHeld`.
+    """
+    expires_ms = now_ms + ttl_seconds * 1000
+    if current is not None and current.is_live(now_ms):
+        if current.holder != holder:
+            raise LeaseHeld(format_ms(current.expires_ms), by_other_holder=True)
+        return LeaseGrant(Lease(holder, current.counter, current.secret, expires_ms), created=False)
+    counter = max(last_counter, current.counter if current is not None else 0) + 1
+    return LeaseGrant(Lease(holder, counter, new_secret(), expires_ms), created=True)

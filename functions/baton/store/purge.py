@@ -1,0 +1,133 @@
+"""Purge: remove everything a subject's partition holds in a tenant (checkpoints, revisions, leases with them), for
+every agent, live or expired.
+
+A subject's items share one partition (`layout.checkpoint_pk`), so the purge pages through it by key: one consistent
+Query of at most 25 keys, then one BatchWriteItem deleting them (25 is BatchWriteItem's limit), page after page. No
+Scan, and no read of the items themselves: the reaper (the table's stream consumer) removes the blobs and spilled
+states of each checkpoint item once it is gone, so deleting the items is the whole job.
+
+Each page starts a new Query at the front of the partition: what the earlier pages deleted is gone (the read is
+consistent), so the front is always what is left, and a purge interrupted anywhere (a deadline, a failure) is
+continued by simply purging again.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from time import monotonic, sleep
+from typing import TYPE_CHECKING, Any, Final
+
+from baton.domain.errors import Unavailable
+from baton.store import layout, schema
+from baton.store.attributes import Item, names_in
+from baton.store.errors import TRANSIENT, UNAVAILABLE_MESSAGE, classify, translated_errors
+
+if TYPE_CHECKING:
+    from mypy_boto3_dynamodb import DynamoDBClient
+
+PAGE_KEYS: Final = 25
+"""Keys read and deleted per page: DynamoDB's limit on the requests of one BatchWriteItem."""
+MAX_WRITE_ROUNDS: Final = 3
+"""A page's BatchWriteItem is sent this many times in all while DynamoDB leaves some of its deletes unprocessed
+(throttling), backing off between rounds; past that the purge stops where it got to."""
+WRITE_BACKOFF_SECONDS: Final = 0.05
+
+_KEY_CONDITION: Final = f"#{schema.PK} = :pk"
+_KEYS_ONLY: Final = f"#{schema.PK}, #{schema.SK}"
+
+
+@dataclass(frozen=True)
+class Purged:
+    """What one purge call did.
+
+    `deleted_checkpoints` counts the checkpoint items (sort key `C#...`) this call deleted for certain: a page whose
+    answer was lost may have deleted more, which a repeat then no longer finds. `complete` is True once the
+    partition was seen empty; False when the call stopped early (its deadline, or a transient failure after some
+    progress), and purging again continues.
+    """
+
+    deleted_checkpoints: int
+    complete: bool
+
+
+class SubjectPurger:
+    """Deletes every item of a subject's partition, page by page."""
+
+    def __init__(self, client: DynamoDBClient, table_name: str) -> None:
+        self._client = client
+        self._table = table_name
+
+    def purge(self, tenant_id: str, subject_id: str, deadline: float) -> Purged:
+        """Delete every item of the subject's partition until it is empty or `deadline` (a `time.monotonic()`
+        value) has passed, checked before each page.
+
+        A transient failure (throttling, a 5xx, no answer) answers 503 `Unavailable` when this call deleted nothing
+        yet, and `complete=False` once it made progress: what was deleted stays deleted, and a repeat continues.
+        Any other failure is a defect and is raised as it is.
+        """
+        partition = layout.checkpoint_pk(tenant_id, subject_id)
+        deleted_checkpoints = 0
+        progressed = False
+        with translated_errors():
+            while monotonic() < deadline:
+                try:
+                    keys, more = self._page(partition)
+                    done = self._delete(keys) if keys else []
+                except Exception as exc:
+                    if progressed and classify(exc) in TRANSIENT:
+                        return Purged(deleted_checkpoints, complete=False)
+                    raise
+                deleted_checkpoints += sum(1 for key in done if _is_checkpoint(key))
+                progressed = progressed or bool(done)
+                if len(done) < len(keys):
+                    # DynamoDB kept refusing some deletes (throttling): stop here rather than press on.
+                    if not progressed:
+                        raise Unavailable(UNAVAILABLE_MESSAGE)
+                    return Purged(deleted_checkpoints, complete=False)
+                if not more:
+                    return Purged(deleted_checkpoints, complete=True)
+        return Purged(deleted_checkpoints, complete=False)
+
+    def _page(self, partition: str) -> tuple[list[Item], bool]:
+        """The keys of the partition's first items (at most `PAGE_KEYS`, one consistent Query of the keys only),
+        and whether more may follow them."""
+        response = self._client.query(
+            TableName=self._table,
+            KeyConditionExpression=_KEY_CONDITION,
+            ProjectionExpression=_KEYS_ONLY,
+            ExpressionAttributeNames=names_in(_KEY_CONDITION, _KEYS_ONLY),
+            ExpressionAttributeValues={":pk": {"S": partition}},
+            ConsistentRead=True,
+            Limit=PAGE_KEYS,
+        )
+        keys = [layout.key(*layout.identity(item)) for item in response.get("Items", [])]
+        # An empty page ends the partition even if DynamoDB hands back a LastEvaluatedKey with it.
+        return keys, bool(keys) and "LastEvaluatedKey" in response
+
+    def _delete(self, keys: list[Item]) -> list[Item]:
+        """Delete `keys` with one BatchWriteItem, sending what DynamoDB leaves unprocessed again a few times with a
+        short backoff: the keys deleted, which are all of them unless some stayed unprocessed (or a later round
+        failed transiently: what the earlier rounds deleted is reported, the rest left for a repeat)."""
+        pending = keys
+        for attempt in range(MAX_WRITE_ROUNDS):
+            if attempt:
+                sleep(WRITE_BACKOFF_SECONDS * 2 ** (attempt - 1))
+            try:
+                response = self._client.batch_write_item(
+                    RequestItems={self._table: [{"DeleteRequest": {"Key": key}} for key in pending]}
+                )
+            except Exception as exc:
+                if attempt == 0 or classify(exc) not in TRANSIENT:
+                    raise
+                break
+            unprocessed: Any = (response.get("UnprocessedItems") or {}).get(self._table, [])
+            pending = [request["DeleteRequest"]["Key"] for request in unprocessed]
+            if not pending:
+                return keys
+        left = {layout.identity(key) for key in pending}
+        return [key for key in keys if layout.identity(key) not in left]
+
+
+def _is_checkpoint(key: Item) -> bool:
+    """True for a checkpoint's key (revisions and anything else in the partition are not counted)."""
+    return layout.identity(key)[1].startswith(layout.CHECKPOINT)
