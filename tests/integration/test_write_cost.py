@@ -16,6 +16,7 @@ from baton.domain.checkpoints import CheckpointKey, IdempotencyClaim, SavePlan, 
 from baton.domain.models import SaveCheckpointRequest
 from baton.store import items, layout, schema, sizes
 from tests.integration.conftest import TABLE
+from tests.proof_counts import record
 
 NOW_MS = 1_785_412_084_652
 STATE_SIZES = (1_000, 4_000, 32_000)
@@ -85,3 +86,53 @@ def test_the_plain_and_the_idempotent_save_leave_the_same_attributes(aws: Any, s
         }
     key = CheckpointKey("acme", "plain", "operator", "conversation")
     assert services.checkpoints.get(key, NOW_MS + 10).revision == 2
+
+
+def _revision_raw(aws: Any, checkpoint_id: str, revision: int) -> dict[str, Any] | None:
+    key = layout.key(
+        layout.checkpoint_pk("acme", "cost"), layout.revision_sk("operator", "conversation", checkpoint_id, revision)
+    )
+    item: dict[str, Any] | None = aws.get_item(TableName=TABLE, Key=key, ConsistentRead=True).get("Item")
+    return item
+
+
+@pytest.mark.parametrize("size", STATE_SIZES)
+def test_a_history_save_costs_the_plain_save_and_the_revision_it_keeps_and_the_one_it_prunes(
+    aws: Any, services: Any, size: int
+) -> None:
+    # Given a checkpoint keeping 3 revisions, saved enough times that each save now keeps one and prunes one
+    now = NOW_MS
+    for step in range(1, 6):
+        services.checkpoints.save(
+            _plan(conversation_state(size, seed=step), f"req-{step}", now_ms=now, keep_revisions=3)
+        )
+        now += 1000
+    before = _raw(aws)
+    assert before is not None
+    checkpoint_id = items.checkpoint_from_item(before, with_state=False).checkpoint_id
+    pruned = _revision_raw(aws, checkpoint_id, 2)
+    assert pruned is not None
+    # When it is saved once more
+    services.checkpoints.save(_plan(conversation_state(size, seed=9), "req-9", now_ms=now))
+    after, kept = _raw(aws), _revision_raw(aws, checkpoint_id, 5)
+    assert after is not None
+    assert kept is not None
+    assert _revision_raw(aws, checkpoint_id, 2) is None
+    # Then its one transaction writes exactly: the checkpoint (as a plain save would), the revision it keeps (the
+    # superseded item's attributes, not more) and the delete of the one that left the window, each at
+    # DynamoDB's transactional rate (twice the standard units); no index entry moves
+    checkpoint_units = sizes.write_units(before, after)
+    assert checkpoint_units == sizes.units(max(sizes.item_bytes(before), sizes.item_bytes(after)))
+    kept_units = sizes.units(sizes.item_bytes(kept))
+    assert sizes.item_bytes(kept) < sizes.item_bytes(before)  # the revision drops the ring, the lease, the index key
+    pruned_units = sizes.units(sizes.item_bytes(pruned))
+    total = 2 * (checkpoint_units + kept_units + pruned_units)
+    record(
+        "history save write units",
+        **{
+            f"state_{size}_total": total,
+            f"state_{size}_checkpoint": checkpoint_units,
+            f"state_{size}_kept": kept_units,
+        },
+    )
+    assert total <= 2 * ((sizes.units(sizes.item_bytes(after)) + 1) + 2 * kept_units)
