@@ -10,11 +10,10 @@ from typing import Any
 import httpx
 import pytest
 
-from tests.builders import save_body
+from tests.builders import SEED_DOCUMENT, save_body
 from tests.e2e.conftest import table_snapshot
 from tests.e2e.server_process import BatonServe
 from tests.proof_counts import record
-from tests.unit.test_resume_decision import SEED_DOCUMENT
 
 OPENCHECKPOINT = "opencheckpoint/0.1"
 

@@ -23,9 +23,9 @@ from baton.domain.opencheckpoint import FORMAT, SCHEMA_FILE, schema_text
 from baton.store import schema
 from tests import proof_counts
 from tests.builders import KIND, PLAIN
+from tests.builders import SEED_DOCUMENT as SEED_EXAMPLE
 from tests.integration.conftest import OPERATOR_SECRET, TABLE, moto_world, put_key
 from tests.integration.driver import ApiDriver, Result
-from tests.unit.test_opencheckpoint import SEED_EXAMPLE
 
 SUITE = "opencheckpoint saves"
 SCHEMA_PATH = "/v1/schemas/opencheckpoint-0.1.json"

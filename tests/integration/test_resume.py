@@ -15,12 +15,11 @@ from baton.api.routers import resume as resume_route
 from baton.api.services import Services
 from baton.domain import limits
 from baton.store import items, layout
-from tests.builders import KIND, SUBJECT, save
+from tests.builders import KIND, SEED_DOCUMENT, SUBJECT, save
 from tests.integration.conftest import OPERATOR_SECRET, TABLE, moto_world, put_key
 from tests.integration.driver import ApiDriver, CallCounter, Result
 from tests.integration.test_resources import declare
 from tests.proof_counts import record
-from tests.unit.test_resume_decision import SEED_DOCUMENT
 
 WORKER_SECRET = "btn_test_resume_worker_secret_01"
 OTHER_TENANT_SECRET = "btn_test_resume_other_tenant_001"

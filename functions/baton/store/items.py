@@ -271,24 +271,31 @@ def checkpoint_from_item(item: Item, with_state: bool = True, spilled: bytes | N
         subject_id=subject_id,
         agent_id=agent_id,
         kind=kind,
-        revision=int(values[REVISION]),
-        status=values[STATUS],
-        state_text=unpack_state(values, spilled) if with_state else None,
-        state_hash=bytes(values[HASH]).hex(),
-        state_bytes=int(values[SIZE]),
-        ttl_seconds=int(values[TTL_SECONDS]),
-        keep_revisions=int(values.get(KEEP, 0)),
-        created_ms=int(values[CREATED]),
-        updated_ms=int(values[UPDATED]),
-        expires_ms=expires_ms,
+        **_revision_fields(values, with_state, spilled),
         recent_requests=recent,
         recent_expiries=(expires_ms, *earlier)[: len(recent)],
-        format=values.get(FORMAT),
-        resources=list(values.get(RESOURCES, [])),
-        source=values.get(SOURCE),
         lease=lease_of(values),
         revisions_from=int(values[REVISIONS_FROM]) if REVISIONS_FROM in values else None,
     )
+
+
+def _revision_fields(values: dict[str, Any], with_state: bool, spilled: bytes | None) -> dict[str, Any]:
+    """What a checkpoint's item and a kept revision's item both hold: the revision as it was written."""
+    return {
+        "revision": int(values[REVISION]),
+        "status": values[STATUS],
+        "state_text": unpack_state(values, spilled) if with_state else None,
+        "state_hash": bytes(values[HASH]).hex(),
+        "state_bytes": int(values[SIZE]),
+        "ttl_seconds": int(values[TTL_SECONDS]),
+        "keep_revisions": int(values.get(KEEP, 0)),
+        "created_ms": int(values[CREATED]),
+        "updated_ms": int(values[UPDATED]),
+        "expires_ms": seconds_to_ms(values[EXPIRES]),
+        "format": values.get(FORMAT),
+        "resources": list(values.get(RESOURCES, [])),
+        "source": values.get(SOURCE),
+    }
 
 
 # -- kept revisions ---------------------------------------------------------------------------------------------
@@ -320,26 +327,13 @@ def revision_from_item(
     item: Item, checkpoint: Checkpoint, with_state: bool = True, spilled: bytes | None = None
 ) -> Checkpoint:
     """A kept revision of `checkpoint` from its item, as a checkpoint at that revision (no lease, no request ring)."""
-    values = from_item(item)
     return Checkpoint(
         tenant_id=checkpoint.tenant_id,
         checkpoint_id=checkpoint.checkpoint_id,
         subject_id=checkpoint.subject_id,
         agent_id=checkpoint.agent_id,
         kind=checkpoint.kind,
-        revision=int(values[REVISION]),
-        status=values[STATUS],
-        state_text=unpack_state(values, spilled) if with_state else None,
-        state_hash=bytes(values[HASH]).hex(),
-        state_bytes=int(values[SIZE]),
-        ttl_seconds=int(values[TTL_SECONDS]),
-        keep_revisions=int(values.get(KEEP, 0)),
-        created_ms=int(values[CREATED]),
-        updated_ms=int(values[UPDATED]),
-        expires_ms=seconds_to_ms(values[EXPIRES]),
-        format=values.get(FORMAT),
-        resources=list(values.get(RESOURCES, [])),
-        source=values.get(SOURCE),
+        **_revision_fields(from_item(item), with_state, spilled),
     )
 
 
