@@ -265,3 +265,20 @@ def test_an_idempotent_acquire_replays_its_first_lease_and_writes_once(api: ApiD
     taken = acquire(api, checkpoint_id, holder="worker-2", headers={"idempotency-key": "lease-after"})
     assert taken.status == 201
     assert taken.data["lease_token"].startswith("2.")
+
+
+def test_the_holders_name_alone_does_not_renew_another_keys_lease(api: ApiDriver, services: Any) -> None:
+    put_key(services, WORKER_SECRET, "acme", "operator", {"leases:write", "checkpoints:read"}, "key_" + "d" * 32)
+    checkpoint_id = created(api)
+    first = acquire(api, checkpoint_id, holder="worker-1")
+    # Another key of the same agent naming the same holder (its name shows in every record) gets no token
+    impostor = acquire(api, checkpoint_id, holder="worker-1", secret=WORKER_SECRET)
+    assert impostor.status == 409
+    assert impostor.error["code"] == "LEASE_HELD"
+    assert first.data["lease_token"] not in impostor.raw_body
+    impostor_once = acquire(
+        api, checkpoint_id, holder="worker-1", secret=WORKER_SECRET, headers={"idempotency-key": "x"}
+    )
+    assert impostor_once.error["code"] == "LEASE_HELD"
+    # The key that acquired it renews it
+    assert acquire(api, checkpoint_id, holder="worker-1").status == 200

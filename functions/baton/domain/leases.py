@@ -27,6 +27,9 @@ class Lease:
     secret: str
     """The random part of the token (hex)."""
     expires_ms: int
+    key_id: str = ""
+    """The API key that acquired it: only the same holder through the same key renews it (a holder's name is shown
+    in every record, so the name alone must not hand out the token)."""
 
     @property
     def token(self) -> str:
@@ -36,6 +39,10 @@ class Lease:
     def is_live(self, now_ms: int) -> bool:
         """True until the lease expires."""
         return now_ms < self.expires_ms
+
+    def renewable_by(self, holder: str, key_id: str) -> bool:
+        """True when an acquire by `holder` through the key `key_id` renews this lease."""
+        return holder == self.holder and key_id == self.key_id
 
     def admits(self, token: str | None) -> bool:
         """True when `token` is this lease's token."""
@@ -74,17 +81,19 @@ class LeaseGrant:
     created: bool
 
 
-def decide_acquire(current: Lease | None, last_counter: int, holder: str, ttl_seconds: int, now_ms: int) -> LeaseGrant:
+def decide_acquire(
+    current: Lease | None, last_counter: int, holder: str, key_id: str, ttl_seconds: int, now_ms: int
+) -> LeaseGrant:
     """The lease an acquire by `holder` leads to over `current` (the checkpoint's stored lease, live or lapsed;
     `last_counter` the counter of its last lease, released ones included).
 
-    No live lease: a new one, its counter one past the last. A live lease of the same holder: renewed (same token,
-    expiry from now). A live lease of another holder: `LeaseHeld`.
+    No live lease: a new one, its counter one past the last. A live lease of the same holder, acquired through the
+    same key: renewed (same token, expiry from now). Any other live lease: `LeaseHeld`.
     """
     expires_ms = now_ms + ttl_seconds * 1000
     if current is not None and current.is_live(now_ms):
-        if current.holder != holder:
+        if not current.renewable_by(holder, key_id):
             raise LeaseHeld(format_ms(current.expires_ms), by_other_holder=True)
-        return LeaseGrant(Lease(holder, current.counter, current.secret, expires_ms), created=False)
+        return LeaseGrant(Lease(holder, current.counter, current.secret, expires_ms, key_id), created=False)
     counter = max(last_counter, current.counter if current is not None else 0) + 1
-    return LeaseGrant(Lease(holder, counter, new_secret(), expires_ms), created=True)
+    return LeaseGrant(Lease(holder, counter, new_secret(), expires_ms, key_id), created=True)

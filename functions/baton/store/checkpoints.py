@@ -8,6 +8,7 @@ AWS errors are sorted by `errors`: the methods here build a condition, make the 
 
 from __future__ import annotations
 
+import random
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, replace
@@ -61,6 +62,10 @@ if TYPE_CHECKING:
 
 # A save retries from its read when another writer got in between; past this many rounds the caller gets 503.
 MAX_WRITE_ATTEMPTS = 5
+MAX_TRANSACTION_ROUNDS = 8
+"""Rounds of read-then-transact a save makes while other writers keep getting in between (then 503)."""
+CONTENTION_BACKOFF_SECONDS = 0.01
+"""The base of the random pause before another round: writers that collided spread out instead of colliding again."""
 # Keys a BatchGetItem leaves unprocessed (throttling) are asked again this many times in all, backing off.
 MAX_BATCH_ROUNDS = 3
 MAX_BATCH_KEYS = 100
@@ -314,21 +319,30 @@ class CheckpointStore:
         }
 
     def _save_transactional(
-        self, plan: SavePlan, claim: IdempotencyClaim | None, placed: list[items.Placement] | None = None
+        self,
+        plan: SavePlan,
+        claim: IdempotencyClaim | None,
+        placed: list[items.Placement] | None = None,
+        read: dict[tuple[str, str], Item] | None = None,
     ) -> SaveOutcome:
         """Read what the write depends on (the checkpoint, the idempotency record, the blobs to attach) in one
         consistent BatchGetItem, then write it all in one transaction conditioned on what was read. `placed` holds
-        the state's placement when the caller already made it."""
+        the state's placement when the caller already made it; `read`, what the caller already read consistently
+        of the checkpoint's and the record's keys (the first round's read, when the save names no blob)."""
         placed = [] if placed is None else placed
         try:
-            return self._write_transactional(plan, claim, placed)
+            return self._write_transactional(plan, claim, placed, read)
         except BatonError as exc:
             if not isinstance(exc, Unavailable) and placed:
                 self._discard(placed[0])  # refused after its state was spilled: see `_save_plain`
             raise
 
     def _write_transactional(
-        self, plan: SavePlan, claim: IdempotencyClaim | None, placed: list[items.Placement]
+        self,
+        plan: SavePlan,
+        claim: IdempotencyClaim | None,
+        placed: list[items.Placement],
+        read: dict[tuple[str, str], Item] | None = None,
     ) -> SaveOutcome:
         """The read-then-transact loop of `_save_transactional`; `placed` receives the state's placement once made
         (placed once, whatever the number of rounds), and each blob's upload is looked at once."""
@@ -341,8 +355,13 @@ class CheckpointStore:
         now_s = ms_to_seconds(plan.now_ms)
         ambiguous: Exception | None = None
         unsure = False  # the last attempt's outcome is unknown
-        for _ in range(MAX_WRITE_ATTEMPTS):
-            found = self._batch_get(keys)
+        for attempt in range(MAX_TRANSACTION_ROUNDS):
+            if attempt:
+                # Full jitter, growing with the rounds: concurrent writers of one checkpoint each read what the
+                # last winner wrote instead of meeting again at once.
+                time.sleep(random.uniform(0, CONTENTION_BACKOFF_SECONDS * 2 ** min(attempt, 4)))
+            found = read if read is not None and not plan.resources else self._batch_get(keys)
+            read = None  # a later round reads again
             if claim is not None and record_key is not None:
                 raw_record = found.get(layout.identity(record_key))
                 if raw_record is not None:
@@ -663,8 +682,8 @@ class CheckpointStore:
     ) -> SaveOutcome:
         """Write kept revision `revision`'s state as the checkpoint's next revision (never a rewind). `plan_of`
         turns (the checkpoint, the revision with its state) into the save's plan. One index Query, one consistent
-        BatchGetItem (the checkpoint, the revision, the idempotency record), then the history save's transaction
-        (its read is that same BatchGetItem when the revision names no blob)."""
+        BatchGetItem (the checkpoint, the revision, the idempotency record), then the history save's transaction,
+        conditioned on that same read (a second BatchGetItem only when the revision names blobs, or on a retry)."""
         with translated_errors():
             record_key = None if claim is None else layout.idempotency_key(tenant_id, claim.agent_id, claim.key)
             try:
@@ -683,8 +702,9 @@ class CheckpointStore:
                 if replay is not None:
                     return replay
             plan = plan_of(current, self._revision(raw, current))
-        self._with_history[plan.key] = True  # a restore always keeps the revision it supersedes
-        return self.save(plan, claim)
+            # A restore always keeps the revision it supersedes: the history save's transaction, on what was read.
+            self._with_history[plan.key] = True
+            return self._save_transactional(plan, claim, read=found)
 
     def _replay(
         self, record_key: Item, claim: IdempotencyClaim | None, now_ms: int, raw: Item | bool | None = False

@@ -19,7 +19,7 @@ checkpoint id) is not stored again; the state's hash is stored as its 32 bytes; 
 | `ttl`          | expiry in epoch seconds, rounded up, for DynamoDB's TTL                      |
 | `r0`…`r7`      | request tags of the last eight writes, newest first (8 bytes each)          |
 | `e1`…`e7`      | the expiry the 2nd…8th last writes set (`x` is the last one's)               |
-| `lh`, `lc`, `lt`, `lx` | the lease: holder, counter, random part of its token, expiry (epoch s, ms) |
+| `lh`, `lc`, `lt`, `lx`, `lk` | the lease: holder, counter, random part of its token, expiry (epoch s, ms), key id |
 | `vf`           | the lowest revision number a kept revision may still be stored at            |
 
 A kept revision's item (`revision_item`) holds the revision's own `rev`, `st`, state, `h`, `n`, `f`, `src`, `res`,
@@ -69,7 +69,8 @@ LEASE_HOLDER: Final = "lh"
 LEASE_COUNTER: Final = "lc"
 LEASE_SECRET: Final = "lt"
 LEASE_EXPIRES: Final = "lx"
-LEASE: Final = (LEASE_HOLDER, LEASE_COUNTER, LEASE_SECRET, LEASE_EXPIRES)
+LEASE_KEY: Final = "lk"
+LEASE: Final = (LEASE_HOLDER, LEASE_COUNTER, LEASE_SECRET, LEASE_EXPIRES, LEASE_KEY)
 REVISIONS_FROM: Final = "vf"
 REVISION_ATTRIBUTES: Final = (
     REVISION,
@@ -239,6 +240,7 @@ def lease_values(lease: Lease | None) -> dict[str, Any]:
         LEASE_COUNTER: lease.counter,
         LEASE_SECRET: lease.secret,
         LEASE_EXPIRES: ms_to_seconds(lease.expires_ms),
+        LEASE_KEY: lease.key_id or None,
     }
 
 
@@ -251,6 +253,7 @@ def lease_of(values: dict[str, Any]) -> Lease | None:
         counter=int(values[LEASE_COUNTER]),
         secret=values[LEASE_SECRET],
         expires_ms=seconds_to_ms(values[LEASE_EXPIRES]),
+        key_id=values.get(LEASE_KEY, ""),
     )
 
 

@@ -32,13 +32,14 @@ _FREE: Final = f"(attribute_not_exists(#{items.LEASE_EXPIRES}) OR #{items.LEASE_
 _THIS_CHECKPOINT: Final = f"#{schema.GSI1_PK} = :index_pk AND #{items.EXPIRES} > :now_s"
 _GRANT: Final = (
     f"SET #{items.LEASE_HOLDER} = :holder, #{items.LEASE_SECRET} = :secret, #{items.LEASE_EXPIRES} = :lease_expires, "
-    f"#{items.LEASE_COUNTER} = if_not_exists(#{items.LEASE_COUNTER}, :zero) + :one"
+    f"#{items.LEASE_KEY} = :key, #{items.LEASE_COUNTER} = if_not_exists(#{items.LEASE_COUNTER}, :zero) + :one"
 )
 _SAME_LEASE: Final = (
-    f"#{items.LEASE_COUNTER} = :counter AND #{items.LEASE_SECRET} = :secret AND #{items.LEASE_HOLDER} = :holder"
+    f"#{items.LEASE_COUNTER} = :counter AND #{items.LEASE_SECRET} = :secret AND #{items.LEASE_HOLDER} = :holder "
+    f"AND #{items.LEASE_KEY} = :key"
 )
 _RENEW: Final = f"SET #{items.LEASE_EXPIRES} = :lease_expires"
-_RELEASE: Final = f"REMOVE #{items.LEASE_HOLDER}, #{items.LEASE_SECRET}, #{items.LEASE_EXPIRES}"
+_RELEASE: Final = f"REMOVE #{items.LEASE_HOLDER}, #{items.LEASE_SECRET}, #{items.LEASE_EXPIRES}, #{items.LEASE_KEY}"
 _TOKEN_MATCHES: Final = f"#{items.LEASE_COUNTER} = :counter AND #{items.LEASE_SECRET} = :secret"
 
 
@@ -54,6 +55,7 @@ class LeaseStore:
         tenant_id: str,
         checkpoint_id: str,
         holder: str,
+        key_id: str,
         ttl_seconds: int,
         now_ms: int,
         only_agent: str | None,
@@ -68,12 +70,19 @@ class LeaseStore:
         with translated_errors():
             if claim is not None:
                 return self._acquire_once(
-                    tenant_id, checkpoint_id, holder, ttl_seconds, now_ms, only_agent, claim, request_id
+                    tenant_id, checkpoint_id, holder, key_id, ttl_seconds, now_ms, only_agent, claim, request_id
                 )
-            return self._acquire(tenant_id, checkpoint_id, holder, expires_ms, now_ms, only_agent), False
+            return self._acquire(tenant_id, checkpoint_id, holder, key_id, expires_ms, now_ms, only_agent), False
 
     def _acquire(
-        self, tenant_id: str, checkpoint_id: str, holder: str, expires_ms: int, now_ms: int, only_agent: str | None
+        self,
+        tenant_id: str,
+        checkpoint_id: str,
+        holder: str,
+        key_id: str,
+        expires_ms: int,
+        now_ms: int,
+        only_agent: str | None,
     ) -> LeaseGrant:
         key = self._find(tenant_id, checkpoint_id)
         for _ in range(MAX_ATTEMPTS):
@@ -82,6 +91,7 @@ class LeaseStore:
             values: dict[str, Any] = {
                 **self._base_values(tenant_id, checkpoint_id, now_ms, only_agent),
                 ":holder": holder,
+                ":key": key_id,
                 ":secret": secret,
                 ":lease_expires": ms_to_seconds(expires_ms),
                 ":zero": 0,
@@ -101,14 +111,14 @@ class LeaseStore:
                     reraise(failed.cause, Failure.UNAVAILABLE)
                 if lease is None or not lease.is_live(now_ms):
                     continue  # the lease ended in between: try again
-                if lease.holder != holder:
+                if not lease.renewable_by(holder, key_id):
                     raise LeaseHeld(format_ms(lease.expires_ms), by_other_holder=True) from None
                 renewed = self._renew(key, tenant_id, checkpoint_id, lease, expires_ms, now_ms, only_agent)
                 if renewed is not None:
                     return LeaseGrant(renewed, created=False)
                 continue  # the lease changed in between: read it again through a new attempt
             counter = int(answer[items.LEASE_COUNTER]["N"])
-            return LeaseGrant(Lease(holder, counter, secret, expires_ms), created=True)
+            return LeaseGrant(Lease(holder, counter, secret, expires_ms, key_id), created=True)
         raise Unavailable(UNAVAILABLE_MESSAGE)
 
     def _acquire_once(
@@ -116,6 +126,7 @@ class LeaseStore:
         tenant_id: str,
         checkpoint_id: str,
         holder: str,
+        key_id: str,
         ttl_seconds: int,
         now_ms: int,
         only_agent: str | None,
@@ -143,17 +154,18 @@ class LeaseStore:
             if current is None or not self._is_it(current, checkpoint_id, now_ms, only_agent):
                 raise NotFound()
             last_counter = int(raw.get(items.LEASE_COUNTER, {}).get("N", "0")) if raw else 0
-            grant = decide_acquire(current.lease, last_counter, holder, ttl_seconds, now_ms)
+            grant = decide_acquire(current.lease, last_counter, holder, key_id, ttl_seconds, now_ms)
             values: dict[str, Any] = {
                 **self._base_values(tenant_id, checkpoint_id, now_ms, only_agent),
                 ":holder": grant.lease.holder,
+                ":key": grant.lease.key_id,
                 ":secret": grant.lease.secret,
                 ":lease_expires": ms_to_seconds(grant.lease.expires_ms),
                 ":counter": grant.lease.counter,
             }
             condition = f"{self._visible(only_agent)} AND {self._unchanged_lease(current, last_counter, values)}"
             update = (
-                f"SET #{items.LEASE_HOLDER} = :holder, #{items.LEASE_SECRET} = :secret, "
+                f"SET #{items.LEASE_HOLDER} = :holder, #{items.LEASE_KEY} = :key, #{items.LEASE_SECRET} = :secret, "
                 f"#{items.LEASE_EXPIRES} = :lease_expires, #{items.LEASE_COUNTER} = :counter"
             )
             record_condition = f"attribute_not_exists(#{schema.PK}) OR #{items.EXPIRES} <= :now_s"
@@ -230,6 +242,7 @@ class LeaseStore:
         values: dict[str, Any] = {
             **self._base_values(tenant_id, checkpoint_id, now_ms, only_agent),
             ":holder": lease.holder,
+            ":key": lease.key_id,
             ":counter": lease.counter,
             ":secret": lease.secret,
             ":lease_expires": ms_to_seconds(expires_ms),
@@ -243,7 +256,7 @@ class LeaseStore:
             landed = current is not None and current.lease is not None and current.lease.expires_ms == expires_ms
             if not landed:
                 reraise(unknown.cause, Failure.UNAVAILABLE)
-        return Lease(lease.holder, lease.counter, lease.secret, expires_ms)
+        return Lease(lease.holder, lease.counter, lease.secret, expires_ms, lease.key_id)
 
     def release(self, tenant_id: str, checkpoint_id: str, token: str, now_ms: int, only_agent: str | None) -> None:
         """End the lease whose token is `token`. Releasing when no lease is live does nothing (a repeat, or a

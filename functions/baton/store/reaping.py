@@ -333,20 +333,24 @@ class Reaper:
         elif isinstance(work, CheckpointChange):
             for key in work.attach:
                 self._retag(key, outcome)
-            if work.drop_states:
+            if work.drop_states or work.drop_blobs:
+                # Every blob record is read before the checkpoint: a save that claims a blob again after its record
+                # was read changes the claim (the delete below then fails); one that claimed it before also wrote
+                # the checkpoint before it is read here. Then the checkpoint as it is now, then its kept revisions
+                # (a revision only receives what its checkpoint held): read once, for the states and the blobs.
+                claims = {blob_id: self._blob_record(work, blob_id) for blob_id in work.drop_blobs}
+                needed = bool(work.drop_states) or any(record is not None for record in claims.values())
+                current = self._current(work) if needed else None
+                kept = self._kept(work) if needed else NOTHING
                 # Normally a dropped state's key is never named again; but a save whose answer was lost and that was
                 # retried after the checkpoint was deleted re-creates the item with the same key, and a save that
-                # keeps a revision moves the key to the revision's item. The checkpoint as it is now and its kept
-                # revisions decide (read in that order), as for blobs.
-                current = self._current(work)
-                kept = self._kept(work)
+                # keeps a revision moves the key to the revision's item.
                 for key in work.drop_states:
                     if state_of(current) == key or key in kept.states:
                         outcome.kept.append(key)
                     else:
                         self._delete_object(key, outcome)
-            if work.drop_blobs:
-                self._release_blobs(work, outcome)
+                self._release_blobs(work, claims, current, kept, outcome)
             if work.orphaned is not None:
                 self._delete_revisions(work, work.orphaned, outcome)
         return outcome
@@ -372,6 +376,8 @@ class Reaper:
         while True:
             response = self.dynamodb.query(**request)
             for item in response.get("Items", []):
+                if change.orphaned is not None and item.get(schema.SK, {}).get("S", "").startswith(change.orphaned):
+                    continue  # a gone checkpoint's revision, which this record deletes: it holds nothing any more
                 found = references_of(dict(item), change.tenant_id)
                 states |= found.states
                 blobs |= found.blobs
@@ -425,14 +431,16 @@ class Reaper:
         self.s3.delete_object(Bucket=self._bucket, Key=key)  # S3 answers 204 for a key that is not there
         outcome.deleted.append(key)
 
-    def _release_blobs(self, change: CheckpointChange, outcome: Outcome) -> None:
-        # Every blob record is read before the checkpoint: a save that claims a blob again after its record was read
-        # changes the claim (the delete below then fails); one that claimed it before also wrote the checkpoint
-        # before it is read here.
-        claims: dict[str, Item | None] = {blob_id: self._blob_record(change, blob_id) for blob_id in change.drop_blobs}
-        owned = {blob_id: record for blob_id, record in claims.items() if record is not None}
-        current = self._current(change) if owned else None
-        kept = self._kept(change) if owned else NOTHING
+    def _release_blobs(
+        self,
+        change: CheckpointChange,
+        claims: dict[str, Item | None],
+        current: Item | None,
+        kept: References,
+        outcome: Outcome,
+    ) -> None:
+        """Let go of the dropped blobs (`claims`: each one's record as read first) that neither the checkpoint as
+        it is now (`current`) nor its kept revisions (`kept`) hold."""
         for blob_id, record in claims.items():
             if record is None:
                 # Its record is gone (this record's earlier try, or a duplicate, deleted it): only the object is left.

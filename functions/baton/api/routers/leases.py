@@ -33,9 +33,9 @@ _HELD = "LEASE_HELD: another holder has a live lease (details.lease_expires_at)"
     "/v1/checkpoints/<checkpoint_id>/lease",
     summary="Acquire or renew a checkpoint's lease",
     description=(
-        "A new lease answers 201 with a fencing token; the same holder again renews it (200, same token, expiry "
-        "from now); any other holder gets 409 LEASE_HELD while it is live. holder defaults to the calling key's "
-        "key_id. While a lease is live, saves and restores must send its token as lease_token, deletes as the "
+        "A new lease answers 201 with a fencing token; the same holder, through the same key, renews it (200, same "
+        "token, expiry from now); anyone else gets 409 LEASE_HELD while it is live. holder defaults to the calling "
+        "key's key_id. While a lease is live, saves and restores must send its token as lease_token, deletes as the "
         "Lease-Token header. Lease operations change neither the revision nor the expiry of the checkpoint. Honors "
         "an Idempotency-Key header: a replay answers the first answer (its lease) with Idempotent-Replayed: true."
     ),
@@ -66,6 +66,7 @@ def acquire_lease(
         call.caller.tenant_id,
         target,
         holder,
+        call.caller.key_id,
         request.ttl_seconds,
         call.now_ms,
         None if call.caller.is_wildcard else call.caller.agent_id,
