@@ -229,15 +229,10 @@ def test_parallel_saves_with_history_on_lose_no_update_and_keep_each_superseded_
         8,
         lambda client, i: client.post("/v1/checkpoints", json=save_body(subject_id=subject, state={"writer": i})),
     )
-    # A writer that keeps losing the race to the others may be told 503 (reported to the lead: a save with history
-    # gives up after five rounds of contention); it must then have written nothing
+    # Every one is accepted: a writer that meets another's transaction reads again after a short random pause
     accepted = [a for a in answers if a.status_code == 200]
-    busy = [a for a in answers if a.status_code != 200]
-    record(SUITE, parallel_saves=8, requests=8, busy_503=len(busy))
-    for answer in busy:
-        assert answer.status_code == 503, answer.text
-        assert answer.json()["error"]["code"] == "UNAVAILABLE"
-        assert answer.headers["Retry-After"]
+    record(SUITE, parallel_saves=8, requests=8)
+    assert [a.status_code for a in answers] == [200] * 8, [a.text for a in answers if a.status_code != 200]
     assert len(accepted) >= 1
     by_revision = {a.json()["data"]["revision"]: a.json()["data"]["state_hash"] for a in accepted}
     last = 1 + len(accepted)
