@@ -761,3 +761,46 @@ def test_documents_without_doubles_big_integers_or_astral_keys_are_plain(value: 
     if keys_are_bmp:
         assert document.plain
         assert canonical_json(document.value, plain=True) == rfc8785.dumps(document.value)
+
+
+# --- lease tokens and revision numbers ------------------------------------------------------------------------------
+
+LEASE_TOKENS = st.one_of(
+    st.text(max_size=60),
+    st.builds(
+        lambda counter, secret, dot: f"{counter}{dot}{secret}",
+        st.one_of(st.integers(min_value=0, max_value=10**20).map(str), st.text(max_size=5)),
+        st.one_of(st.text(alphabet="0123456789abcdefABCDEF", min_size=30, max_size=34), st.text(max_size=40)),
+        st.sampled_from([".", "", "..", ". "]),
+    ),
+)
+
+
+@settings(PROFILE, max_examples=examples(500))
+@given(token=LEASE_TOKENS)
+def test_a_lease_token_is_ours_with_a_storable_counter_or_matches_no_lease(token: str) -> None:
+    from baton.domain.leases import Lease, parse_token
+
+    tried("parse_token", token=token)
+    parsed = parse_token(token)
+    if parsed is None:
+        return
+    counter, secret = parsed
+    # A counter DynamoDB stores exactly, and a token that writes back as itself (nothing else matches the lease)
+    assert 0 <= counter < 10**16
+    assert Lease("h", counter, secret, 0).admits(token) == (token == f"{counter}.{secret}")
+
+
+@settings(PROFILE, max_examples=examples(300))
+@given(raw=st.one_of(st.text(max_size=20), st.integers(min_value=-5, max_value=2**60).map(str)))
+def test_a_revision_path_parameter_is_a_storable_revision_or_a_validation_error(raw: str) -> None:
+    from baton.api.routers.history import revision_from_path
+
+    tried("revision_from_path", raw=raw)
+    valid = raw.isascii() and raw.isdigit() and not raw.startswith("0") and 1 <= int(raw) <= limits.MAX_SAFE_INTEGER
+    if not valid:
+        with pytest.raises(ValidationFailed) as refused:
+            revision_from_path(raw)
+        assert refused.value.errors[0].pointer == "/revision"
+        return
+    assert revision_from_path(raw) == int(raw)

@@ -37,7 +37,8 @@ RevisionParameter = Annotated[
 ]
 
 
-def _revision(raw: str) -> int:
+def revision_from_path(raw: str) -> int:
+    """A revision number of a path parameter; 400 naming it when it is not one."""
     if not (raw.isascii() and raw.isdigit() and not raw.startswith("0") and len(raw) <= 16):
         raise ValidationFailed.single(
             "/revision", "The path parameter revision must be a revision number from 1 to 2^53-1.", "path"
@@ -101,7 +102,7 @@ def get_revision(
     kept = services.checkpoints.get_revision(
         call.caller.tenant_id,
         checkpoint_id_from_path(checkpoint_id),
-        _revision(revision),
+        revision_from_path(revision),
         call.now_ms,
         _only_agent(call),
     )
