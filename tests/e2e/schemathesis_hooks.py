@@ -7,8 +7,21 @@ A case with a negative part is judged negative, as schemathesis' own revalidatio
 phase can label one positive), and must then be refused. (An integer written with a fraction, `3600.0`, is an
 integer to JSON Schema and to Baton alike: JSON has one number type.)
 
-The run counts what it sent of the request headers Baton reads and what came back, and writes the counts to the file
-named by `BATON_SCHEMATHESIS_HEADER_COUNTS` when it ends (the test checks the headers were fuzzed at all).
+Real resources. A generated id is almost never one that exists, so an id route would otherwise only ever answer
+404 and never reach its rules. Every other positive case of an id route (the first one included) of the coverage and
+fuzzing phases is pointed at a real resource of the fuzz tenant, made through the API itself on first use:
+- a checkpoint with `keep_revisions` and kept revisions (by id, revisions, one kept revision, restore), and an
+  OpenCheckpoint document in the same subject (by id, resume: ready, ambiguous or omitted by what the case asks);
+- a checkpoint of its own for the lease routes, so that a lease never blocks the restores;
+- a fresh checkpoint for each such DELETE by id, and a fresh subject (two checkpoints, one with kept revisions) for
+  each such purge: destructive cases never take away what the others read.
+Nothing else reaches those fixtures: a write, lease or delete naming one (schemathesis reuses ids it saw in answers)
+is pointed at an id or subject that nothing has.
+
+The run counts its cases per operation and answer, those sent to real resources apart, and what it sent of the
+request headers Baton reads; it writes the counts to the file named by `BATON_SCHEMATHESIS_COUNTS` when it ends,
+for the test to print and check (each real resource answered with success at least once, each purge deleted what
+it was given).
 """
 
 from __future__ import annotations
@@ -18,11 +31,18 @@ import json
 import os
 import re
 import secrets
+import threading
 from collections import Counter
+from dataclasses import dataclass, field
 from typing import Any
 
+import httpx
 import schemathesis
+from schemathesis.core.parameters import ParameterLocation
 from schemathesis.generation import GenerationMode
+from schemathesis.generation.meta import ComponentInfo
+
+from tests.builders import SEED_DOCUMENT
 
 KEY_ID = re.compile(r"key_[0-9a-f]{32}\Z")
 CREATED_KEYS: set[str] = set()
@@ -30,30 +50,242 @@ CREATED_KEYS: set[str] = set()
 FUZZED_HEADERS = ("If-Match", "If-None-Match", "Idempotency-Key")
 HEADER_COUNTS: Counter[str] = Counter()
 """`<header> sent`, `<header> <status>` and `Idempotent-Replayed`: how often each was sent, and its answers."""
+OPERATION_COUNTS: Counter[str] = Counter()
+"""`<METHOD path> <status>` of every case sent."""
+REAL_COUNTS: Counter[str] = Counter()
+"""`<METHOD path> <status>` of the cases pointed at a real resource."""
+RESUME_ANSWERS: Counter[str] = Counter()
+"""`data.status` of the resumes of the real subject that succeeded: ready, ambiguous, none, closed or omitted."""
+PROBLEMS: list[str] = []
+"""What a real resource answered against the contract that schemathesis cannot see (a purge that missed some)."""
+
+URL_VARIABLE = "BATON_SCHEMATHESIS_URL"
+KEY_VARIABLE = "BATON_SCHEMATHESIS_KEY"
+COUNTS_VARIABLE = "BATON_SCHEMATHESIS_COUNTS"
+REAL_EVERY = 2
+"""One positive case in this many of an id route goes to a real resource."""
+KEEP_REVISIONS = 5
+FIXTURE_AGENT = "fuzzer"
+"""The fuzz key's agent (tests/e2e/test_schemathesis.py)."""
+PURGED_CHECKPOINTS = 2
+"""Checkpoints of a fresh purge subject."""
+
+GET_BY_ID = "GET /v1/checkpoints/{checkpoint_id}"
+DELETE_BY_ID = "DELETE /v1/checkpoints/{checkpoint_id}"
+REVISIONS = "GET /v1/checkpoints/{checkpoint_id}/revisions"
+REVISION = "GET /v1/checkpoints/{checkpoint_id}/revisions/{revision}"
+RESTORE = "POST /v1/checkpoints/{checkpoint_id}/restore"
+ACQUIRE = "POST /v1/checkpoints/{checkpoint_id}/lease"
+RELEASE = "DELETE /v1/checkpoints/{checkpoint_id}/lease"
+RESUME = "POST /v1/resume"
+PURGE = "DELETE /v1/subjects/{subject_id}"
+SAVE = "POST /v1/checkpoints"
+REAL_OPERATIONS = (GET_BY_ID, DELETE_BY_ID, REVISIONS, REVISION, RESTORE, ACQUIRE, RELEASE, RESUME, PURGE)
+"""The operations whose positive cases are sometimes pointed at a real resource."""
+CHANGING_BY_ID = (DELETE_BY_ID, RESTORE, ACQUIRE, RELEASE)
 
 
-def _write_header_counts() -> None:
-    path = os.environ.get("BATON_SCHEMATHESIS_HEADER_COUNTS")
+def _write_counts() -> None:
+    path = os.environ.get(COUNTS_VARIABLE)
     if path:
-        with open(path, "w", encoding="utf-8") as counts:
-            json.dump(HEADER_COUNTS, counts)
+        counts = {
+            "headers": HEADER_COUNTS,
+            "operations": OPERATION_COUNTS,
+            "real": REAL_COUNTS,
+            "resume": RESUME_ANSWERS,
+            "problems": PROBLEMS,
+        }
+        with open(path, "w", encoding="utf-8") as written:
+            json.dump(counts, written)
 
 
-atexit.register(_write_header_counts)
+atexit.register(_write_counts)
 
 
-@schemathesis.hook
-def after_call(context: Any, case: Any, response: Any) -> None:
-    """Remember every key the run creates; count the fuzzed request headers and their answers."""
-    sent = {name.lower() for name in (case.headers or {})}
-    for name in FUZZED_HEADERS:
-        if name.lower() in sent:
-            HEADER_COUNTS[f"{name} sent"] += 1
-            HEADER_COUNTS[f"{name} {response.status_code}"] += 1
+def label_of(case: Any) -> str:
+    """`METHOD path`, as the config's `include-name` spells an operation."""
+    return f"{case.method.upper()} {case.path}"
+
+
+# -- real resources ---------------------------------------------------------------------------------------------
+
+
+@dataclass
+class Fixtures:
+    """The fuzz tenant's real resources, and what the run has done to them."""
+
+    client: httpx.Client
+    run: str
+    subject: str
+    lease_subject: str
+    history_id: str = ""
+    document_id: str = ""
+    lease_id: str = ""
+    current_revision: int = 0
+    """The history checkpoint's revision: its kept ones are the `KEEP_REVISIONS` before it."""
+    lease_token: str | None = None
+    """The token of the last lease a real acquire was granted."""
+    made: int = 0
+    positives: Counter[str] = field(default_factory=Counter)
+    lock: threading.Lock = field(default_factory=threading.Lock)
+
+    def save(self, subject: str, kind: str, state: Any, **fields: Any) -> dict[str, Any]:
+        """Save through the API; the save's answer."""
+        body = {"subject_id": subject, "kind": kind, "state": state, **fields}
+        answer = self.client.post("/v1/checkpoints", json=body)
+        if answer.status_code not in (200, 201):
+            raise RuntimeError(f"a fixture save answered {answer.status_code}: {answer.text}")
+        data: dict[str, Any] = answer.json()["data"]
+        return data
+
+    def build(self) -> None:
+        """The history checkpoint (with `KEEP_REVISIONS` kept), the OpenCheckpoint document, the leased one."""
+        for step in range(1, KEEP_REVISIONS + 2):
+            saved = self.save(self.subject, "task_state", {"step": step}, keep_revisions=KEEP_REVISIONS)
+        self.history_id, self.current_revision = saved["checkpoint_id"], saved["revision"]
+        self.document_id = self.save(self.subject, "workflow", SEED_DOCUMENT, format="opencheckpoint/0.1")[
+            "checkpoint_id"
+        ]
+        self.lease_id = self.save(self.lease_subject, "task_state", {"lease": "fixture"})["checkpoint_id"]
+
+    def fresh_subject(self, purpose: str) -> str:
+        """A subject id of this run that nothing has used yet."""
+        self.made += 1
+        return f"schemathesis-{purpose}-{self.run}-{self.made}"
+
+    def fresh_checkpoint(self) -> str:
+        """A checkpoint nothing else uses, for a DELETE to take."""
+        return str(self.save(self.fresh_subject("delete"), "task_state", {"doomed": True})["checkpoint_id"])
+
+    def fresh_purge_subject(self) -> str:
+        """A subject of `PURGED_CHECKPOINTS` checkpoints, one of them with kept revisions, for a purge to take."""
+        subject = self.fresh_subject("purge")
+        for step in (1, 2):
+            self.save(subject, "task_state", {"step": step}, keep_revisions=2)
+        self.save(subject, "conversation", {"turns": []})
+        return subject
+
+    def kept_revision(self, draw: int) -> int:
+        """One of the history checkpoint's kept revisions, picked by `draw`."""
+        oldest = max(1, self.current_revision - KEEP_REVISIONS)
+        return oldest + draw % max(1, self.current_revision - oldest)
+
+    @property
+    def ids(self) -> set[str]:
+        """The checkpoints the cases share."""
+        return {self.history_id, self.document_id, self.lease_id}
+
+    def owns_subject(self, subject: Any) -> bool:
+        """A subject the fixtures made (the shared ones, and each fresh one)."""
+        return isinstance(subject, str) and subject.startswith("schemathesis-") and self.run in subject
+
+
+_FIXTURES: list[Fixtures] = []
+_FIXTURES_LOCK = threading.Lock()
+
+
+def fixtures() -> Fixtures | None:
+    """The run's real resources, made on first use; None when the run was not told where Baton is."""
+    url, key = os.environ.get(URL_VARIABLE), os.environ.get(KEY_VARIABLE)
+    if not url or not key:
+        return None
+    with _FIXTURES_LOCK:
+        if not _FIXTURES:
+            run = secrets.token_hex(4)
+            client = httpx.Client(base_url=url, headers={"Authorization": f"Bearer {key}"}, timeout=30)
+            made = Fixtures(client, run, f"schemathesis-fixture-{run}", f"schemathesis-lease-{run}")
+            made.build()
+            _FIXTURES.append(made)
+        return _FIXTURES[0]
+
+
+def point_at_a_real_resource(case: Any, real: Fixtures) -> bool:
+    """Point every `REAL_EVERY`-th positive case of an id route at a real resource; True when it did."""
+    label = label_of(case)
+    meta = case.meta
+    if label not in REAL_OPERATIONS or meta is None or not meta.generation.mode.is_positive:
+        return False
+    if meta.phase.name not in ("examples", "coverage", "fuzzing"):
+        return False  # stateful scenarios follow their own links
+    draw = real.positives[label]
+    real.positives[label] += 1
+    if draw % REAL_EVERY:
+        return False
+    path = case.path_parameters
+    body = case.body if isinstance(case.body, dict) else None
+    if label == GET_BY_ID:
+        path["checkpoint_id"] = (real.history_id, real.document_id)[draw // REAL_EVERY % 2]
+    elif label == DELETE_BY_ID:
+        path["checkpoint_id"] = real.fresh_checkpoint()
+    elif label in (REVISIONS, REVISION, RESTORE):
+        path["checkpoint_id"] = real.history_id
+        if label == REVISION:
+            path["revision"] = str(real.kept_revision(draw))
+        if label == RESTORE and body is not None:
+            body = {**body, "revision": real.kept_revision(draw)}
+            if "expected_revision" in body:
+                body["expected_revision"] = real.current_revision
+            case.body = body
+    elif label in (ACQUIRE, RELEASE):
+        path["checkpoint_id"] = real.lease_id
+        if label == RELEASE and real.lease_token is not None:
+            case.headers = {**(case.headers or {}), "Lease-Token": real.lease_token}
+    elif label == RESUME and body is not None:
+        body = {**body, "subject_id": real.subject}
+        if "agent_id" in body:
+            body["agent_id"] = FIXTURE_AGENT
+        if "checkpoint_id" in body:
+            body["checkpoint_id"] = (real.history_id, real.document_id)[draw // REAL_EVERY % 2]
+        case.body = body
+    elif label == PURGE:
+        path["subject_id"] = real.fresh_purge_subject()
+    else:
+        return False
+    return True
+
+
+def keep_away_from_the_fixtures(case: Any, real: Fixtures) -> None:
+    """A case not pointed at a fixture that would change one (an id or subject schemathesis saw in an answer) is
+    sent to an id or a subject that nothing has instead."""
+    label = label_of(case)
+    path = case.path_parameters or {}
+    if label in CHANGING_BY_ID and path.get("checkpoint_id") in real.ids:
+        path["checkpoint_id"] = "ckpt_" + secrets.token_hex(16)
+    if label == PURGE and real.owns_subject(path.get("subject_id")):
+        path["subject_id"] = real.fresh_subject("nothing")
+    if label == SAVE and isinstance(case.body, dict) and real.owns_subject(case.body.get("subject_id")):
+        case.body = {**case.body, "subject_id": real.fresh_subject("elsewhere")}
+
+
+REAL_CASES: dict[int, Fixtures] = {}
+"""The cases (by `id()`) pointed at a real resource, between `before_call` and `after_call`."""
+
+
+def note_what_a_real_resource_answered(case: Any, response: Any, real: Fixtures) -> None:
+    """Count the answer; follow the history checkpoint's revision and the lease's token; check a purge's count."""
+    label = label_of(case)
+    REAL_COUNTS[f"{label} {response.status_code}"] += 1
+    if response.status_code >= 300:
+        return
+    data = response.json().get("data") or {}
     if response.headers.get("idempotent-replayed"):
-        HEADER_COUNTS["Idempotent-Replayed"] += 1
-    if case.method.upper() == "POST" and case.path == "/v1/keys" and response.status_code == 201:
-        CREATED_KEYS.add(response.json()["data"]["key_id"])
+        return  # the first answer again: it says nothing of the resource now
+    with real.lock:
+        if label == RESTORE:
+            real.current_revision = max(real.current_revision, int(data["revision"]))
+        elif label == ACQUIRE:
+            real.lease_token = data["lease_token"]
+        elif label == RELEASE:
+            real.lease_token = None
+    if label == RESUME:
+        RESUME_ANSWERS[str(data.get("status"))] += 1
+    if label == PURGE:
+        expected = {"subject_id": case.path_parameters["subject_id"], "deleted_checkpoints": PURGED_CHECKPOINTS}
+        if {name: data.get(name) for name in expected} != expected or data.get("complete") is not True:
+            PROBLEMS.append(f"a purge of {PURGED_CHECKPOINTS} checkpoints answered {response.text}")
+
+
+# -- labels -----------------------------------------------------------------------------------------------------
 
 
 def judge_a_case_with_a_negative_part_as_negative(case: Any) -> None:
@@ -61,14 +293,24 @@ def judge_a_case_with_a_negative_part_as_negative(case: Any) -> None:
 
     The coverage phase draws header values from letters and digits only, so a header whose pattern needs another
     character (If-Match needs `*` or `"`) gets no positive value there; it then seeds that optional header with a
-    negative value (`If-Match: 0`) and still labels the "Default positive test case" built on it positive, whose
-    metadata says the header part is negative. Judged as what it is, the request must be refused (it is, with 400).
+    negative value (`If-Match: 0`) and still labels the case built on it positive: the "Default positive test case"
+    (whose metadata says the header part is negative) and "All required properties and optional 'If-Match'" (whose
+    metadata says every part is positive). Judged as what it is, the request must be refused (it is, with 400).
     """
     meta = case.meta
     if meta is None or not meta.generation.mode.is_positive:
         return
     if any(not part.mode.is_positive for part in meta.components.values()):
         meta.generation.mode = GenerationMode.NEGATIVE
+        return
+    sent = {name.lower(): value for name, value in (case.headers or {}).items()}
+    for header in case.operation.headers:
+        value = sent.get(header.name.lower())
+        if isinstance(value, str) and not header.is_valid(value):
+            # The part too: schemathesis recomputes the case's mode from its parts when it revalidates one.
+            meta.components[ParameterLocation.HEADER] = ComponentInfo(mode=GenerationMode.NEGATIVE)
+            meta.generation.mode = GenerationMode.NEGATIVE
+            return
 
 
 def leave_out_resources_of_a_positive_save(case: Any) -> None:
@@ -84,14 +326,43 @@ def leave_out_resources_of_a_positive_save(case: Any) -> None:
         case.body = {**case.body, "resources": []}
 
 
+# -- the hooks --------------------------------------------------------------------------------------------------
+
+
 @schemathesis.hook
 def before_call(context: Any, case: Any, kwargs: Any) -> None:
-    """Judge mislabelled cases as what they are; point a revocation of a key the run did not create at a
-    well-formed id no key has (a 404 instead)."""
+    """Judge mislabelled cases as what they are; point some at real resources and keep the rest away from them;
+    point a revocation of a key the run did not create at a well-formed id no key has (a 404 instead)."""
     judge_a_case_with_a_negative_part_as_negative(case)
     leave_out_resources_of_a_positive_save(case)
+    real = fixtures()
+    if real is not None:
+        with real.lock:
+            if point_at_a_real_resource(case, real):
+                REAL_CASES[id(case)] = real
+            else:
+                keep_away_from_the_fixtures(case, real)
     if case.method.upper() != "DELETE" or case.path != "/v1/keys/{key_id}":
         return
     key_id = (case.path_parameters or {}).get("key_id")
     if isinstance(key_id, str) and KEY_ID.match(key_id) and key_id not in CREATED_KEYS:
         case.path_parameters["key_id"] = "key_" + secrets.token_hex(16)
+
+
+@schemathesis.hook
+def after_call(context: Any, case: Any, response: Any) -> None:
+    """Remember every key the run creates; count the cases, those sent to real resources, the fuzzed request headers
+    and their answers."""
+    OPERATION_COUNTS[f"{label_of(case)} {response.status_code}"] += 1
+    real = REAL_CASES.pop(id(case), None)
+    if real is not None:
+        note_what_a_real_resource_answered(case, response, real)
+    sent = {name.lower() for name in (case.headers or {})}
+    for name in FUZZED_HEADERS:
+        if name.lower() in sent:
+            HEADER_COUNTS[f"{name} sent"] += 1
+            HEADER_COUNTS[f"{name} {response.status_code}"] += 1
+    if response.headers.get("idempotent-replayed"):
+        HEADER_COUNTS["Idempotent-Replayed"] += 1
+    if case.method.upper() == "POST" and case.path == "/v1/keys" and response.status_code == 201:
+        CREATED_KEYS.add(response.json()["data"]["key_id"])

@@ -45,8 +45,16 @@ ROUTES = (
     "DELETE /v1/keys/{key_id}",
     "POST /v1/blobs",
     "GET /v1/blobs/{blob_id}",
+    "GET /v1/checkpoints/{checkpoint_id}/revisions",
+    "GET /v1/checkpoints/{checkpoint_id}/revisions/{revision}",
+    "POST /v1/checkpoints/{checkpoint_id}/restore",
+    "POST /v1/checkpoints/{checkpoint_id}/lease",
+    "DELETE /v1/checkpoints/{checkpoint_id}/lease",
+    "POST /v1/resume",
+    "DELETE /v1/subjects/{subject_id}",
     "GET /v1/health",
     "GET /v1/openapi.json",
+    "GET /v1/schemas/{name}",
 )
 CALLERS = (
     "other_tenant",
@@ -63,6 +71,9 @@ CALLERS = (
 REFUSED = ("revoked", "expired", "not_yet_valid", "unknown", "no_key")
 EXPIRING_SECONDS = 3.0
 MAX_PAGES = 100
+KEEP_REVISIONS = 3
+LEASE_SECONDS = 3600
+"""Leases of the set-up: they outlast the module."""
 
 
 def rfc3339(moment: datetime) -> str:
@@ -100,6 +111,10 @@ class World:
     shared_subject: str
     delete_subject: str
     other_subject: str
+    history_subject: str
+    lease_subject: str
+    purge_subject: str
+    wildcard_purge_subject: str
     secrets: dict[str, str | None] = field(default_factory=dict)
     """Caller name -> bearer secret (None: no Authorization header)."""
     parties: dict[tuple[str, str | None], Party] = field(default_factory=dict)
@@ -109,6 +124,8 @@ class World:
     """Label -> the key as POST /v1/keys answered it (secret included)."""
     blobs: dict[str, str] = field(default_factory=dict)
     """Label -> blob id."""
+    leases: dict[str, dict[str, Any]] = field(default_factory=dict)
+    """Label of a checkpoint -> its lease as POST .../lease answered it (token included)."""
     expiring_at: float = 0.0
 
     def party(self, tenant: str, agent: str | None) -> Party:
@@ -132,9 +149,12 @@ class Api:
         path: str,
         params: dict[str, Any] | None = None,
         body: Any = None,
+        headers: dict[str, str] | None = None,
     ) -> httpx.Response:
-        headers = {} if secret is None else {"Authorization": f"Bearer {secret}"}
-        return self.client.request(method, path, params=params, json=body, headers=headers)
+        sent = dict(headers or {})
+        if secret is not None:
+            sent["Authorization"] = f"Bearer {secret}"
+        return self.client.request(method, path, params=params, json=body, headers=sent)
 
     def mint(self, world: World, label: str, tenant: str, agent: str, scopes: list[str], **extra: Any) -> str:
         """A key minted by the operator; its id, description and agent become markers of (tenant, agent)."""
@@ -148,11 +168,13 @@ class Api:
         world.mark(tenant, agent, data["key_id"], description, agent)
         return str(data["secret"])
 
-    def save(self, world: World, label: str, secret: str, tenant: str, agent: str, subject: str, kind: str) -> str:
+    def save(
+        self, world: World, label: str, secret: str, tenant: str, agent: str, subject: str, kind: str, **extra: Any
+    ) -> str:
         """A checkpoint whose state carries a marker of (tenant, agent); its id becomes one too."""
         state_marker = plant_state_marker(f"state-{label}-{world.run}")
         state = {"note": state_marker, "steps": [{"done": state_marker}], "agent": agent}
-        body = {"subject_id": subject, "kind": kind, "state": state, "agent_id": agent}
+        body = {"subject_id": subject, "kind": kind, "state": state, "agent_id": agent, **extra}
         answer = self.call(secret, "POST", "/v1/checkpoints", body=body)
         assert answer.status_code in (200, 201), answer.text
         checkpoint_id = str(answer.json()["data"]["checkpoint_id"])
@@ -171,6 +193,16 @@ class Api:
         world.mark(tenant, agent, blob_id, media_type, sha256)
         return blob_id
 
+    def lease(self, world: World, label: str, secret: str, tenant: str, agent: str) -> None:
+        """A lease on the checkpoint `label`, whose holder and token are markers of (tenant, agent)."""
+        holder = f"holder-{label}-{world.run}"
+        body = {"ttl_seconds": LEASE_SECONDS, "holder": holder}
+        answer = self.call(secret, "POST", f"/v1/checkpoints/{world.checkpoints[label]}/lease", body=body)
+        assert answer.status_code == 201, answer.text
+        data: dict[str, Any] = answer.json()["data"]
+        world.leases[label] = data
+        world.mark(tenant, agent, holder, data["lease_token"])
+
 
 @pytest.fixture(scope="module")
 def world(baton: BatonServe) -> Iterator[World]:
@@ -188,12 +220,17 @@ def world(baton: BatonServe) -> Iterator[World]:
         shared_subject=f"subject-shared-{run}",
         delete_subject=f"subject-delete-{run}",
         other_subject=f"subject-other-{run}",
+        history_subject=f"subject-history-{run}",
+        lease_subject=f"subject-lease-{run}",
+        purge_subject=f"subject-purge-{run}",
+        wildcard_purge_subject=f"subject-wildcard-purge-{run}",
     )
     api = Api(baton)
     victim, other = w.victim, w.other
     w.mark(victim, None, victim)
     w.mark(other, None, other)
-    w.mark(victim, w.owner, w.victim_subject, w.delete_subject)
+    w.mark(victim, w.owner, w.victim_subject, w.delete_subject, w.history_subject, w.lease_subject)
+    w.mark(victim, w.owner, w.purge_subject, w.wildcard_purge_subject)
     w.mark(other, w.stranger, w.other_subject)
     # The expiring key first: the rest of the set-up is time it needs to run out anyway.
     expires = datetime.now(UTC) + timedelta(seconds=EXPIRING_SECONDS)
@@ -207,7 +244,7 @@ def world(baton: BatonServe) -> Iterator[World]:
         "intruder-1",
         victim,
         w.intruder,
-        ["checkpoints:read", "checkpoints:write", "checkpoints:delete", "keys:manage"],
+        ["checkpoints:read", "checkpoints:write", "checkpoints:delete", "leases:write", "keys:manage"],
     )
     api.mint(w, "owner-2", victim, w.owner, ["checkpoints:read"])
     api.mint(w, "intruder-2", victim, w.intruder, ["checkpoints:read"])
@@ -242,6 +279,25 @@ def world(baton: BatonServe) -> Iterator[World]:
     api.declare(w, "stranger", stranger_secret, other, w.stranger)
     for kind in ("task_state", "conversation"):
         api.save(w, f"stranger-shared-{kind}", stranger_secret, other, w.stranger, w.shared_subject, kind)
+    # History: the owner's checkpoint at revision 3 keeps revisions 1 and 2 (each state with a marker of its own);
+    # another one, at revision 2, is the one the `*` key restores.
+    history = {"keep_revisions": KEEP_REVISIONS}
+    for label in ("victim-history-r1", "victim-history-r2", "victim-history"):
+        api.save(w, label, admin_secret, victim, w.owner, w.history_subject, "task_state", **history)
+    for label in ("victim-wildcard-history-r1", "victim-wildcard-history"):
+        api.save(w, label, admin_secret, victim, w.owner, w.history_subject, "workflow", **history)
+    # Leases: two leased checkpoints of the owner (the `*` key releases the second), one free for the `*` key.
+    for label, kind in (("victim-leased", "task_state"), ("victim-wildcard-leased", "workflow")):
+        api.save(w, label, admin_secret, victim, w.owner, w.lease_subject, kind)
+        api.lease(w, label, admin_secret, victim, w.owner)
+    api.save(w, "victim-lease-target", admin_secret, victim, w.owner, w.lease_subject, "conversation")
+    # Purges: a subject of both agents of the victim and of the other tenant, and one the `*` key purges.
+    for kind in ("task_state", "conversation"):
+        api.save(w, f"victim-purge-{kind}", admin_secret, victim, w.owner, w.purge_subject, kind)
+    api.save(w, "intruder-purge", intruder_secret, victim, w.intruder, w.purge_subject, "task_state")
+    api.save(w, "stranger-purge", stranger_secret, other, w.stranger, w.purge_subject, "task_state")
+    api.save(w, "victim-wildcard-purge", admin_secret, victim, w.owner, w.wildcard_purge_subject, "task_state")
+    api.save(w, "intruder-wildcard-purge", intruder_secret, victim, w.intruder, w.wildcard_purge_subject, "workflow")
     w.secrets.update(
         other_tenant=stranger_secret,
         other_agent=intruder_secret,
@@ -322,6 +378,10 @@ class Case:
     """Extra check on each page's `data`; returns a problem or None."""
     same_as_missing: tuple[str, str, dict[str, Any] | None] | None = None
     """(method, path, params) of the same request for something that does not exist: the answer must be identical."""
+    headers: dict[str, str] | None = None
+    """Request headers besides Authorization (sent with the missing one's request too)."""
+    missing_body: Any = None
+    """The body of the missing one's request, when it is not the same as this one's."""
 
 
 def visible(world: World, caller: str, route: str, params: dict[str, Any] | None) -> set[tuple[str, str | None]]:
@@ -348,6 +408,11 @@ def state_of(caller: str, world: World) -> dict[str, Any]:
 
 def cases_for(caller: str, w: World) -> list[Case]:
     """Every route, called by `caller`."""
+    return checkpoint_key_and_blob_cases_for(caller, w) + workflow_cases_for(caller, w)
+
+
+def checkpoint_key_and_blob_cases_for(caller: str, w: World) -> list[Case]:
+    """The checkpoint, key, blob and public routes, called by `caller`."""
     victim, other = w.victim, w.other
     victim_checkpoint = w.checkpoints["victim-task_state"]
     missing_checkpoint = f"ckpt_{uuid.uuid4().hex}"
@@ -362,6 +427,7 @@ def cases_for(caller: str, w: World) -> list[Case]:
     public = [
         Case("GET /v1/health", "GET", "/v1/health", (200,)),
         Case("GET /v1/openapi.json", "GET", "/v1/openapi.json", (200,)),
+        Case("GET /v1/schemas/{name}", "GET", "/v1/schemas/opencheckpoint-0.1.json", (200,)),
     ]
     save_body = {"subject_id": w.shared_subject, "kind": "task_state", "state": state_of(caller, w)}
     blob_body = {"sha256": hashlib.sha256(caller.encode()).hexdigest(), "size": 1, "media_type": "text/plain"}
@@ -492,8 +558,10 @@ def cases_for(caller: str, w: World) -> list[Case]:
                  paginate=True, check=only_agents(w.intruder),
                  must_show=(w.checkpoints["intruder-shared-task_state"],
                             w.checkpoints["intruder-shared-conversation"])),
-            Case("GET /v1/subjects/{subject_id}/checkpoints", "GET", shared_list, (403,), "FORBIDDEN",
-                 params={"agent_id": w.owner}),
+            # Naming another agent in a list: the 404 of an agent that has nothing (issue 9), never a 403.
+            Case("GET /v1/subjects/{subject_id}/checkpoints", "GET", shared_list, (404,), "NOT_FOUND",
+                 params={"agent_id": w.owner},
+                 same_as_missing=("GET", shared_list, {"agent_id": f"agent-missing-{uuid.uuid4().hex[:8]}"})),
             Case("POST /v1/keys", "POST", "/v1/keys", (403,), "FORBIDDEN",
                  body={"agent_id": w.owner, "scopes": ["checkpoints:read"]}),
             Case("POST /v1/keys", "POST", "/v1/keys", (403,), "FORBIDDEN",
@@ -587,6 +655,181 @@ def cases_for(caller: str, w: World) -> list[Case]:
     ]  # fmt: skip
 
 
+def resume_answer(status: str, *agents: str) -> Callable[[Any], str | None]:
+    """A check that a resume answered `status`, and (ambiguous) only candidates of `agents`."""
+
+    def check(data: Any) -> str | None:
+        if data.get("status") != status:
+            return f"resume answered {data.get('status')!r}, expected {status!r}"
+        seen = {candidate.get("agent_id") for candidate in data.get("candidates", [])}
+        return None if seen <= set(agents) else f"candidates of agents {sorted(seen - set(agents))}"
+
+    return check
+
+
+def purge_answer(subject: str, deleted: int) -> Callable[[Any], str | None]:
+    """A check that a purge of `subject` deleted `deleted` checkpoints, and all it had to."""
+    expected = {"subject_id": subject, "deleted_checkpoints": deleted, "complete": True}
+    return lambda data: None if data == expected else f"the purge answered {data}, expected {expected}"
+
+
+def revisions_are(*revisions: int) -> Callable[[Any], str | None]:
+    """A check that a list of kept revisions holds exactly `revisions`, newest first."""
+    return lambda data: None if [r.get("revision") for r in data] == list(revisions) else f"revisions {data}"
+
+
+def workflow_cases_for(caller: str, w: World) -> list[Case]:
+    """The history, lease, resume and purge routes, called by `caller`.
+
+    Foreign callers (another tenant, another agent without `*`, the operator) aim at the owner's checkpoints, and
+    with everything right but the caller (the lease's own token, a kept revision): each answer must be the 404 of a
+    checkpoint that does not exist, and change nothing (test_refused_and_foreign_calls_changed_nothing). A purge is
+    tenant-wide: another tenant's purges only its own checkpoints of the same subject id.
+    """
+    history = w.checkpoints["victim-history"]
+    missing = f"ckpt_{uuid.uuid4().hex}"
+    revisions, missing_revisions = f"/v1/checkpoints/{history}/revisions", f"/v1/checkpoints/{missing}/revisions"
+    revision, missing_revision = f"{revisions}/1", f"{missing_revisions}/1"
+    restore, missing_restore = f"/v1/checkpoints/{history}/restore", f"/v1/checkpoints/{missing}/restore"
+    restore_body = {"revision": 1}
+    leased = w.checkpoints["victim-leased"]
+    lease_token = {"Lease-Token": w.leases["victim-leased"]["lease_token"]}
+    acquire_body = {"ttl_seconds": 60}
+    missing_lease = f"/v1/checkpoints/{missing}/lease"
+    resume_victim = {"subject_id": w.victim_subject}
+    resume_owner = {"subject_id": w.victim_subject, "agent_id": w.owner, "kind": "task_state"}
+    resume_by_id = {"subject_id": w.victim_subject, "checkpoint_id": w.checkpoints["victim-task_state"]}
+    resume_missing_id = {"subject_id": w.victim_subject, "checkpoint_id": missing}
+    purge = f"/v1/subjects/{w.purge_subject}"
+
+    if caller in REFUSED:
+        return [
+            Case("GET /v1/checkpoints/{checkpoint_id}/revisions", "GET", revisions, (401,), "UNAUTHENTICATED"),
+            Case("GET /v1/checkpoints/{checkpoint_id}/revisions/{revision}", "GET", revision, (401,),
+                 "UNAUTHENTICATED"),
+            Case("POST /v1/checkpoints/{checkpoint_id}/restore", "POST", restore, (401,), "UNAUTHENTICATED",
+                 body=restore_body),
+            Case("POST /v1/checkpoints/{checkpoint_id}/lease", "POST", f"/v1/checkpoints/{history}/lease", (401,),
+                 "UNAUTHENTICATED", body=acquire_body),
+            Case("DELETE /v1/checkpoints/{checkpoint_id}/lease", "DELETE", f"/v1/checkpoints/{leased}/lease", (401,),
+                 "UNAUTHENTICATED", headers=lease_token),
+            Case("POST /v1/resume", "POST", "/v1/resume", (401,), "UNAUTHENTICATED", body=resume_owner),
+            Case("DELETE /v1/subjects/{subject_id}", "DELETE", purge, (401,), "UNAUTHENTICATED"),
+        ]  # fmt: skip
+
+    if caller == "missing_scope":
+        read_only, write_only = "missing_scope:read_only", "missing_scope:write_only"
+        return [
+            Case("GET /v1/checkpoints/{checkpoint_id}/revisions", "GET", revisions, (403,), "FORBIDDEN",
+                 secret_of=write_only),
+            Case("GET /v1/checkpoints/{checkpoint_id}/revisions/{revision}", "GET", revision, (403,), "FORBIDDEN",
+                 secret_of=write_only),
+            Case("POST /v1/checkpoints/{checkpoint_id}/restore", "POST", restore, (403,), "FORBIDDEN",
+                 body=restore_body, secret_of=read_only),
+            Case("POST /v1/checkpoints/{checkpoint_id}/lease", "POST", f"/v1/checkpoints/{history}/lease", (403,),
+                 "FORBIDDEN", body=acquire_body, secret_of=read_only),
+            Case("DELETE /v1/checkpoints/{checkpoint_id}/lease", "DELETE", f"/v1/checkpoints/{leased}/lease", (403,),
+                 "FORBIDDEN", headers=lease_token, secret_of=read_only),
+            Case("POST /v1/resume", "POST", "/v1/resume", (403,), "FORBIDDEN", body=resume_owner,
+                 secret_of=write_only),
+            Case("DELETE /v1/subjects/{subject_id}", "DELETE", purge, (403,), "FORBIDDEN", secret_of=read_only),
+        ]  # fmt: skip
+
+    # Another tenant, another agent without `*`, and the operator (whose own checkpoints live in its own tenant):
+    # the owner's checkpoints are as absent as missing ones, whatever the request carries.
+    foreign = [
+        Case("GET /v1/checkpoints/{checkpoint_id}/revisions", "GET", revisions, (404,), "NOT_FOUND",
+             same_as_missing=("GET", missing_revisions, None)),
+        Case("GET /v1/checkpoints/{checkpoint_id}/revisions/{revision}", "GET", revision, (404,), "NOT_FOUND",
+             same_as_missing=("GET", missing_revision, None)),
+        Case("POST /v1/checkpoints/{checkpoint_id}/restore", "POST", restore, (404,), "NOT_FOUND", body=restore_body,
+             same_as_missing=("POST", missing_restore, None)),
+        # A free checkpoint and a leased one: no lease granted, no 409 telling that a lease exists.
+        Case("POST /v1/checkpoints/{checkpoint_id}/lease", "POST", f"/v1/checkpoints/{history}/lease", (404,),
+             "NOT_FOUND", body=acquire_body, same_as_missing=("POST", missing_lease, None)),
+        Case("POST /v1/checkpoints/{checkpoint_id}/lease", "POST", f"/v1/checkpoints/{leased}/lease", (404,),
+             "NOT_FOUND", body={**acquire_body, "holder": w.leases["victim-leased"]["holder"]},
+             same_as_missing=("POST", missing_lease, None)),
+        # Even the lease's own token releases nothing; a checkpoint with no lease is no "released" 200 either.
+        Case("DELETE /v1/checkpoints/{checkpoint_id}/lease", "DELETE", f"/v1/checkpoints/{leased}/lease", (404,),
+             "NOT_FOUND", headers=lease_token, same_as_missing=("DELETE", missing_lease, None)),
+        Case("DELETE /v1/checkpoints/{checkpoint_id}/lease", "DELETE", f"/v1/checkpoints/{history}/lease", (404,),
+             "NOT_FOUND", headers=lease_token, same_as_missing=("DELETE", missing_lease, None)),
+        # A checkpoint id the caller cannot see is no match, exactly as a missing one.
+        Case("POST /v1/resume", "POST", "/v1/resume", (200,), body=resume_by_id, check=resume_answer("none"),
+             same_as_missing=("POST", "/v1/resume", None), missing_body=resume_missing_id),
+        Case("POST /v1/resume", "POST", "/v1/resume", (200,), body=resume_victim, check=resume_answer("none")),
+    ]  # fmt: skip
+
+    if caller == "other_tenant":
+        return [
+            *foreign,
+            # The subject's and the agent's names in another tenant: nothing of theirs there.
+            Case("POST /v1/resume", "POST", "/v1/resume", (200,), body=resume_owner, check=resume_answer("none")),
+            Case("POST /v1/resume", "POST", "/v1/resume", (200,), body={"subject_id": w.shared_subject},
+                 check=resume_answer("ambiguous", w.stranger),
+                 must_show=(w.checkpoints["stranger-shared-task_state"],
+                            w.checkpoints["stranger-shared-conversation"])),
+            # Its own checkpoint of the same subject id goes; the victim's stay (test_refused_and_foreign_...).
+            Case("DELETE /v1/subjects/{subject_id}", "DELETE", purge, (200,), check=purge_answer(w.purge_subject, 1)),
+        ]  # fmt: skip
+
+    if caller == "other_agent":
+        missing_agent = f"agent-missing-{uuid.uuid4().hex[:8]}"
+        return [
+            *foreign,
+            # Naming another agent without `*`: the 404 of an agent that has nothing, never a 403.
+            Case("POST /v1/resume", "POST", "/v1/resume", (404,), "NOT_FOUND", body=resume_owner,
+                 same_as_missing=("POST", "/v1/resume", None),
+                 missing_body={**resume_owner, "agent_id": missing_agent}),
+            Case("POST /v1/resume", "POST", "/v1/resume", (200,), body={"subject_id": w.shared_subject},
+                 check=resume_answer("ambiguous", w.intruder),
+                 must_show=(w.checkpoints["intruder-shared-task_state"],
+                            w.checkpoints["intruder-shared-conversation"])),
+            # A purge is a tenant's act: without subjects:purge, refused whoever's checkpoints the subject holds.
+            Case("DELETE /v1/subjects/{subject_id}", "DELETE", purge, (403,), "FORBIDDEN"),
+        ]  # fmt: skip
+
+    if caller == "own_wildcard":
+        wildcard_history = w.checkpoints["victim-wildcard-history"]
+        wildcard_leased = w.checkpoints["victim-wildcard-leased"]
+        return [
+            Case("GET /v1/checkpoints/{checkpoint_id}/revisions", "GET", revisions, (200,), check=revisions_are(2, 1),
+                 must_show=(history,)),
+            Case("GET /v1/checkpoints/{checkpoint_id}/revisions", "GET", revisions, (200,), params={"limit": 1},
+                 paginate=True, must_show=(history,)),
+            Case("GET /v1/checkpoints/{checkpoint_id}/revisions/{revision}", "GET", revision, (200,),
+                 must_show=(f"state-victim-history-r1-{w.run}",)),
+            Case("GET /v1/checkpoints/{checkpoint_id}/revisions/{revision}", "GET", f"{revisions}/3", (404,),
+                 "NOT_FOUND"),
+            Case("POST /v1/checkpoints/{checkpoint_id}/restore", "POST",
+                 f"/v1/checkpoints/{wildcard_history}/restore", (200,), body=restore_body,
+                 check=lambda data: None if data.get("revision") == 3 else f"restored as {data}"),
+            Case("POST /v1/checkpoints/{checkpoint_id}/lease", "POST",
+                 f"/v1/checkpoints/{w.checkpoints['victim-lease-target']}/lease", (201,), body=acquire_body),
+            Case("POST /v1/checkpoints/{checkpoint_id}/lease", "POST", f"/v1/checkpoints/{leased}/lease", (409,),
+                 "LEASE_HELD", body=acquire_body),
+            Case("DELETE /v1/checkpoints/{checkpoint_id}/lease", "DELETE", f"/v1/checkpoints/{wildcard_leased}/lease",
+                 (200,), headers={"Lease-Token": w.leases["victim-wildcard-leased"]["lease_token"]},
+                 check=lambda data: None if data == {"checkpoint_id": wildcard_leased, "released": True} else "no"),
+            Case("POST /v1/resume", "POST", "/v1/resume", (200,), body=resume_owner, check=resume_answer("ready"),
+                 must_show=(f"state-victim-task_state-{w.run}",)),
+            Case("POST /v1/resume", "POST", "/v1/resume", (200,), body={"subject_id": w.shared_subject},
+                 check=resume_answer("ambiguous", w.owner, w.intruder),
+                 must_show=(w.checkpoints["victim-shared-workflow"], w.checkpoints["intruder-shared-conversation"])),
+            # Every agent's checkpoints of the subject, and none of another tenant's.
+            Case("DELETE /v1/subjects/{subject_id}", "DELETE", f"/v1/subjects/{w.wildcard_purge_subject}", (200,),
+                 check=purge_answer(w.wildcard_purge_subject, 2)),
+        ]  # fmt: skip
+
+    assert caller == "operator", caller
+    return [
+        *foreign,
+        # tenants:manage acts in the operator's own tenant: the victim's checkpoints of the subject stay.
+        Case("DELETE /v1/subjects/{subject_id}", "DELETE", purge, (200,), check=purge_answer(w.purge_subject, 0)),
+    ]
+
+
 # -- running them -----------------------------------------------------------------------------------------------
 
 
@@ -601,7 +844,7 @@ def run_case(api: Api, w: World, caller: str, case: Case) -> tuple[list[str], in
     requests = 0
     label = f"{caller}: {case.method} {case.path} {case.params or ''} {json.dumps(case.body) if case.body else ''}"
     for page_number in range(MAX_PAGES):
-        response = api.call(secret, case.method, case.path, params=params or None, body=case.body)
+        response = api.call(secret, case.method, case.path, params=params or None, body=case.body, headers=case.headers)
         requests += 1
         if response.status_code not in case.expect:
             problems.append(f"{label}: answered {response.status_code}, expected {case.expect}: {response.text}")
@@ -621,7 +864,8 @@ def run_case(api: Api, w: World, caller: str, case: Case) -> tuple[list[str], in
             problems.append(f"{label}: the 404 is not the contract's: {response.text}")
         if case.same_as_missing is not None:
             method, path, missing_params = case.same_as_missing
-            missing = api.call(secret, method, path, params=missing_params, body=case.body)
+            missing_body = case.body if case.missing_body is None else case.missing_body
+            missing = api.call(secret, method, path, params=missing_params, body=missing_body, headers=case.headers)
             requests += 1
             if (missing.status_code, without_request_id(missing), comparable_headers(missing)) != (
                 response.status_code,
@@ -749,19 +993,39 @@ def test_a_minted_key_never_outlives_its_issuer(baton: BatonServe, world: World,
 
 
 def test_refused_and_foreign_calls_changed_nothing(baton: BatonServe, world: World) -> None:
-    # After the matrix: the victim's checkpoint is as it was saved, and the victim's keys still work
+    # After the matrix: the victim's checkpoints are as they were saved (revisions, leases and purged subject
+    # included), and the victim's keys still work
     api = Api(baton)
+    admin = world.secrets["own_wildcard"]
     try:
-        victim = api.call(
-            world.secrets["own_wildcard"], "GET", f"/v1/checkpoints/{world.checkpoints['victim-task_state']}"
-        )
+        victim = api.call(admin, "GET", f"/v1/checkpoints/{world.checkpoints['victim-task_state']}")
         owner = api.call(world.secrets["owner"], "GET", f"/v1/subjects/{world.victim_subject}/checkpoints")
         intruder_listing = api.call(world.secrets["other_agent"], "GET", "/v1/keys", params={"limit": 200})
+        history = api.call(admin, "GET", f"/v1/checkpoints/{world.checkpoints['victim-history']}")
+        kept = api.call(admin, "GET", f"/v1/checkpoints/{world.checkpoints['victim-history']}/revisions")
+        leased = api.call(admin, "GET", f"/v1/checkpoints/{world.checkpoints['victim-leased']}")
+        purged = api.call(admin, "GET", f"/v1/subjects/{world.purge_subject}/checkpoints")
     finally:
         api.client.close()
     assert victim.status_code == 200, victim.text
     assert victim.json()["data"]["revision"] == 1
     assert victim.json()["data"]["state"]["note"] == f"state-victim-task_state-{world.run}"
+    assert victim.json()["data"].get("lease") is None, victim.text
     assert owner.status_code == 200, owner.text
     assert len(owner.json()["data"]) == 3
     assert intruder_listing.status_code == 200
+    # no restore, no lease
+    assert history.status_code == 200, history.text
+    assert history.json()["data"]["revision"] == 3
+    assert history.json()["data"]["state"]["note"] == f"state-victim-history-{world.run}"
+    assert history.json()["data"].get("lease") is None, history.text
+    assert [item["revision"] for item in kept.json()["data"]] == [2, 1], kept.text
+    # the lease neither released nor taken over
+    lease = world.leases["victim-leased"]
+    assert leased.status_code == 200, leased.text
+    assert leased.json()["data"].get("lease") == {"holder": lease["holder"], "expires_at": lease["expires_at"]}
+    # the subject another tenant and the operator purged still holds every checkpoint of the victim's agents
+    assert purged.status_code == 200, purged.text
+    assert {item["checkpoint_id"] for item in purged.json()["data"]} == {
+        world.checkpoints[label] for label in ("victim-purge-task_state", "victim-purge-conversation", "intruder-purge")
+    }

@@ -7,6 +7,8 @@ with `Allow`, and routes that need a key refuse a request without one.
 The run is the schemathesis CLI (its phases: coverage, fuzzing, stateful), seeded and bounded by time:
 `SCHEMATHESIS_SECONDS` within `make test`, `BATON_FUZZ_SECONDS` (with a fresh seed, or `BATON_FUZZ_SEED`) for
 `make fuzz`. It acts with a key of its own tenant, so what it writes never meets the other end-to-end tests.
+Some positive cases of the id routes are sent to real checkpoints and subjects of that tenant (tests/e2e/
+schemathesis_hooks.py), and each of those routes must have succeeded on one at least: a 404 proves nothing.
 """
 
 from __future__ import annotations
@@ -14,14 +16,17 @@ from __future__ import annotations
 import json
 import os
 import random
+import re
 import subprocess
 import sys
+from collections import Counter
 from pathlib import Path
 from typing import Any
 
 import httpx
 import pytest
 
+from tests.e2e import schemathesis_hooks
 from tests.e2e.server_process import REPO, BatonServe
 from tests.proof_counts import record
 
@@ -31,6 +36,18 @@ SCHEMATHESIS_SECONDS = 60
 """The bounded run inside `make test`."""
 SEED = 20261201
 FUZZ_TENANT = "schemathesis"
+REAL_SUCCESSES = (
+    "GET /v1/checkpoints/{checkpoint_id} 200",
+    "DELETE /v1/checkpoints/{checkpoint_id} 200",
+    "GET /v1/checkpoints/{checkpoint_id}/revisions 200",
+    "GET /v1/checkpoints/{checkpoint_id}/revisions/{revision} 200",
+    "POST /v1/checkpoints/{checkpoint_id}/restore 200",
+    "POST /v1/checkpoints/{checkpoint_id}/lease 201",
+    "DELETE /v1/checkpoints/{checkpoint_id}/lease 200",
+    "POST /v1/resume 200",
+    "DELETE /v1/subjects/{subject_id} 200",
+)
+"""The answers each route must have given a case sent to a real resource at least once."""
 
 
 @pytest.fixture(scope="module")
@@ -39,7 +56,7 @@ def fuzz_key(baton: BatonServe) -> str:
     response = httpx.post(
         f"{baton.url}/v1/keys",
         json={
-            "agent_id": "fuzzer",
+            "agent_id": schemathesis_hooks.FIXTURE_AGENT,
             "tenant_id": FUZZ_TENANT,
             "scopes": ["*", "tenants:manage"],
             "description": "schemathesis run of tests/e2e/test_schemathesis.py",
@@ -61,10 +78,11 @@ def run_settings() -> tuple[int, int]:
 
 
 def run_schemathesis(
-    url: str, key: str, seconds: int, seed: int, report: Path, header_counts: Path
+    url: str, key: str, seconds: int, seed: int, report: Path, counts: Path
 ) -> subprocess.CompletedProcess[str]:
     """`schemathesis run` with every check against `url`; its JSON report is written to `report`, and the hooks'
-    counts of the request headers Baton reads to `header_counts`."""
+    counts (per operation and answer, of the real resources' cases, of the request headers Baton reads) to
+    `counts`."""
     command = [
         sys.executable,
         "-m",
@@ -104,7 +122,9 @@ def run_schemathesis(
     environment = {
         **os.environ,
         "PYTHONPATH": os.pathsep.join(filter(None, [str(REPO), os.environ.get("PYTHONPATH")])),
-        "BATON_SCHEMATHESIS_HEADER_COUNTS": str(header_counts),
+        schemathesis_hooks.COUNTS_VARIABLE: str(counts),
+        schemathesis_hooks.URL_VARIABLE: url,
+        schemathesis_hooks.KEY_VARIABLE: key,
     }
     return subprocess.run(
         command,
@@ -117,13 +137,43 @@ def run_schemathesis(
     )
 
 
+def count_name(answer: str) -> str:
+    """`POST /v1/keys 201` as a count's name: `post_v1_keys_201`."""
+    return re.sub(r"[^a-z0-9]+", "_", answer.lower()).strip("_")
+
+
+def per_operation(counts: dict[str, int]) -> dict[str, dict[str, int]]:
+    """`{"METHOD path status": n}` as `{"METHOD path": {"status": n}}`."""
+    grouped: dict[str, dict[str, int]] = {}
+    for answer, count in counts.items():
+        operation, _, status = answer.rpartition(" ")
+        grouped.setdefault(operation, {})[status] = count
+    return grouped
+
+
+def per_operation_totals(counts: dict[str, int]) -> list[tuple[str, int]]:
+    """How many cases each documented operation had (all undeclared methods as one count)."""
+    declared = documented_operations()
+    totals: Counter[str] = Counter()
+    for operation, answers in per_operation(counts).items():
+        totals[operation if operation in declared else "undeclared methods"] += sum(answers.values())
+    return sorted(totals.items())
+
+
+def documented_operations() -> set[str]:
+    """`METHOD path` of every operation of the committed document."""
+    paths: dict[str, dict[str, Any]] = json.loads(DOCUMENT.read_text(encoding="utf-8"))["paths"]
+    methods = {"get", "put", "post", "delete", "options", "head", "patch", "trace"}
+    return {f"{method.upper()} {path}" for path, item in paths.items() for method in item if method in methods}
+
+
 def test_schemathesis_finds_nothing_the_document_does_not_say(baton: BatonServe, fuzz_key: str, tmp_path: Path) -> None:
     # Given baton serve and the committed document
     seconds, seed = run_settings()
     report_path = tmp_path / "schemathesis.json"
-    header_counts_path = tmp_path / "headers.json"
+    counts_path = tmp_path / "counts.json"
     # When schemathesis runs every check against it
-    done = run_schemathesis(baton.url, fuzz_key, seconds, seed, report_path, header_counts_path)
+    done = run_schemathesis(baton.url, fuzz_key, seconds, seed, report_path, counts_path)
     output = done.stdout + done.stderr
     assert report_path.exists(), f"schemathesis wrote no report (exit {done.returncode}):\n{output}"
     report: dict[str, Any] = json.loads(report_path.read_text(encoding="utf-8"))
@@ -136,15 +186,30 @@ def test_schemathesis_finds_nothing_the_document_does_not_say(baton: BatonServe,
         failures=failures,
         errors=errors,
     )
-    header_counts: dict[str, int] = (
-        json.loads(header_counts_path.read_text(encoding="utf-8")) if header_counts_path.exists() else {}
-    )
+    counts: dict[str, Any] = json.loads(counts_path.read_text(encoding="utf-8")) if counts_path.exists() else {}
+    header_counts: dict[str, int] = counts.get("headers", {})
+    operation_counts: dict[str, int] = counts.get("operations", {})
+    real_counts: dict[str, int] = counts.get("real", {})
+    resume_answers: dict[str, int] = counts.get("resume", {})
+    record("schemathesis headers", **{count_name(name): count for name, count in header_counts.items()})
+    record("schemathesis cases", **{count_name(name): count for name, count in per_operation_totals(operation_counts)})
     record(
-        "schemathesis headers",
-        **{name.lower().replace("-", "_").replace(" ", "_"): count for name, count in header_counts.items()},
+        "schemathesis real resources", **{count_name(name): count for name, count in per_operation_totals(real_counts)}
     )
+    record("schemathesis real resumes", **resume_answers)
     print(f"\nschemathesis seed {seed}, {seconds} s: {json.dumps(report['test_cases'])}")
     print(f"request headers sent, and their answers: {json.dumps(dict(sorted(header_counts.items())))}")
+    print("cases per operation, by answer:")
+    declared = documented_operations()
+    undeclared: Counter[str] = Counter()
+    for operation, answers in sorted(per_operation(operation_counts).items()):
+        if operation not in declared:
+            undeclared.update(answers)
+            continue
+        real = per_operation(real_counts).get(operation, {})
+        print(f"  {operation}: {sum(answers.values())} {answers}; to real resources: {sum(real.values())} {real}")
+    print(f"  methods the document does not declare: {sum(undeclared.values())} {dict(undeclared)}")
+    print(f"  resumes of the real subject, by data.status: {resume_answers}")
     # Then it found no failure and no error (the output names each, with a curl command to reproduce it)
     assert report["complete"], output
     assert failures == 0, f"schemathesis (seed {seed}) found failures:\n{output}"
@@ -153,4 +218,9 @@ def test_schemathesis_finds_nothing_the_document_does_not_say(baton: BatonServe,
     # and it sent each request header Baton reads (they are declared, so they are fuzzed)
     for name in ("If-Match", "If-None-Match", "Idempotency-Key"):
         assert header_counts.get(f"{name} sent", 0) > 0, f"schemathesis never sent {name}: {header_counts}"
+    # and every id route got past its 404 on a real resource, whose answers held what it was given
+    missed = [answer for answer in REAL_SUCCESSES if real_counts.get(answer, 0) == 0]
+    assert not missed, f"no case sent to a real resource answered {missed}: {real_counts}"
+    assert resume_answers.get("ready", 0) > 0, f"no resume of the real subject was ready: {resume_answers}"
+    assert not counts.get("problems"), counts["problems"]
     assert done.returncode == 0, output

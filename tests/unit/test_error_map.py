@@ -280,9 +280,9 @@ def test_a_query_parameter_is_named_as_one_and_located_in_the_query() -> None:
         ),
         (
             {"type": "string_too_long", "loc": ("header", "idempotency-key"), "msg": "...", "ctx": {"max_length": 200}},
-            "/idempotency-key",
+            "/Idempotency-Key",
             "header",
-            "/idempotency-key must be at most 200 characters long.",
+            "The Idempotency-Key header must be at most 200 characters long.",
         ),
     ],
 )

@@ -107,8 +107,13 @@ def field_errors(raw: Sequence[Any]) -> list[e.FieldError]:
         path = loc[1:] if source in ("body", "query", "path", "header") else loc
         # A union of a constrained type with None reports its branch names; they are not fields.
         path = tuple(p for p in path if not (isinstance(p, str) and p.startswith(("function-", "constrained-"))))
+        if source == "header" and path and isinstance(path[0], str):
+            # powertools reads headers lower-cased (HTTP compares them so); name them as the contract writes them
+            path = ("-".join(word.capitalize() for word in path[0].split("-")), *path[1:])
         where = pointer(*path)
-        if source == "query":
+        if source == "header":
+            subject = f"The {path[0] if path else ''} header"
+        elif source == "query":
             subject = f"The query parameter {path[0] if path else ''}"
         elif source == "path":
             subject = f"The path parameter {path[0] if path else ''}"

@@ -151,6 +151,22 @@ def _header_schema(schema: dict[str, Any]) -> dict[str, Any]:
     return rest
 
 
+def _state_of_a_format(schemas: dict[str, Any]) -> None:
+    """A save whose `format` is `opencheckpoint/0.1` carries an OpenCheckpoint 0.1 document as its state: stated as
+    an if/then on the save's schema, with the format's schema (served at /v1/schemas/) embedded as a component."""
+    from baton.domain import opencheckpoint  # the document's generator only: never on a request's path
+
+    save = schemas.get("SaveCheckpointRequest")
+    if save is None:
+        return
+    schemas[_OPENCHECKPOINT_COMPONENT] = opencheckpoint.embeddable_schema()
+    save["if"] = {"properties": {"format": {"const": opencheckpoint.FORMAT}}, "required": ["format"]}
+    save["then"] = {"properties": {"state": {"$ref": f"#/components/schemas/{_OPENCHECKPOINT_COMPONENT}"}}}
+
+
+_OPENCHECKPOINT_COMPONENT = "OpenCheckpoint01"
+
+
 def finish(document: dict[str, Any]) -> dict[str, Any]:
     """The generated document, corrected where powertools cannot say what the API does:
 
@@ -158,7 +174,8 @@ def finish(document: dict[str, Any]) -> dict[str, Any]:
     - responses without a body have no content;
     - public routes need no key (`security: []` overrides the document's global bearer requirement);
     - a header parameter is a string (or absent), never null, and is named as the contract writes it;
-    - `state` is any JSON value but null, with integers canonical JSON carries.
+    - `state` is any JSON value but null, with integers canonical JSON carries, and an OpenCheckpoint 0.1 document
+      when the save's `format` says so.
     """
     for operations in document.get("paths", {}).values():
         for operation in operations.values():
@@ -184,6 +201,7 @@ def finish(document: dict[str, Any]) -> dict[str, Any]:
         if field in properties:
             described = {k: v for k, v in properties[field].items() if k in ("description", "title")}
             properties[field] = {**described, "$ref": "#/components/schemas/State"}
+    _state_of_a_format(schemas)
     for name in _POWERTOOLS_ONLY:  # in this order: the first two refer to the last
         if f'"#/components/schemas/{name}"' not in json.dumps(document):
             schemas.pop(name, None)

@@ -75,6 +75,12 @@ def _schema() -> dict[str, Any]:
     return schema
 
 
+def embeddable_schema() -> dict[str, Any]:
+    """The schema with its references inlined and without `$schema`, `$id` or `$defs`: what another document (the
+    OpenAPI description) can embed as one of its own schemas."""
+    return {key: value for key, value in _schema().items() if key not in ("$schema", "$id", "$defs")}
+
+
 @cache
 def _validator() -> _Validator:
     # jsonschema (and the referencing stack under it) takes tens of milliseconds to import: only a save that declares

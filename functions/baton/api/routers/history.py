@@ -129,7 +129,7 @@ def _revision_record(call: CurrentCall, services: Wired, kept: Checkpoint) -> Re
     openapi_extensions=needs("checkpoints:write"),
     responses=responses(
         {200: ("Restored as a new revision (or an idempotent replay)", DataEnvelope[SaveResult])},
-        (400, *AUTHENTICATED_ERRORS, 404, 409, 422),
+        (400, *AUTHENTICATED_ERRORS, 404, 409, 413, 415, 422),
         {200: {**ETAG_HEADER, **REPLAYED_HEADER}},
         described={
             409: (

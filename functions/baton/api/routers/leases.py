@@ -6,7 +6,7 @@ from typing import Annotated
 
 from aws_lambda_powertools.event_handler import Response
 from aws_lambda_powertools.event_handler.api_gateway import Router
-from aws_lambda_powertools.event_handler.openapi.params import Body
+from aws_lambda_powertools.event_handler.openapi.params import Body, Header
 
 from baton.api.idempotency import idempotency_claim
 from baton.api.openapi import AUTHENTICATED_ERRORS, REPLAYED_HEADER, responses
@@ -15,7 +15,6 @@ from baton.api.responses import ok
 from baton.api.routers.checkpoints import (
     CheckpointIdParameter,
     IdempotencyKeyHeader,
-    LeaseTokenHeader,
     checkpoint_id_from_path,
 )
 from baton.api.schemas import DataEnvelope, LeaseGranted, LeaseReleased
@@ -25,6 +24,15 @@ from baton.domain.errors import ValidationFailed
 from baton.domain.models import AcquireLeaseRequest
 
 router = Router()
+
+RequiredLeaseTokenHeader = Annotated[
+    str,
+    Header(
+        alias="Lease-Token",
+        description="The token the lease was acquired with (from POST /v1/checkpoints/{checkpoint_id}/lease).",
+        json_schema_extra={"minLength": 1, "maxLength": 200, "pattern": r"\S"},
+    ),
+]
 
 _HELD = "LEASE_HELD: another holder has a live lease (details.lease_expires_at)"
 
@@ -45,7 +53,7 @@ _HELD = "LEASE_HELD: another holder has a live lease (details.lease_expires_at)"
             201: ("A new lease", DataEnvelope[LeaseGranted]),
             200: ("The holder's live lease, renewed", DataEnvelope[LeaseGranted]),
         },
-        (400, *AUTHENTICATED_ERRORS, 404, 409, 422),
+        (400, *AUTHENTICATED_ERRORS, 404, 409, 413, 415, 422),
         {201: REPLAYED_HEADER, 200: REPLAYED_HEADER},
         described={409: _HELD},
     ),
@@ -99,11 +107,11 @@ def acquire_lease(
     tags=["leases"],
 )
 def release_lease(
-    call: CurrentCall, services: Wired, checkpoint_id: CheckpointIdParameter, lease_token: LeaseTokenHeader = None
+    call: CurrentCall, services: Wired, checkpoint_id: CheckpointIdParameter, lease_token: RequiredLeaseTokenHeader
 ) -> Response[str]:
     """Let others work on the checkpoint again."""
     target = checkpoint_id_from_path(checkpoint_id)
-    if lease_token is None or not lease_token.strip():
+    if not lease_token.strip():
         raise ValidationFailed.single(
             "/Lease-Token", "The Lease-Token header is required: send the token the lease was acquired with.", "header"
         )
