@@ -25,6 +25,7 @@ TABLE_OPERATIONS = (
     dynamodb.Operation.UPDATE_ITEM,
     dynamodb.Operation.DELETE_ITEM,
     dynamodb.Operation.TRANSACT_WRITE_ITEMS,
+    dynamodb.Operation.BATCH_WRITE_ITEM,
 )
 
 

@@ -1,5 +1,5 @@
-"""Soak: concurrent clients save, read, list and delete the same few checkpoints over real HTTP, and afterwards every
-acknowledged write reads back consistently.
+"""Soak: concurrent clients save, read, list, delete, restore and resume the same few checkpoints over real HTTP,
+while lease holders race for a few others, and afterwards every acknowledged write reads back consistently.
 
 Every answer is checked as it arrives and every acknowledged (2xx) write goes into a ledger. After the clients stop,
 only claims that hold whatever the interleaving are checked:
@@ -14,8 +14,20 @@ only claims that hold whatever the interleaving are checked:
 - an idempotent request sent again replays the first answer (status, data, ETag) with `Idempotent-Replayed: true`;
 - no 5xx and no transport error at all.
 
-`make test` runs it for about 15 seconds on 6 threads; `make soak` sets BATON_SOAK_SECONDS for a longer run
-(BATON_SOAK_THREADS and BATON_SOAK_SEED tune it further).
+Lease workers (`LeaseWorker`) race for the leases of three checkpoints that keep 100 revisions: they acquire (ttl 10
+or 12 s), read, save with their token and the revision they know, renew, release, and keep using tokens they released
+or let lapse. Every save's state names its worker and token, so the revisions read back afterwards say who wrote
+each one. With this process's clock beside the server's stamps (one machine, one clock), `lease_checks` holds:
+
+- no two leases of a checkpoint certainly live at once, and no write accepted while another token's lease was
+  certainly live; the holder of a live lease is never refused;
+- over the kept revisions the token counter never goes down: a holder whose lease was taken over got no write in.
+  A write that goes down while no lease was live (the newer one released or lapsed), and a lease counter granted
+  twice, are known gaps of the product, pinned by the two strict expected failures at the end of this file: when
+  everything else held, a run that met them ends as an expected failure naming them.
+
+`make test` runs it for about 15 seconds on 6 threads and 3 lease workers; `make soak` sets BATON_SOAK_SECONDS for a
+longer run (BATON_SOAK_THREADS, BATON_SOAK_LEASE_WORKERS and BATON_SOAK_SEED tune it further).
 """
 
 from __future__ import annotations
@@ -37,6 +49,7 @@ import rfc8785
 
 from tests import proof_counts
 from tests.e2e.server_process import BatonServe
+from tests.e2e.test_checkpoints import parse_time_ms
 
 SHORT_SECONDS = 15.0
 SHORT_THREADS = 6
@@ -44,6 +57,13 @@ LONG_THREADS = 8
 OPERATIONS_PER_SECOND_PER_THREAD = 60
 """Bounds the loop by count as well as by time: more than any client here can do against `baton serve`."""
 KINDS = ("task_state", "workflow")
+KEPT_REVISIONS = (2, 5)
+LEASE_WORKERS = 3
+LEASED_CHECKPOINTS = 3
+LEASE_TTLS = (10, 12)
+"""Seconds: the shortest leases the contract allows, so that a lapse happens within the run."""
+LEASE_KEEP = 100
+"""Revisions the leased checkpoints keep: enough to read back every write of a short run from its revisions."""
 TEXTS = ("plain", "accents é ü ß", "日本語のテキスト", "emoji 😀🚀", 'quote " backslash \\ slash /', "tab\tnewline\n")
 Slot = tuple[str, str]
 
@@ -166,19 +186,27 @@ class Client:
             state["log"] = self.rng.choice(TEXTS) * self.rng.randint(50, 800)
         return state
 
-    def check_saved(self, response: httpx.Response, slot: Slot, state: Any, status: str, how: str) -> Ack:
-        """Check a 2xx save answer against what was sent, and put it in the ledger."""
+    def history(self) -> dict[str, int]:
+        """Now and then a save that sets how many revisions the checkpoint keeps (it keeps them until changed)."""
+        return {"keep_revisions": self.rng.choice(KEPT_REVISIONS)} if self.rng.random() < 0.25 else {}
+
+    def check_saved(
+        self, response: httpx.Response, slot: Slot, state: Any, status: str, how: str, state_hash: str | None = None
+    ) -> Ack:
+        """Check a 2xx save answer against what was sent (`state`, or for a restore the `state_hash` of the revision
+        it restored), and put it in the ledger."""
         data = response.json()["data"]
-        text = canonical(state)
+        text = canonical(state) if state_hash is None else None
         expected = {
             "subject_id": slot[0],
             "kind": slot[1],
             "agent_id": "operator",
             "status": status,
-            "state_hash": hashlib.sha256(text).hexdigest(),
-            "state_bytes": len(text),
+            "state_hash": hashlib.sha256(text).hexdigest() if text is not None else state_hash,
             "updated": data["revision"] > 1,
         }
+        if text is not None:
+            expected["state_bytes"] = len(text)
         differences = {k: (data.get(k), v) for k, v in expected.items() if data.get(k) != v}
         if differences:
             self.ledger.problem(f"{how} answered {differences} (answer, expected): {response.text[:300]}")
@@ -227,7 +255,7 @@ class Client:
         """A plain save; now and then one that completes the checkpoint."""
         status = "completed" if self.rng.random() < 0.03 else "active"
         state = self.new_state()
-        body = {"subject_id": slot[0], "kind": slot[1], "state": state, "status": status}
+        body = {"subject_id": slot[0], "kind": slot[1], "state": state, "status": status, **self.history()}
         response = self.send("POST", "/v1/checkpoints", json=body)
         if response is None or response.status_code >= 500:
             return
@@ -249,7 +277,7 @@ class Client:
             self.ledger.problem(f"a lookup answered {read.status_code}: {read.text[:300]}")
             return
         state = self.new_state()
-        body = {"subject_id": slot[0], "kind": slot[1], "state": state, "expected_revision": expected}
+        body = {"subject_id": slot[0], "kind": slot[1], "state": state, "expected_revision": expected, **self.history()}
         response = self.send("POST", "/v1/checkpoints", json=body)
         if response is None or response.status_code >= 500:
             return
@@ -406,6 +434,136 @@ class Client:
         elif response.status_code != 404:
             self.ledger.problem(f"a delete answered {response.status_code}: {response.text[:300]}")
 
+    def known(self, slot: Slot) -> tuple[str, int] | None:
+        """The checkpoint of `slot` this client last saw or wrote (id, revision)."""
+        return self.last_seen.get(slot) or self.my_last_ack.get(slot)
+
+    def revisions(self, checkpoint_id: str, limit: int, pages: int) -> list[dict[str, Any]] | None:
+        """Up to `pages` pages of a checkpoint's kept revisions (summaries, newest first), each checked and
+        remembered; None when the checkpoint is gone (404)."""
+        shown: list[dict[str, Any]] = []
+        params: dict[str, Any] = {"limit": limit}
+        for _ in range(pages):
+            response = self.send("GET", f"/v1/checkpoints/{checkpoint_id}/revisions", params=params)
+            if response is None or response.status_code >= 500:
+                return None
+            if response.status_code == 404:
+                return None
+            if response.status_code != 200:
+                self.ledger.problem(f"a revisions list answered {response.status_code}: {response.text[:300]}")
+                return None
+            page = response.json()
+            numbers = [summary["revision"] for summary in page["data"]]
+            if numbers != sorted(numbers, reverse=True) or (shown and numbers and numbers[0] >= shown[-1]["revision"]):
+                self.ledger.problem(f"revisions of {checkpoint_id} are not newest first: {numbers} after {shown}")
+            for summary in page["data"]:
+                if summary["checkpoint_id"] != checkpoint_id or "state" in summary:
+                    self.ledger.problem(f"a revisions list of {checkpoint_id} showed {summary}")
+                with self.ledger.lock:
+                    self.ledger.seen.append(
+                        Seen(summary["checkpoint_id"], summary["revision"], summary["state_hash"], "revisions")
+                    )
+            shown.extend(page["data"])
+            cursor = page["meta"]["next_cursor"]
+            if cursor is None:
+                break
+            params["cursor"] = cursor
+        self.ledger.count("revision_lists")
+        return shown
+
+    def read_revisions(self, slot: Slot) -> None:
+        """List the kept revisions of what this client knows of the slot, and read one of them whole."""
+        known = self.known(slot)
+        if known is None:
+            return
+        shown = self.revisions(known[0], self.rng.randint(1, 3), 3)
+        if not shown:
+            return
+        number = self.rng.choice(shown)["revision"]
+        response = self.send("GET", f"/v1/checkpoints/{known[0]}/revisions/{number}")
+        if response is None or response.status_code >= 500 or response.status_code == 404:
+            return  # pruned, or the checkpoint deleted, since the list
+        if response.status_code != 200:
+            self.ledger.problem(f"a kept revision read answered {response.status_code}: {response.text[:300]}")
+            return
+        data = self.check_record(response, "kept revision", slot)
+        self.ledger.count("revision_reads")
+        if (data["checkpoint_id"], data["revision"]) != (known[0], number):
+            self.ledger.problem(f"revision {number} of {known[0]} answered {data['checkpoint_id']}:{data['revision']}")
+
+    def restore(self, slot: Slot) -> None:
+        """Restore one of the kept revisions this client can see, half the time expecting the revision it knows."""
+        known = self.known(slot)
+        if known is None:
+            return
+        shown = self.revisions(known[0], 5, 1)
+        if not shown:
+            return
+        chosen = self.rng.choice(shown)
+        body: dict[str, Any] = {"revision": chosen["revision"]}
+        conditional = self.rng.random() < 0.5
+        if conditional:
+            body["expected_revision"] = known[1]
+        response = self.send("POST", f"/v1/checkpoints/{known[0]}/restore", json=body)
+        if response is None or response.status_code >= 500:
+            return
+        if response.status_code == 200:
+            self.ledger.count("restores")
+            ack = self.check_saved(response, slot, None, "active", "restore", state_hash=chosen["state_hash"])
+            if ack.checkpoint_id != known[0] or ack.revision <= chosen["revision"]:
+                self.ledger.problem(f"a restore of {known[0]}:{chosen['revision']} was acknowledged as {ack}")
+            if conditional and ack.revision != known[1] + 1:
+                self.ledger.problem(f"a restore expecting revision {known[1]} was acknowledged as {ack.revision}")
+        elif response.status_code == 404:
+            self.ledger.count("restores_gone")  # pruned, or the checkpoint deleted, since the list
+        else:
+            self.check_refused_write(response, "restore", body.get("expected_revision"))
+
+    def resume(self, slot: Slot) -> None:
+        """Ask what to resume on the slot's subject (with its kind, or without, which may be ambiguous), sometimes
+        within a budget too small for a large state."""
+        body: dict[str, Any] = {"subject_id": slot[0]}
+        if self.rng.random() < 0.6:
+            body["kind"] = slot[1]
+        if self.rng.random() < 0.3:
+            body["budget_bytes"] = 1024
+        response = self.send("POST", "/v1/resume", json=body)
+        if response is None or response.status_code >= 500:
+            return
+        if response.status_code != 200:
+            self.ledger.problem(f"a resume answered {response.status_code}: {response.text[:300]}")
+            return
+        data = response.json()["data"]
+        status = data.get("status")
+        self.ledger.count(f"resume_{status}")
+        summaries = [data["checkpoint"]] if "checkpoint" in data else data.get("candidates", [])
+        if status == "ready":
+            text = canonical(data["checkpoint"]["state"])
+            if data["checkpoint"]["state_hash"] != hashlib.sha256(text).hexdigest():
+                self.ledger.problem(f"a ready resume's state does not hash to its state_hash: {response.text[:300]}")
+            # The budget counts the compact bytes of `data`, exactly as sent: `{"data":<data>,"meta":{...}}`.
+            sent = response.content[len(b'{"data":') : response.content.rfind(b',"meta":')]
+            if len(sent) > body.get("budget_bytes", len(sent)):
+                self.ledger.problem(f"a ready resume's data of {len(sent)} bytes exceeds the budget of {body}")
+        elif status == "omitted" and not data["required_bytes"] > body.get("budget_bytes", 10**9):
+            self.ledger.problem(f"a resume omitted {data['required_bytes']} bytes within a budget: {body}")
+        elif status == "ambiguous" and (
+            len(summaries) < 2 or "kind" in body or len({s["status"] == "active" for s in summaries}) > 1
+        ):
+            # Active candidates decide first; terminal ones only when no active one matches.
+            self.ledger.problem(f"an ambiguous resume of {body} named {summaries}")
+        elif status not in ("ready", "omitted", "ambiguous", "closed", "none"):
+            self.ledger.problem(f"a resume answered status {status}: {response.text[:300]}")
+        for summary in summaries:
+            if summary["subject_id"] != slot[0] or ("kind" in body and summary["kind"] != slot[1]):
+                self.ledger.problem(f"a resume of {body} answered {summary}")
+            if (status in ("ready", "omitted")) != (summary["status"] == "active") and status != "ambiguous":
+                self.ledger.problem(f"a {status} resume offered a {summary['status']} checkpoint")
+            with self.ledger.lock:
+                self.ledger.seen.append(
+                    Seen(summary["checkpoint_id"], summary["revision"], summary["state_hash"], f"resume {status}")
+                )
+
     def declare_blob(self, _: Slot) -> None:
         """Declare a blob (half the time with an Idempotency-Key, replayed at once), and now and then upload it."""
         content = f"soak blob {self.number} {uuid.uuid4()} {self.rng.choice(TEXTS)}".encode()
@@ -440,8 +598,13 @@ class Client:
         with self.ledger.lock:
             self.ledger.blobs.append((data, uploaded))
 
-    def read_blob(self, _: Slot) -> None:
-        """Read a blob any client declared; download it when it was uploaded."""
+    def read_blob(self, slot: Slot) -> None:
+        """Read a blob any client declared (declaring one first when none was yet, so that a slow run still reads
+        some); download it when it was uploaded."""
+        with self.ledger.lock:
+            any_declared = bool(self.ledger.blobs)
+        if not any_declared:
+            self.declare_blob(slot)
         with self.ledger.lock:
             chosen = self.rng.choice(self.ledger.blobs) if self.ledger.blobs else None
         if chosen is None:
@@ -476,6 +639,9 @@ class Client:
             (self.delete, 7),
             (self.declare_blob, 4),
             (self.read_blob, 4),
+            (self.read_revisions, 5),
+            (self.restore, 4),
+            (self.resume, 5),
         )
         functions = [f for f, _ in operations] + [None, None]
         weights = [w for _, w in operations] + [7, 7]  # get by id, replay of an earlier request
@@ -497,6 +663,337 @@ class Client:
         finally:
             self.http.close()
             self.s3.close()
+
+
+# --- lease holders racing for work ------------------------------------------------------------------------------
+
+
+def now_ms() -> float:
+    """The wall clock in milliseconds: `baton serve` runs on this machine and stamps leases with the same clock."""
+    return time.time() * 1000
+
+
+CLOCK_MARGIN_MS = 20
+"""Slack on comparisons between this process's clock and the server's stamps (the same clock, read apart)."""
+
+
+@dataclass
+class Grant:
+    """A lease some worker was granted, as its answers showed it."""
+
+    checkpoint_id: str
+    holder: str
+    token: str
+    counter: int
+    received_ms: float
+    """When the grant's answer arrived: the lease was live from then on (until it expired or was released)."""
+    expires_ms: int
+    """The earliest expiry any answer gave it (a renewal sets the expiry from its own time: a later one, or with a
+    shorter ttl an earlier one). The lease was live at least until then, unless released."""
+    release_sent_ms: float | None = None
+    """When its holder sent the release (None: never released, it lapsed or outlived the run)."""
+
+    def surely_live(self, start_ms: float, end_ms: float) -> bool:
+        """True when the lease was certainly live through [start_ms, end_ms]."""
+        ended = self.expires_ms if self.release_sent_ms is None else min(self.expires_ms, self.release_sent_ms)
+        return self.received_ms <= start_ms and end_ms + CLOCK_MARGIN_MS < ended
+
+
+@dataclass(frozen=True)
+class LeaseWrite:
+    """A save a lease worker sent with a lease token, and what came of it."""
+
+    checkpoint_id: str
+    worker: str
+    token: str
+    counter: int
+    stale: bool
+    """Sent with a token its worker had released, or whose lease it had let lapse."""
+    sent_ms: float
+    received_ms: float
+    status: int
+    code: str | None
+    revision: int | None
+
+
+@dataclass
+class LeaseLedger:
+    """What the lease workers were granted and wrote; shared, so every change holds the lock."""
+
+    lock: threading.Lock = field(default_factory=threading.Lock)
+    grants: list[Grant] = field(default_factory=list)
+    writes: list[LeaseWrite] = field(default_factory=list)
+    written: dict[str, dict[str, Any]] = field(default_factory=dict)
+    """Every state a lease worker sent, by its hash: who wrote it, with which token."""
+
+
+@dataclass
+class Held:
+    """A lease a worker holds: its grant, and the checkpoint's revision as the worker last knew it."""
+
+    grant: Grant
+    expires_ms: int
+    """The latest expiry an answer gave (a renewal moves it)."""
+    revision: int | None = None
+
+
+def token_counter(token: str) -> int:
+    """The counter of a fencing token (`<counter>.<random>`)."""
+    return int(token.partition(".")[0])
+
+
+class LeaseWorker(Client):
+    """A worker racing the others for the leases of a few shared checkpoints: it acquires one, reads it, saves with
+    its token and the revision it knows, renews, releases; and now and then it keeps using a token after it released
+    it or let its lease lapse, as a holder that paused too long does."""
+
+    def __init__(
+        self,
+        baton: BatonServe,
+        ledger: Ledger,
+        leases: LeaseLedger,
+        shared: list[tuple[Slot, str]],
+        number: int,
+        seed: int,
+    ) -> None:
+        super().__init__(baton, ledger, [slot for slot, _ in shared], 100 + number, seed)
+        self.name = f"worker-{number}"
+        self.leases = leases
+        self.shared = shared
+        self.held: dict[str, Held] = {}
+        self.stale: list[tuple[Slot, str, str]] = []
+        """(slot, checkpoint_id, token) of leases this worker released or let lapse."""
+        self.seq = 0
+        self.abandon_first = number == 0
+        """Worker 0 lets its first lease lapse without a word: the others take over when it expires."""
+        self.abandoned: dict[str, int] = {}
+        """Checkpoints whose lease this worker walked away from, until it expires: asking again would renew it."""
+
+    def run(self, deadline: float, max_operations: int) -> None:
+        try:
+            for _ in range(max_operations):
+                if time.monotonic() >= deadline:
+                    return
+                slot, checkpoint_id = self.rng.choice(self.shared)
+                held = self.held.get(checkpoint_id)
+                if held is None:
+                    if self.stale and (self.rng.random() < 0.3 or now_ms() < self.abandoned.get(checkpoint_id, 0)):
+                        self.stale_write()
+                    else:
+                        self.acquire(slot, checkpoint_id)
+                    continue
+                roll = self.rng.random()
+                if roll < 0.7:
+                    self.write(slot, checkpoint_id, held)
+                elif roll < 0.8:
+                    self.acquire(slot, checkpoint_id, renewing=held)
+                else:
+                    self.release(slot, checkpoint_id, held)
+        except Exception:
+            self.ledger.problem(f"{self.name} crashed:\n{traceback.format_exc()}")
+        finally:
+            self.http.close()
+            self.s3.close()
+
+    def acquire(self, slot: Slot, checkpoint_id: str, renewing: Held | None = None) -> None:
+        """Acquire the checkpoint's lease (or renew the one held), a third of the time with an Idempotency-Key that is
+        sent again at once: the replay answers the same lease."""
+        ttl_ms = self.rng.choice(LEASE_TTLS) * 1000
+        body = {"ttl_seconds": ttl_ms // 1000, "holder": self.name}
+        headers = {"Idempotency-Key": f"soak-lease-{uuid.uuid4()}"} if self.rng.random() < 0.3 else {}
+        url = f"/v1/checkpoints/{checkpoint_id}/lease"
+        sent = now_ms()
+        response = self.send("POST", url, json=body, headers=headers)
+        if response is None or response.status_code >= 500:
+            return
+        received = now_ms()
+        if response.status_code == 409 and response.json()["error"]["code"] == "LEASE_HELD":
+            self.ledger.count("lease_held")
+            if renewing is not None and received + CLOCK_MARGIN_MS < renewing.expires_ms:
+                self.ledger.problem(f"{self.name} was refused a renewal of its live lease: {response.text[:300]}")
+            if "lease_expires_at" not in response.json()["error"].get("details", {}):
+                self.ledger.problem(f"a LEASE_HELD without lease_expires_at: {response.text[:300]}")
+            if renewing is not None:
+                self.let_go(slot, checkpoint_id)
+            return
+        if response.status_code not in (200, 201):
+            self.ledger.problem(f"an acquire answered {response.status_code}: {response.text[:300]}")
+            return
+        data = response.json()["data"]
+        if data["holder"] != self.name or data["checkpoint_id"] != checkpoint_id:
+            self.ledger.problem(f"{self.name} acquired {checkpoint_id} and was answered {data}")
+        expires = parse_time_ms(data["expires_at"])
+        if not sent + ttl_ms - CLOCK_MARGIN_MS <= expires <= received + ttl_ms + CLOCK_MARGIN_MS:
+            # The expiry runs from the moment of the request (a renewal's too), never from the lease's start.
+            self.ledger.problem(f"a lease of {ttl_ms} ms asked at {sent} expires at {data['expires_at']}")
+        if response.status_code == 200:
+            # A renewal: only of a lease this worker was granted (held, or one it stopped using while it was still
+            # live, which it now takes up again), same token, a later expiry.
+            self.ledger.count("lease_renewals")
+            if renewing is None:
+                renewing = self.take_up(checkpoint_id, data["lease_token"])
+            if renewing is None or data["lease_token"] != renewing.grant.token:
+                self.ledger.problem(f"{self.name} renewed {data}, holding {renewing}")
+            else:
+                renewing.expires_ms = expires
+                with self.leases.lock:
+                    renewing.grant.expires_ms = min(renewing.grant.expires_ms, expires)
+        else:
+            if renewing is not None:
+                # Its lease had lapsed and it got a new one (a new token): the old one is stale.
+                self.let_go(slot, checkpoint_id)
+            grant = Grant(
+                checkpoint_id, self.name, data["lease_token"], token_counter(data["lease_token"]), received, expires
+            )
+            with self.leases.lock:
+                self.leases.grants.append(grant)
+            self.ledger.count("leases_granted")
+            self.held[checkpoint_id] = Held(grant, expires)
+            if self.abandon_first:
+                # Worker 0 walks away from its first lease: it lapses, another worker takes over, and worker 0
+                # later writes with the lapsed token.
+                self.abandon_first = False
+                self.abandoned[checkpoint_id] = expires + CLOCK_MARGIN_MS
+                self.let_go(slot, checkpoint_id)
+        if headers:
+            self.replay_acquire(url, body, headers, response)
+
+    def replay_acquire(self, url: str, body: dict[str, Any], headers: dict[str, str], first: httpx.Response) -> None:
+        replay = self.send("POST", url, json=body, headers=headers)
+        if replay is None or replay.status_code >= 500:
+            return
+        self.ledger.count("lease_replays")
+        got = (replay.status_code, replay.json().get("data"), replay.headers.get("Idempotent-Replayed"))
+        if got != (first.status_code, first.json()["data"], "true"):
+            self.ledger.problem(f"a lease replay answered {got}, first {first.status_code} {first.text[:300]}")
+
+    def take_up(self, checkpoint_id: str, token: str) -> Held | None:
+        """Hold again a lease this worker stopped using while it was still live (a renewal found it)."""
+        with self.leases.lock:
+            grant = next((g for g in self.leases.grants if g.token == token and g.holder == self.name), None)
+        if grant is None or grant.release_sent_ms is not None:
+            return None
+        self.stale = [entry for entry in self.stale if entry[2] != token]
+        held = Held(grant, grant.expires_ms)
+        self.held[checkpoint_id] = held
+        return held
+
+    def let_go(self, slot: Slot, checkpoint_id: str) -> None:
+        """Stop treating the lease as held, but keep its token: a paused holder that wakes up still has it."""
+        held = self.held.pop(checkpoint_id, None)
+        if held is not None:
+            self.stale.append((slot, checkpoint_id, held.grant.token))
+
+    def lease_state(self, token: str, checkpoint_id: str) -> dict[str, Any]:
+        """A state that says who wrote it, with which token: read back from the revisions, it names its writer."""
+        self.seq += 1
+        state = {"worker": self.name, "token": token, "counter": token_counter(token), "seq": self.seq}
+        if self.rng.random() < 0.2:
+            state["note"] = self.rng.choice(TEXTS)
+        with self.leases.lock:
+            self.leases.written[hashlib.sha256(canonical(state)).hexdigest()] = {
+                **state,
+                "checkpoint_id": checkpoint_id,
+            }
+        return state
+
+    def write(self, slot: Slot, checkpoint_id: str, held: Held) -> None:
+        """Save as the holder: its token and the revision it knows (read once after acquiring)."""
+        if held.revision is None:
+            read = self.send("GET", f"/v1/checkpoints/{checkpoint_id}")
+            if read is None or read.status_code != 200:
+                self.ledger.problem(f"a leased checkpoint read answered {read and read.status_code}")
+                return
+            data = self.check_record(read, "leased read", slot)
+            held.revision = data["revision"]
+            lease = data.get("lease")
+            if held.grant.surely_live(now_ms(), now_ms()) and (lease is None or lease["holder"] != self.name):
+                self.ledger.problem(f"{self.name} holds the lease of {checkpoint_id}, yet a read shows {lease}")
+        expected = held.revision
+        write = self.save_with(slot, checkpoint_id, held.grant.token, expected, stale=False)
+        if write is None:
+            return
+        if write.status == 200:
+            held.revision = write.revision
+        elif write.received_ms + CLOCK_MARGIN_MS < held.expires_ms:
+            # The lease was certainly live from its grant through this whole write (a renewal only answers 200 while
+            # it is live): nobody else can have written since this worker read the revision.
+            self.ledger.problem(f"{self.name}, holding the live lease, was refused: {write}")
+        else:
+            self.let_go(slot, checkpoint_id)  # it lapsed (or someone took over): what it knows no longer holds
+
+    def stale_write(self) -> None:
+        """Write with a token this worker released or let lapse, sometimes expecting the revision it last knew."""
+        slot, checkpoint_id, token = self.rng.choice(self.stale)
+        expected = self.my_last_ack.get(slot, (checkpoint_id, None))[1] if self.rng.random() < 0.5 else None
+        self.save_with(slot, checkpoint_id, token, expected, stale=True)
+
+    def save_with(
+        self, slot: Slot, checkpoint_id: str, token: str, expected: int | None, stale: bool
+    ) -> LeaseWrite | None:
+        """One save carrying `token` (and `expected_revision` when given); recorded, acknowledged in the ledger."""
+        state = self.lease_state(token, checkpoint_id)
+        body: dict[str, Any] = {"subject_id": slot[0], "kind": slot[1], "state": state, "lease_token": token}
+        if expected is not None:
+            body["expected_revision"] = expected
+        sent = now_ms()
+        response = self.send("POST", "/v1/checkpoints", json=body)
+        if response is None or response.status_code >= 500:
+            return None
+        received = now_ms()
+        code = response.json().get("error", {}).get("code") if response.status_code >= 400 else None
+        revision = None
+        if response.status_code in (200, 201):
+            ack = self.check_saved(response, slot, state, "active", "stale-token save" if stale else "leased save")
+            revision = ack.revision
+            if ack.checkpoint_id != checkpoint_id or response.status_code != 200:
+                self.ledger.problem(f"a leased save of {checkpoint_id} was acknowledged as {ack}")
+        elif response.status_code == 409 and code == "LEASE_HELD":
+            self.ledger.count("stale_refused" if stale else "holder_refused")
+            if "lease_expires_at" not in response.json()["error"].get("details", {}):
+                self.ledger.problem(f"a LEASE_HELD without lease_expires_at: {response.text[:300]}")
+        elif response.status_code == 409 and code == "REVISION_CONFLICT" and expected is not None:
+            self.ledger.count("lease_conflicts")
+        else:
+            self.ledger.problem(f"a save with a lease token answered {response.status_code}: {response.text[:300]}")
+        write = LeaseWrite(
+            checkpoint_id,
+            self.name,
+            token,
+            token_counter(token),
+            stale,
+            sent,
+            received,
+            response.status_code,
+            code,
+            revision,
+        )
+        with self.leases.lock:
+            self.leases.writes.append(write)
+        if stale and response.status_code == 200:
+            self.ledger.count("stale_accepted")
+        return write
+
+    def release(self, slot: Slot, checkpoint_id: str, held: Held) -> None:
+        """Release the lease with its token, then keep the token as a paused holder would."""
+        held.grant.release_sent_ms = now_ms()
+        response = self.send(
+            "DELETE", f"/v1/checkpoints/{checkpoint_id}/lease", headers={"Lease-Token": held.grant.token}
+        )
+        self.let_go(slot, checkpoint_id)
+        if response is None or response.status_code >= 500:
+            return
+        if response.status_code == 200:
+            self.ledger.count("lease_releases")
+            if response.json()["data"] != {"checkpoint_id": checkpoint_id, "released": True}:
+                self.ledger.problem(f"a release answered {response.text[:300]}")
+        elif response.status_code == 409 and response.json()["error"]["code"] == "LEASE_HELD":
+            # Its lease lapsed and another holder has the checkpoint now.
+            self.ledger.count("release_after_takeover")
+            if now_ms() + CLOCK_MARGIN_MS < held.expires_ms:
+                self.ledger.problem(f"{self.name} was refused the release of its live lease: {response.text[:300]}")
+        else:
+            self.ledger.problem(f"a release answered {response.status_code}: {response.text[:300]}")
 
 
 # --- the test ---------------------------------------------------------------------------------------------------
@@ -581,16 +1078,106 @@ def final_checks(http: httpx.Client, ledger: Ledger, slots: list[Slot]) -> list[
     return problems
 
 
+def lease_checks(
+    http: httpx.Client, ledger: Ledger, leases: LeaseLedger, shared: list[tuple[Slot, str]]
+) -> tuple[list[str], list[str]]:
+    """The claims about the leased checkpoints, once the workers stopped: (broken claims, fencing gaps).
+
+    Broken: two leases of a checkpoint certainly live at once; a write accepted while another token's lease was
+    certainly live; a write refused as a revision conflict while another's lease was live (LEASE_HELD ranks first);
+    a kept revision or the current state that no lease worker wrote. The revisions, read back from the server
+    (`keep_revisions` 100), name the token each write carried: over the revisions, the token counter never goes
+    down, or a holder whose lease was taken over got a write in.
+
+    Known gaps of the product, returned apart (each pinned by a test below): a write whose counter goes down, made
+    while no lease was live (the newer one released or lapsed); a lease counter granted again (a save while no
+    lease is live drops the counter, and the next lease starts from 1)."""
+    problems: list[str] = []
+    gaps: list[str] = []
+    grants: dict[str, list[Grant]] = defaultdict(list)
+    for grant in leases.grants:
+        grants[grant.checkpoint_id].append(grant)
+    for checkpoint_id, granted in grants.items():
+        counters = Counter(g.counter for g in granted)
+        for counter, times in counters.items():
+            if times > 1:
+                twice = [g for g in granted if g.counter == counter]
+                gaps.append(f"{checkpoint_id}: lease counter {counter} granted {times} times: {twice}")
+        for first in granted:
+            for second in granted:
+                if first is not second and first.surely_live(second.received_ms, second.received_ms):
+                    problems.append(f"{checkpoint_id}: {second} was granted while {first} was live")
+    for write in leases.writes:
+        others = [g for g in grants[write.checkpoint_id] if g.token != write.token]
+        live = [g for g in others if g.surely_live(write.sent_ms, write.received_ms)]
+        if live and write.status == 200:
+            problems.append(f"a write was accepted while {live[0].holder}'s lease {live[0].counter} was live: {write}")
+        if live and write.code == "REVISION_CONFLICT":
+            problems.append(
+                f"a write without the live lease's token answered REVISION_CONFLICT, not LEASE_HELD: {write}"
+            )
+
+    accepted = {(w.checkpoint_id, w.revision): w for w in leases.writes if w.status == 200}
+    for _, checkpoint_id in shared:
+        current = http.get(f"/v1/checkpoints/{checkpoint_id}")
+        if current.status_code != 200:
+            problems.append(f"leased {checkpoint_id} answered {current.status_code}")
+            continue
+        data = current.json()["data"]
+        revisions: dict[int, str] = {data["revision"]: data["state_hash"]}
+        params: dict[str, Any] = {"limit": 200}
+        while True:
+            page = http.get(f"/v1/checkpoints/{checkpoint_id}/revisions", params=params).json()
+            revisions.update({r["revision"]: r["state_hash"] for r in page["data"]})
+            if page["meta"]["next_cursor"] is None:
+                break
+            params["cursor"] = page["meta"]["next_cursor"]
+        low = max(1, data["revision"] - LEASE_KEEP)
+        if sorted(revisions) != list(range(low, data["revision"] + 1)):
+            problems.append(f"{checkpoint_id} at {data['revision']} keeps revisions {sorted(revisions)}")
+        with ledger.lock:
+            ledger.seen.extend(Seen(checkpoint_id, n, h, "leased revisions") for n, h in revisions.items())
+        written = leases.written.get(data["state_hash"])
+        if written is None or {k: data["state"].get(k) for k in ("worker", "token", "seq")} != {
+            k: written[k] for k in ("worker", "token", "seq")
+        }:
+            problems.append(f"{checkpoint_id}: the current state {data['state']} is not the write it hashes to")
+        newest = (0, 0)  # (counter, revision) of the newest token seen so far, in revision order
+        for number in sorted(revisions):
+            state = leases.written.get(revisions[number])
+            if state is None or state["checkpoint_id"] != checkpoint_id:
+                problems.append(f"{checkpoint_id} revision {number} holds a state no lease worker wrote there")
+                continue
+            if state["counter"] < newest[0]:
+                late = accepted.get((checkpoint_id, number))
+                what = (
+                    f"{checkpoint_id} revision {number} was written by {state['worker']} with lease "
+                    f"{state['counter']}, after lease {newest[0]} wrote revision {newest[1]}: {late}"
+                )
+                live = [
+                    g
+                    for g in grants[checkpoint_id]
+                    if late is not None and g.token != late.token and g.surely_live(late.sent_ms, late.received_ms)
+                ]
+                (problems if live or late is None else gaps).append(what)
+            newest = max(newest, (state["counter"], number))
+    return problems, gaps
+
+
 def test_concurrent_clients_lose_no_acknowledged_write(baton: BatonServe, http: httpx.Client) -> None:
     seconds, threads, seed = soak_settings()
+    lease_workers = int(os.environ.get("BATON_SOAK_LEASE_WORKERS") or LEASE_WORKERS)
     run = uuid.uuid4().hex[:12]
     # A few subjects, one with characters that need escaping in keys and paths, so that clients collide.
     subjects = [f"soak-{run}-a", f"soak-{run}-b/c#d", f"soak-{run}-é 日本"]
     slots = [(subject, kind) for subject in subjects for kind in KINDS]
     ledger = Ledger()
+    leases = LeaseLedger()
+    shared = leased_checkpoints(http, ledger, leases, run)
     deadline = time.monotonic() + seconds
     max_operations = int(seconds * OPERATIONS_PER_SECOND_PER_THREAD)
     clients = [Client(baton, ledger, slots, number, seed) for number in range(threads)]
+    clients += [LeaseWorker(baton, ledger, leases, shared, number, seed) for number in range(lease_workers)]
     workers = [
         threading.Thread(target=client.run, args=(deadline, max_operations), name=f"soak-{client.number}")
         for client in clients
@@ -603,7 +1190,8 @@ def test_concurrent_clients_lose_no_acknowledged_write(baton: BatonServe, http: 
     elapsed = time.monotonic() - started
     stuck = [w.name for w in workers if w.is_alive()]
 
-    problems = [*ledger.problems, *final_checks(http, ledger, slots)]
+    lease_problems, fencing_gaps = lease_checks(http, ledger, leases, shared)
+    problems = [*ledger.problems, *lease_problems, *final_checks(http, ledger, [*slots, *(s for s, _ in shared)])]
     requests = sum(ledger.statuses.values())
     checkpoints = len({a.checkpoint_id for a in ledger.acks})
     proof_counts.record(
@@ -618,12 +1206,29 @@ def test_concurrent_clients_lose_no_acknowledged_write(baton: BatonServe, http: 
         blobs_declared=len(ledger.blobs),
         blob_reads=ledger.outcomes["blob_reads"],
         blob_replays=ledger.outcomes["blob_replays"],
+        revision_lists=ledger.outcomes["revision_lists"],
+        revision_reads=ledger.outcomes["revision_reads"],
+        restores=ledger.outcomes["restores"],
+        resumes=sum(n for name, n in ledger.outcomes.items() if name.startswith("resume_")),
+        leases_granted=len(leases.grants),
+        lease_renewals=ledger.outcomes["lease_renewals"],
+        lease_releases=ledger.outcomes["lease_releases"],
+        leased_writes_accepted=sum(1 for w in leases.writes if w.status == 200 and not w.stale),
+        stale_token_writes=sum(1 for w in leases.writes if w.stale),
+        stale_token_writes_refused=sum(1 for w in leases.writes if w.stale and w.code == "LEASE_HELD"),
+        fencing_gaps=len(fencing_gaps),
     )
     print(
         f"\nsoak: seed {seed}, {threads} clients for {elapsed:.1f} s: {requests} requests "
         f"({requests / max(elapsed, 0.001):.0f}/s), statuses {dict(sorted(ledger.statuses.items()))}, "
         f"{len(ledger.acks)} writes acknowledged over {checkpoints} checkpoints, {len(ledger.deleted)} deletes, "
         f"outcomes {dict(ledger.outcomes)}, {len(ledger.seen)} reads checked"
+    )
+    print(
+        f"soak leases: {lease_workers} workers, {len(leases.grants)} leases granted over {len(shared)} checkpoints, "
+        f"{sum(1 for w in leases.writes if w.status == 200 and not w.stale)} holders' writes accepted, "
+        f"{sum(1 for w in leases.writes if w.stale)} writes with a stale token ({ledger.outcomes['stale_refused']} "
+        f"refused, {ledger.outcomes['stale_accepted']} accepted), {len(fencing_gaps)} fencing gaps"
     )
     assert not stuck, f"clients still running after the deadline: {stuck}"
     assert not ledger.server_errors, f"5xx answers (seed {seed}):\n" + "\n".join(ledger.server_errors[:20])
@@ -634,3 +1239,65 @@ def test_concurrent_clients_lose_no_acknowledged_write(baton: BatonServe, http: 
     assert ledger.outcomes["replays"] > 0
     assert ledger.blobs
     assert ledger.outcomes["blob_reads"] > 0
+    # The lease holders really raced: leases went from holder to holder, holders wrote, stale tokens were tried.
+    if lease_workers:
+        assert len({g.holder for g in leases.grants}) >= 2, leases.grants
+        assert any(w.status == 200 and not w.stale for w in leases.writes)
+        assert ledger.outcomes["stale_refused"] > 0, ledger.outcomes
+    assert not fencing_gaps, f"{len(fencing_gaps)} fencing gaps (seed {seed}):\n" + "\n".join(fencing_gaps[:10])
+
+
+def leased_checkpoints(http: httpx.Client, ledger: Ledger, leases: LeaseLedger, run: str) -> list[tuple[Slot, str]]:
+    """The checkpoints the lease workers race for, each keeping its last 100 revisions, created before they start."""
+    shared: list[tuple[Slot, str]] = []
+    for number in range(LEASED_CHECKPOINTS):
+        slot = (f"soak-{run}-leased-{number}", "task_state")
+        state = {"worker": "setup", "token": None, "counter": 0, "seq": number}
+        body = {"subject_id": slot[0], "kind": slot[1], "state": state, "keep_revisions": LEASE_KEEP}
+        response = http.post("/v1/checkpoints", json=body)
+        assert response.status_code == 201, response.text
+        data = response.json()["data"]
+        ledger.acks.append(Ack(slot, data["checkpoint_id"], 1, data["state_hash"], 201, "active", "leased setup"))
+        leases.written[data["state_hash"]] = {**state, "checkpoint_id": data["checkpoint_id"]}
+        shared.append((slot, data["checkpoint_id"]))
+    return shared
+
+
+def test_the_lease_counter_grows_across_a_save_made_while_no_lease_is_live(http: httpx.Client) -> None:
+    subject = f"soak-counter-{uuid.uuid4().hex[:12]}"
+    body = {"subject_id": subject, "kind": "task_state", "state": {"n": 0}, "keep_revisions": 3}
+    created = http.post("/v1/checkpoints", json=body)
+    assert created.status_code == 201, created.text
+    lease_url = f"/v1/checkpoints/{created.json()['data']['checkpoint_id']}/lease"
+    # Given lease 1, released, and then a save (which keeps a revision: one transaction)
+    first = http.post(lease_url, json={"ttl_seconds": 10, "holder": "holder-a"})
+    assert first.status_code == 201, first.text
+    assert http.request("DELETE", lease_url, headers={"Lease-Token": first.json()["data"]["lease_token"]}).is_success
+    assert http.post("/v1/checkpoints", json={**body, "state": {"n": 1}}).status_code == 200
+    # When another holder acquires the lease
+    second = http.post(lease_url, json={"ttl_seconds": 10, "holder": "holder-b"})
+    assert second.status_code == 201, second.text
+    # Then its counter is past the first's: the counter grows with every new lease (api-v1.md, Leases)
+    assert token_counter(second.json()["data"]["lease_token"]) == 2, second.text
+
+
+def test_a_token_is_refused_once_a_newer_lease_was_granted_even_after_that_one_ended(http: httpx.Client) -> None:
+    subject = f"soak-fencing-{uuid.uuid4().hex[:12]}"
+    created = http.post("/v1/checkpoints", json={"subject_id": subject, "kind": "task_state", "state": {"n": 0}})
+    assert created.status_code == 201, created.text
+    lease_url = f"/v1/checkpoints/{created.json()['data']['checkpoint_id']}/lease"
+    # Given holder A's lease 1, released, then holder B's lease 2, released: no lease is live
+    tokens = []
+    for holder in ("holder-a", "holder-b"):
+        granted = http.post(lease_url, json={"ttl_seconds": 10, "holder": holder})
+        assert granted.status_code == 201, granted.text
+        tokens.append(granted.json()["data"]["lease_token"])
+        assert http.request("DELETE", lease_url, headers={"Lease-Token": tokens[-1]}).status_code == 200
+    # When A, which paused, writes with its token of lease 1
+    late = http.post(
+        "/v1/checkpoints",
+        json={"subject_id": subject, "kind": "task_state", "state": {"n": 1}, "lease_token": tokens[0]},
+    )
+    # Then it is refused: its lease was taken over by lease 2
+    assert late.status_code == 409, late.text
+    assert late.json()["error"]["code"] == "LEASE_HELD"

@@ -31,6 +31,9 @@ PERSISTENT_CAP = 30
 
 SINGLE_WRITES = frozenset({"UpdateItem", "PutItem", "DeleteItem"})
 TRANSACTION = "TransactWriteItems"
+BATCH_WRITE = "BatchWriteItem"
+WRITES = SINGLE_WRITES | {TRANSACTION, BATCH_WRITE}
+"""Operations that change the table: a fault after one landed loses the answer of a write."""
 
 
 class Phase(Enum):
@@ -67,7 +70,8 @@ class FaultKind:
     retried_by_botocore: bool = True
     """Whether botocore's standard retry mode retries it (throttling codes, 5xx, transport failures)."""
     unprocessed: bool = False
-    """A BatchGetItem answered 200 with every key left unprocessed (what DynamoDB does when throttled)."""
+    """A batch answered 200 with every request left unprocessed (what DynamoDB does when throttled): a BatchGetItem's
+    keys in `UnprocessedKeys`, a BatchWriteItem's puts and deletes in `UnprocessedItems`, none of them applied."""
 
 
 THROTTLING = FaultKind("throttling", "ThrottlingException")
@@ -89,6 +93,7 @@ READ_TIMEOUT = FaultKind("read_timeout", transport=ReadTimeoutError)
 CONNECTION_DROPPED = FaultKind("connection_dropped", transport=ConnectionClosedError)
 UNREACHABLE = FaultKind("unreachable", transport=EndpointConnectionError)
 UNPROCESSED_KEYS = FaultKind("unprocessed_keys", unprocessed=True, retried_by_botocore=False)
+UNPROCESSED_ITEMS = FaultKind("unprocessed_items", unprocessed=True, retried_by_botocore=False)
 
 THROTTLE_CODES = (THROTTLING, THROUGHPUT, REQUEST_LIMIT)
 SERVER_ERRORS = (INTERNAL_500, UNAVAILABLE_503)
@@ -100,6 +105,8 @@ def kinds_for(operation: str) -> tuple[FaultKind, ...]:
     common = (*THROTTLE_CODES, *SERVER_ERRORS, *TRANSPORT_FAILURES)
     if operation == "BatchGetItem":
         return (*common, UNPROCESSED_KEYS)
+    if operation == BATCH_WRITE:
+        return (*common, UNPROCESSED_ITEMS)
     if operation in SINGLE_WRITES:
         return (*common, TRANSACTION_CONFLICT)
     if operation == TRANSACTION:
@@ -125,7 +132,7 @@ def fault_plan(operation: str) -> list[tuple[FaultKind, Phase, Duration]]:
         plan.append((kind, Phase.BEFORE, Duration.EVERY))
         if kind in ONE_ATTEMPT_REPRESENTATIVES or not kind.retried_by_botocore:
             plan.append((kind, Phase.BEFORE, Duration.ONCE))
-    if operation in SINGLE_WRITES or operation == TRANSACTION:
+    if operation in WRITES:
         plan += [(kind, Phase.AFTER, Duration.ONCE) for kind in (READ_TIMEOUT, CONNECTION_DROPPED, INTERNAL_500)]
         plan += [(kind, Phase.AFTER, Duration.EVERY) for kind in (READ_TIMEOUT, INTERNAL_500)]
     return plan
@@ -141,6 +148,9 @@ class Fault:
     duration: Duration
     between: Callable[[], None] | None = None
     """Run once, after the first struck attempt landed and before botocore's retry goes out (another writer)."""
+    skip: int = 0
+    """Requests of `operation` let through untouched before the fault strikes: 1 strikes a route's second Query
+    (say, the one after the id index's), or a purge's second page."""
     remaining: int = 0
     struck: int = 0
 
@@ -171,6 +181,9 @@ class FaultInjector:
         operation = event_name.rsplit(".", 1)[-1]
         self.attempts[operation] += 1
         fault = next((f for f in self.faults if f.operation == operation and f.remaining > 0), None)
+        if fault is not None and fault.skip > 0:
+            fault.skip -= 1
+            fault = None
         if fault is None:
             return self.moto(event_name=event_name, request=request, **kwargs)
         fault.remaining -= 1
@@ -190,6 +203,9 @@ def _strike(kind: FaultKind, request: AWSPreparedRequest) -> AWSResponse:
     if kind.transport is not None:
         raise kind.transport(endpoint_url=request.url, error=f"Injected fault: {kind.name}")
     sent = json.loads(cast(bytes, request.body or b"{}"))
+    if kind.unprocessed and all(isinstance(writes, list) for writes in sent["RequestItems"].values()):
+        # A BatchWriteItem (its tables hold lists of puts and deletes; a BatchGetItem's hold {"Keys": ...}).
+        return _answer(request, 200, {"UnprocessedItems": sent["RequestItems"]})
     if kind.unprocessed:
         return _answer(
             request, 200, {"Responses": {t: [] for t in sent["RequestItems"]}, "UnprocessedKeys": sent["RequestItems"]}

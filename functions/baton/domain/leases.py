@@ -68,8 +68,15 @@ def parse_token(token: str | None) -> tuple[int, str] | None:
 
 
 def check_lease(lease: Lease | None, token: str | None, now_ms: int) -> None:
-    """Raise `LeaseHeld` when a live lease exists and `token` is not its token (whoever sends the write)."""
-    if lease is not None and lease.is_live(now_ms) and not lease.admits(token):
+    """Raise `LeaseHeld` when a live lease exists and `token` is not its token (whoever sends the write), or when
+    `token` names an older lease than the checkpoint's last one, live or not: a holder whose lease was taken over
+    never writes with it again (a fencing token). A write without a token while no lease is live passes."""
+    if lease is None:
+        return
+    if lease.is_live(now_ms) and not lease.admits(token):
+        raise LeaseHeld(format_ms(lease.expires_ms))
+    parsed = parse_token(token)
+    if parsed is not None and parsed[0] < lease.counter:
         raise LeaseHeld(format_ms(lease.expires_ms))
 
 
@@ -94,6 +101,7 @@ def decide_acquire(
     if current is not None and current.is_live(now_ms):
         if not current.renewable_by(holder, key_id):
             raise LeaseHeld(format_ms(current.expires_ms), by_other_holder=True)
-        return LeaseGrant(Lease(holder, current.counter, current.secret, expires_ms, key_id), created=False)
+        later = max(expires_ms, current.expires_ms)  # a renewal never shortens the lease
+        return LeaseGrant(Lease(holder, current.counter, current.secret, later, key_id), created=False)
     counter = max(last_counter, current.counter if current is not None else 0) + 1
     return LeaseGrant(Lease(holder, counter, new_secret(), expires_ms, key_id), created=True)

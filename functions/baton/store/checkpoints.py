@@ -64,6 +64,8 @@ if TYPE_CHECKING:
 MAX_WRITE_ATTEMPTS = 5
 MAX_TRANSACTION_ROUNDS = 8
 """Rounds of read-then-transact a save makes while other writers keep getting in between (then 503)."""
+MAX_UNKNOWN_ROUNDS = 4
+"""Transactions a save sends while each fails without an answer (each is then checked by the next round's read)."""
 CONTENTION_BACKOFF_SECONDS = 0.01
 """The base of the random pause before another round: writers that collided spread out instead of colliding again."""
 # Keys a BatchGetItem leaves unprocessed (throttling) are asked again this many times in all, backing off.
@@ -98,14 +100,19 @@ def _values(values: dict[str, Any], *expressions: str) -> dict[str, Any]:
 
 
 def lease_allows(token: str | None, values: dict[str, Any]) -> str:
-    """A condition that holds while the item has no live lease, or a live one whose token is `token` (its values
-    added to `values`; `:now_s` must be there)."""
-    free = f"attribute_not_exists(#{items.LEASE_EXPIRES}) OR #{items.LEASE_EXPIRES} <= :now_s"
+    """A condition that holds while the item has no live lease, or a live one whose token is `token`, and `token`
+    names no lease older than the last (its values added to `values`; `:now_s` must be there)."""
+    free = f"(attribute_not_exists(#{items.LEASE_EXPIRES}) OR #{items.LEASE_EXPIRES} <= :now_s)"
     parsed = parse_token(token)
     if parsed is None:
-        return f"({free})"
+        return free
     values[":lease_counter"], values[":lease_secret"] = parsed
-    return f"({free} OR (#{items.LEASE_COUNTER} = :lease_counter AND #{items.LEASE_SECRET} = :lease_secret))"
+    # A token of an older lease than the last one is refused even when no lease is live (a fencing token).
+    not_older = f"(attribute_not_exists(#{items.LEASE_COUNTER}) OR #{items.LEASE_COUNTER} <= :lease_counter)"
+    return (
+        f"(({free} AND {not_older}) OR "
+        f"(#{items.LEASE_COUNTER} = :lease_counter AND #{items.LEASE_SECRET} = :lease_secret))"
+    )
 
 
 def _save_condition(plan: SavePlan) -> tuple[str, dict[str, Any]]:
@@ -355,6 +362,7 @@ class CheckpointStore:
         now_s = ms_to_seconds(plan.now_ms)
         ambiguous: Exception | None = None
         unsure = False  # the last attempt's outcome is unknown
+        unknown_rounds = 0
         for attempt in range(MAX_TRANSACTION_ROUNDS):
             if attempt:
                 # Full jitter, growing with the rounds: concurrent writers of one checkpoint each read what the
@@ -376,6 +384,10 @@ class CheckpointStore:
                 mine = recognised_write(old, plan)  # our own transaction landed and its answer was lost
                 if mine is not None:
                     return SaveOutcome(mine)
+            if ambiguous is not None and unknown_rounds >= MAX_UNKNOWN_ROUNDS:
+                # DynamoDB keeps failing without an answer, and the read shows none of those tries landed: give up
+                # (rounds lost to other writers are retried longer, below; these are not contention).
+                reraise(ambiguous)
             check_write(old, plan.expected_revision, plan.now_ms, plan.lease_token)
             if plan.oversize is not None:
                 raise plan.oversize
@@ -445,6 +457,7 @@ class CheckpointStore:
                 if may_have_landed(exc):
                     ambiguous = exc
                     unsure = True
+                    unknown_rounds += 1
                     continue  # the next read finds our record, or our request tag on the checkpoint, if it landed
                 reraise(exc, failure)
             return SaveOutcome(saved)

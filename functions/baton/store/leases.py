@@ -19,7 +19,15 @@ from baton.domain.errors import IdempotencyKeyReused, LeaseHeld, NotFound, Unava
 from baton.domain.leases import Lease, LeaseGrant, decide_acquire, new_secret, parse_token
 from baton.store import items, layout, schema
 from baton.store.attributes import Item, names_in, to_attr, values_used
-from baton.store.errors import UNAVAILABLE_MESSAGE, Failure, classify, may_have_landed, reraise, translated_errors
+from baton.store.errors import (
+    UNAVAILABLE_MESSAGE,
+    Failure,
+    classify,
+    may_have_landed,
+    reraise,
+    translated_errors,
+    was_retried,
+)
 from baton.store.index import locate
 
 if TYPE_CHECKING:
@@ -39,7 +47,8 @@ _SAME_LEASE: Final = (
     f"AND #{items.LEASE_KEY} = :key"
 )
 _RENEW: Final = f"SET #{items.LEASE_EXPIRES} = :lease_expires"
-_RELEASE: Final = f"REMOVE #{items.LEASE_HOLDER}, #{items.LEASE_SECRET}, #{items.LEASE_EXPIRES}, #{items.LEASE_KEY}"
+_RELEASE: Final = f"SET #{items.LEASE_EXPIRES} = :now_s"
+"""A release ends the lease now and keeps what it was (its counter above all: the fencing needs the last one)."""
 _TOKEN_MATCHES: Final = f"#{items.LEASE_COUNTER} = :counter AND #{items.LEASE_SECRET} = :secret"
 
 
@@ -265,24 +274,30 @@ class LeaseStore:
         with translated_errors():
             key = self._find(tenant_id, checkpoint_id)
             values = self._base_values(tenant_id, checkpoint_id, now_ms, only_agent)
-            # A token that is not one of ours matches no lease: the release then only succeeds when none is live.
+            # A token that is not one of ours matches no lease: there is then nothing of the caller's to end.
             values[":counter"], values[":secret"] = parsed if parsed is not None else (-1, "-")
-            condition = f"{self._visible(only_agent)} AND (({_TOKEN_MATCHES}) OR {_FREE})"
+            condition = f"{self._visible(only_agent)} AND {_TOKEN_MATCHES} AND #{items.LEASE_EXPIRES} > :now_s"
+            retried = False
             try:
                 self._update(key, _RELEASE, condition, values)
                 return
             except _Refused as refused:
-                current = refused.checkpoint
+                current, retried = refused.checkpoint, refused.retried
             except _Unknown as unknown:
                 current = self._current(key, unknown.cause)
-                if current is not None and (current.lease is None or not current.lease.is_live(now_ms)):
-                    return  # released (by the attempt whose answer was lost, or since)
-                if current is not None and current.lease is not None and current.lease.admits(token):
-                    reraise(unknown.cause, Failure.UNAVAILABLE)
+                lease = None if current is None else current.lease
+                if lease is not None and lease.is_live(now_ms) and lease.admits(token):
+                    reraise(unknown.cause, Failure.UNAVAILABLE)  # still ours and live: the release did not land
+                retried = True
             if current is None or not self._is_it(current, checkpoint_id, now_ms, only_agent):
                 raise NotFound() from None
             lease = current.lease
-            if lease is not None and lease.is_live(now_ms) and not lease.admits(token):
+            if lease is None or not lease.is_live(now_ms):
+                return  # no lease is live (it lapsed, or was released: perhaps by this very request's first try)
+            mine_before = parsed is not None and parsed[0] < lease.counter and retried
+            if not mine_before:
+                # A live lease of another token. (When this request's first try released the caller's lease and its
+                # answer was lost, a newer lease may be live by now: the release landed, so it is not refused.)
                 raise LeaseHeld(format_ms(lease.expires_ms), by_other_holder=True) from None
 
     # -- helpers ------------------------------------------------------------------------------------------------
@@ -338,7 +353,8 @@ class LeaseStore:
             failure = classify(exc)
             if failure is Failure.CONDITION_FAILED:
                 found = cast(Item | None, getattr(exc, "response", {}).get("Item"))
-                raise _Refused(items.checkpoint_from_item(found, with_state=False) if found else None) from None
+                checkpoint = items.checkpoint_from_item(found, with_state=False) if found else None
+                raise _Refused(checkpoint, was_retried(exc)) from None
             if may_have_landed(exc):
                 raise _Unknown(exc) from exc
             reraise(exc, failure)
@@ -364,8 +380,10 @@ class _Unknown(Exception):
 
 
 class _Refused(Exception):
-    """A lease write's condition failed; `checkpoint` is the item found (None: there is none)."""
+    """A lease write's condition failed; `checkpoint` is the item found (None: there is none); `retried`: the AWS SDK
+    had sent the request before (an earlier try may have landed)."""
 
-    def __init__(self, checkpoint: Checkpoint | None) -> None:
+    def __init__(self, checkpoint: Checkpoint | None, retried: bool = False) -> None:
         super().__init__("condition failed")
         self.checkpoint = checkpoint
+        self.retried = retried

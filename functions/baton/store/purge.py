@@ -20,7 +20,7 @@ from typing import TYPE_CHECKING, Any, Final
 from baton.domain.errors import Unavailable
 from baton.store import layout, schema
 from baton.store.attributes import Item, names_in
-from baton.store.errors import TRANSIENT, UNAVAILABLE_MESSAGE, classify, translated_errors
+from baton.store.errors import TRANSIENT, UNAVAILABLE_MESSAGE, classify, may_have_landed, translated_errors
 
 if TYPE_CHECKING:
     from mypy_boto3_dynamodb import DynamoDBClient
@@ -70,10 +70,17 @@ class SubjectPurger:
         progressed = False
         with translated_errors():
             while monotonic() < deadline:
+                keys: list[Item] = []
                 try:
                     keys, more = self._page(partition)
                     done = self._delete(keys) if keys else []
                 except Exception as exc:
+                    if keys and may_have_landed(exc):
+                        # The deletes may have landed with their answer lost: what is gone now was deleted (a 503
+                        # would claim nothing was).
+                        gone = self._gone(partition, keys)
+                        deleted_checkpoints += sum(1 for key in gone if _is_checkpoint(key))
+                        progressed = progressed or bool(gone)
                     if progressed and classify(exc) in TRANSIENT:
                         return Purged(deleted_checkpoints, complete=False)
                     raise
@@ -103,6 +110,16 @@ class SubjectPurger:
         keys = [layout.key(*layout.identity(item)) for item in response.get("Items", [])]
         # An empty page ends the partition even if DynamoDB hands back a LastEvaluatedKey with it.
         return keys, bool(keys) and "LastEvaluatedKey" in response
+
+    def _gone(self, partition: str, keys: list[Item]) -> list[Item]:
+        """Which of `keys` (the partition's first page) are no longer there: one consistent Query of the first
+        page again; none when that cannot be read either."""
+        try:
+            still, _ = self._page(partition)
+        except Exception:
+            return []
+        present = {layout.identity(key) for key in still}
+        return [key for key in keys if layout.identity(key) not in present]
 
     def _delete(self, keys: list[Item]) -> list[Item]:
         """Delete `keys` with one BatchWriteItem, sending what DynamoDB leaves unprocessed again a few times with a

@@ -62,8 +62,8 @@ class PurgeResult(ResponseModel):
         (400, *AUTHENTICATED_ERRORS),
         described={
             503: (
-                "UNAVAILABLE: DynamoDB is throttling or failing and this call deleted nothing it can confirm (a "
-                "purge that got somewhere answers 200 with complete false)"
+                "UNAVAILABLE: DynamoDB is throttling or failing and this call deleted nothing (a purge that got "
+                "somewhere, deletes whose answer was lost included, answers 200 with complete false)"
             )
         },
     ),
