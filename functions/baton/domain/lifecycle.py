@@ -17,5 +17,6 @@ def is_terminal(status: str) -> bool:
     """True when a checkpoint in this status takes no further writes."""
     return status in TERMINAL
 
+
 OPENCHECKPOINT_FORMAT: Final = "opencheckpoint/0.1"
 """The `format` whose states are validated as OpenCheckpoint 0.1 documents (`baton.domain.opencheckpoint`)."""
