@@ -367,7 +367,7 @@ def _store_calls() -> set[str]:
     found: set[str] = set()
     for source in store.glob("*.py"):
         if source.name != REAPER_STORE_MODULE:
-            found |= set(re.findall(r"self\._client\.([a-z_]+)\(", source.read_text(encoding="utf-8")))
+            found |= set(re.findall(r"\b(?:self\._client|dynamodb)\.([a-z_]+)\(", source.read_text(encoding="utf-8")))
     return found
 
 

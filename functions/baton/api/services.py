@@ -22,6 +22,7 @@ from baton.settings import Settings, load_settings
 from baton.store.aws import dynamodb_client, s3_client
 from baton.store.blobs import BlobStore
 from baton.store.checkpoints import CheckpointStore
+from baton.store.history import HistoryStore
 from baton.store.keys import KeyStore
 from baton.store.leases import LeaseStore
 from baton.store.objects import ObjectStore
@@ -48,6 +49,8 @@ class Services:
     blobs: BlobStore = field(init=False)
     """Blob records and their presigned requests, on the same table, client and bucket (made from the fields
     above, so whoever builds services cannot wire them apart)."""
+    history: HistoryStore = field(init=False)
+    """Kept revisions of the checkpoints (restores save through `checkpoints`)."""
     leases: LeaseStore = field(init=False)
     """Checkpoints' leases, on the same table and client."""
     purger: SubjectPurger = field(init=False)
@@ -55,6 +58,9 @@ class Services:
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "blobs", BlobStore(self.dynamodb, self.settings.table_name, self.objects))
+        object.__setattr__(
+            self, "history", HistoryStore(self.dynamodb, self.settings.table_name, self.objects, self.checkpoints)
+        )
         object.__setattr__(self, "leases", LeaseStore(self.dynamodb, self.settings.table_name))
         object.__setattr__(self, "purger", SubjectPurger(self.dynamodb, self.settings.table_name))
 

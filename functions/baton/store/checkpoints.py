@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import random
 import time
-from collections.abc import Callable
 from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Any, Final, cast
 
@@ -37,16 +36,16 @@ from baton.domain.errors import (
     RevisionConflict,
     Unavailable,
 )
-from baton.domain.history import history_step, in_window, window
+from baton.domain.history import history_step
 from baton.domain.ids import new_checkpoint_id
 from baton.domain.leases import check_lease, parse_token
 from baton.domain.lifecycle import ACTIVE
 from baton.observability import logger
 from baton.store import attachments, items, layout, schema
 from baton.store.attributes import Item, names_in, to_attr, values_used
+from baton.store.batch import batch_get
 from baton.store.cursors import decode_after, encode_after, invalid_cursor, query_binding
 from baton.store.errors import (
-    UNAVAILABLE_MESSAGE,
     Failure,
     classify,
     may_have_landed,
@@ -68,11 +67,6 @@ MAX_UNKNOWN_ROUNDS = 4
 """Transactions a save sends while each fails without an answer (each is then checked by the next round's read)."""
 CONTENTION_BACKOFF_SECONDS = 0.01
 """The base of the random pause before another round: writers that collided spread out instead of colliding again."""
-# Keys a BatchGetItem leaves unprocessed (throttling) are asked again this many times in all, backing off.
-MAX_BATCH_ROUNDS = 3
-MAX_BATCH_KEYS = 100
-"""DynamoDB's limit on the keys of one BatchGetItem."""
-BATCH_BACKOFF_SECONDS = 0.05
 HISTORY_HINTS: Final = 4096
 HISTORY_HINT_SECONDS: Final = 600
 BUSY_MESSAGE: Final = "Too many concurrent writers on this checkpoint; nothing was written. Retry shortly."
@@ -521,221 +515,17 @@ class CheckpointStore:
         return locate(self._client, self._table, tenant_id, checkpoint_id)
 
     def _batch_get(self, keys: list[Item]) -> dict[tuple[str, str], Item]:
-        """The items at `keys`, consistently: one BatchGetItem per 100 keys (DynamoDB's limit: a save naming many
-        blobs with an idempotency record takes two)."""
-        found: dict[tuple[str, str], Item] = {}
-        for start in range(0, len(keys), MAX_BATCH_KEYS):
-            found.update(self._batch_get_some(keys[start : start + MAX_BATCH_KEYS]))
-        return found
+        return batch_get(self._client, self._table, keys)
 
-    def _batch_get_some(self, keys: list[Item]) -> dict[tuple[str, str], Item]:
-        """One consistent BatchGetItem; keys DynamoDB leaves unprocessed are asked again, a few times with a short
-        backoff, then the caller gets a 503."""
-        found: dict[tuple[str, str], Item] = {}
-        pending: list[Item] = keys
-        for attempt in range(MAX_BATCH_ROUNDS):
-            if attempt:
-                time.sleep(BATCH_BACKOFF_SECONDS * 2 ** (attempt - 1))
-            response = self._client.batch_get_item(
-                RequestItems={self._table: {"Keys": pending, "ConsistentRead": True}}
-            )
-            for item in response.get("Responses", {}).get(self._table, []):
-                found[layout.identity(item)] = item
-            unprocessed: Any = response.get("UnprocessedKeys") or {}
-            pending = unprocessed.get(self._table, {}).get("Keys", [])
-            if not pending:
-                return found
-        raise Unavailable(UNAVAILABLE_MESSAGE)
-
-    # -- history --------------------------------------------------------------------------------------------
-
-    def get_revision(
-        self, tenant_id: str, checkpoint_id: str, revision: int, now_ms: int, only_agent: str | None
-    ) -> Checkpoint:
-        """Kept revision `revision` of the live checkpoint with this id, with its state (one index Query, one
-        consistent BatchGetItem of the checkpoint and the revision, and a GetObject when its state was spilled);
-        NotFound when either is missing, expired, outside the window of kept revisions or not the caller's."""
-        with translated_errors():
-            current, raw, _ = self._checkpoint_and_revision(tenant_id, checkpoint_id, revision, now_ms, only_agent, [])
-            return self._revision(raw, current)
-
-    def _checkpoint_and_revision(
-        self,
-        tenant_id: str,
-        checkpoint_id: str,
-        revision: int,
-        now_ms: int,
-        only_agent: str | None,
-        also: list[Item],
-    ) -> tuple[Checkpoint, Item, dict[tuple[str, str], Item]]:
-        """The live checkpoint with this id, the item of its kept revision `revision`, and what else was found: read
-        together, with the items at `also`, in one consistent BatchGetItem."""
-        key = self._locate(tenant_id, checkpoint_id)
-        if key is None or not 1 <= revision <= limits.MAX_SAFE_INTEGER:
-            raise NotFound()
-        pk, sk = layout.identity(key)
-        agent_id, kind = sk.removeprefix(layout.CHECKPOINT).split("#", 1)
-        revision_key = layout.key(pk, layout.revision_sk(agent_id, kind, checkpoint_id, revision))
-        found = self._batch_get([key, revision_key, *also])
-        raw_checkpoint = found.get(layout.identity(key))
-        current = items.checkpoint_from_item(raw_checkpoint, with_state=False) if raw_checkpoint else None
-        if not self._visible(current, checkpoint_id, now_ms, only_agent) or current is None:
-            raise NotFound()
-        raw_revision = found.get(layout.identity(revision_key))
-        if raw_revision is None or not in_window(current, revision):
-            raise NotFound()
-        if not items.revision_from_item(raw_revision, current, with_state=False).is_live(now_ms):
-            raise NotFound()
-        return current, raw_revision, found
-
-    @staticmethod
-    def _visible(current: Checkpoint | None, checkpoint_id: str, now_ms: int, only_agent: str | None) -> bool:
-        """True when `current` (read at the key the index gave for `checkpoint_id`) is that checkpoint, live, and
-        the caller's to see (the index is eventually consistent: the slot may hold a newer checkpoint)."""
-        return (
-            current is not None
-            and current.checkpoint_id == checkpoint_id
-            and current.is_live(now_ms)
-            and (only_agent is None or current.agent_id == only_agent)
-        )
-
-    def _revision(self, raw: Item, current: Checkpoint) -> Checkpoint:
-        """A kept revision with its state, read from the bucket when it was spilled (one GetObject)."""
-        key = items.state_object_of(raw)
-        if key is None:
-            return items.revision_from_item(raw, current)
-        if self._objects is None:
-            raise RuntimeError(f"the state of this revision is in the object {key!r}, and no bucket is configured")
-        return items.revision_from_item(raw, current, spilled=self._objects.get(key))
-
-    def list_revisions(
-        self,
-        tenant_id: str,
-        checkpoint_id: str,
-        now_ms: int,
-        only_agent: str | None,
-        limit: int,
-        cursor: str | None,
-    ) -> Page:
-        """One page of the live checkpoint's kept revisions as summaries, newest first: one index Query, one
-        consistent GetItem of the checkpoint (no state), and one Query of the window of kept revisions (more only
-        while expired revisions leave the page short)."""
-        binding = query_binding("revisions", tenant_id, checkpoint_id)
-        after = decode_after(cursor, binding)
-        if after is not None and not (after.isascii() and after.isdigit() and len(after) <= layout.REVISION_DIGITS):
-            raise invalid_cursor()
-        with translated_errors():
-            key = self._locate(tenant_id, checkpoint_id)
-            if key is None:
-                raise NotFound()
-            projection = ", ".join(f"#{name}" for name in items.SUMMARY)
-            raw = self._client.get_item(
-                TableName=self._table,
-                Key=key,
-                ConsistentRead=True,
-                ProjectionExpression=projection,
-                ExpressionAttributeNames=names_in(projection),
-            ).get("Item")
-            current = items.checkpoint_from_item(raw, with_state=False) if raw else None
-            if not self._visible(current, checkpoint_id, now_ms, only_agent) or current is None:
-                raise NotFound()
-            readable = window(current)
-            high = readable.stop - 1 if after is None else min(readable.stop - 1, int(after) - 1)
-            shown: list[Checkpoint] = []
-            more = False
-            if readable and high >= readable.start:
-                shown, more = self._revisions_between(current, readable.start, high, now_ms, limit)
-        next_cursor = encode_after(str(shown[-1].revision), binding) if more and shown else None
-        return Page(items=shown, next_cursor=next_cursor)
-
-    def _revisions_between(
-        self, current: Checkpoint, low: int, high: int, now_ms: int, limit: int
-    ) -> tuple[list[Checkpoint], bool]:
-        """Up to `limit` live kept revisions numbered `low`..`high`, newest first, and whether more follow."""
-        pk = layout.checkpoint_pk(current.tenant_id, current.subject_id)
-        condition = f"#{schema.PK} = :pk AND #{schema.SK} BETWEEN :low AND :high"
-        projection = ", ".join(f"#{name}" for name in items.REVISION_SUMMARY)
-        request: dict[str, Any] = {
-            "TableName": self._table,
-            "KeyConditionExpression": condition,
-            "ProjectionExpression": projection,
-            "ExpressionAttributeNames": names_in(condition, projection),
-            "ExpressionAttributeValues": {
-                ":pk": {"S": pk},
-                ":low": {"S": layout.revision_sk(current.agent_id, current.kind, current.checkpoint_id, low)},
-                ":high": {"S": layout.revision_sk(current.agent_id, current.kind, current.checkpoint_id, high)},
-            },
-            "ScanIndexForward": False,
-            "ConsistentRead": True,
-            "Limit": limit + 1,
-        }
-        shown: list[Checkpoint] = []
-        while True:
-            response = self._client.query(**request)
-            for item in response["Items"]:
-                revision = items.revision_from_item(item, current, with_state=False)
-                if revision.is_live(now_ms):
-                    if len(shown) == limit:
-                        return shown, True
-                    shown.append(revision)
-            start = response.get("LastEvaluatedKey")
-            if not start:
-                return shown, False
-            request["ExclusiveStartKey"] = start
-
-    def restore(
-        self,
-        tenant_id: str,
-        checkpoint_id: str,
-        revision: int,
-        plan_of: Callable[[Checkpoint, Checkpoint], SavePlan],
-        now_ms: int,
-        only_agent: str | None,
-        claim: IdempotencyClaim | None = None,
+    def save_restored(
+        self, plan: SavePlan, claim: IdempotencyClaim | None, read: dict[tuple[str, str], Item]
     ) -> SaveOutcome:
-        """Write kept revision `revision`'s state as the checkpoint's next revision (never a rewind). `plan_of`
-        turns (the checkpoint, the revision with its state) into the save's plan. One index Query, one consistent
-        BatchGetItem (the checkpoint, the revision, the idempotency record), then the history save's transaction,
-        conditioned on that same read (a second BatchGetItem only when the revision names blobs, or on a retry)."""
+        """Save a restored revision's plan: always the history save's transaction (a restore keeps the revision it
+        supersedes), conditioned on `read`, the caller's consistent read of the checkpoint (and the idempotency
+        record) when its first round can use it."""
+        self._with_history[plan.key] = True
         with translated_errors():
-            record_key = None if claim is None else layout.idempotency_key(tenant_id, claim.agent_id, claim.key)
-            try:
-                current, raw, found = self._checkpoint_and_revision(
-                    tenant_id, checkpoint_id, revision, now_ms, only_agent, [record_key] if record_key else []
-                )
-            except NotFound:
-                if record_key is not None:
-                    # A replay is decided before the state checks: the first restore may have pruned this revision.
-                    replay = self._replay(record_key, claim, now_ms)
-                    if replay is not None:
-                        return replay
-                raise
-            if record_key is not None and claim is not None:
-                replay = self._replay(record_key, claim, now_ms, found.get(layout.identity(record_key)))
-                if replay is not None:
-                    return replay
-            plan = plan_of(current, self._revision(raw, current))
-            # A restore always keeps the revision it supersedes: the history save's transaction, on what was read.
-            self._with_history[plan.key] = True
-            return self._save_transactional(plan, claim, read=found)
-
-    def _replay(
-        self, record_key: Item, claim: IdempotencyClaim | None, now_ms: int, raw: Item | bool | None = False
-    ) -> SaveOutcome | None:
-        """The first answer to `claim`'s key if its record is there and still remembered (`raw`: the record as
-        already read, or False to read it now)."""
-        if claim is None:
-            return None
-        if raw is False:
-            raw = self._client.get_item(TableName=self._table, Key=record_key, ConsistentRead=True).get("Item")
-        if not raw:
-            return None
-        record = items.record_from_item(cast(Item, raw))
-        if record.expires_ms <= now_ms:
-            return None
-        if record.fingerprint != claim.fingerprint or record.saved is None:
-            raise IdempotencyKeyReused()
-        return SaveOutcome(record.saved, replayed=True)
+            return self._save_transactional(plan, claim, read=read)
 
     # -- delete ---------------------------------------------------------------------------------------------
 

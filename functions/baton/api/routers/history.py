@@ -77,7 +77,7 @@ def list_revisions(
     cursor: CursorParameter = None,
 ) -> Response[str]:
     """What the checkpoint looked like before its last writes."""
-    result = services.checkpoints.list_revisions(
+    result = services.history.list_revisions(
         call.caller.tenant_id, checkpoint_id_from_path(checkpoint_id), call.now_ms, _only_agent(call), limit, cursor
     )
     return page([CheckpointSummary.of(cp) for cp in result.items], call.request_id, result.next_cursor)
@@ -99,7 +99,7 @@ def get_revision(
     call: CurrentCall, services: Wired, checkpoint_id: CheckpointIdParameter, revision: RevisionParameter
 ) -> Response[str]:
     """Read one kept revision."""
-    kept = services.checkpoints.get_revision(
+    kept = services.history.get_revision(
         call.caller.tenant_id,
         checkpoint_id_from_path(checkpoint_id),
         revision_from_path(revision),
@@ -150,7 +150,7 @@ def restore_revision(
     """Pick up from an earlier revision, as a new one."""
     target = checkpoint_id_from_path(checkpoint_id)
     claim = idempotency_claim(call, "POST", f"/v1/checkpoints/{target}/restore", idempotency_key)
-    outcome = services.checkpoints.restore(
+    outcome = services.history.restore(
         call.caller.tenant_id,
         target,
         request.revision,

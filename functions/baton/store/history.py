@@ -1,0 +1,230 @@
+"""Kept revisions: list a checkpoint's window of them, read one, and restore one as the checkpoint's next revision.
+
+A save keeps and prunes revisions in its own transaction (`store/checkpoints.py`, with `domain/history.py` saying
+what); this repository reads them. A revision is readable while its checkpoint is live, is the caller's to see, and
+holds the revision in its window (`domain.history.window`); each read checks the checkpoint first, so a deleted or
+re-created checkpoint's revisions are never shown, whatever the reaper has not removed yet.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any, cast
+
+from baton.domain import limits
+from baton.domain.checkpoints import Checkpoint, IdempotencyClaim, SaveOutcome, SavePlan
+from baton.domain.errors import IdempotencyKeyReused, NotFound
+from baton.domain.history import in_window, window
+from baton.store import items, layout, schema
+from baton.store.attributes import Item, names_in
+from baton.store.batch import batch_get
+from baton.store.checkpoints import CheckpointStore, Page
+from baton.store.cursors import decode_after, encode_after, invalid_cursor, query_binding
+from baton.store.errors import translated_errors
+from baton.store.index import locate
+from baton.store.objects import ObjectStore
+
+if TYPE_CHECKING:
+    from mypy_boto3_dynamodb import DynamoDBClient
+
+
+class HistoryStore:
+    """Kept revisions of the checkpoints of one table (restores save through `checkpoints`)."""
+
+    def __init__(
+        self,
+        client: DynamoDBClient,
+        table_name: str,
+        objects: ObjectStore | None,
+        checkpoints: CheckpointStore,
+    ) -> None:
+        self._client = client
+        self._table = table_name
+        self._objects = objects
+        self._checkpoints = checkpoints
+
+    def get_revision(
+        self, tenant_id: str, checkpoint_id: str, revision: int, now_ms: int, only_agent: str | None
+    ) -> Checkpoint:
+        """Kept revision `revision` of the live checkpoint with this id, with its state (one index Query, one
+        consistent BatchGetItem of the checkpoint and the revision, and a GetObject when its state was spilled);
+        NotFound when either is missing, expired, outside the window of kept revisions or not the caller's."""
+        with translated_errors():
+            current, raw, _ = self._checkpoint_and_revision(tenant_id, checkpoint_id, revision, now_ms, only_agent, [])
+            return self._revision(raw, current)
+
+    def _checkpoint_and_revision(
+        self,
+        tenant_id: str,
+        checkpoint_id: str,
+        revision: int,
+        now_ms: int,
+        only_agent: str | None,
+        also: list[Item],
+    ) -> tuple[Checkpoint, Item, dict[tuple[str, str], Item]]:
+        """The live checkpoint with this id, the item of its kept revision `revision`, and what else was found: read
+        together, with the items at `also`, in one consistent BatchGetItem."""
+        key = locate(self._client, self._table, tenant_id, checkpoint_id)
+        if key is None or not 1 <= revision <= limits.MAX_SAFE_INTEGER:
+            raise NotFound()
+        pk, sk = layout.identity(key)
+        agent_id, kind = sk.removeprefix(layout.CHECKPOINT).split("#", 1)
+        revision_key = layout.key(pk, layout.revision_sk(agent_id, kind, checkpoint_id, revision))
+        found = batch_get(self._client, self._table, [key, revision_key, *also])
+        raw_checkpoint = found.get(layout.identity(key))
+        current = items.checkpoint_from_item(raw_checkpoint, with_state=False) if raw_checkpoint else None
+        if not self._visible(current, checkpoint_id, now_ms, only_agent) or current is None:
+            raise NotFound()
+        raw_revision = found.get(layout.identity(revision_key))
+        if raw_revision is None or not in_window(current, revision):
+            raise NotFound()
+        if not items.revision_from_item(raw_revision, current, with_state=False).is_live(now_ms):
+            raise NotFound()
+        return current, raw_revision, found
+
+    @staticmethod
+    def _visible(current: Checkpoint | None, checkpoint_id: str, now_ms: int, only_agent: str | None) -> bool:
+        """True when `current` (read at the key the index gave for `checkpoint_id`) is that checkpoint, live, and
+        the caller's to see (the index is eventually consistent: the slot may hold a newer checkpoint)."""
+        return (
+            current is not None
+            and current.checkpoint_id == checkpoint_id
+            and current.is_live(now_ms)
+            and (only_agent is None or current.agent_id == only_agent)
+        )
+
+    def _revision(self, raw: Item, current: Checkpoint) -> Checkpoint:
+        """A kept revision with its state, read from the bucket when it was spilled (one GetObject)."""
+        key = items.state_object_of(raw)
+        if key is None:
+            return items.revision_from_item(raw, current)
+        if self._objects is None:
+            raise RuntimeError(f"the state of this revision is in the object {key!r}, and no bucket is configured")
+        return items.revision_from_item(raw, current, spilled=self._objects.get(key))
+
+    def list_revisions(
+        self,
+        tenant_id: str,
+        checkpoint_id: str,
+        now_ms: int,
+        only_agent: str | None,
+        limit: int,
+        cursor: str | None,
+    ) -> Page:
+        """One page of the live checkpoint's kept revisions as summaries, newest first: one index Query, one
+        consistent GetItem of the checkpoint (no state), and one Query of the window of kept revisions (more only
+        while expired revisions leave the page short)."""
+        binding = query_binding("revisions", tenant_id, checkpoint_id)
+        after = decode_after(cursor, binding)
+        if after is not None and not (after.isascii() and after.isdigit() and len(after) <= layout.REVISION_DIGITS):
+            raise invalid_cursor()
+        with translated_errors():
+            key = locate(self._client, self._table, tenant_id, checkpoint_id)
+            if key is None:
+                raise NotFound()
+            projection = ", ".join(f"#{name}" for name in items.SUMMARY)
+            raw = self._client.get_item(
+                TableName=self._table,
+                Key=key,
+                ConsistentRead=True,
+                ProjectionExpression=projection,
+                ExpressionAttributeNames=names_in(projection),
+            ).get("Item")
+            current = items.checkpoint_from_item(raw, with_state=False) if raw else None
+            if not self._visible(current, checkpoint_id, now_ms, only_agent) or current is None:
+                raise NotFound()
+            readable = window(current)
+            high = readable.stop - 1 if after is None else min(readable.stop - 1, int(after) - 1)
+            shown: list[Checkpoint] = []
+            more = False
+            if readable and high >= readable.start:
+                shown, more = self._revisions_between(current, readable.start, high, now_ms, limit)
+        next_cursor = encode_after(str(shown[-1].revision), binding) if more and shown else None
+        return Page(items=shown, next_cursor=next_cursor)
+
+    def _revisions_between(
+        self, current: Checkpoint, low: int, high: int, now_ms: int, limit: int
+    ) -> tuple[list[Checkpoint], bool]:
+        """Up to `limit` live kept revisions numbered `low`..`high`, newest first, and whether more follow."""
+        pk = layout.checkpoint_pk(current.tenant_id, current.subject_id)
+        condition = f"#{schema.PK} = :pk AND #{schema.SK} BETWEEN :low AND :high"
+        projection = ", ".join(f"#{name}" for name in items.REVISION_SUMMARY)
+        request: dict[str, Any] = {
+            "TableName": self._table,
+            "KeyConditionExpression": condition,
+            "ProjectionExpression": projection,
+            "ExpressionAttributeNames": names_in(condition, projection),
+            "ExpressionAttributeValues": {
+                ":pk": {"S": pk},
+                ":low": {"S": layout.revision_sk(current.agent_id, current.kind, current.checkpoint_id, low)},
+                ":high": {"S": layout.revision_sk(current.agent_id, current.kind, current.checkpoint_id, high)},
+            },
+            "ScanIndexForward": False,
+            "ConsistentRead": True,
+            "Limit": limit + 1,
+        }
+        shown: list[Checkpoint] = []
+        while True:
+            response = self._client.query(**request)
+            for item in response["Items"]:
+                revision = items.revision_from_item(item, current, with_state=False)
+                if revision.is_live(now_ms):
+                    if len(shown) == limit:
+                        return shown, True
+                    shown.append(revision)
+            start = response.get("LastEvaluatedKey")
+            if not start:
+                return shown, False
+            request["ExclusiveStartKey"] = start
+
+    def restore(
+        self,
+        tenant_id: str,
+        checkpoint_id: str,
+        revision: int,
+        plan_of: Callable[[Checkpoint, Checkpoint], SavePlan],
+        now_ms: int,
+        only_agent: str | None,
+        claim: IdempotencyClaim | None = None,
+    ) -> SaveOutcome:
+        """Write kept revision `revision`'s state as the checkpoint's next revision (never a rewind). `plan_of`
+        turns (the checkpoint, the revision with its state) into the save's plan. One index Query, one consistent
+        BatchGetItem (the checkpoint, the revision, the idempotency record), then the history save's transaction,
+        conditioned on that same read (a second BatchGetItem only when the revision names blobs, or on a retry)."""
+        with translated_errors():
+            record_key = None if claim is None else layout.idempotency_key(tenant_id, claim.agent_id, claim.key)
+            try:
+                current, raw, found = self._checkpoint_and_revision(
+                    tenant_id, checkpoint_id, revision, now_ms, only_agent, [record_key] if record_key else []
+                )
+            except NotFound:
+                if record_key is not None:
+                    # A replay is decided before the state checks: the first restore may have pruned this revision.
+                    replay = self._replay(record_key, claim, now_ms)
+                    if replay is not None:
+                        return replay
+                raise
+            if record_key is not None and claim is not None:
+                replay = self._replay(record_key, claim, now_ms, found.get(layout.identity(record_key)))
+                if replay is not None:
+                    return replay
+            plan = plan_of(current, self._revision(raw, current))
+        return self._checkpoints.save_restored(plan, claim, found)
+
+    def _replay(
+        self, record_key: Item, claim: IdempotencyClaim | None, now_ms: int, raw: Item | bool | None = False
+    ) -> SaveOutcome | None:
+        """The first answer to `claim`'s key if its record is there and still remembered (`raw`: the record as
+        already read, or False to read it now)."""
+        if claim is None:
+            return None
+        if raw is False:
+            raw = self._client.get_item(TableName=self._table, Key=record_key, ConsistentRead=True).get("Item")
+        if not raw:
+            return None
+        record = items.record_from_item(cast(Item, raw))
+        if record.expires_ms <= now_ms:
+            return None
+        if record.fingerprint != claim.fingerprint or record.saved is None:
+            raise IdempotencyKeyReused()
+        return SaveOutcome(record.saved, replayed=True)
