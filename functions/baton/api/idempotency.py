@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 import re
-from typing import Final
+from typing import Annotated, Final
+
+from aws_lambda_powertools.event_handler.openapi.params import Header
 
 from baton.api.openapi import IDEMPOTENCY_KEY_PATTERN
 from baton.api.resolver import Call
@@ -12,6 +14,20 @@ from baton.domain.checkpoints import IdempotencyClaim, request_fingerprint
 from baton.domain.errors import ValidationFailed
 
 _KEY: Final = re.compile(IDEMPOTENCY_KEY_PATTERN.removeprefix("^").removesuffix("$"))
+
+IdempotencyKeyHeader = Annotated[
+    str | None,
+    Header(
+        alias="Idempotency-Key",
+        description=(
+            f"1 to {limits.IDEMPOTENCY_KEY_MAX_CHARS} printable ASCII characters (anything else answers 400), "
+            "remembered 24 hours for the key's agent. The same key with the same request again answers the first "
+            "answer (its status and data, and its ETag where the route sends one, with Idempotent-Replayed: true); "
+            "with another request, 422 IDEMPOTENCY_KEY_REUSED."
+        ),
+        json_schema_extra={"pattern": IDEMPOTENCY_KEY_PATTERN},
+    ),
+]
 
 
 def idempotency_claim(call: Call, method: str, path: str, value: str | None) -> IdempotencyClaim | None:

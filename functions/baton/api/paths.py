@@ -10,6 +10,7 @@ from aws_lambda_powertools.event_handler.openapi.params import Path
 from baton.domain import limits
 from baton.domain.canonical import pointer
 from baton.domain.errors import ValidationFailed
+from baton.domain.ids import CHECKPOINT_ID_PATTERN
 
 # Path parameters are checked by the routes themselves, after percent-decoding and with their own messages; the
 # document states the same rules (json_schema_extra documents without validating the raw value again).
@@ -45,3 +46,24 @@ def subject_from_path(raw: str) -> str:
             "path",
         )
     return subject
+
+
+CheckpointIdParameter = Annotated[
+    str,
+    Path(
+        description="ckpt_ and 32 lowercase hex digits; anything else answers 400.",
+        json_schema_extra={"pattern": r"^ckpt_[0-9a-f]{32}$"},
+    ),
+]
+
+
+def checkpoint_id_from_path(raw: str) -> str:
+    """The checkpoint id of a path parameter, percent-decoded; 400 naming it when it is not an id."""
+    checkpoint_id = unquote(raw)
+    if not CHECKPOINT_ID_PATTERN.match(checkpoint_id):
+        raise ValidationFailed.single(
+            "/checkpoint_id",
+            "The path parameter checkpoint_id must be ckpt_ followed by 32 lowercase hex digits.",
+            "path",
+        )
+    return checkpoint_id

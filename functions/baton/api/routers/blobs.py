@@ -12,15 +12,14 @@ from urllib.parse import unquote
 
 from aws_lambda_powertools.event_handler import Response
 from aws_lambda_powertools.event_handler.api_gateway import Router
-from aws_lambda_powertools.event_handler.openapi.params import Body, Header, Path
+from aws_lambda_powertools.event_handler.openapi.params import Body, Path
 
-from baton.api.idempotency import idempotency_claim
-from baton.api.openapi import AUTHENTICATED_ERRORS, IDEMPOTENCY_KEY_PATTERN, REPLAYED_HEADER, responses
+from baton.api.idempotency import IdempotencyKeyHeader, idempotency_claim
+from baton.api.openapi import AUTHENTICATED_ERRORS, REPLAYED_HEADER, responses
 from baton.api.resolver import CurrentCall, needs
 from baton.api.responses import ok
 from baton.api.schemas import BlobInfo, CreatedBlob, DataEnvelope
 from baton.api.services import Wired
-from baton.domain import limits
 from baton.domain.blobs import PENDING_DAYS, Blob
 from baton.domain.errors import NotFound
 from baton.domain.ids import new_blob_id
@@ -38,19 +37,6 @@ BlobIdParameter = Annotated[
     ),
 ]
 
-IdempotencyKeyHeader = Annotated[
-    str | None,
-    Header(
-        alias="Idempotency-Key",
-        description=(
-            f"1 to {limits.IDEMPOTENCY_KEY_MAX_CHARS} printable ASCII characters (anything else answers 400), "
-            "remembered 24 hours for the key's agent. The same key with the same request again answers the first "
-            "answer (its status and data, upload URL included, with Idempotent-Replayed: true); with another "
-            "request, 422 IDEMPOTENCY_KEY_REUSED."
-        ),
-        json_schema_extra={"pattern": IDEMPOTENCY_KEY_PATTERN},
-    ),
-]
 
 _DAY_MS = 86_400_000
 _UNAVAILABLE = (

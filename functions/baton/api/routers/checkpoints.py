@@ -3,23 +3,22 @@
 from __future__ import annotations
 
 from typing import Annotated
-from urllib.parse import unquote
 
 from aws_lambda_powertools.event_handler import Response
 from aws_lambda_powertools.event_handler.api_gateway import Router
-from aws_lambda_powertools.event_handler.openapi.params import Body, Header, Path, Query
+from aws_lambda_powertools.event_handler.openapi.params import Body, Header, Query
 
-from baton.api.idempotency import idempotency_claim
+from baton.api.idempotency import IdempotencyKeyHeader, idempotency_claim
 from baton.api.openapi import (
     AUTHENTICATED_ERRORS,
     ETAG_HEADER,
-    IDEMPOTENCY_KEY_PATTERN,
     IF_MATCH_PATTERN,
     REPLAYED_HEADER,
     CursorParameter,
     responses,
 )
-from baton.api.paths import SubjectIdParameter, subject_from_path
+from baton.api.paths import CheckpointIdParameter, SubjectIdParameter, checkpoint_id_from_path, subject_from_path
+from baton.api.records import record_summary
 from baton.api.resolver import Call, CurrentCall, needs
 from baton.api.responses import not_modified, ok, page, record
 from baton.api.schemas import (
@@ -28,7 +27,6 @@ from baton.api.schemas import (
     DataEnvelope,
     DeleteResult,
     ListEnvelope,
-    Resource,
     SaveResult,
 )
 from baton.api.services import Services, Wired
@@ -40,9 +38,7 @@ from baton.domain.checkpoints import (
     parse_etag_list,
     plan_save,
 )
-from baton.domain.clock import format_ms
 from baton.domain.errors import NotFound, ValidationFailed
-from baton.domain.ids import CHECKPOINT_ID_PATTERN
 from baton.domain.lifecycle import Kind, Status
 from baton.domain.models import Identifier, SaveCheckpointRequest, SubjectId
 
@@ -50,13 +46,6 @@ router = Router()
 
 # Path parameters are checked by the routes themselves, after percent-decoding and with their own messages; the
 # document states the same rules (json_schema_extra documents without validating the raw value again).
-CheckpointIdParameter = Annotated[
-    str,
-    Path(
-        description="ckpt_ and 32 lowercase hex digits; anything else answers 400.",
-        json_schema_extra={"pattern": r"^ckpt_[0-9a-f]{32}$"},
-    ),
-]
 
 # Request headers: the routes judge them (with their own messages, after the body), so the document states their
 # rules without powertools validating them (json_schema_extra documents only; the value reaches the route as sent).
@@ -83,19 +72,6 @@ IfMatchHeader = Annotated[
         json_schema_extra={"pattern": IF_MATCH_PATTERN},
     ),
 ]
-IdempotencyKeyHeader = Annotated[
-    str | None,
-    Header(
-        alias="Idempotency-Key",
-        description=(
-            f"1 to {limits.IDEMPOTENCY_KEY_MAX_CHARS} printable ASCII characters (anything else answers 400), "
-            "remembered 24 hours for the key's agent. The same key with the same request again answers the first "
-            "answer (its status, data and ETag, with Idempotent-Replayed: true); with another request, 422 "
-            "IDEMPOTENCY_KEY_REUSED."
-        ),
-        json_schema_extra={"pattern": IDEMPOTENCY_KEY_PATTERN},
-    ),
-]
 
 LeaseTokenHeader = Annotated[
     str | None,
@@ -110,18 +86,6 @@ LeaseTokenHeader = Annotated[
 ]
 
 _NOT_MODIFIED = "Not modified: If-None-Match names the current entity tag, or is *"
-
-
-def checkpoint_id_from_path(raw: str) -> str:
-    """The checkpoint id of a path parameter, percent-decoded; 400 naming it when it is not an id."""
-    checkpoint_id = unquote(raw)
-    if not CHECKPOINT_ID_PATTERN.match(checkpoint_id):
-        raise ValidationFailed.single(
-            "/checkpoint_id",
-            "The path parameter checkpoint_id must be ckpt_ followed by 32 lowercase hex digits.",
-            "path",
-        )
-    return checkpoint_id
 
 
 def _matches(header: str | None, etag: str) -> bool:
@@ -163,16 +127,8 @@ def _record_response(call: Call, found: Checkpoint, if_none_match: str | None, s
         raise ValueError("checkpoint was loaded without its state")
     # The record is the summary's fields and the state (`CheckpointRecord`, as the OpenAPI document describes it),
     # the state written as the canonical JSON the store holds.
-    summary = CheckpointSummary.of(found, call.now_ms)
-    if found.resources:
-        summary.resources = [with_download(resource, services, found.tenant_id) for resource in summary.resources]
+    summary = record_summary(found, services, call.now_ms)
     return record(summary, found.state_text, call.request_id, headers={"ETag": found.etag})
-
-
-def with_download(resource: Resource, services: Services, tenant_id: str) -> Resource:
-    """A resource with a fresh presigned GET of its blob (signed here: no request)."""
-    link = services.blobs.download_of(tenant_id, resource.blob_id)
-    return resource.model_copy(update={"download_url": link.url, "download_expires_at": format_ms(link.expires_ms)})
 
 
 @router.post(

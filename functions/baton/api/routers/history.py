@@ -8,16 +8,12 @@ from aws_lambda_powertools.event_handler import Response
 from aws_lambda_powertools.event_handler.api_gateway import Router
 from aws_lambda_powertools.event_handler.openapi.params import Body, Path, Query
 
-from baton.api.idempotency import idempotency_claim
+from baton.api.idempotency import IdempotencyKeyHeader, idempotency_claim
 from baton.api.openapi import AUTHENTICATED_ERRORS, ETAG_HEADER, REPLAYED_HEADER, CursorParameter, responses
+from baton.api.paths import CheckpointIdParameter, checkpoint_id_from_path
+from baton.api.records import record_summary
 from baton.api.resolver import CurrentCall, needs
 from baton.api.responses import ok, page, record
-from baton.api.routers.checkpoints import (
-    CheckpointIdParameter,
-    IdempotencyKeyHeader,
-    checkpoint_id_from_path,
-    with_download,
-)
 from baton.api.schemas import CheckpointRecord, CheckpointSummary, DataEnvelope, ListEnvelope, SaveResult
 from baton.api.services import Wired
 from baton.domain import limits
@@ -112,9 +108,7 @@ def get_revision(
 def _revision_record(call: CurrentCall, services: Wired, kept: Checkpoint) -> Response[str]:
     if kept.state_text is None:
         raise ValueError("a kept revision was read without its state")
-    summary = CheckpointSummary.of(kept)
-    if kept.resources:
-        summary.resources = [with_download(resource, services, kept.tenant_id) for resource in summary.resources]
+    summary = record_summary(kept, services, None)  # a kept revision shows no lease
     return record(summary, kept.state_text, call.request_id, headers={"ETag": kept.etag})
 
 

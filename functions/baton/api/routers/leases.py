@@ -8,15 +8,11 @@ from aws_lambda_powertools.event_handler import Response
 from aws_lambda_powertools.event_handler.api_gateway import Router
 from aws_lambda_powertools.event_handler.openapi.params import Body, Header
 
-from baton.api.idempotency import idempotency_claim
+from baton.api.idempotency import IdempotencyKeyHeader, idempotency_claim
 from baton.api.openapi import AUTHENTICATED_ERRORS, REPLAYED_HEADER, responses
+from baton.api.paths import CheckpointIdParameter, checkpoint_id_from_path
 from baton.api.resolver import CurrentCall, needs
 from baton.api.responses import ok
-from baton.api.routers.checkpoints import (
-    CheckpointIdParameter,
-    IdempotencyKeyHeader,
-    checkpoint_id_from_path,
-)
 from baton.api.schemas import DataEnvelope, LeaseGranted, LeaseReleased
 from baton.api.services import Wired
 from baton.domain.clock import format_ms

@@ -10,9 +10,9 @@ from aws_lambda_powertools.event_handler.api_gateway import Router
 from aws_lambda_powertools.event_handler.openapi.params import Body
 
 from baton.api.openapi import AUTHENTICATED_ERRORS, responses
+from baton.api.records import record_summary
 from baton.api.resolver import Call, CurrentCall, needs
 from baton.api.responses import JSON, dumps, ok
-from baton.api.schemas import CheckpointSummary, Resource
 from baton.api.schemas_resume import (
     ResumeAmbiguous,
     ResumeClosed,
@@ -24,7 +24,6 @@ from baton.api.schemas_resume import (
 from baton.api.services import Services, Wired
 from baton.domain import limits
 from baton.domain.checkpoints import Checkpoint, CheckpointKey
-from baton.domain.clock import format_ms
 from baton.domain.errors import NotFound
 from baton.domain.resume import ResumeRequest, agent_scope, decide, lift, matches, within_budget
 
@@ -76,7 +75,7 @@ def resume(call: CurrentCall, services: Wired, request: Annotated[ResumeRequest,
     if decision.status != "ready" or chosen is None or chosen.state_text is None:
         return ok(ResumeNone.model_construct(status="none"), call.request_id)
     data = ready_json(
-        _record_summary(chosen, services, call.now_ms), chosen.state_text, lift(chosen.format, chosen.state_text)
+        record_summary(chosen, services, call.now_ms), chosen.state_text, lift(chosen.format, chosen.state_text)
     )
     required_bytes = len(data.encode("utf-8"))
     if not within_budget(required_bytes, request.budget_bytes):
@@ -130,17 +129,3 @@ def _found_or_none(read: Callable[[], Checkpoint]) -> list[Checkpoint]:
         return [read()]
     except NotFound:
         return []
-
-
-def _record_summary(cp: Checkpoint, services: Services, now_ms: int) -> CheckpointSummary:
-    """The summary part of the full record, as GET /v1/checkpoints/{checkpoint_id} answers it: the lease when one is
-    live at `now_ms`, and each resource with a fresh presigned GET of its blob (signed here: no request)."""
-    summary: CheckpointSummary = CheckpointSummary.of(cp, now_ms)
-    if summary.resources:
-        summary.resources = [_with_download(resource, services, cp.tenant_id) for resource in summary.resources]
-    return summary
-
-
-def _with_download(resource: Resource, services: Services, tenant_id: str) -> Resource:
-    link = services.blobs.download_of(tenant_id, resource.blob_id)
-    return resource.model_copy(update={"download_url": link.url, "download_expires_at": format_ms(link.expires_ms)})
