@@ -252,6 +252,16 @@ class Checkpoint:
         """True until `expires_at`; after it the checkpoint is treated as absent."""
         return now_ms < self.expires_ms
 
+    def is_visible_as(self, checkpoint_id: str, now_ms: int, only_agent: str | None) -> bool:
+        """True when this checkpoint, read at the key the id index gave for `checkpoint_id`, is that checkpoint
+        (the index is eventually consistent: the slot may hold a newer one), live, and the caller's to see (any
+        agent's with `only_agent` None)."""
+        return (
+            self.checkpoint_id == checkpoint_id
+            and self.is_live(now_ms)
+            and (only_agent is None or self.agent_id == only_agent)
+        )
+
     @property
     def etag(self) -> str:
         """The weak entity tag of this revision."""

@@ -489,7 +489,7 @@ class CheckpointStore:
                 raise NotFound()
             head = items.checkpoint_from_item(item, with_state=False)
             # The index is eventually consistent: the slot may hold a newer checkpoint than the one indexed.
-            if head.checkpoint_id != checkpoint_id or not head.is_live(now_ms):
+            if not head.is_visible_as(checkpoint_id, now_ms, None):
                 raise NotFound()
             return self._checkpoint(item)
 
@@ -577,12 +577,7 @@ class CheckpointStore:
                 old = items.checkpoint_from_item(found, with_state=False) if found else None
                 if old is None and was_retried(exc):
                     return  # the SDK's first attempt deleted it and its answer was lost; the retry found nothing
-                if (
-                    old is None
-                    or old.checkpoint_id != checkpoint_id
-                    or not old.is_live(now_ms)
-                    or (only_agent is not None and old.agent_id != only_agent)
-                ):
+                if old is None or not old.is_visible_as(checkpoint_id, now_ms, only_agent):
                     raise NotFound() from None
                 check_lease(old.lease, lease_token, now_ms)
                 raise RevisionConflict(expected=if_match_revisions, current=old.revision, field="If-Match") from None

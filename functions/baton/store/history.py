@@ -68,12 +68,12 @@ class HistoryStore:
         if key is None or not 1 <= revision <= limits.MAX_SAFE_INTEGER:
             raise NotFound()
         pk, sk = layout.identity(key)
-        agent_id, kind = sk.removeprefix(layout.CHECKPOINT).split("#", 1)
+        _, _, agent_id, kind, _ = layout.read_checkpoint_keys(pk, sk, "")
         revision_key = layout.key(pk, layout.revision_sk(agent_id, kind, checkpoint_id, revision))
         found = batch_get(self._client, self._table, [key, revision_key, *also])
         raw_checkpoint = found.get(layout.identity(key))
         current = items.checkpoint_from_item(raw_checkpoint, with_state=False) if raw_checkpoint else None
-        if not self._visible(current, checkpoint_id, now_ms, only_agent) or current is None:
+        if current is None or not current.is_visible_as(checkpoint_id, now_ms, only_agent):
             raise NotFound()
         raw_revision = found.get(layout.identity(revision_key))
         if raw_revision is None or not in_window(current, revision):
@@ -81,17 +81,6 @@ class HistoryStore:
         if not items.revision_from_item(raw_revision, current, with_state=False).is_live(now_ms):
             raise NotFound()
         return current, raw_revision, found
-
-    @staticmethod
-    def _visible(current: Checkpoint | None, checkpoint_id: str, now_ms: int, only_agent: str | None) -> bool:
-        """True when `current` (read at the key the index gave for `checkpoint_id`) is that checkpoint, live, and
-        the caller's to see (the index is eventually consistent: the slot may hold a newer checkpoint)."""
-        return (
-            current is not None
-            and current.checkpoint_id == checkpoint_id
-            and current.is_live(now_ms)
-            and (only_agent is None or current.agent_id == only_agent)
-        )
 
     def _revision(self, raw: Item, current: Checkpoint) -> Checkpoint:
         """A kept revision with its state, read from the bucket when it was spilled (one GetObject)."""
@@ -131,7 +120,7 @@ class HistoryStore:
                 ExpressionAttributeNames=names_in(projection),
             ).get("Item")
             current = items.checkpoint_from_item(raw, with_state=False) if raw else None
-            if not self._visible(current, checkpoint_id, now_ms, only_agent) or current is None:
+            if current is None or not current.is_visible_as(checkpoint_id, now_ms, only_agent):
                 raise NotFound()
             readable = window(current)
             high = readable.stop - 1 if after is None else min(readable.stop - 1, int(after) - 1)
@@ -198,29 +187,20 @@ class HistoryStore:
                     tenant_id, checkpoint_id, revision, now_ms, only_agent, [record_key] if record_key else []
                 )
             except NotFound:
-                if record_key is not None:
+                if record_key is not None and claim is not None:
                     # A replay is decided before the state checks: the first restore may have pruned this revision.
                     replay = self._replay(record_key, claim, now_ms)
                     if replay is not None:
                         return replay
                 raise
-            if record_key is not None and claim is not None:
-                replay = self._replay(record_key, claim, now_ms, found.get(layout.identity(record_key)))
-                if replay is not None:
-                    return replay
             plan = plan_of(current, self._revision(raw, current))
+        # The save's transaction replays the key's first answer from `found`, where the record was read.
         return self._checkpoints.save_restored(plan, claim, found)
 
-    def _replay(
-        self, record_key: Item, claim: IdempotencyClaim | None, now_ms: int, raw: Item | bool | None = False
-    ) -> SaveOutcome | None:
-        """The first answer to `claim`'s key if its record is there and still remembered (`raw`: the record as
-        already read, or False to read it now)."""
-        if claim is None:
-            return None
-        if raw is False:
-            raw = self._client.get_item(TableName=self._table, Key=record_key, ConsistentRead=True).get("Item")
-        if not raw:
+    def _replay(self, record_key: Item, claim: IdempotencyClaim, now_ms: int) -> SaveOutcome | None:
+        """The first answer to `claim`'s key if its record is there and still remembered (one consistent GetItem)."""
+        raw = self._client.get_item(TableName=self._table, Key=record_key, ConsistentRead=True).get("Item")
+        if raw is None:
             return None
         record = items.record_from_item(cast(Item, raw))
         if record.expires_ms <= now_ms:

@@ -110,7 +110,7 @@ class LeaseStore:
                 answer = self._update(key, _GRANT, condition, values, returned="UPDATED_NEW")
             except (_Refused, _Unknown) as failed:
                 current = failed.checkpoint if isinstance(failed, _Refused) else self._current(key, failed.cause)
-                if current is None or not self._is_it(current, checkpoint_id, now_ms, only_agent):
+                if current is None or not current.is_visible_as(checkpoint_id, now_ms, only_agent):
                     raise NotFound() from None
                 lease = current.lease
                 if lease is not None and lease.secret == secret:
@@ -160,7 +160,7 @@ class LeaseStore:
                 raise NotFound()
             raw = found.get(layout.identity(key))
             current = items.checkpoint_from_item(raw, with_state=False) if raw else None
-            if current is None or not self._is_it(current, checkpoint_id, now_ms, only_agent):
+            if current is None or not current.is_visible_as(checkpoint_id, now_ms, only_agent):
                 raise NotFound()
             last_counter = int(raw.get(items.LEASE_COUNTER, {}).get("N", "0")) if raw else 0
             grant = decide_acquire(current.lease, last_counter, holder, key_id, ttl_seconds, now_ms)
@@ -289,7 +289,7 @@ class LeaseStore:
                 if lease is not None and lease.is_live(now_ms) and lease.admits(token):
                     reraise(unknown.cause, Failure.UNAVAILABLE)  # still ours and live: the release did not land
                 retried = True
-            if current is None or not self._is_it(current, checkpoint_id, now_ms, only_agent):
+            if current is None or not current.is_visible_as(checkpoint_id, now_ms, only_agent):
                 raise NotFound() from None
             lease = current.lease
             if lease is None or not lease.is_live(now_ms):
@@ -324,14 +324,6 @@ class LeaseStore:
         if only_agent is not None:
             values[":agent"] = layout.agent_checkpoints(only_agent)
         return values
-
-    @staticmethod
-    def _is_it(current: Checkpoint, checkpoint_id: str, now_ms: int, only_agent: str | None) -> bool:
-        return (
-            current.checkpoint_id == checkpoint_id
-            and current.is_live(now_ms)
-            and (only_agent is None or current.agent_id == only_agent)
-        )
 
     def _update(self, key: Item, update: str, condition: str, values: dict[str, Any], returned: str = "NONE") -> Item:
         """One conditional UpdateItem; `_Refused` (with the item found) when its condition fails."""
