@@ -88,3 +88,25 @@ def counter(services: Services) -> Iterator[CallCounter]:
     services.dynamodb.meta.events.register("before-call.dynamodb", calls)
     yield calls
     services.dynamodb.meta.events.unregister("before-call.dynamodb", calls)
+
+
+def table_items(client: Any, table: str = TABLE) -> list[dict[str, Any]]:
+    """Every item of the table, in key order, read consistently (a test may Scan moto; the product never does)."""
+    found: list[dict[str, Any]] = []
+    request: dict[str, Any] = {"TableName": table, "ConsistentRead": True}
+    while True:
+        response = client.scan(**request)
+        found.extend(response["Items"])
+        if "LastEvaluatedKey" not in response:
+            return sorted(found, key=lambda item: (item["pk"]["S"], item["sk"]["S"]))
+        request["ExclusiveStartKey"] = response["LastEvaluatedKey"]
+
+
+@pytest.fixture
+def s3_calls(services: Services) -> Iterator[CallCounter]:
+    """Counts the S3 operations the services' object store makes."""
+    assert services.objects is not None
+    calls = CallCounter()
+    services.objects.client.meta.events.register("before-call.s3", calls)
+    yield calls
+    services.objects.client.meta.events.unregister("before-call.s3", calls)

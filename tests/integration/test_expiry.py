@@ -12,6 +12,7 @@ import time_machine
 from baton.domain.clock import parse_time
 from baton.store import items as store_items
 from tests.builders import SUBJECT, lookup, save
+from tests.integration.conftest import table_items
 from tests.integration.driver import ApiDriver, Result
 
 START = datetime(2027, 1, 15, 12, 0, tzinfo=UTC)
@@ -26,18 +27,6 @@ def listed_ids(api: ApiDriver) -> list[str]:
     page = api.invoke("list_subject_checkpoints", path=f"/v1/subjects/{SUBJECT}/checkpoints", query={})
     assert page.status == 200
     return [item["checkpoint_id"] for item in page.data]
-
-
-def scan_items(services: Any) -> list[dict[str, Any]]:
-    """Every item of the table (the test may scan; the product never does)."""
-    items: list[dict[str, Any]] = []
-    request: dict[str, Any] = {"TableName": services.settings.table_name}
-    while True:
-        response = services.dynamodb.scan(**request)
-        items.extend(response["Items"])
-        if "LastEvaluatedKey" not in response:
-            return items
-        request["ExclusiveStartKey"] = response["LastEvaluatedKey"]
 
 
 @pytest.mark.parametrize("idempotency_key", [None, "expiring"], ids=["plain", "idempotent"])
@@ -169,7 +158,7 @@ def test_every_checkpoint_and_idempotency_item_carries_a_whole_second_ttl_and_ke
         assert api.invoke("create_key").status == 201
         traveller.shift(timedelta(seconds=61, milliseconds=7))
         assert save(api, state={"step": 3}).status == 201
-        items = scan_items(services)
+        items = table_items(services.dynamodb)
     checkpoints = [i for i in items if i["pk"]["S"].startswith("C#")]
     records = [i for i in items if i["pk"]["S"].startswith("D#")]
     keys = [i for i in items if i["pk"]["S"].startswith("K#")]
@@ -190,7 +179,7 @@ def test_every_checkpoint_and_idempotency_item_carries_a_whole_second_ttl_and_ke
 def test_idempotency_records_expire_24_hours_after_their_write(api: ApiDriver, services: Any) -> None:
     with time_machine.travel(START, tick=False):
         assert save(api, "day-long").status == 201
-        records = [i for i in scan_items(services) if i["pk"]["S"].startswith("D#")]
+        records = [i for i in table_items(services.dynamodb) if i["pk"]["S"].startswith("D#")]
     # Then it expires exactly 24 hours after the write, and DynamoDB's TTL is set to that second
     assert len(records) == 1
     assert _number(records[0][store_items.EXPIRES]) == Decimal(START_MS) / 1000 + 86_400

@@ -14,7 +14,7 @@ from baton.domain.access import hash_secret
 from baton.domain.clock import now_ms
 from baton.domain.errors import Unauthenticated
 from tests.builders import SUBJECT, lookup, save
-from tests.integration.conftest import OPERATOR_SECRET, put_key
+from tests.integration.conftest import OPERATOR_SECRET, put_key, table_items
 from tests.integration.driver import ApiDriver, Result
 
 START = datetime(2027, 1, 15, 12, 0, tzinfo=UTC)
@@ -35,18 +35,6 @@ def list_keys(api: ApiDriver, secret: str | None = None, **query: str) -> Result
 
 def revoke(api: ApiDriver, key_id: str, secret: str | None = None) -> Result:
     return api.invoke("revoke_key", path=f"/v1/keys/{key_id}", secret=secret)
-
-
-def scan_items(services: Any) -> list[dict[str, Any]]:
-    """Every item of the table (the test may scan; the product never does)."""
-    items: list[dict[str, Any]] = []
-    request: dict[str, Any] = {"TableName": services.settings.table_name}
-    while True:
-        response = services.dynamodb.scan(**request)
-        items.extend(response["Items"])
-        if "LastEvaluatedKey" not in response:
-            return items
-        request["ExclusiveStartKey"] = response["LastEvaluatedKey"]
 
 
 def assert_unauthenticated(answer: Result) -> None:
@@ -97,7 +85,7 @@ def test_listing_keys_never_shows_a_secret_nor_its_hash(api: ApiDriver) -> None:
 def test_the_table_stores_only_the_sha256_of_a_secret(api: ApiDriver, services: Any) -> None:
     # Given a key issued through the API, and the operator key
     secret = create_key(api).data["secret"]
-    dump = repr(scan_items(services))
+    dump = repr(table_items(services.dynamodb))
     # Then no secret appears anywhere, and each is stored as its SHA-256
     for known in (secret, OPERATOR_SECRET):
         assert known not in dump

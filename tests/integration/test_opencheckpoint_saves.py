@@ -24,7 +24,7 @@ from baton.store import schema
 from tests import proof_counts
 from tests.builders import KIND, PLAIN
 from tests.builders import SEED_DOCUMENT as SEED_EXAMPLE
-from tests.integration.conftest import OPERATOR_SECRET, TABLE, moto_world, put_key
+from tests.integration.conftest import OPERATOR_SECRET, moto_world, put_key, table_items
 from tests.integration.driver import ApiDriver, Result
 
 SUITE = "opencheckpoint saves"
@@ -55,12 +55,6 @@ def subject() -> str:
 
 def seed() -> dict[str, Any]:
     return copy.deepcopy(SEED_EXAMPLE)
-
-
-def table_items(aws: Any) -> list[dict[str, Any]]:
-    """Every item of the table, in key order (a test may Scan moto; the product never does)."""
-    found = aws.scan(TableName=TABLE, ConsistentRead=True)["Items"]
-    return sorted(found, key=lambda item: (item[schema.PK]["S"], item[schema.SK]["S"]))
 
 
 def subject_items(aws: Any, subject: str) -> list[dict[str, Any]]:

@@ -25,7 +25,7 @@ from baton.api.services import Services
 from baton.handlers import reaper as reaper_function
 from baton.store import items, layout, schema
 from tests.builders import save
-from tests.integration.conftest import BUCKET, TABLE, moto_world, put_key
+from tests.integration.conftest import BUCKET, TABLE, moto_world, put_key, table_items
 from tests.integration.driver import ApiDriver, CallCounter, Result
 from tests.integration.test_reaper import Stream
 from tests.proof_counts import record
@@ -105,14 +105,7 @@ class World:
         return next((t["Value"] for t in tags if t["Key"] == schema.PENDING_TAG[0]), None)
 
     def table(self) -> list[dict[str, Any]]:
-        found: list[dict[str, Any]] = []
-        request: dict[str, Any] = {"TableName": TABLE, "ConsistentRead": True}
-        while True:
-            response = self.dynamodb.scan(**request)
-            found.extend(response["Items"])
-            if "LastEvaluatedKey" not in response:
-                return sorted(found, key=lambda i: (i[schema.PK]["S"], i[schema.SK]["S"]))
-            request["ExclusiveStartKey"] = response["LastEvaluatedKey"]
+        return table_items(self.dynamodb)
 
     def bucket(self) -> dict[str, str | None]:
         """Every object with its tag."""

@@ -67,15 +67,6 @@ def checkpoint_items(aws: Any) -> list[dict[str, Any]]:
     return [i for i in aws.scan(TableName=TABLE)["Items"] if i[schema.PK]["S"].startswith("C#")]
 
 
-@pytest.fixture
-def s3_calls(services: Services) -> Iterator[CallCounter]:
-    assert services.objects is not None
-    calls = CallCounter()
-    services.objects.client.meta.events.register("before-call.s3", calls)
-    yield calls
-    services.objects.client.meta.events.unregister("before-call.s3", calls)
-
-
 OWNER = CheckpointKey("acme", SUBJECT, "operator", KIND)
 
 

@@ -16,7 +16,7 @@ from baton.api.services import Services
 from baton.domain import limits
 from baton.store import items, layout
 from tests.builders import KIND, SEED_DOCUMENT, SUBJECT, save
-from tests.integration.conftest import OPERATOR_SECRET, TABLE, moto_world, put_key
+from tests.integration.conftest import OPERATOR_SECRET, TABLE, moto_world, put_key, table_items
 from tests.integration.driver import ApiDriver, CallCounter, Result
 from tests.integration.test_resources import declare
 from tests.proof_counts import record
@@ -72,15 +72,6 @@ def warm(api: ApiDriver, counter: CallCounter) -> CallCounter:
     return counter
 
 
-@pytest.fixture
-def s3_calls(services: Services) -> Iterator[CallCounter]:
-    assert services.objects is not None
-    calls = CallCounter()
-    services.objects.client.meta.events.register("before-call.s3", calls)
-    yield calls
-    services.objects.client.meta.events.unregister("before-call.s3", calls)
-
-
 def resume(
     api: ApiDriver,
     subject_id: str,
@@ -112,18 +103,6 @@ def raw_data(answer: Result) -> str:
 
 def get_by_id(api: ApiDriver, checkpoint_id: str, secret: str | None = None) -> Result:
     return api.invoke("get_checkpoint", path=f"/v1/checkpoints/{checkpoint_id}", secret=secret)
-
-
-def table_items(services: Services) -> list[dict[str, Any]]:
-    """Every item of the table, sorted (the test may Scan moto; Baton never does)."""
-    found: list[dict[str, Any]] = []
-    request: dict[str, Any] = {"TableName": TABLE, "ConsistentRead": True}
-    while True:
-        page = services.dynamodb.scan(**request)
-        found.extend(page["Items"])
-        if "LastEvaluatedKey" not in page:
-            return sorted(found, key=lambda item: (item["pk"]["S"], item["sk"]["S"]))
-        request["ExclusiveStartKey"] = page["LastEvaluatedKey"]
 
 
 # --- every status ----------------------------------------------------------------------------------
@@ -395,7 +374,7 @@ def test_a_live_lease_shows_in_the_ready_record_and_the_candidates_and_resume_cl
     )
     assert acquired.status == 201, acquired.raw_body
     lease = {"holder": "worker-7", "expires_at": acquired.data["expires_at"]}
-    before = table_items(services)
+    before = table_items(services.dynamodb)
     ready = resume(api, subject)
     assert ready.data["status"] == "ready"
     assert ready.data["checkpoint"]["lease"] == lease
@@ -406,7 +385,7 @@ def test_a_live_lease_shows_in_the_ready_record_and_the_candidates_and_resume_cl
     omitted = resume(api, subject, kind="workflow", budget_bytes=1024)
     assert (omitted.data["status"], omitted.data["checkpoint"]["lease"]) == ("omitted", lease)
     # Reading the leased checkpoint neither took nor renewed its lease
-    after = {(i["pk"]["S"], i["sk"]["S"]): i for i in table_items(services)}
+    after = {(i["pk"]["S"], i["sk"]["S"]): i for i in table_items(services.dynamodb)}
     assert all(after[(i["pk"]["S"], i["sk"]["S"])] == i for i in before)
 
 
@@ -420,7 +399,7 @@ def test_resume_writes_nothing_whatever_it_answers(
     put(api, subject, kind="cursor", state={"pad": "y" * 2000})
     put(api, f"{subject}-two", kind="workflow")
     put(api, f"{subject}-two", kind="cursor")
-    before = table_items(services)
+    before = table_items(services.dynamodb)
     warm.reset()
     answers = [
         resume(api, subject),  # ready
@@ -434,7 +413,7 @@ def test_resume_writes_nothing_whatever_it_answers(
     assert [a.data["status"] for a in answers] == ["ready", "omitted", "ambiguous", "closed", "none", "ready", "ready"]
     assert not any(a.header("Idempotent-Replayed") for a in answers)
     assert not WRITES & set(warm.calls), dict(warm.calls)
-    assert table_items(services) == before
+    assert table_items(services.dynamodb) == before
 
 
 # --- requests per case -----------------------------------------------------------------------------
