@@ -1190,6 +1190,8 @@ def test_concurrent_clients_lose_no_acknowledged_write(baton: BatonServe, http: 
     elapsed = time.monotonic() - started
     stuck = [w.name for w in workers if w.is_alive()]
 
+    if lease_workers:
+        takeover_probe(http, ledger)
     lease_problems, fencing_gaps = lease_checks(http, ledger, leases, shared)
     problems = [*ledger.problems, *lease_problems, *final_checks(http, ledger, [*slots, *(s for s, _ in shared)])]
     requests = sum(ledger.statuses.values())
@@ -1245,6 +1247,30 @@ def test_concurrent_clients_lose_no_acknowledged_write(baton: BatonServe, http: 
         assert any(w.status == 200 and not w.stale for w in leases.writes)
         assert ledger.outcomes["stale_refused"] > 0, ledger.outcomes
     assert not fencing_gaps, f"{len(fencing_gaps)} fencing gaps (seed {seed}):\n" + "\n".join(fencing_gaps[:10])
+
+
+def takeover_probe(http: httpx.Client, ledger: Ledger) -> None:
+    """One takeover made on purpose, whatever the racing workers happened to do on a slow machine: a holder's lease
+    released and another's granted, then a write with the first token, which must be refused as stale."""
+    subject = f"soak-takeover-{uuid.uuid4().hex[:12]}"
+    body = {"subject_id": subject, "kind": "task_state", "state": {"probe": 0}}
+    created = http.post("/v1/checkpoints", json=body)
+    if created.status_code != 201:
+        ledger.problem(f"the takeover probe's checkpoint answered {created.status_code}: {created.text[:300]}")
+        return
+    lease_url = f"/v1/checkpoints/{created.json()['data']['checkpoint_id']}/lease"
+    first = http.post(lease_url, json={"ttl_seconds": 10, "holder": "probe-first"}).json()["data"]["lease_token"]
+    http.request("DELETE", lease_url, headers={"Lease-Token": first})
+    second = http.post(lease_url, json={"ttl_seconds": 10, "holder": "probe-second"}).json()["data"]["lease_token"]
+    stale = http.post("/v1/checkpoints", json={**body, "state": {"probe": 1}, "lease_token": first})
+    if stale.status_code == 409 and stale.json()["error"]["code"] == "LEASE_HELD":
+        ledger.count("stale_refused")
+    else:
+        ledger.problem(f"a write with a token taken over answered {stale.status_code}: {stale.text[:300]}")
+    held = http.post("/v1/checkpoints", json={**body, "state": {"probe": 2}, "lease_token": second})
+    if held.status_code != 200:
+        ledger.problem(f"the new holder's write answered {held.status_code}: {held.text[:300]}")
+    http.request("DELETE", lease_url, headers={"Lease-Token": second})
 
 
 def leased_checkpoints(http: httpx.Client, ledger: Ledger, leases: LeaseLedger, run: str) -> list[tuple[Slot, str]]:
