@@ -408,7 +408,9 @@ def verdicts(
             "requests with an idempotency key or history (2); over an expired item (+1 at most); get by id "
             "(1 Query + 1 GetItem); list page (1 Query, no Scan)",
             "performance.md",
-            "counted by the integration tests (botocore `before-call`), not by `make bench`",
+            "counted by the integration tests (botocore `before-call`), not by `make bench`; a history save is 3 "
+            "(a read, the revision it keeps, the checkpoint) so that it costs the plain save's write units plus the "
+            "revision's (`tests/integration/test_write_cost.py`), where a transaction would bill both twice",
             "not measured here",
         )
     )

@@ -1,4 +1,4 @@
-"""History against moto: kept revisions (list, get), restore, pruning, and what they cost."""
+"""History against moto: kept revisions (list, get), restore, the window, and what they cost."""
 
 from __future__ import annotations
 
@@ -183,21 +183,22 @@ def test_restore_of_a_closed_or_leased_checkpoint_is_refused(api: ApiDriver) -> 
     assert restore(api, checkpoint_id, revision=1, lease_token=lease).error["code"] == "CHECKPOINT_CLOSED"
 
 
-def test_a_save_prunes_at_most_ten_old_revisions(api: ApiDriver, services: Any) -> None:
+def test_lowering_keep_revisions_hides_the_revisions_out_of_the_window_at_once(api: ApiDriver, services: Any) -> None:
     checkpoint_id = saved_steps(api, range(1, 26), keep_revisions=100)
     assert len(revision_items(services)) == 24
     assert save(api, state={"step": 26}, keep_revisions=1).status == 200
-    # The window shows one revision at once; the rest goes ten a save
+    # The window shows one revision at once; a save deletes nothing (the reaper deletes what fell below the window,
+    # tests/integration/test_reaper_history.py), and what waits for it is never shown
     assert [r["revision"] for r in revisions(api, checkpoint_id).data] == [25]
-    assert len(revision_items(services)) == 24 + 1 - 10
-    save(api, state={"step": 27})
-    save(api, state={"step": 28})
-    assert [r["revision"] for r in revisions(api, checkpoint_id).data] == [27]
-    assert len(revision_items(services)) == 1
-    # Turning history off removes what is left, and the next saves are plain again
-    save(api, state={"step": 29}, keep_revisions=0)
-    assert revision_items(services) == []
+    assert [revision(api, checkpoint_id, n).status for n in (1, 24, 25)] == [404, 404, 200]
+    assert len(revision_items(services)) == 25
+    # Raising it again shows none of them: a revision once out of the window stays out
+    save(api, state={"step": 27}, keep_revisions=100)
+    assert [r["revision"] for r in revisions(api, checkpoint_id).data] == [26, 25]
+    # Turning history off hides every revision, and the next saves are plain again
+    save(api, state={"step": 28}, keep_revisions=0)
     assert revisions(api, checkpoint_id).data == []
+    assert revision(api, checkpoint_id, 27).status == 404
 
 
 def test_request_counts_with_and_without_history(api: ApiDriver, counter: CallCounter) -> None:
@@ -206,11 +207,13 @@ def test_request_counts_with_and_without_history(api: ApiDriver, counter: CallCo
     assert save(api, state={"step": 2}, keep_revisions=0).status == 200
     assert dict(counter.calls) == {"UpdateItem": 1}
     counter.reset()
+    # With history on: one consistent read, then the revision it keeps and the checkpoint, each one PutItem at the
+    # standard rate (a transaction would bill both twice)
     assert save(api, state={"step": 3}, keep_revisions=4).status == 200
-    assert dict(counter.calls) == {"BatchGetItem": 1, "TransactWriteItems": 1}
+    assert dict(counter.calls) == {"BatchGetItem": 1, "PutItem": 2}
     counter.reset()
     assert save(api, state={"step": 4}).status == 200  # keep_revisions not sent: this container knows
-    assert dict(counter.calls) == {"BatchGetItem": 1, "TransactWriteItems": 1}
+    assert dict(counter.calls) == {"BatchGetItem": 1, "PutItem": 2}
     checkpoint_id = str(save(api, state={"step": 5}).data["checkpoint_id"])
     counter.reset()
     assert revisions(api, checkpoint_id).status == 200
@@ -220,7 +223,7 @@ def test_request_counts_with_and_without_history(api: ApiDriver, counter: CallCo
     assert dict(counter.calls) == {"Query": 1, "BatchGetItem": 1}
     counter.reset()
     assert restore(api, checkpoint_id, revision=3).status == 200
-    assert dict(counter.calls) == {"Query": 1, "BatchGetItem": 1, "TransactWriteItems": 1}
+    assert dict(counter.calls) == {"Query": 1, "BatchGetItem": 1, "PutItem": 2}
 
 
 def test_a_container_that_does_not_know_about_the_history_finds_out_from_the_refused_write(
@@ -230,7 +233,7 @@ def test_a_container_that_does_not_know_about_the_history_finds_out_from_the_ref
     services.checkpoints._with_history.clear()  # a new container
     counter.reset()
     assert save(api, state={"step": 3}).status == 200
-    assert dict(counter.calls) == {"UpdateItem": 1, "BatchGetItem": 1, "TransactWriteItems": 1}
+    assert dict(counter.calls) == {"UpdateItem": 1, "BatchGetItem": 1, "PutItem": 2}
     assert [r["revision"] for r in revisions(api, checkpoint_id).data] == [2, 1]
 
 
@@ -287,3 +290,35 @@ def test_a_spilled_state_stays_readable_as_a_revision(api: ApiDriver) -> None:
     restored = restore(api, checkpoint_id, revision=1)
     assert restored.status == 200
     assert get(api, checkpoint_id).data["state"] == big
+
+
+def test_a_save_whose_checkpoint_is_deleted_between_its_copy_and_its_write_leaves_no_copy(
+    api: ApiDriver, services: Any, aws: Any
+) -> None:
+    # Given a checkpoint keeping revisions, at revision 2
+    old_id = saved_steps(api, range(1, 3), keep_revisions=3)
+    deleted: list[str] = []
+
+    def delete_before_the_checkpoint_write(params: dict[str, Any], **_: Any) -> None:
+        sk = params.get("Item", {}).get("sk", {}).get("S", "")
+        if not deleted and sk.startswith(layout.CHECKPOINT):
+            # Another client deletes the checkpoint after the save copied revision 2, before its own write
+            key = layout.key(*layout.identity(params["Item"]))
+            aws.delete_item(TableName=services.settings.table_name, Key=key)
+            deleted.append(sk)
+
+    services.dynamodb.meta.events.register("provide-client-params.dynamodb.PutItem", delete_before_the_checkpoint_write)
+    try:
+        answer = save(api, state={"step": 3})
+    finally:
+        services.dynamodb.meta.events.unregister(
+            "provide-client-params.dynamodb.PutItem", delete_before_the_checkpoint_write
+        )
+    # Then the save created a new checkpoint (the old one is gone), and the copy of the old one's revision 2 was
+    # deleted: nothing could ever show it
+    assert deleted
+    assert answer.status == 201, answer.raw_body
+    assert answer.data["checkpoint_id"] != old_id
+    stored = {layout.read_revision_sk(item["sk"]["S"])[2:] for item in revision_items(services)}
+    assert (old_id, 2) not in stored
+    assert (old_id, 1) in stored  # the reaper deletes a gone checkpoint's revisions; none runs here

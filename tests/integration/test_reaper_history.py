@@ -389,18 +389,20 @@ def test_a_pruned_revision_lets_its_object_go_and_kept_ones_stay(api: ApiDriver,
         answer = saved(api, states[number], created=number == 1, keep_revisions=keep)
         checkpoint_id = str(answer.data["checkpoint_id"])
         written = world.pending()
-        pruned = [r for r in written if r["eventName"] == "REMOVE"]
+        assert [r for r in written if r["eventName"] == "REMOVE"] == []  # a save deletes nothing
+        world.reap(written)
+        pruned = world.pending()
         if number > keep + 1:
-            # The save pruned revision number - keep - 1: its object goes when that REMOVE is reaped, not before
+            # Reaping the save deleted revision number - keep - 1, which fell below the window: the object that
+            # revision held goes when its REMOVE is reaped, not before
             (removed,) = pruned
+            assert removed["eventName"] == "REMOVE"
             assert layout.read_revision_sk(removed["dynamodb"]["Keys"][schema.SK]["S"])[3] == number - keep - 1
-            world.reap([r for r in written if r is not removed])
             assert objects[number - keep - 1] in world.objects()
             world.reap(pruned)
             assert objects[number - keep - 1] not in world.objects()
         else:
             assert pruned == []
-            world.reap(written)
         world.reap_until_quiet()
         objects[number] = state_key(world.checkpoint_item())
         # Then exactly the checkpoint's object and those of the revisions in the window are in the bucket
@@ -412,7 +414,7 @@ def test_a_pruned_revision_lets_its_object_go_and_kept_ones_stay(api: ApiDriver,
             assert revision(api, checkpoint_id, n).data["state"] == states[n]
         checks += 1
 
-    # When history is turned off, the revisions left are pruned by that save, and their objects go with them
+    # When history is turned off, reaping that save deletes the revisions left, and their objects go with them
     last = keep + 4
     saved(api, {"step": last}, keep_revisions=0)
     world.reap_until_quiet()
@@ -686,15 +688,18 @@ def test_a_plain_save_is_reaped_without_reading_revisions(
     world.assert_bucket_in_step()
     assert world.objects() == set()
 
-    # And a save with history on, over a spilled state, does read the slot's revisions (one Query)
+    # And a save with history on, over a spilled state, does read the slot's revisions (one Query), and deletes
+    # the revision that fell below the window (one Query of the keys below it, one BatchWriteItem)
     saved(api, big_state("fifth"), keep_revisions=1)
     world.reap_until_quiet()
     saved(api, big_state("sixth"))
+    world.reap_until_quiet()
+    saved(api, big_state("seventh"))
     written = world.pending()
     (modify,) = [r for r in written if r["eventName"] == "MODIFY"]
     reaper_calls.reset()
     assert _reaped([modify]) == []
-    assert dict(reaper_calls.calls) == {"GetItem": 1, "Query": 1}
+    assert dict(reaper_calls.calls) == {"GetItem": 1, "Query": 2, "BatchWriteItem": 1}
     world.reap(written)
     world.reap_until_quiet()
     world.assert_bucket_in_step()

@@ -50,7 +50,7 @@ def declare(
             ChecksumSHA256=base64.b64encode(hashlib.sha256(body).digest()).decode(),
         )
     return {
-        "name": f"file-{blob_id[-4:]}",
+        "name": f"file-{blob_id[-12:]}",  # 4 digits collided among 100 blobs about once in 14 runs
         "blob_id": blob_id,
         "sha256": sha256,
         "size": len(data),

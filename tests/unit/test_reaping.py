@@ -72,6 +72,8 @@ def test_the_reaper_reads_the_attributes_the_store_writes() -> None:
     assert reaping.OWNER_PK == items.OWNER_PK
     assert reaping.OWNER_SK == items.OWNER_SK
     assert reaping.CLAIM == items.CLAIM
+    assert reaping.REVISIONS_FROM == items.REVISIONS_FROM
+    assert reaping.REVISION == items.REVISION
 
 
 # -- references_of ----------------------------------------------------------------------------------------------
@@ -230,6 +232,60 @@ def test_a_checkpoint_deleted_by_a_client_drops_everything_it_referenced() -> No
     work = work_of(stream_record("REMOVE", image(STATE_1, (NOTES, SCREENSHOT)), None))
     assert isinstance(work, CheckpointChange)
     assert (work.attach, work.drop_states, work.drop_blobs) == ((), (STATE_1,), (NOTES, SCREENSHOT))
+
+
+# -- pruning: what fell below the window ----------------------------------------------------------------------------
+
+CHECKPOINT_ID = "ckpt_0123456789abcdef0123456789abcdef"
+
+
+def history_image(revision: int, revisions_from: int | None, checkpoint_id: str = CHECKPOINT_ID) -> dict[str, Any]:
+    """A checkpoint image at `revision` whose kept revisions start at `revisions_from` (None: none kept)."""
+    found = {**image(), "rev": {"N": str(revision)}, "gpk": {"S": f"I#{TENANT}#{checkpoint_id}"}}
+    if revisions_from is not None:
+        found[items.REVISIONS_FROM] = {"N": str(revisions_from)}
+    return found
+
+
+def revision_sks(low: int, high: int) -> tuple[str, str]:
+    return (
+        layout.revision_sk("operator", "task_state", CHECKPOINT_ID, low),
+        layout.revision_sk("operator", "task_state", CHECKPOINT_ID, high),
+    )
+
+
+@pytest.mark.parametrize(
+    ("old", "new", "pruned"),
+    [
+        # The steady state of keep 3: the window moves up by one, everything below it goes
+        ((5, 2), (6, 3), revision_sks(1, 2)),
+        # keep_revisions lowered from 10 to 2
+        ((12, 2), (13, 11), revision_sks(1, 10)),
+        # History turned off: every revision below the checkpoint's own goes
+        ((9, 6), (10, None), revision_sks(1, 9)),
+        # History turned on: nothing was kept before, nothing to delete
+        ((4, None), (5, 4), None),
+        # A lease granted or released: the window did not move
+        ((7, 4), (7, 4), None),
+        # keep_revisions raised: the window only grows
+        ((7, 4), (8, 4), None),
+    ],
+)
+def test_a_save_that_raises_the_window_prunes_what_fell_below_it(
+    old: tuple[int, int | None], new: tuple[int, int | None], pruned: tuple[str, str] | None
+) -> None:
+    work = work_of(stream_record("MODIFY", history_image(*old), history_image(*new)))
+    assert isinstance(work, CheckpointChange)
+    assert work.pruned == pruned
+    assert work.orphaned is None
+
+
+def test_a_checkpoint_replaced_by_a_new_one_deletes_its_revisions_rather_than_prunes_them() -> None:
+    old, new = history_image(9, 6), history_image(1, None, "ckpt_" + "f" * 32)
+    work = work_of(stream_record("MODIFY", old, new))
+    assert isinstance(work, CheckpointChange)
+    assert work.pruned is None
+    assert work.orphaned == layout.revisions_prefix("operator", "task_state", CHECKPOINT_ID)
 
 
 # -- still_holds ------------------------------------------------------------------------------------------------

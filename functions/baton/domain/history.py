@@ -1,9 +1,11 @@
-"""History: which superseded revisions of a checkpoint stay readable, and what a save keeps and prunes.
+"""History: which superseded revisions of a checkpoint stay readable, and what a save keeps.
 
-A checkpoint with `keep_revisions` K > 0 keeps its last K superseded revisions: a save over revision r keeps r as a
-revision item (in the same transaction as the new revision) and prunes what fell out of the window. The revisions
-stored form a run from `revisions_from` up; a save prunes at most `MAX_PRUNE_PER_SAVE` of them, so that no write
-exceeds DynamoDB's transaction limits, and a read shows only the window, so what awaits pruning is never seen.
+A checkpoint with `keep_revisions` K > 0 keeps its last K superseded revisions: a save over revision r first writes r
+as a revision item (a copy of what was read: revision r's content never changes, so the copy is right whether or not
+the save then lands), then the checkpoint on the condition that it is still at r. A save deletes nothing: the
+checkpoint's `revisions_from` rises with the window, a read shows only the window, and the reaper deletes what fell
+below it (`store/reaping.py`). So a history save writes the checkpoint and the one revision it keeps, at DynamoDB's
+standard rate, and no more.
 """
 
 from __future__ import annotations
@@ -14,50 +16,31 @@ from typing import Final
 from baton.domain.canonical import CanonicalState
 from baton.domain.checkpoints import Checkpoint, CheckpointKey, SavePlan
 
-MAX_PRUNE_PER_SAVE: Final = 10
-
 
 @dataclass(frozen=True)
 class HistoryStep:
     """What a save does to its checkpoint's kept revisions."""
 
     keep_superseded: bool
-    """Write the revision being superseded as a kept revision."""
-    prune: tuple[int, ...]
-    """Revision numbers to delete (they fell out of the window)."""
+    """Write the revision being superseded as a kept revision (before the checkpoint)."""
     revisions_from: int | None
-    """The checkpoint's new `revisions_from` (None: no revision stays stored)."""
-
-    @property
-    def writes(self) -> int:
-        """How many items beside the checkpoint's own this step writes or deletes."""
-        return int(self.keep_superseded) + len(self.prune)
+    """The checkpoint's new `revisions_from`: no revision below it is ever readable again, so the reaper deletes
+    what is stored below it (None: no revision is readable)."""
 
 
-NO_HISTORY: Final = HistoryStep(keep_superseded=False, prune=(), revisions_from=None)
+NO_HISTORY: Final = HistoryStep(keep_superseded=False, revisions_from=None)
 
 
 def history_step(superseded: Checkpoint | None, keep: int) -> HistoryStep:
     """The history work of a save over `superseded` (its live current revision; None when the save creates the
     checkpoint) that leaves `keep` as the checkpoint's `keep_revisions`."""
-    if superseded is None:
+    if superseded is None or keep <= 0:
         return NO_HISTORY
-    floor = superseded.revisions_from
-    if keep > 0 and floor is None:
-        floor = superseded.revision  # the first revision kept
-    if floor is None:
-        return NO_HISTORY
-    top = superseded.revision if keep > 0 else superseded.revision - 1
-    # After the save (revision r + 1) the window is r + 1 - keep ... r: anything below it goes, oldest first.
-    below_window = superseded.revision - keep
-    last = min(below_window, floor + MAX_PRUNE_PER_SAVE - 1, top)
-    prune = tuple(range(floor, last + 1))
-    remaining_from = max(floor, last + 1)
-    return HistoryStep(
-        keep_superseded=keep > 0,
-        prune=prune,
-        revisions_from=remaining_from if remaining_from <= top else None,
-    )
+    # The first revision kept since history was turned on; it only ever rises, so that a revision once out of the
+    # window (and perhaps deleted already) never shows again when `keep_revisions` grows.
+    floor = superseded.revision if superseded.revisions_from is None else superseded.revisions_from
+    # After the save (revision r + 1) the window is r + 1 - keep ... r.
+    return HistoryStep(keep_superseded=True, revisions_from=max(floor, superseded.revision + 1 - keep))
 
 
 def window(current: Checkpoint) -> range:

@@ -353,10 +353,10 @@ class CheckpointStore:
         record_key = None if claim is None else layout.idempotency_key(plan.key.tenant_id, claim.agent_id, claim.key)
         keys = [checkpoint_key, *([record_key] if record_key is not None else []), *attachments.blob_keys(plan)]
         heads: dict[str, ObjectInfo | None] = {}
-        now_s = ms_to_seconds(plan.now_ms)
         ambiguous: Exception | None = None
         unsure = False  # the last attempt's outcome is unknown
         unknown_rounds = 0
+        copied: tuple[str, Item] | None = None  # (checkpoint id, key) of the revision the last round copied
         for attempt in range(MAX_TRANSACTION_ROUNDS):
             if attempt:
                 # Full jitter, growing with the rounds: concurrent writers of one checkpoint each read what the
@@ -374,6 +374,11 @@ class CheckpointStore:
                         return SaveOutcome(record.saved, replayed=record.request_id != plan.request_id)
             raw = found.get(layout.identity(checkpoint_key))
             old = items.checkpoint_from_item(raw, with_state=False) if raw is not None else None
+            if copied is not None and (old is None or old.checkpoint_id != copied[0]):
+                # The checkpoint whose revision the last round copied was deleted since: no save can supersede that
+                # revision any more, and the reaper deleted its revisions before the copy arrived.
+                self._forget_copy(copied[1])
+            copied = None
             if old is not None and claim is None:
                 mine = recognised_write(old, plan)  # our own transaction landed and its answer was lost
                 if mine is not None:
@@ -394,7 +399,7 @@ class CheckpointStore:
             else:
                 self._with_history.pop(plan.key, None)
             to_claim = attachments.check(plan, found, attachments.held_blobs(raw), lambda key: self._head(key, heads))
-            refusal = attachments.too_many(plan, to_claim, 1 + (claim is not None) + step.writes)
+            refusal = attachments.too_many(plan, to_claim, 1 + (claim is not None))
             if refusal is not None:
                 raise refusal
             saved = new.saved()
@@ -408,42 +413,32 @@ class CheckpointStore:
             checkpoint_condition: dict[str, Any] = (
                 {"ConditionExpression": f"attribute_not_exists({schema.PK})"} if old is None else self._unchanged(old)
             )
-            writes: list[dict[str, Any]] = [
-                {
-                    "Put": {
-                        "TableName": self._table,
-                        "Item": items.checkpoint_item(new, placed[0]),
-                        **checkpoint_condition,
-                    }
-                }
-            ]
-            if superseded is not None and raw is not None:
-                if step.keep_superseded:
-                    writes.append({"Put": {"TableName": self._table, "Item": items.revision_item(raw, superseded)}})
-                writes.extend(
-                    {"Delete": {"TableName": self._table, "Key": items.revision_key(superseded, number)}}
-                    for number in step.prune
-                )
-            if claim is not None:
-                record_expiry_ms = plan.now_ms + limits.IDEMPOTENCY_TTL_SECONDS * 1000
-                record_condition = f"attribute_not_exists(#{schema.PK}) OR #{items.EXPIRES} <= :now_s"
-                writes.append(
-                    {
-                        "Put": {
-                            "TableName": self._table,
-                            "Item": items.record_item(
-                                plan.key.tenant_id, claim, plan.request_id, saved, record_expiry_ms
-                            ),
-                            "ConditionExpression": record_condition,
-                            "ExpressionAttributeNames": names_in(record_condition),
-                            "ExpressionAttributeValues": {":now_s": to_attr(now_s)},
-                        }
-                    }
-                )
-            token = attachments.new_claim(plan)
-            writes.extend(attachments.claim(self._table, plan, blob_id, token) for blob_id in to_claim)
+            checkpoint_put: dict[str, Any] = {
+                "TableName": self._table,
+                "Item": items.checkpoint_item(new, placed[0]),
+                **checkpoint_condition,
+            }
+            if step.keep_superseded and superseded is not None and raw is not None:
+                # The revision first, on its own: its content is revision r's, which never changes, so the copy is
+                # right whether or not the checkpoint's write below lands (until the checkpoint moves past r it is
+                # outside the window, unseen), and outside the transaction, which would bill it twice.
+                copy = items.revision_item(raw, superseded)
+                try:
+                    self._client.put_item(TableName=self._table, Item=copy)
+                except Exception as exc:
+                    failure = classify(exc)
+                    if failure is Failure.RACE:
+                        continue  # a transaction holds the item for a moment: read again
+                    reraise(exc, failure)
+                copied = (superseded.checkpoint_id, layout.key(*layout.identity(copy)))
             try:
-                self._client.transact_write_items(TransactItems=cast(Any, writes))
+                if claim is None and not to_claim:
+                    # Nothing else must land with the checkpoint: one conditional PutItem at the standard rate.
+                    self._client.put_item(**checkpoint_put)
+                else:
+                    self._client.transact_write_items(
+                        TransactItems=cast(Any, [{"Put": checkpoint_put}, *self._riders(plan, claim, saved, to_claim)])
+                    )
             except Exception as exc:
                 failure = classify(exc)
                 if failure in (Failure.CONDITION_FAILED, Failure.RACE):
@@ -458,6 +453,38 @@ class CheckpointStore:
         if ambiguous is not None:
             reraise(ambiguous)
         raise Unavailable(BUSY_MESSAGE)
+
+    def _riders(
+        self, plan: SavePlan, claim: IdempotencyClaim | None, saved: Saved, to_claim: list[str]
+    ) -> list[dict[str, Any]]:
+        """What must land in the same transaction as the checkpoint: the idempotency record of `claim` (its answer
+        `saved`) and the claims of the blobs the save attaches."""
+        riders: list[dict[str, Any]] = []
+        if claim is not None:
+            record_expiry_ms = plan.now_ms + limits.IDEMPOTENCY_TTL_SECONDS * 1000
+            record_condition = f"attribute_not_exists(#{schema.PK}) OR #{items.EXPIRES} <= :now_s"
+            riders.append(
+                {
+                    "Put": {
+                        "TableName": self._table,
+                        "Item": items.record_item(plan.key.tenant_id, claim, plan.request_id, saved, record_expiry_ms),
+                        "ConditionExpression": record_condition,
+                        "ExpressionAttributeNames": names_in(record_condition),
+                        "ExpressionAttributeValues": {":now_s": to_attr(ms_to_seconds(plan.now_ms))},
+                    }
+                }
+            )
+        token = attachments.new_claim(plan)
+        riders.extend(attachments.claim(self._table, plan, blob_id, token) for blob_id in to_claim)
+        return riders
+
+    def _forget_copy(self, key: Item) -> None:
+        """Delete a revision copied for a checkpoint that is gone. Best effort: what stays is unseen (its
+        checkpoint is gone) and expires with its own TTL."""
+        try:
+            self._client.delete_item(TableName=self._table, Key=key)
+        except Exception:
+            logger().warning("could not delete the revision copied for a deleted checkpoint", extra={"key": key})
 
     def _head(self, key: str, seen: dict[str, ObjectInfo | None]) -> ObjectInfo | None:
         """What the bucket holds at `key` (one HEAD per key and save, whatever the rounds)."""

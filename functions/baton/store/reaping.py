@@ -23,12 +23,14 @@ A blob record removed while unattached (an upload never attached, its record exp
 an attached blob's record is removed by the reaper itself, which deleted the object already.
 
 Kept revisions (items at `V#...` in the checkpoint's partition) reference objects too: a save that keeps a revision
-moves its state's object (and blobs) from the checkpoint's item to the revision's in one transaction. So before a
-state or blob is let go, the checkpoint's kept revisions are read as well (one Query of its slot, after the
-checkpoint: a revision only ever receives what its checkpoint held at that moment, and a restore spills its state
-anew and claims its blobs again); a revision removed (pruned, expired, purged) lets go of what it referenced the same
-way. When a checkpoint is removed (deleted, expired, purged) or replaced by a new one after expiry, its revisions are
-deleted (their own removal then lets go of their objects).
+copies the superseded item, its state's object (and blobs) included, to the revision's item before it writes the
+checkpoint. So before a state or blob is let go, the checkpoint's kept revisions are read as well (one Query of its
+slot, after the checkpoint: a revision only ever receives what its checkpoint held at that moment, and a restore
+spills its state anew and claims its blobs again); a revision removed (pruned, expired, purged) lets go of what it
+referenced the same way. The reaper is what prunes: a save only raises its checkpoint's `revisions_from` with the
+window, and the record of that save deletes the revisions below it. When a checkpoint is removed (deleted, expired,
+purged) or replaced by a new one after expiry, its revisions are deleted (their own removal then lets go of their
+objects).
 
 Every step is idempotent (a missing object is deleted or retagged as a no-op), so a record delivered twice does the
 same and nothing more. Any other AWS failure raises, and the batch reports that record failed: Lambda retries it.
@@ -60,6 +62,7 @@ OWNER_PK: Final = "op"
 OWNER_SK: Final = "os"
 CLAIM: Final = "cr"
 REVISIONS_FROM: Final = "vf"
+REVISION: Final = "rev"
 INDEX_PK: Final = "gpk"
 REVISION_PAGE: Final = 25
 """Revisions deleted per BatchWriteItem (DynamoDB's limit)."""
@@ -141,6 +144,9 @@ class CheckpointChange:
     """The sort-key prefix of the slot's kept revisions, when they may hold what is dropped (None: none stored)."""
     orphaned: str | None = None
     """The sort-key prefix of revisions whose checkpoint is gone (removed, or replaced by a new id): deleted."""
+    pruned: tuple[str, str] | None = None
+    """The first and last sort keys of revisions that fell below the checkpoint's window (never readable again):
+    deleted."""
 
     @property
     def owner(self) -> tuple[str, str]:
@@ -198,6 +204,15 @@ def _checkpoint_change(pk: str, sk: str, old: Item | None, new: Item | None) -> 
     old_id = (old or {}).get(INDEX_PK, {}).get("S")
     new_id = (new or {}).get(INDEX_PK, {}).get("S")
     gone = isinstance(old_id, str) and old_id != new_id and REVISIONS_FROM in (old or {})
+    pruned = None
+    if old is not None and new is not None and isinstance(old_id, str) and old_id == new_id:
+        low = _window_low(new)
+        if REVISIONS_FROM in old and low > _number(old, REVISIONS_FROM):
+            checkpoint_id = old_id.rpartition("#")[2]
+            pruned = (
+                layout.revision_sk(agent_id, kind, checkpoint_id, 1),
+                layout.revision_sk(agent_id, kind, checkpoint_id, low - 1),
+            )
     return CheckpointChange(
         tenant_id=tenant_id,
         key=layout.key(pk, sk),
@@ -206,7 +221,18 @@ def _checkpoint_change(pk: str, sk: str, old: Item | None, new: Item | None) -> 
         drop_blobs=tuple(sorted(before.blobs - after.blobs)),
         revisions=layout.revisions_prefix(agent_id, kind) if kept else None,
         orphaned=layout.revisions_prefix(agent_id, kind, old_id.rpartition("#")[2]) if gone and old_id else None,
+        pruned=pruned,
     )
+
+
+def _number(image: Item, name: str) -> int:
+    return int(image[name]["N"])
+
+
+def _window_low(image: Item) -> int:
+    """The lowest revision number a checkpoint's image can still show: its `revisions_from`, or, with no revision
+    kept, its own revision (a copy of it, made by a save that did not land, may still come to be kept)."""
+    return _number(image, REVISIONS_FROM) if REVISIONS_FROM in image else _number(image, REVISION)
 
 
 def _revision_change(event_name: str, pk: str, sk: str, old: Item | None) -> Work:
@@ -286,7 +312,7 @@ class Outcome:
     kept: list[str] = field(default_factory=list)
     """Blob ids the checkpoint holds again, or another claim holds: left alone."""
     revisions_deleted: int = 0
-    """Kept revisions deleted because their checkpoint is gone."""
+    """Kept revisions deleted because their checkpoint is gone or they fell below its window."""
 
 
 class Reaper:
@@ -352,7 +378,9 @@ class Reaper:
                         self._delete_object(key, outcome)
                 self._release_blobs(work, claims, current, kept, outcome)
             if work.orphaned is not None:
-                self._delete_revisions(work, work.orphaned, outcome)
+                self._delete_revisions(work, _starting(work.orphaned), outcome)
+            if work.pruned is not None:
+                self._delete_revisions(work, work.pruned, outcome)
         return outcome
 
     def _kept(self, change: CheckpointChange) -> References:
@@ -376,8 +404,11 @@ class Reaper:
         while True:
             response = self.dynamodb.query(**request)
             for item in response.get("Items", []):
-                if change.orphaned is not None and item.get(schema.SK, {}).get("S", "").startswith(change.orphaned):
+                sk = item.get(schema.SK, {}).get("S", "")
+                if change.orphaned is not None and sk.startswith(change.orphaned):
                     continue  # a gone checkpoint's revision, which this record deletes: it holds nothing any more
+                if change.pruned is not None and change.pruned[0] <= sk <= change.pruned[1]:
+                    continue  # below the window, which this record deletes: never readable again
                 found = references_of(dict(item), change.tenant_id)
                 states |= found.states
                 blobs |= found.blobs
@@ -386,15 +417,20 @@ class Reaper:
                 return References(frozenset(states), frozenset(blobs))
             request["ExclusiveStartKey"] = start
 
-    def _delete_revisions(self, change: CheckpointChange, prefix: str, outcome: Outcome) -> None:
-        """Delete the revisions at `prefix` (of a checkpoint that is gone), a page of keys at a time."""
+    def _delete_revisions(self, change: CheckpointChange, between: tuple[str, str], outcome: Outcome) -> None:
+        """Delete the revisions whose sort keys are `between` these two (of a checkpoint that is gone, or below its
+        window), a page of keys at a time."""
         pk, _ = change.owner
         request: dict[str, Any] = {
             "TableName": self._table,
-            "KeyConditionExpression": "#pk = :pk AND begins_with(#sk, :prefix)",
+            "KeyConditionExpression": "#pk = :pk AND #sk BETWEEN :low AND :high",
             "ProjectionExpression": "#pk, #sk",
             "ExpressionAttributeNames": {"#pk": schema.PK, "#sk": schema.SK},
-            "ExpressionAttributeValues": {":pk": to_attr(pk), ":prefix": to_attr(prefix)},
+            "ExpressionAttributeValues": {
+                ":pk": to_attr(pk),
+                ":low": to_attr(between[0]),
+                ":high": to_attr(between[1]),
+            },
             "ConsistentRead": True,
             "Limit": REVISION_PAGE,
         }
@@ -503,6 +539,11 @@ class Reaper:
     def _delete_blob_object(self, change: CheckpointChange, blob_id: str, outcome: Outcome) -> None:
         self._delete_object(layout.blob_object(change.tenant_id, blob_id), outcome)
         outcome.released.append(blob_id)
+
+
+def _starting(prefix: str) -> tuple[str, str]:
+    """The first and last sort keys of revisions at `prefix` (their numbers are digits)."""
+    return prefix + "0" * layout.REVISION_DIGITS, prefix + "9" * layout.REVISION_DIGITS
 
 
 def _owned_by(record: Item, change: CheckpointChange) -> bool:
