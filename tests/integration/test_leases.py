@@ -282,3 +282,30 @@ def test_the_holders_name_alone_does_not_renew_another_keys_lease(api: ApiDriver
     assert impostor_once.error["code"] == "LEASE_HELD"
     # The key that acquired it renews it
     assert acquire(api, checkpoint_id, holder="worker-1").status == 200
+
+
+def test_a_cached_record_never_hides_a_lease_taken_or_released_since(api: ApiDriver) -> None:
+    def revalidated(checkpoint_id: str, etag: str) -> Result:
+        return api.invoke("get_checkpoint", path=f"/v1/checkpoints/{checkpoint_id}", headers={"if-none-match": etag})
+
+    with time_machine.travel(START, tick=False) as clock:
+        # Given a record a client cached with its ETag, which revalidates as 304
+        checkpoint_id = created(api)
+        etag = str(get(api, checkpoint_id).header("ETag"))
+        assert revalidated(checkpoint_id, etag).status == 304
+        # When another agent takes a lease (the revision stays), the same tag gets the whole record, lease shown
+        token = acquire(api, checkpoint_id, holder="worker-2").data["lease_token"]
+        leased = revalidated(checkpoint_id, etag)
+        assert leased.status == 200, leased.raw_body
+        assert leased.data["lease"]["holder"] == "worker-2"
+        assert leased.header("ETag") == etag
+        # And after the release too (the cached copy may show the lease)
+        clock.shift(timedelta(seconds=1))
+        assert release(api, checkpoint_id, token).status == 200
+        released = revalidated(checkpoint_id, etag)
+        assert released.status == 200
+        assert "lease" not in released.data or released.data["lease"] is None
+        # And once a save wrote after the lease ended, its tag alone tells the record apart again
+        clock.shift(timedelta(seconds=1))
+        saved = save(api, state={"step": 2})
+        assert revalidated(checkpoint_id, str(saved.header("ETag"))).status == 304

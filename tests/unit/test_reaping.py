@@ -74,6 +74,7 @@ def test_the_reaper_reads_the_attributes_the_store_writes() -> None:
     assert reaping.CLAIM == items.CLAIM
     assert reaping.REVISIONS_FROM == items.REVISIONS_FROM
     assert reaping.REVISION == items.REVISION
+    assert reaping.KEEP == items.KEEP
 
 
 # -- references_of ----------------------------------------------------------------------------------------------

@@ -244,6 +244,13 @@ class Checkpoint:
     revisions_from: int | None = None
     """The lowest revision number a kept revision of this checkpoint may still be stored at (None: none is)."""
 
+    @property
+    def etag_is_whole(self) -> bool:
+        """True when the entity tag (id and revision) tells this record apart from every other: no lease has been
+        live since the revision was written. A lease shows in the record and changes it without a new revision,
+        so while one is live, or after one that outlived the write, a `304` could hide who holds the work."""
+        return self.lease is None or self.lease.expires_ms <= self.updated_ms
+
     def live_lease(self, now_ms: int) -> Lease | None:
         """The lease while it is live, else None."""
         return self.lease if self.lease is not None and self.lease.is_live(now_ms) else None

@@ -378,7 +378,7 @@ class CheckpointStore:
                 # The checkpoint whose revision the last round copied was deleted since: no save can supersede that
                 # revision any more, and the reaper deleted its revisions before the copy arrived.
                 self._forget_copy(copied[1])
-            copied = None
+                copied = None
             if old is not None and claim is None:
                 mine = recognised_write(old, plan)  # our own transaction landed and its answer was lost
                 if mine is not None:
@@ -423,14 +423,18 @@ class CheckpointStore:
                 # right whether or not the checkpoint's write below lands (until the checkpoint moves past r it is
                 # outside the window, unseen), and outside the transaction, which would bill it twice.
                 copy = items.revision_item(raw, superseded)
-                try:
-                    self._client.put_item(TableName=self._table, Item=copy)
-                except Exception as exc:
-                    failure = classify(exc)
-                    if failure is Failure.RACE:
-                        continue  # a transaction holds the item for a moment: read again
-                    reraise(exc, failure)
-                copied = (superseded.checkpoint_id, layout.key(*layout.identity(copy)))
+                copy_key = layout.key(*layout.identity(copy))
+                # A round lost to a change that left the revision as it was (a lease renewed, a transaction in the
+                # way) finds its copy in place: nothing deletes a copy of a live checkpoint's own revision.
+                if copied != (superseded.checkpoint_id, copy_key):
+                    try:
+                        self._client.put_item(TableName=self._table, Item=copy)
+                    except Exception as exc:
+                        failure = classify(exc)
+                        if failure is Failure.RACE:
+                            continue  # a transaction holds the item for a moment: read again
+                        reraise(exc, failure)
+                    copied = (superseded.checkpoint_id, copy_key)
             try:
                 if claim is None and not to_claim:
                     # Nothing else must land with the checkpoint: one conditional PutItem at the standard rate.
@@ -530,13 +534,29 @@ class CheckpointStore:
         return self._checkpoint(item, with_state) if item is not None else None
 
     def _checkpoint(self, item: Item, with_state: bool = True) -> Checkpoint:
-        """A checkpoint from its item, its state read from the bucket when it was spilled (one GetObject)."""
+        """A checkpoint from its item, its state read from the bucket when it was spilled (one GetObject).
+
+        An object is deleted only once no item names it, so a missing one means a save replaced the state after the
+        item was read (and the reaper was quick): the item is read again, once, and its state with it; a checkpoint
+        that keeps changing that fast is a 503, one that is gone or another one (a new id) a 404."""
         key = items.state_object_of(item) if with_state else None
         if key is None:
             return items.checkpoint_from_item(item, with_state)
         if self._objects is None:
             raise RuntimeError(f"the state of this checkpoint is in the object {key!r}, and no bucket is configured")
-        return items.checkpoint_from_item(item, with_state, spilled=self._objects.get(key))
+        spilled = self._objects.get(key)
+        if spilled is not None:
+            return items.checkpoint_from_item(item, with_state, spilled=spilled)
+        again = self._client.get_item(
+            TableName=self._table, Key=layout.key(*layout.identity(item)), ConsistentRead=True
+        ).get("Item")
+        if again is None or again.get(schema.GSI1_PK) != item.get(schema.GSI1_PK):
+            raise NotFound()
+        key = items.state_object_of(again)
+        spilled = None if key is None else self._objects.get(key)
+        if key is not None and spilled is None:
+            raise Unavailable("The checkpoint changed while it was read; nothing was written. Retry shortly.")
+        return items.checkpoint_from_item(again, with_state, spilled=spilled)
 
     def _locate(self, tenant_id: str, checkpoint_id: str) -> Item | None:
         return locate(self._client, self._table, tenant_id, checkpoint_id)

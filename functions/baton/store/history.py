@@ -1,9 +1,10 @@
 """Kept revisions: list a checkpoint's window of them, read one, and restore one as the checkpoint's next revision.
 
-A save keeps and prunes revisions in its own transaction (`store/checkpoints.py`, with `domain/history.py` saying
-what); this repository reads them. A revision is readable while its checkpoint is live, is the caller's to see, and
-holds the revision in its window (`domain.history.window`); each read checks the checkpoint first, so a deleted or
-re-created checkpoint's revisions are never shown, whatever the reaper has not removed yet.
+A save copies the revision it supersedes before it writes the checkpoint (`store/checkpoints.py`, with
+`domain/history.py` saying what), and the reaper deletes what falls below the window; this repository reads them.
+A revision is readable while its checkpoint is live, is the caller's to see, and holds the revision in its window
+(`domain.history.window`); each read checks the checkpoint first, so a deleted or re-created checkpoint's revisions
+are never shown, whatever the reaper has not removed yet.
 """
 
 from __future__ import annotations
@@ -89,7 +90,10 @@ class HistoryStore:
             return items.revision_from_item(raw, current)
         if self._objects is None:
             raise RuntimeError(f"the state of this revision is in the object {key!r}, and no bucket is configured")
-        return items.revision_from_item(raw, current, spilled=self._objects.get(key))
+        spilled = self._objects.get(key)
+        if spilled is None:
+            raise NotFound()  # pruned since it was read (a later save moved the window past it), and reaped
+        return items.revision_from_item(raw, current, spilled=spilled)
 
     def list_revisions(
         self,

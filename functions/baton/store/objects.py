@@ -63,9 +63,15 @@ class ObjectStore:
         )
         return key
 
-    def get(self, key: str) -> bytes:
-        """An object's bytes (one GetObject)."""
-        return self.client.get_object(Bucket=self.bucket, Key=key)["Body"].read()
+    def get(self, key: str) -> bytes | None:
+        """An object's bytes (one GetObject); None when it is missing (the item that named it was replaced since it
+        was read, and the reaper deleted the object)."""
+        try:
+            return self.client.get_object(Bucket=self.bucket, Key=key)["Body"].read()
+        except Exception as exc:
+            if error_code(exc) in ("404", "NoSuchKey", "NotFound"):
+                return None
+            raise
 
     def delete(self, key: str) -> None:
         """Delete an object no item references (a refused save's spilled state)."""

@@ -63,6 +63,7 @@ OWNER_SK: Final = "os"
 CLAIM: Final = "cr"
 REVISIONS_FROM: Final = "vf"
 REVISION: Final = "rev"
+KEEP: Final = "keep"
 INDEX_PK: Final = "gpk"
 REVISION_PAGE: Final = 25
 """Revisions deleted per BatchWriteItem (DynamoDB's limit)."""
@@ -200,10 +201,10 @@ def _checkpoint_change(pk: str, sk: str, old: Item | None, new: Item | None) -> 
         layout.blob_object(tenant_id, blob_id) for blob_id in after.blobs - before.blobs
     )
     agent_id, _, kind = sk.removeprefix(layout.CHECKPOINT).partition("#")
-    kept = any(REVISIONS_FROM in image for image in (old or {}, new or {}))
+    kept = _may_hold_revisions(old) or _may_hold_revisions(new)
     old_id = (old or {}).get(INDEX_PK, {}).get("S")
     new_id = (new or {}).get(INDEX_PK, {}).get("S")
-    gone = isinstance(old_id, str) and old_id != new_id and REVISIONS_FROM in (old or {})
+    gone = isinstance(old_id, str) and old_id != new_id and _may_hold_revisions(old)
     pruned = None
     if old is not None and new is not None and isinstance(old_id, str) and old_id == new_id:
         low = _window_low(new)
@@ -223,6 +224,14 @@ def _checkpoint_change(pk: str, sk: str, old: Item | None, new: Item | None) -> 
         orphaned=layout.revisions_prefix(agent_id, kind, old_id.rpartition("#")[2]) if gone and old_id else None,
         pruned=pruned,
     )
+
+
+def _may_hold_revisions(image: Item | None) -> bool:
+    """True when revisions of this checkpoint may be stored: its image shows some kept (`vf`), or it keeps revisions
+    (`keep` > 0), whose first save puts a copy before it sets `vf` (and a save that failed after its copy left it)."""
+    if image is None:
+        return False
+    return REVISIONS_FROM in image or int(image.get(KEEP, {}).get("N", "0")) > 0
 
 
 def _number(image: Item, name: str) -> int:

@@ -121,7 +121,7 @@ def _if_match_revisions(header: str | None, checkpoint_id: str) -> tuple[int, ..
 
 
 def _record_response(call: Call, found: Checkpoint, if_none_match: str | None, services: Services) -> Response[str]:
-    if _matches(if_none_match, found.etag):
+    if found.etag_is_whole and _matches(if_none_match, found.etag):
         return not_modified(found.etag)
     if found.state_text is None:
         raise ValueError("checkpoint was loaded without its state")
