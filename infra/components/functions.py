@@ -56,9 +56,9 @@ no item came to reference, so a refused request leaves nothing behind."""
 
 
 def runtime_requirements() -> list[str]:
-    """The Lambda runtime set: `[project].dependencies` of pyproject.toml, as pinned there."""
+    """The Lambda runtime set: the `server` extra of pyproject.toml, as pinned there."""
     project = tomllib.loads((REPO / "pyproject.toml").read_text(encoding="utf-8"))["project"]
-    return list(project["dependencies"])
+    return list(project["optional-dependencies"]["server"])
 
 
 UNUSED_IN_LAMBDA = ("zstandard/_cffi*.so", "zstandard/backend_cffi.py")

@@ -922,6 +922,87 @@ def test_every_route_answers_each_caller_as_the_contract_says_and_leaks_nothing(
     assert not problems, "\n\n".join(problems)
 
 
+MCP_CALLERS = ("other_tenant", "other_agent", "operator")
+
+
+def mcp_tool(api: Api, secret: str, name: str, arguments: dict[str, Any]) -> httpx.Response:
+    """One tools/call to /mcp."""
+    message = {"jsonrpc": "2.0", "id": 1, "method": "tools/call", "params": {"name": name, "arguments": arguments}}
+    return api.call(secret, "POST", "/mcp", body=message, headers={"Accept": "application/json, text/event-stream"})
+
+
+@pytest.mark.parametrize("caller", MCP_CALLERS)
+def test_every_mcp_tool_shows_a_foreign_caller_what_its_route_shows(
+    baton: BatonServe, world: World, caller: str
+) -> None:
+    # Given a caller of another tenant, another agent of the victim's tenant (a key of its own with mcp:call), or
+    # the operator, aiming each tool at the owner's checkpoints
+    api = Api(baton)
+    if caller == "other_agent":
+        scopes = ["mcp:call", "checkpoints:read", "checkpoints:write", "checkpoints:delete", "leases:write"]
+        secret = api.mint(world, f"intruder-mcp-{uuid.uuid4().hex[:6]}", world.victim, world.intruder, scopes)
+    else:
+        secret = str(world.secrets[caller])
+    victim = world.checkpoints["victim-task_state"]
+    leased = world.checkpoints["victim-leased"]
+    token = world.leases["victim-leased"]["lease_token"]
+    subject = world.victim_subject
+    cases: list[tuple[str, dict[str, Any], str, str, dict[str, Any] | None, Any, dict[str, str] | None]] = [
+        ("baton_checkpoint_get", {"checkpoint_id": victim}, "GET", f"/v1/checkpoints/{victim}", None, None, None),
+        ("baton_checkpoint_get", {"subject_id": subject, "kind": "workflow"}, "GET", "/v1/checkpoints",
+         {"subject_id": subject, "kind": "workflow"}, None, None),
+        ("baton_checkpoint_get", {"subject_id": subject, "kind": "workflow", "agent_id": world.owner}, "GET",
+         "/v1/checkpoints", {"subject_id": subject, "kind": "workflow", "agent_id": world.owner}, None, None),
+        ("baton_checkpoint_list", {"subject_id": subject}, "GET", f"/v1/subjects/{subject}/checkpoints", None, None,
+         None),
+        ("baton_checkpoint_delete", {"checkpoint_id": victim}, "DELETE", f"/v1/checkpoints/{victim}", None, None,
+         None),
+        ("baton_resume", {"subject_id": subject, "checkpoint_id": victim}, "POST", "/v1/resume", None,
+         {"subject_id": subject, "checkpoint_id": victim}, None),
+        ("baton_resume", {"subject_id": subject}, "POST", "/v1/resume", None, {"subject_id": subject}, None),
+        ("baton_lease_acquire", {"checkpoint_id": leased, "ttl_seconds": 60}, "POST",
+         f"/v1/checkpoints/{leased}/lease", None, {"ttl_seconds": 60}, None),
+        ("baton_lease_release", {"checkpoint_id": leased, "lease_token": token}, "DELETE",
+         f"/v1/checkpoints/{leased}/lease", None, None, {"Lease-Token": token}),
+        ("baton_checkpoint_save", {"subject_id": subject, "kind": "task_state", "state": {"x": 1},
+                                   "agent_id": world.owner}, "POST", "/v1/checkpoints", None,
+         {"subject_id": subject, "kind": "task_state", "state": {"x": 1}, "agent_id": world.owner}, None),
+    ]  # fmt: skip
+    if caller != "other_agent":
+        cases.pop()  # naming the victim's agent is no authority question in another tenant (it saves its own)
+    forbidden = {
+        m for party, p in world.parties.items() if party not in visible(world, caller, "", None) for m in p.markers
+    }
+    problems: list[str] = []
+    try:
+        for name, arguments, method, path, params, body, headers in cases:
+            # When the tool is called, and its route with the same request
+            answer = mcp_tool(api, secret, name, arguments)
+            route = api.call(secret, method, path, params=params, body=body, headers=headers)
+            label = f"{caller}: {name} {arguments}"
+            if answer.status_code != 200:
+                problems.append(f"{label}: /mcp answered {answer.status_code}: {answer.text}")
+                continue
+            # Then the tool shows exactly what the route shows, and not a byte of the victim's
+            result = answer.json()["result"]
+            if route.status_code >= 400:
+                expected = route.json()["error"]
+            elif name == "baton_checkpoint_list":
+                expected = {"checkpoints": route.json()["data"], "next_cursor": route.json()["meta"]["next_cursor"]}
+            else:
+                expected = route.json()["data"]
+            if result["structuredContent"] != expected or result["isError"] != (route.status_code >= 400):
+                problems.append(f"{label}: the tool says {result}, the route {route.status_code} {route.text}")
+            asked = json.dumps(arguments)
+            leaked = sorted(m for m in forbidden if m in everything_in(answer) and m not in asked)
+            if leaked:
+                problems.append(f"{label}: the answer holds {leaked}: {answer.text}")
+    finally:
+        api.client.close()
+    proof_counts.record("isolation mcp", cases=len(cases))
+    assert not problems, "\n\n".join(problems)
+
+
 def test_a_revoked_key_manager_cannot_mint_or_revoke_from_a_container_that_cached_it(
     baton: BatonServe, world: World
 ) -> None:

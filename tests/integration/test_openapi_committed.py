@@ -118,9 +118,17 @@ def test_no_operation_documents_an_answer_baton_never_gives() -> None:
             # and a 304 carries no body, every error is the envelope
             if status == "304":
                 assert "content" not in answer, f"{method} {path}"
+            elif (path, method, status) in JSON_RPC_ERRORS:
+                # MCP answers a message it cannot take as JSON-RPC with a JSON-RPC error, as its clients read it
+                assert "JsonRpcError" in json.dumps(answer), f"{method} {path} {status}"
             elif status.startswith(("4", "5")):
                 schema = answer["content"]["application/json"]["schema"]
                 assert schema == {"$ref": "#/components/schemas/ErrorEnvelope"}, f"{method} {path} {status}"
+
+
+JSON_RPC_ERRORS = {("/mcp", "post", "400"), ("/mcp", "post", "406")}
+"""The answers of `POST /mcp` that are JSON-RPC errors rather than the contract's envelope: a body that is not one
+JSON-RPC message (400, which may also be the envelope for a body that is not UTF-8) and an Accept without JSON."""
 
 
 _TWO_DIGITS = st.integers(0, 99).map(lambda n: f"{n:02d}")

@@ -43,6 +43,9 @@ ACTS_FOR_EXTENSION = "x-baton-acts-for"
 """Body fields (`agent_id`, `tenant_id`) that say whom the request acts for: authority, checked before validation."""
 FRESH_KEY_EXTENSION = "x-baton-fresh-key"
 """The route reads the caller's key record fresh, never from the container's cache (key management)."""
+RAW_BODY_EXTENSION = "x-baton-raw-body"
+"""The route reads its body itself (MCP answers a body that is not JSON with a JSON-RPC error, not the contract's
+400): the gate checks its media type and size only."""
 BODY_METHODS = frozenset({"POST", "PUT", "PATCH"})
 
 
@@ -61,6 +64,8 @@ def needs(scope: str, acts_for: tuple[str, ...] = (), fresh_key: bool = False) -
 PUBLIC: dict[str, Any] = {PUBLIC_EXTENSION: True}
 """Route metadata: the route answers without an API key."""
 
+RESOLVER_CONTEXT: Final = "resolver"
+"""Where the resolver's context keeps the resolver serving the request (the MCP route reaches its twin there)."""
 CALL_CONTEXT: Final = "call"
 """Where the resolver's context keeps the current request's `Call`."""
 
@@ -97,6 +102,18 @@ class BatonResolver(APIGatewayHttpResolver):
         self._evaluated: set[Callable[..., Any]] = set()
         self.last_call: Call | None = None
         """What the gate learned about the request served last, kept after `resolve` (for the access log)."""
+        self.make_twin: Callable[[], BatonResolver] | None = None
+        """Builds a resolver with the same routes and services (`api/app.py` sets it): MCP tool calls are served
+        through one, since a resolve nested in this one's would overwrite the request it is serving."""
+        self._twin: BatonResolver | None = None
+
+    def twin(self) -> "BatonResolver":
+        """This resolver's twin, built by the first call (once per container)."""
+        if self._twin is None:
+            if self.make_twin is None:
+                raise RuntimeError("this resolver was built without make_twin")
+            self._twin = self.make_twin()
+        return self._twin
 
     def resolve(self, event: Mapping[str, Any], context: Any) -> dict[str, Any]:
         """Resolve one event; `last_call` then tells who asked what, however far the request got. An answer over
@@ -152,6 +169,7 @@ class BatonResolver(APIGatewayHttpResolver):
         )
         self._record(call)
         self.context[SERVICES_CONTEXT] = self.services
+        self.context[RESOLVER_CONTEXT] = self
         if not extensions:
             return  # the not-found handler answers
         if not extensions.get(PUBLIC_EXTENSION):
@@ -161,7 +179,9 @@ class BatonResolver(APIGatewayHttpResolver):
             call = replace(call, principal=principal)
             self._record(call)  # a request refused from here on is still logged with its caller
             principal.require(extensions[SCOPE_EXTENSION])
-        if route.method in BODY_METHODS:
+        if route.method in BODY_METHODS and extensions.get(RAW_BODY_EXTENSION):
+            self._raw_body()
+        elif route.method in BODY_METHODS:
             document = self._json_body()
             if call.principal is not None and extensions.get(ACTS_FOR_EXTENSION):
                 _check_authority(call.principal, document.value, extensions[ACTS_FOR_EXTENSION])
@@ -176,6 +196,14 @@ class BatonResolver(APIGatewayHttpResolver):
         return parse_strict(text)
 
     def _json_body(self) -> Document:
+        document = parse_document(self._raw_body())
+        # Every body of this API is an object; powertools would otherwise validate a list's first element.
+        if not isinstance(document.value, dict):
+            raise ValidationFailed.single("", "The body must be a JSON object.")
+        return document
+
+    def _raw_body(self) -> str | bytes:
+        """The body, once its media type, encoding and size are acceptable."""
         event = self.current_event
         content_type = event.headers.get("content-type")
         media_type = (content_type or "").split(";", 1)[0].strip().lower()
@@ -195,11 +223,7 @@ class BatonResolver(APIGatewayHttpResolver):
             raise PayloadTooLarge(
                 field="body", limit_bytes=limits.MAX_BODY_BYTES, actual_bytes=size, what="The request body"
             )
-        document = parse_document(raw)
-        # Every body of this API is an object; powertools would otherwise validate a list's first element.
-        if not isinstance(document.value, dict):
-            raise ValidationFailed.single("", "The body must be a JSON object.")
-        return document
+        return raw
 
     def allowed_methods(self, path: str) -> list[str]:
         """The methods registered for `path` (empty when no route has that path)."""

@@ -1,0 +1,73 @@
+"""MCP stays off the cold path: the api handler, imported and serving a save, loads neither `mcp_types` (~0.45 s)
+nor Baton's MCP package; only a request to /mcp does."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+REPO = Path(__file__).resolve().parents[2]
+MCP_MODULES = ("mcp_types", "baton.api.mcp", "baton.api.mcp.protocol", "baton.api.mcp.tools")
+# A save served against in-process moto (no socket): the handler's whole path, then what it loaded.
+PROBE = """
+import json, sys
+from moto import mock_aws
+with mock_aws():
+    import boto3
+    from baton.store.schema import ensure_table
+    ensure_table(boto3.client("dynamodb", region_name="us-east-1"), "baton-probe")
+    from baton.api.services import build_services
+    from baton.domain.access import issue_key
+    from baton.settings import load_settings
+    from baton.handlers.api import handler
+    from baton.api.app import app
+    from baton.api.services import wired
+    services = build_services(load_settings({"BATON_TABLE_NAME": "baton-probe"}))
+    key = issue_key("t", "a", {"*"}, 1_700_000_000_000, secret="btn_probe_secret", key_id="key_" + "b" * 32)
+    services.keys.put(key.record)
+    app.dependency_overrides[wired] = lambda: services
+    after_import = [m for m in MODULES if m in sys.modules]
+    event = json.loads(open(EVENT).read())
+    event["headers"]["authorization"] = "Bearer btn_probe_secret"
+    event["headers"].pop("idempotency-key")
+    status = handler(event, None)["statusCode"]
+    after_save = [m for m in MODULES if m in sys.modules]
+    if CALL_MCP:
+        event = json.loads(open(MCP_EVENT).read())
+        event["headers"]["authorization"] = "Bearer btn_probe_secret"
+        handler(event, None)
+    after_mcp = [m for m in MODULES if m in sys.modules]
+print(json.dumps({"status": status, "import": after_import, "save": after_save, "mcp": after_mcp}))
+"""
+
+
+def probe(call_mcp: bool) -> dict[str, Any]:
+    """Run the probe in a fresh interpreter and return what it saw."""
+    source = (
+        f"MODULES = {MCP_MODULES!r}\nEVENT = {str(REPO / 'events' / 'save_checkpoint.json')!r}\n"
+        f"MCP_EVENT = {str(REPO / 'events' / 'mcp_tools_call.json')!r}\nCALL_MCP = {call_mcp!r}\n" + PROBE
+    )
+    env = {
+        "PATH": "",
+        "PYTHONPATH": str(REPO / "functions"),
+        "AWS_ACCESS_KEY_ID": "testing",
+        "AWS_SECRET_ACCESS_KEY": "testing",
+        "AWS_DEFAULT_REGION": "us-east-1",
+        "POWERTOOLS_LOG_LEVEL": "ERROR",
+    }
+    done = subprocess.run([sys.executable, "-c", source], env=env, capture_output=True, text=True, check=False)
+    assert done.returncode == 0, done.stderr
+    found: dict[str, Any] = json.loads(done.stdout.strip().splitlines()[-1])
+    return found
+
+
+def test_the_api_handler_imports_and_saves_without_loading_mcp() -> None:
+    seen = probe(call_mcp=True)
+    assert seen["status"] == 201, seen
+    assert seen["import"] == [], seen
+    assert seen["save"] == [], seen
+    # the probe is able to see them: a call to /mcp loads them
+    assert {"mcp_types", "baton.api.mcp.protocol"} <= set(seen["mcp"]), seen
