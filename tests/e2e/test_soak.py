@@ -26,13 +26,19 @@ each one. With this process's clock beside the server's stamps (one machine, one
   twice, are known gaps of the product, pinned by the two strict expected failures at the end of this file: when
   everything else held, a run that met them ends as an expected failure naming them.
 
-`make test` runs it for about 15 seconds on 6 threads and 3 lease workers; `make soak` sets BATON_SOAK_SECONDS for a
-longer run (BATON_SOAK_THREADS, BATON_SOAK_LEASE_WORKERS and BATON_SOAK_SEED tune it further).
+An MCP client (`McpClient`) works the same slots through `tools/call` on `POST /mcp` (plain JSON-RPC over HTTP): its
+acknowledged writes join the ledger and the checks above, and after the run `mcp_replay_probe` replays a tool's
+idempotent save through the route and a route's through the tool.
+
+`make test` runs it for about 15 seconds on 6 threads, 3 lease workers and 1 MCP client; `make soak` sets
+BATON_SOAK_SECONDS for a longer run (BATON_SOAK_THREADS, BATON_SOAK_LEASE_WORKERS, BATON_SOAK_MCP_WORKERS and
+BATON_SOAK_SEED tune it further).
 """
 
 from __future__ import annotations
 
 import hashlib
+import json
 import os
 import random
 import threading
@@ -40,6 +46,7 @@ import time
 import traceback
 import uuid
 from collections import Counter, defaultdict
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 from urllib.parse import quote
@@ -101,6 +108,8 @@ class FirstAnswer:
     data: dict[str, Any]
     etag: str
     request_id: str
+    by_mcp: bool = False
+    """Made through the MCP tool (its key the `idempotency_key` argument), replayed here through the route."""
 
 
 @dataclass
@@ -196,6 +205,23 @@ class Client:
         """Check a 2xx save answer against what was sent (`state`, or for a restore the `state_hash` of the revision
         it restored), and put it in the ledger."""
         data = response.json()["data"]
+        if response.headers.get("ETag") != etag(data["checkpoint_id"], data["revision"]):
+            self.ledger.problem(f"{how} sent ETag {response.headers.get('ETag')} for {data}")
+        return self.acknowledge(data, response.status_code, slot, state, status, how, state_hash, response.text)
+
+    def acknowledge(
+        self,
+        data: dict[str, Any],
+        http_status: int,
+        slot: Slot,
+        state: Any,
+        status: str,
+        how: str,
+        state_hash: str | None = None,
+        shown: str = "",
+    ) -> Ack:
+        """Check a save's answer (`data`, answered with `http_status`; `shown` is the answer as received, for the
+        report) against what was sent, and put it in the ledger."""
         text = canonical(state) if state_hash is None else None
         expected = {
             "subject_id": slot[0],
@@ -209,12 +235,10 @@ class Client:
             expected["state_bytes"] = len(text)
         differences = {k: (data.get(k), v) for k, v in expected.items() if data.get(k) != v}
         if differences:
-            self.ledger.problem(f"{how} answered {differences} (answer, expected): {response.text[:300]}")
-        if (response.status_code == 201) != (data["revision"] == 1):
-            self.ledger.problem(f"{how} answered {response.status_code} with revision {data['revision']}")
-        if response.headers.get("ETag") != etag(data["checkpoint_id"], data["revision"]):
-            self.ledger.problem(f"{how} sent ETag {response.headers.get('ETag')} for {data}")
-        ack = Ack(slot, data["checkpoint_id"], data["revision"], data["state_hash"], response.status_code, status, how)
+            self.ledger.problem(f"{how} answered {differences} (answer, expected): {shown[:300]}")
+        if (http_status == 201) != (data["revision"] == 1):
+            self.ledger.problem(f"{how} answered {http_status} with revision {data['revision']}")
+        ack = Ack(slot, data["checkpoint_id"], data["revision"], data["state_hash"], http_status, status, how)
         with self.ledger.lock:
             self.ledger.acks.append(ack)
         self.my_last_ack[slot] = (ack.checkpoint_id, ack.revision)
@@ -223,28 +247,38 @@ class Client:
     def check_refused_write(self, response: httpx.Response, how: str, expected_revision: int | None = None) -> None:
         """A refused write must be one of the conflicts the contract names for it (a revision conflict only when the
         write stated a revision)."""
-        error = response.json().get("error", {})
+        if response.status_code == 409:
+            self.check_conflict(response.json().get("error", {}), how, expected_revision, response.text)
+        else:
+            self.ledger.problem(f"{how} answered {response.status_code}: {response.text[:300]}")
+
+    def check_conflict(self, error: dict[str, Any], how: str, expected_revision: int | None, shown: str) -> None:
+        """A refused write's error (`{code, message, details}`) must be a conflict the contract names for it."""
         code = error.get("code")
-        if response.status_code == 409 and code == "REVISION_CONFLICT" and expected_revision is not None:
+        if code == "REVISION_CONFLICT" and expected_revision is not None:
             self.ledger.count("conflicts")
             current = error.get("details", {}).get("current_revision")
             if not isinstance(current, int) or current == expected_revision:
                 self.ledger.problem(f"{how}: a conflict expecting {expected_revision} says current is {current}")
-        elif response.status_code == 409 and code == "CHECKPOINT_CLOSED":
+        elif code == "CHECKPOINT_CLOSED":
             self.ledger.count("closed")
         else:
-            self.ledger.problem(f"{how} answered {response.status_code}: {response.text[:300]}")
+            self.ledger.problem(f"{how} answered {code}: {shown[:300]}")
 
     def check_record(self, response: httpx.Response, where: str, slot: Slot | None = None) -> dict[str, Any]:
         """Check a full record (lookup, get by id) for self-consistency, and remember what it showed."""
         data: dict[str, Any] = response.json()["data"]
-        text = canonical(data["state"])
-        if data["state_hash"] != hashlib.sha256(text).hexdigest() or data["state_bytes"] != len(text):
-            self.ledger.problem(f"{where}: the state does not hash to its state_hash: {response.text[:300]}")
         if response.headers.get("ETag") != etag(data["checkpoint_id"], data["revision"]):
             self.ledger.problem(f"{where}: ETag {response.headers.get('ETag')} for revision {data['revision']}")
+        return self.record_seen(data, where, slot, response.text)
+
+    def record_seen(self, data: dict[str, Any], where: str, slot: Slot | None, shown: str) -> dict[str, Any]:
+        """Check a full record's data for self-consistency, and remember what it showed."""
+        text = canonical(data["state"])
+        if data["state_hash"] != hashlib.sha256(text).hexdigest() or data["state_bytes"] != len(text):
+            self.ledger.problem(f"{where}: the state does not hash to its state_hash: {shown[:300]}")
         if slot is not None and (data["subject_id"], data["kind"]) != slot:
-            self.ledger.problem(f"{where}: a lookup of {slot} answered another checkpoint: {response.text[:300]}")
+            self.ledger.problem(f"{where}: a lookup of {slot} answered another checkpoint: {shown[:300]}")
         with self.ledger.lock:
             self.ledger.seen.append(Seen(data["checkpoint_id"], data["revision"], data["state_hash"], where))
         return data
@@ -321,6 +355,8 @@ class Client:
         if response is None or response.status_code >= 500:
             return
         self.ledger.count("replays")
+        if first.by_mcp:
+            self.ledger.count("route_replays_of_tool_saves")
         replayed = {
             "status": response.status_code,
             "data": response.json().get("data"),
@@ -533,18 +569,22 @@ class Client:
         if response.status_code != 200:
             self.ledger.problem(f"a resume answered {response.status_code}: {response.text[:300]}")
             return
-        data = response.json()["data"]
+        # The budget counts the compact bytes of `data`, exactly as sent: `{"data":<data>,"meta":{...}}`.
+        sent = response.content[len(b'{"data":') : response.content.rfind(b',"meta":')]
+        self.judge_resume(response.json()["data"], body, slot, len(sent), response.text)
+
+    def judge_resume(self, data: dict[str, Any], body: dict[str, Any], slot: Slot, sent: int, shown: str) -> None:
+        """Check a resume's answer (`data`, `sent` bytes as sent) to the request `body` about `slot`, and remember
+        what it showed."""
         status = data.get("status")
         self.ledger.count(f"resume_{status}")
         summaries = [data["checkpoint"]] if "checkpoint" in data else data.get("candidates", [])
         if status == "ready":
             text = canonical(data["checkpoint"]["state"])
             if data["checkpoint"]["state_hash"] != hashlib.sha256(text).hexdigest():
-                self.ledger.problem(f"a ready resume's state does not hash to its state_hash: {response.text[:300]}")
-            # The budget counts the compact bytes of `data`, exactly as sent: `{"data":<data>,"meta":{...}}`.
-            sent = response.content[len(b'{"data":') : response.content.rfind(b',"meta":')]
-            if len(sent) > body.get("budget_bytes", len(sent)):
-                self.ledger.problem(f"a ready resume's data of {len(sent)} bytes exceeds the budget of {body}")
+                self.ledger.problem(f"a ready resume's state does not hash to its state_hash: {shown[:300]}")
+            if sent > body.get("budget_bytes", sent):
+                self.ledger.problem(f"a ready resume's data of {sent} bytes exceeds the budget of {body}")
         elif status == "omitted" and not data["required_bytes"] > body.get("budget_bytes", 10**9):
             self.ledger.problem(f"a resume omitted {data['required_bytes']} bytes within a budget: {body}")
         elif status == "ambiguous" and (
@@ -553,7 +593,7 @@ class Client:
             # Active candidates decide first; terminal ones only when no active one matches.
             self.ledger.problem(f"an ambiguous resume of {body} named {summaries}")
         elif status not in ("ready", "omitted", "ambiguous", "closed", "none"):
-            self.ledger.problem(f"a resume answered status {status}: {response.text[:300]}")
+            self.ledger.problem(f"a resume answered status {status}: {shown[:300]}")
         for summary in summaries:
             if summary["subject_id"] != slot[0] or ("kind" in body and summary["kind"] != slot[1]):
                 self.ledger.problem(f"a resume of {body} answered {summary}")
@@ -628,9 +668,9 @@ class Client:
 
     # -- the loop ----------------------------------------------------------------------------------------------
 
-    def run(self, deadline: float, max_operations: int) -> None:
-        """Random operations until the deadline or the operation budget, whichever comes first."""
-        operations = (
+    def operations(self) -> list[tuple[Callable[[Slot], None], int]]:
+        """This client's operations on a slot, with their weights."""
+        return [
             (self.save, 22),
             (self.conditional_save, 20),
             (self.idempotent_save, 14),
@@ -642,27 +682,316 @@ class Client:
             (self.read_revisions, 5),
             (self.restore, 4),
             (self.resume, 5),
-        )
-        functions = [f for f, _ in operations] + [None, None]
-        weights = [w for _, w in operations] + [7, 7]  # get by id, replay of an earlier request
+            (lambda _: self.get_by_id(), 7),
+            (lambda _: self.replay_earlier(), 7),
+        ]
+
+    def run(self, deadline: float, max_operations: int) -> None:
+        """Random operations until the deadline or the operation budget, whichever comes first."""
+        operations = self.operations()
+        functions = [f for f, _ in operations]
+        weights = [w for _, w in operations]
         try:
             for _ in range(max_operations):
                 if time.monotonic() >= deadline:
                     return
-                chosen = self.rng.choices(range(len(functions)), weights)[0]
-                if chosen == len(operations):
-                    self.get_by_id()
-                elif chosen == len(operations) + 1:
-                    self.replay_earlier()
-                else:
-                    function = functions[chosen]
-                    assert function is not None
-                    function(self.rng.choice(self.slots))
+                function = self.rng.choices(functions, weights)[0]
+                function(self.rng.choice(self.slots))
         except Exception:
             self.ledger.problem(f"client {self.number} crashed:\n{traceback.format_exc()}")
         finally:
             self.http.close()
             self.s3.close()
+
+
+# --- an agent speaking MCP ---------------------------------------------------------------------------------------
+
+MCP_WORKERS = 1
+MCP_PROTOCOL_VERSION = "2025-11-25"
+MCP_HEADERS = {"Accept": "application/json, text/event-stream", "MCP-Protocol-Version": MCP_PROTOCOL_VERSION}
+"""What a streamable HTTP client sends with every message after `initialize`."""
+SERVER_FAULTS = frozenset({"UNAVAILABLE", "INTERNAL"})
+"""Tool error codes that are the server's failure, as a 5xx is the route's: a failure of the run."""
+
+
+class McpClient(Client):
+    """A soak client that reaches Baton as an agent does through MCP: plain JSON-RPC `tools/call` messages over HTTP
+    to `POST /mcp` (stateless, no session), on the same slots as the other clients. It saves (plainly, expecting a
+    revision, with an `idempotency_key`), reads by subject and by id, lists, resumes and deletes; its acknowledged
+    writes go into the same ledger and meet the same final checks. Its idempotent saves join the ledger's replays:
+    the HTTP clients replay them through the route, and it replays theirs through the tool."""
+
+    def __init__(self, baton: BatonServe, ledger: Ledger, slots: list[Slot], number: int, seed: int) -> None:
+        super().__init__(baton, ledger, slots, 200 + number, seed)
+        self.rpc_ids = 0
+
+    def operations(self) -> list[tuple[Callable[[Slot], None], int]]:
+        return [
+            (self.save, 22),
+            (self.conditional_save, 20),
+            (self.idempotent_save, 14),
+            (self.lookup, 16),
+            (self.list_subject, 7),
+            (self.delete, 7),
+            (self.resume, 5),
+            (lambda _: self.get_by_id(), 7),
+            (lambda _: self.replay_earlier(), 7),
+        ]
+
+    def run(self, deadline: float, max_operations: int) -> None:
+        """Initialize (as an MCP client does, though the server keeps no session), then the random operations."""
+        try:
+            initialized = self.rpc(
+                "initialize",
+                {
+                    "protocolVersion": MCP_PROTOCOL_VERSION,
+                    "capabilities": {},
+                    "clientInfo": {"name": "baton-soak", "version": "1"},
+                },
+            )
+            if initialized is not None and initialized.get("protocolVersion") != MCP_PROTOCOL_VERSION:
+                self.ledger.problem(f"MCP initialize answered {initialized}")
+            notified = self.send(
+                "POST", "/mcp", json={"jsonrpc": "2.0", "method": "notifications/initialized"}, headers=MCP_HEADERS
+            )
+            if notified is not None and (notified.status_code != 202 or notified.content):
+                self.ledger.problem(f"notifications/initialized answered {notified.status_code}: {notified.text}")
+            # Where the work stands, first: a read, so that this run's first tool call in the server is never an
+            # idempotent write (the first tools/call of a container fingerprints its request wrongly, a product defect
+            # pinned by tests/integration/test_fault_injection.py, and would make the run fail by chance).
+            self.lookup(self.rng.choice(self.slots))
+        except Exception:
+            self.ledger.problem(f"MCP client {self.number} crashed:\n{traceback.format_exc()}")
+        super().run(deadline, max_operations)
+
+    # -- transport ---------------------------------------------------------------------------------------------
+
+    def rpc(self, method: str, params: dict[str, Any]) -> dict[str, Any] | None:
+        """One JSON-RPC request; its result, or None (a transport error, a 5xx or a JSON-RPC error: a problem)."""
+        self.rpc_ids += 1
+        message = {"jsonrpc": "2.0", "id": self.rpc_ids, "method": method, "params": params}
+        response = self.send("POST", "/mcp", json=message, headers=MCP_HEADERS)
+        if response is None or response.status_code >= 500:
+            return None
+        body = response.json() if response.headers.get("content-type", "").startswith("application/json") else None
+        if response.status_code != 200 or not isinstance(body, dict) or not isinstance(body.get("result"), dict):
+            self.ledger.problem(f"MCP {method} answered {response.status_code}: {response.text[:300]}")
+            return None
+        if body.get("id") != message["id"]:
+            self.ledger.problem(f"MCP {method} with id {message['id']} was answered for id {body.get('id')}")
+        result: dict[str, Any] = body["result"]
+        return result
+
+    def call(self, name: str, arguments: dict[str, Any]) -> tuple[dict[str, Any], str | None, str] | None:
+        """`tools/call`: (the structured content, the error code of a failing tool or None, the text content); None
+        when the call failed (a problem already counted). A server's failure (UNAVAILABLE, INTERNAL) counts as a 5xx."""
+        result = self.rpc("tools/call", {"name": name, "arguments": arguments})
+        if result is None:
+            return None
+        self.ledger.count("mcp_tool_calls")
+        content = result.get("content") or [{}]
+        text = content[0].get("text", "")
+        structured = result.get("structuredContent")
+        if not isinstance(structured, dict) or json.loads(text or "null") != structured:
+            self.ledger.problem(f"{name}: the text content is not the structured content: {result}")
+            return None
+        code = structured.get("code") if result.get("isError") else None
+        if result.get("isError") and not isinstance(code, str):
+            self.ledger.problem(f"{name} failed without a contract code: {result}")
+            return None
+        if code in SERVER_FAULTS:
+            with self.ledger.lock:
+                self.ledger.server_errors.append(f"MCP {name} {arguments} -> isError {text[:500]}")
+            return None
+        return structured, code, text
+
+    # -- operations --------------------------------------------------------------------------------------------
+
+    def tool_save(
+        self, slot: Slot, arguments: dict[str, Any], how: str, expected: int | None = None
+    ) -> tuple[Ack, dict[str, Any]] | None:
+        """`baton_checkpoint_save`: (its acknowledgement, put into the ledger, and its data), or None for a refusal,
+        checked as a conflict."""
+        answered = self.call("baton_checkpoint_save", arguments)
+        if answered is None:
+            return None
+        data, code, text = answered
+        if code is not None:
+            self.check_conflict(data, how, expected, text)
+            return None
+        # The tool states the route's 201 (a create) as `updated: false`.
+        status = arguments.get("status", "active")
+        ack = self.acknowledge(
+            data, 200 if data.get("updated") else 201, slot, arguments["state"], status, how, None, text
+        )
+        if expected is not None and ack.revision != expected + 1:
+            self.ledger.problem(f"{how} expecting revision {expected} was acknowledged as {ack.revision}")
+        return ack, data
+
+    def save(self, slot: Slot) -> None:
+        """A plain save through the tool; now and then one that completes the checkpoint."""
+        status = "completed" if self.rng.random() < 0.03 else "active"
+        arguments = {"subject_id": slot[0], "kind": slot[1], "state": self.new_state(), "status": status}
+        self.tool_save(slot, {**arguments, **self.history()}, "mcp save")
+
+    def read(self, arguments: dict[str, Any], where: str, slot: Slot | None) -> dict[str, Any] | None:
+        """`baton_checkpoint_get`: the record (checked and remembered), or None when NOT_FOUND or failed."""
+        answered = self.call("baton_checkpoint_get", arguments)
+        if answered is None:
+            return None
+        data, code, text = answered
+        if code == "NOT_FOUND":
+            return None
+        if code is not None:
+            self.ledger.problem(f"{where} of {arguments} answered {code}: {text[:300]}")
+            return None
+        return self.record_seen(data, where, slot, text)
+
+    def conditional_save(self, slot: Slot) -> None:
+        """Read the revision through the tool, then save expecting it (0 when absent): a conflict is a valid
+        outcome."""
+        answered = self.call("baton_checkpoint_get", {"subject_id": slot[0], "kind": slot[1]})
+        if answered is None:
+            return
+        data, code, text = answered
+        if code is None:
+            expected = self.record_seen(data, "mcp conditional read", slot, text)["revision"]
+        elif code == "NOT_FOUND":
+            expected = 0
+        else:
+            self.ledger.problem(f"an MCP lookup answered {code}: {text[:300]}")
+            return
+        arguments = {"subject_id": slot[0], "kind": slot[1], "state": self.new_state(), "expected_revision": expected}
+        self.tool_save(slot, {**arguments, **self.history()}, "mcp conditional save", expected)
+
+    def idempotent_save(self, slot: Slot) -> None:
+        """A save with a new `idempotency_key`, sometimes sent again at once; its first answer joins the ledger's
+        replays (an HTTP client may replay it through the route, with the key as Idempotency-Key)."""
+        key = f"soak-mcp-{uuid.uuid4()}"
+        body = {"subject_id": slot[0], "kind": slot[1], "state": self.new_state()}
+        saved = self.tool_save(slot, {**body, "idempotency_key": key}, "mcp idempotent save")
+        if saved is None:
+            return
+        ack, data = saved
+        # The route's replay of it answers the status and the ETag the route would have given the first request.
+        first = FirstAnswer(key, body, ack.http_status, data, etag(ack.checkpoint_id, ack.revision), "", by_mcp=True)
+        with self.ledger.lock:
+            self.ledger.idempotent.append(first)
+        if self.rng.random() < 0.3:
+            self.replay(first)
+
+    def replay(self, first: FirstAnswer) -> None:
+        """Send an idempotent save again through the tool: the first answer's data comes back."""
+        answered = self.call("baton_checkpoint_save", {**first.body, "idempotency_key": first.key})
+        if answered is None:
+            return
+        data, code, text = answered
+        self.ledger.count("replays")
+        self.ledger.count("mcp_replays")
+        if code is not None or data != first.data:
+            self.ledger.problem(f"an MCP replay of {first.key} answered {text[:300]}, not {first.data}")
+
+    def replay_earlier(self) -> None:
+        """Replay any client's earlier idempotent request through the tool, or reuse its key for another state."""
+        with self.ledger.lock:
+            earlier = self.rng.choice(self.ledger.idempotent) if self.ledger.idempotent else None
+        if earlier is None:
+            return
+        if self.rng.random() < 0.8:
+            self.replay(earlier)
+            return
+        other = {**earlier.body, "state": {"another": "body"}, "idempotency_key": earlier.key}
+        answered = self.call("baton_checkpoint_save", other)
+        if answered is None:
+            return
+        _, code, text = answered
+        if code != "IDEMPOTENCY_KEY_REUSED":
+            self.ledger.problem(f"an MCP save reusing key {earlier.key} for another state answered {text[:300]}")
+        self.ledger.count("keys_reused")
+
+    def lookup(self, slot: Slot) -> None:
+        """Read the slot through the tool; a client always reads its own last write or later."""
+        data = self.read({"subject_id": slot[0], "kind": slot[1]}, "mcp lookup", slot)
+        if data is None:
+            return
+        self.last_seen[slot] = (data["checkpoint_id"], data["revision"])
+        mine = self.my_last_ack.get(slot)
+        if mine is not None and mine[0] == data["checkpoint_id"] and data["revision"] < mine[1]:
+            self.ledger.problem(f"MCP client {self.number} wrote {mine} but then read revision {data['revision']}")
+
+    def get_by_id(self) -> None:
+        """Read a checkpoint any client wrote, by its id, through the tool."""
+        with self.ledger.lock:
+            ack = self.rng.choice(self.ledger.acks) if self.ledger.acks else None
+        if ack is None:
+            return
+        data = self.read({"checkpoint_id": ack.checkpoint_id}, "mcp get by id", ack.slot)
+        if data is not None and data["checkpoint_id"] != ack.checkpoint_id:
+            self.ledger.problem(f"an MCP get of {ack.checkpoint_id} answered {data['checkpoint_id']}")
+
+    def list_subject(self, slot: Slot) -> None:
+        """Page through a subject's checkpoints with the list tool and small pages, following next_cursor."""
+        arguments: dict[str, Any] = {"subject_id": slot[0], "limit": self.rng.randint(1, 3)}
+        for _ in range(5):
+            answered = self.call("baton_checkpoint_list", arguments)
+            if answered is None:
+                return
+            page, code, text = answered
+            if code is not None:
+                self.ledger.problem(f"an MCP list page answered {code}: {text[:300]}")
+                return
+            for summary in page["checkpoints"]:
+                if summary["subject_id"] != slot[0] or summary["kind"] not in KINDS or "state" in summary:
+                    self.ledger.problem(f"an MCP list of {slot[0]} showed {summary}")
+                with self.ledger.lock:
+                    self.ledger.seen.append(
+                        Seen(summary["checkpoint_id"], summary["revision"], summary["state_hash"], "mcp list")
+                    )
+            if page["next_cursor"] is None:
+                return
+            arguments["cursor"] = page["next_cursor"]
+
+    def delete(self, slot: Slot) -> None:
+        """Delete what this client last saw or wrote in the slot through the tool, half the time only if it is still
+        that revision (`expected_revision`, the route's If-Match)."""
+        known = self.known(slot)
+        if known is None:
+            return
+        checkpoint_id, revision = known
+        conditional = self.rng.random() < 0.5
+        arguments: dict[str, Any] = {"checkpoint_id": checkpoint_id}
+        if conditional:
+            arguments["expected_revision"] = revision
+        answered = self.call("baton_checkpoint_delete", arguments)
+        if answered is None:
+            return
+        data, code, text = answered
+        if code is None:
+            if data != {"checkpoint_id": checkpoint_id, "deleted": True}:
+                self.ledger.problem(f"an MCP delete answered {text}")
+            with self.ledger.lock:
+                self.ledger.deleted.append((checkpoint_id, revision if conditional else None))
+        elif code == "REVISION_CONFLICT" and conditional:
+            self.check_conflict(data, "mcp conditional delete", revision, text)
+        elif code != "NOT_FOUND":
+            self.ledger.problem(f"an MCP delete answered {code}: {text[:300]}")
+
+    def resume(self, slot: Slot) -> None:
+        """Ask the resume tool what to pick up on the slot's subject (with its kind or without, sometimes within a
+        small budget): the same checks as the route's answer, the budget counted on the tool's text (the data)."""
+        arguments: dict[str, Any] = {"subject_id": slot[0]}
+        if self.rng.random() < 0.6:
+            arguments["kind"] = slot[1]
+        if self.rng.random() < 0.3:
+            arguments["budget_bytes"] = 1024
+        answered = self.call("baton_resume", arguments)
+        if answered is None:
+            return
+        data, code, text = answered
+        if code is not None:
+            self.ledger.problem(f"an MCP resume answered {code}: {text[:300]}")
+            return
+        self.judge_resume(data, arguments, slot, len(text.encode()), text)
 
 
 # --- lease holders racing for work ------------------------------------------------------------------------------
@@ -1167,6 +1496,7 @@ def lease_checks(
 def test_concurrent_clients_lose_no_acknowledged_write(baton: BatonServe, http: httpx.Client) -> None:
     seconds, threads, seed = soak_settings()
     lease_workers = int(os.environ.get("BATON_SOAK_LEASE_WORKERS") or LEASE_WORKERS)
+    mcp_workers = int(os.environ.get("BATON_SOAK_MCP_WORKERS") or MCP_WORKERS)
     run = uuid.uuid4().hex[:12]
     # A few subjects, one with characters that need escaping in keys and paths, so that clients collide.
     subjects = [f"soak-{run}-a", f"soak-{run}-b/c#d", f"soak-{run}-é 日本"]
@@ -1178,6 +1508,7 @@ def test_concurrent_clients_lose_no_acknowledged_write(baton: BatonServe, http: 
     max_operations = int(seconds * OPERATIONS_PER_SECOND_PER_THREAD)
     clients = [Client(baton, ledger, slots, number, seed) for number in range(threads)]
     clients += [LeaseWorker(baton, ledger, leases, shared, number, seed) for number in range(lease_workers)]
+    clients += [McpClient(baton, ledger, slots, number, seed) for number in range(mcp_workers)]
     workers = [
         threading.Thread(target=client.run, args=(deadline, max_operations), name=f"soak-{client.number}")
         for client in clients
@@ -1192,10 +1523,13 @@ def test_concurrent_clients_lose_no_acknowledged_write(baton: BatonServe, http: 
 
     if lease_workers:
         takeover_probe(http, ledger)
+    if mcp_workers:
+        mcp_replay_probe(http, ledger)
     lease_problems, fencing_gaps = lease_checks(http, ledger, leases, shared)
     problems = [*ledger.problems, *lease_problems, *final_checks(http, ledger, [*slots, *(s for s, _ in shared)])]
     requests = sum(ledger.statuses.values())
     checkpoints = len({a.checkpoint_id for a in ledger.acks})
+    mcp_acks = sum(1 for a in ledger.acks if a.how.startswith("mcp "))
     proof_counts.record(
         "soak",
         requests=requests,
@@ -1219,12 +1553,21 @@ def test_concurrent_clients_lose_no_acknowledged_write(baton: BatonServe, http: 
         stale_token_writes=sum(1 for w in leases.writes if w.stale),
         stale_token_writes_refused=sum(1 for w in leases.writes if w.stale and w.code == "LEASE_HELD"),
         fencing_gaps=len(fencing_gaps),
+        mcp_tool_calls=ledger.outcomes["mcp_tool_calls"],
+        mcp_writes_acknowledged=mcp_acks,
+        mcp_replays=ledger.outcomes["mcp_replays"],
+        route_replays_of_tool_saves=ledger.outcomes["route_replays_of_tool_saves"],
+        cross_replays=ledger.outcomes["cross_replays"],
     )
     print(
         f"\nsoak: seed {seed}, {threads} clients for {elapsed:.1f} s: {requests} requests "
         f"({requests / max(elapsed, 0.001):.0f}/s), statuses {dict(sorted(ledger.statuses.items()))}, "
         f"{len(ledger.acks)} writes acknowledged over {checkpoints} checkpoints, {len(ledger.deleted)} deletes, "
         f"outcomes {dict(ledger.outcomes)}, {len(ledger.seen)} reads checked"
+    )
+    print(
+        f"soak MCP: {mcp_workers} clients, {ledger.outcomes['mcp_tool_calls']} tool calls, {mcp_acks} writes "
+        f"acknowledged, {ledger.outcomes['mcp_replays']} replays through the tool"
     )
     print(
         f"soak leases: {lease_workers} workers, {len(leases.grants)} leases granted over {len(shared)} checkpoints, "
@@ -1241,6 +1584,11 @@ def test_concurrent_clients_lose_no_acknowledged_write(baton: BatonServe, http: 
     assert ledger.outcomes["replays"] > 0
     assert ledger.blobs
     assert ledger.outcomes["blob_reads"] > 0
+    # The MCP clients really worked through the tools, and wrote.
+    if mcp_workers:
+        assert ledger.outcomes["mcp_tool_calls"] > 0, ledger.outcomes
+        assert mcp_acks > 0, ledger.outcomes
+        assert ledger.outcomes["cross_replays"] == 2, ledger.outcomes
     # The lease holders really raced: leases went from holder to holder, holders wrote, stale tokens were tried.
     if lease_workers:
         assert len({g.holder for g in leases.grants}) >= 2, leases.grants
@@ -1271,6 +1619,52 @@ def takeover_probe(http: httpx.Client, ledger: Ledger) -> None:
     if held.status_code != 200:
         ledger.problem(f"the new holder's write answered {held.status_code}: {held.text[:300]}")
     http.request("DELETE", lease_url, headers={"Lease-Token": second})
+
+
+def tool_save_message(arguments: dict[str, Any]) -> dict[str, Any]:
+    """The JSON-RPC request of a `baton_checkpoint_save` call."""
+    return {
+        "jsonrpc": "2.0",
+        "id": 1,
+        "method": "tools/call",
+        "params": {"name": "baton_checkpoint_save", "arguments": arguments},
+    }
+
+
+def mcp_replay_probe(http: httpx.Client, ledger: Ledger) -> None:
+    """The one key whichever way a save came, made on purpose whatever the racing clients happened to do: a save
+    made through the tool with an `idempotency_key` replays through the route with that Idempotency-Key (its status,
+    data and ETag, `Idempotent-Replayed: true`), and one made through the route replays through the tool (its data).
+    Neither writes again."""
+    subject = f"soak-mcp-replay-{uuid.uuid4().hex[:12]}"
+    for kind, first_by_tool in (("task_state", True), ("workflow", False)):
+        body = {"subject_id": subject, "kind": kind, "state": {"probe": kind}}
+        key = f"soak-mcp-probe-{uuid.uuid4()}"
+        by_tool = http.post("/mcp", json=tool_save_message({**body, "idempotency_key": key}), headers=MCP_HEADERS)
+        by_route = http.post("/v1/checkpoints", json=body, headers={"Idempotency-Key": key})
+        if by_tool.status_code != 200 or "result" not in by_tool.json():
+            ledger.problem(f"the MCP replay probe's tool call answered {by_tool.status_code}: {by_tool.text[:300]}")
+            return
+        tool_result = by_tool.json()["result"]
+        if by_route.status_code not in (200, 201) or tool_result.get("isError"):
+            ledger.problem(f"the MCP replay probe answered {by_route.text[:300]} and {tool_result}")
+            return
+        tool_data, route_data = tool_result["structuredContent"], by_route.json()["data"]
+        replayed = by_route.headers.get("Idempotent-Replayed") if first_by_tool else "true"
+        if tool_data != route_data or replayed != "true" or route_data["revision"] != 1:
+            ledger.problem(
+                f"a save {'by the tool' if first_by_tool else 'by the route'} and its replay by the other answered "
+                f"{tool_data} and {by_route.status_code} {dict(by_route.headers)} {route_data}"
+            )
+        elif first_by_tool and (by_route.status_code, by_route.headers.get("ETag")) != (
+            201,
+            etag(route_data["checkpoint_id"], 1),
+        ):
+            ledger.problem(f"the route's replay of a tool's create answered {by_route.status_code} {by_route.headers}")
+        ledger.count("cross_replays")
+    listed = http.get(f"/v1/subjects/{quote(subject, safe='')}/checkpoints").json()["data"]
+    if sorted((c["kind"], c["revision"]) for c in listed) != [("task_state", 1), ("workflow", 1)]:
+        ledger.problem(f"the MCP replay probe's replays wrote again: {listed}")
 
 
 def leased_checkpoints(http: httpx.Client, ledger: Ledger, leases: LeaseLedger, run: str) -> list[tuple[Slot, str]]:

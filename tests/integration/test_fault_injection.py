@@ -19,11 +19,17 @@ checkpoint's own revision, outside the window and never seen, so a 503 may leave
 lease acquire (plain and idempotent) and release, the revision reads, resume and purge. A lease write leaves either no
 new lease or exactly the one its answer gives, and its retry answers the same token; a purge may stop with
 `complete: false` and its repeat finishes.
+
+The MCP tools (issue 10) stand for those routes: the same scenarios as tool calls over `POST /mcp` (`mcp=True`, their
+results read as the route's answers by `ToolResult`). Whatever DynamoDB does, `POST /mcp` answers 200 with a JSON-RPC
+result: the tool's success, checked as the route's, or `isError: true` with `UNAVAILABLE`, which wrote nothing; the
+client's retry of the same call succeeds and applies once (with its `idempotency_key`, replays).
 """
 
 from __future__ import annotations
 
 import hashlib
+import itertools
 import json
 import re
 import types
@@ -678,10 +684,16 @@ def leased_once(idempotent: bool) -> Callable[..., None]:
 def acquire_again(ctx: Context, answer: Result) -> None:
     """The client's retry of the same acquire: the same token (a renewal) when the first was granted, else a new
     lease, the first ever (a 503 granted nothing)."""
-    retried = acquire(ctx)
+    retry_acquire(ctx, answer, acquire)
+
+
+def retry_acquire(ctx: Context, answer: Result, send: Callable[[Context], Result]) -> None:
+    """`acquire_again`, by `send` (the route, or the tool). A tool's result does not say whether it renewed (the
+    route's 200) or granted (201): there the token says it."""
+    retried = send(ctx)
     lease = snapshot(ctx.account.aws)[CHECKPOINT_KEY]["lease"]
     if answer.status == 201:
-        assert retried.status == 200, retried.raw_body
+        assert retried.status == (201 if isinstance(retried, ToolResult) else 200), retried.raw_body
         assert retried.data["lease_token"] == answer.data["lease_token"] == lease.token
     else:
         assert retried.status == 201, retried.raw_body
@@ -722,7 +734,13 @@ def released_once(ctx: Context, before: Snapshot, after: Snapshot, answer: Resul
 
 def release_again(ctx: Context, answer: Result) -> None:
     """The client's retry of the release: released (again, or now), and the next lease counts on."""
-    assert send_release(ctx).status == 200
+    retry_release(ctx, send_release, acquire)
+
+
+def retry_release(ctx: Context, release: Callable[[Context], Result], acquire: Callable[[Context], Result]) -> None:
+    """`release_again`, by `release` and `acquire` (the routes, or the tools)."""
+    again = release(ctx)
+    assert again.status == 200, again.raw_body
     lease = snapshot(ctx.account.aws)[CHECKPOINT_KEY]["lease"]
     assert lease is None or not lease.is_live(clock_now_ms())
     granted = acquire(ctx)
@@ -791,6 +809,141 @@ def purge_again(ctx: Context, answer: Result) -> None:
     assert first + len(left) <= 1 + PURGE_COPIES
 
 
+# -- the same paths as MCP tool calls (POST /mcp, tools/call) -----------------------------------------------------
+
+RPC_IDS = itertools.count(1)
+OTHER_TOOL_ERROR = 500
+"""The status given to a failing tool whose code is not UNAVAILABLE: no answer a DynamoDB fault may give, so the
+driver's check of the status fails on it and shows the tool's error."""
+
+
+@dataclass
+class ToolResult(Result):
+    """A tool's result in the shape of its route's answer, so that the route scenarios' checks read it as they read
+    the route's: `{"data": <structured content>}` with the route's success status, or, for `isError: true`,
+    `{"error": {code, message}}` with 503 for UNAVAILABLE. A tool result carries no headers (no `Retry-After`, no
+    `Idempotent-Replayed`)."""
+
+    rpc: Result | None = None
+    """The HTTP answer of `POST /mcp` that carried it."""
+
+
+def call_tool(ctx: Context, name: str, arguments: dict[str, Any], success: int) -> ToolResult:
+    """`tools/call` of `name` over `POST /mcp` (the sample event `mcp_tools_call`). Whatever DynamoDB does, the HTTP
+    answer is 200 with a JSON-RPC result (never a 5xx, never a JSON-RPC error): the tool's success or its error."""
+    message = {
+        "jsonrpc": "2.0",
+        "id": next(RPC_IDS),
+        "method": "tools/call",
+        "params": {"name": name, "arguments": arguments},
+    }
+    rpc = ctx.api.invoke("mcp_tools_call", body=message)
+    assert rpc.status == 200, f"POST /mcp answered {rpc.status} to a tools/call of {name}: {rpc.raw_body}"
+    assert "error" not in rpc.body, f"a JSON-RPC error for a tools/call of {name}: {rpc.raw_body}"
+    assert rpc.body["id"] == message["id"], rpc.raw_body
+    result = rpc.body["result"]
+    structured = result["structuredContent"]
+    assert json.loads(result["content"][0]["text"]) == structured, "the text rendering is not the structured content"
+    if result.get("isError"):
+        status = 503 if structured.get("code") == "UNAVAILABLE" else OTHER_TOOL_ERROR
+        return ToolResult(status, {}, json.dumps({"error": structured}), rpc=rpc)
+    assert result.get("isError") in (None, False), rpc.raw_body
+    return ToolResult(success, {}, json.dumps({"data": structured}), rpc=rpc)
+
+
+def assert_tool_unavailable(answer: ToolResult) -> None:
+    """A tool's UNAVAILABLE as the contract has it (api-v1.md, `POST /mcp`): `isError: true` with the route's
+    `{code, message}`; the message names no internals."""
+    assert answer.status == 503, answer.raw_body
+    assert answer.error["code"] == "UNAVAILABLE"
+    message = answer.error["message"]
+    assert message
+    assert not re.search(r"botocore|Exception|Traceback|dynamodb", message, re.IGNORECASE), message
+
+
+def tool_save(ctx: Context, step: int, idempotency_key: str | None = None, ttl_seconds: int = 3600) -> ToolResult:
+    """`baton_checkpoint_save` of the test subject's checkpoint with the state `{"step": step}`: the body of
+    `save_step`, and its Idempotency-Key as the `idempotency_key` argument."""
+    arguments: dict[str, Any] = save_body(subject_id=SUBJECT, state={"step": step}, ttl_seconds=ttl_seconds)
+    if idempotency_key is not None:
+        arguments["idempotency_key"] = idempotency_key
+    answer = call_tool(ctx, "baton_checkpoint_save", arguments, 200)
+    if answer.status == 200 and answer.data["updated"] is False:
+        answer.status = 201  # the route's status for a create, which the tool states as `updated: false`
+    return answer
+
+
+def mcp_plain_save(ctx: Context) -> Result:
+    return tool_save(ctx, 2)
+
+
+def mcp_idempotent_save(ctx: Context) -> Result:
+    return tool_save(ctx, 2, IDEMPOTENCY_KEY)
+
+
+def mcp_delete(ctx: Context) -> Result:
+    assert ctx.checkpoint_id is not None
+    return call_tool(ctx, "baton_checkpoint_delete", {"checkpoint_id": ctx.checkpoint_id}, 200)
+
+
+def mcp_acquire(ctx: Context) -> Result:
+    """`baton_lease_acquire` for `HOLDER`: the body of `acquire`. A tool's result does not tell a grant (201) from
+    a renewal (200): it is given as 201, a grant; `retry_acquire` tells them apart by the token."""
+    assert ctx.checkpoint_id is not None
+    arguments = {"checkpoint_id": ctx.checkpoint_id, "ttl_seconds": LEASE_TTL_SECONDS, "holder": HOLDER}
+    return call_tool(ctx, "baton_lease_acquire", arguments, 201)
+
+
+def mcp_idempotent_acquire(ctx: Context) -> Result:
+    assert ctx.checkpoint_id is not None
+    arguments = {
+        "checkpoint_id": ctx.checkpoint_id,
+        "ttl_seconds": LEASE_TTL_SECONDS,
+        "holder": HOLDER,
+        "idempotency_key": IDEMPOTENCY_KEY,
+    }
+    return call_tool(ctx, "baton_lease_acquire", arguments, 201)
+
+
+def mcp_acquire_again(ctx: Context, answer: Result) -> None:
+    """`acquire_again`, by the tool."""
+    retry_acquire(ctx, answer, mcp_acquire)
+
+
+def mcp_release(ctx: Context) -> Result:
+    assert ctx.checkpoint_id is not None
+    assert ctx.lease_token is not None
+    arguments = {"checkpoint_id": ctx.checkpoint_id, "lease_token": ctx.lease_token}
+    return call_tool(ctx, "baton_lease_release", arguments, 200)
+
+
+def mcp_release_again(ctx: Context, answer: Result) -> None:
+    """`release_again`, by the tools."""
+    retry_release(ctx, mcp_release, mcp_acquire)
+
+
+def mcp_get(ctx: Context) -> Result:
+    assert ctx.checkpoint_id is not None
+    return call_tool(ctx, "baton_checkpoint_get", {"checkpoint_id": ctx.checkpoint_id}, 200)
+
+
+def mcp_lookup(ctx: Context) -> Result:
+    return call_tool(ctx, "baton_checkpoint_get", {"subject_id": SUBJECT, "kind": KIND}, 200)
+
+
+def read_checkpoint(ctx: Context, before: Snapshot, after: Snapshot, answer: Result | None) -> None:
+    """The check of a read of the prepared checkpoint (revision 1, `{"step": 1}`): nothing written, the whole
+    checkpoint answered."""
+    assert after == before, "a read wrote"
+    if answer is not None:
+        assert (answer.data["checkpoint_id"], answer.data["revision"]) == (ctx.checkpoint_id, 1), answer.raw_body
+        assert (answer.data["state"], answer.data["state_hash"]) == ({"step": 1}, state_hash(1))
+
+
+def mcp_resume(ctx: Context) -> Result:
+    return call_tool(ctx, "baton_resume", {"subject_id": SUBJECT}, 200)
+
+
 @dataclass(frozen=True)
 class Step:
     """A DynamoDB request of a route that a fault strikes."""
@@ -835,6 +988,12 @@ class Scenario:
     cached: bool = False
     """Prepare once through the handler, then copy the items it wrote into each case's new table (the history
     and purge preparations take a dozen requests)."""
+    mcp: bool = False
+    """The request is a tool call over `POST /mcp` (its `send` answers a `ToolResult`): the HTTP answer is 200 with
+    a JSON-RPC result whatever DynamoDB does, and the tool's result must be what the route's answer must be."""
+    retried: bool = False
+    """After a 503, the client's retry of the same request (once DynamoDB is well again) succeeds and applies once,
+    from the table as it was before the first (which the 503 left unchanged)."""
 
     def step_list(self) -> list[Step]:
         return [step if isinstance(step, Step) else Step(step) for step in self.steps]
@@ -1018,9 +1177,122 @@ SCENARIOS = (
 )
 
 
+MCP_SCENARIOS = (
+    # The tools stand for the routes above: the same DynamoDB steps, the same checks of the table.
+    Scenario(
+        "mcp_save_create",
+        ("UpdateItem",),
+        prepare_nothing,
+        mcp_plain_save,
+        201,
+        saved_once(1, True, False),
+        mcp=True,
+        retried=True,
+    ),
+    Scenario(
+        "mcp_save_update",
+        ("UpdateItem",),
+        prepare_checkpoint,
+        mcp_plain_save,
+        200,
+        saved_once(2, False, False),
+        phases=LOST_ANSWERS_ONLY,
+        mcp=True,
+        retried=True,
+    ),
+    Scenario(
+        "mcp_idempotent_create",
+        ("BatchGetItem", "TransactWriteItems"),
+        prepare_nothing,
+        mcp_idempotent_save,
+        201,
+        saved_once(1, True, True),
+        idempotent=True,
+        mcp=True,
+    ),
+    Scenario(
+        "mcp_delete",
+        (INDEX, "DeleteItem"),
+        prepare_checkpoint,
+        mcp_delete,
+        200,
+        deleted_once,
+        mcp=True,
+        retried=True,
+        cached=True,
+    ),
+    Scenario(
+        "mcp_lease_acquire",
+        (INDEX, "UpdateItem"),
+        prepare_checkpoint,
+        mcp_acquire,
+        201,
+        leased_once(False),
+        then=mcp_acquire_again,
+        mcp=True,
+        cached=True,
+    ),
+    Scenario(
+        "mcp_lease_acquire_idempotent",
+        (READ_BEFORE_WRITE, "TransactWriteItems"),
+        prepare_checkpoint,
+        mcp_idempotent_acquire,
+        201,
+        leased_once(True),
+        idempotent=True,
+        mcp=True,
+        cached=True,
+    ),
+    Scenario(
+        "mcp_lease_release",
+        (Step("UpdateItem", every_kind=False),),
+        prepare_lease,
+        mcp_release,
+        200,
+        released_once,
+        then=mcp_release_again,
+        mcp=True,
+        cached=True,
+    ),
+    Scenario(
+        "mcp_get",
+        ("Query",),
+        prepare_checkpoint,
+        mcp_get,
+        200,
+        read_checkpoint,
+        mcp=True,
+        retried=True,
+        cached=True,
+    ),
+    Scenario(
+        "mcp_get_by_subject",
+        ("GetItem",),
+        prepare_checkpoint,
+        mcp_lookup,
+        200,
+        read_checkpoint,
+        mcp=True,
+        retried=True,
+        cached=True,
+    ),
+    Scenario(
+        "mcp_resume",
+        ("Query", Step("GetItem", every_kind=False)),
+        prepare_checkpoint,
+        mcp_resume,
+        200,
+        resumed,
+        mcp=True,
+        retried=True,
+        cached=True,
+    ),
+)
+
+
 def fault_table() -> Iterator[Any]:
     """Each scenario × each of its steps × the faults worth injecting there (`faults.fault_plan`)."""
-    for scenario in SCENARIOS:
+    for scenario in (*SCENARIOS, *MCP_SCENARIOS):
         for step in scenario.step_list():
             for kind, phase, duration in fault_plan(step.operation):
                 if phase not in scenario.phases:
@@ -1041,7 +1313,11 @@ def fault_table() -> Iterator[Any]:
 
 
 def assert_unavailable(answer: Result) -> None:
-    """A 503 as the contract has it: UNAVAILABLE in the error envelope, Retry-After in whole seconds."""
+    """A 503 as the contract has it: UNAVAILABLE in the error envelope, Retry-After in whole seconds (for a tool,
+    `assert_tool_unavailable`)."""
+    if isinstance(answer, ToolResult):
+        assert_tool_unavailable(answer)
+        return
     assert answer.status == 503, answer.raw_body
     assert answer.error["code"] == "UNAVAILABLE"
     assert answer.body["meta"]["request_id"]
@@ -1092,7 +1368,9 @@ def test_a_fault_at_any_step_answers_success_or_503_and_never_half_writes(
             answered_503=int(answer.status == 503),
             succeeded=int(answer.status in SUCCESS),
             landed_then_503=int(landed_then_503),
+            mcp_cases=int(scenario.mcp),
         )
+        assert isinstance(answer, ToolResult) is scenario.mcp, f"{scenario.name} sent {type(answer).__name__}"
         # Then the fault did strike this step, and a persistent one lasted as long as the request kept trying
         assert fault.struck >= 1, f"{operation} is not a step of {scenario.name}: the fault never struck"
         assert not fault.exhausted, f"the request tried {operation} {fault.struck} times and never gave up"
@@ -1121,6 +1399,10 @@ def test_a_fault_at_any_step_answers_success_or_503_and_never_half_writes(
         assert_table_consistent(after)
         if scenario.idempotent:
             assert_idempotent_retries(ctx, scenario, before, answer)
+        if scenario.retried and answer.status == 503:
+            retried = scenario.send(ctx)
+            assert retried.status == scenario.success, retried.raw_body
+            scenario.applied_once(ctx, before, snapshot(env.aws), retried)
         if scenario.then is not None:
             ctx.settled = None if scenario.idempotent else after
             scenario.then(ctx, answer)
@@ -1179,9 +1461,41 @@ def assert_idempotent_retries(ctx: Context, scenario: Scenario, before: Snapshot
     settled = snapshot(ctx.account.aws)
     replay = scenario.send(ctx)
     assert replay.status == scenario.success, replay.raw_body
-    assert replay.header("Idempotent-Replayed") == "true"
+    if not isinstance(replay, ToolResult):  # a tool's result has no headers: its data and the table say it
+        assert replay.header("Idempotent-Replayed") == "true"
     assert replay.data == answer.data
     assert snapshot(ctx.account.aws) == settled
+
+
+@pytest.mark.parametrize("tool", ["baton_checkpoint_save", "baton_lease_acquire"])
+def test_the_retry_of_a_containers_first_idempotent_tool_call_replays_it(
+    env: MotoAccount, monkeypatch: pytest.MonkeyPatch, tool: str
+) -> None:
+    # Found by this suite: the twin resolver, built during a container's first tool call, inherited the /mcp
+    # request's context, so that call's idempotency fingerprint was of no body and its retry was refused as reused.
+    from baton.api import routers
+    from baton.api.app import app
+
+    with time_machine.travel(START, tick=False) as clock:
+        ctx = Context(account=env, clock=clock)
+        prepare_checkpoint(ctx)
+        send = mcp_idempotent_acquire if tool == "baton_lease_acquire" else mcp_idempotent_save
+        # Given a container that has served no tool call yet: its second resolver (the twin) not built, and the
+        # routers still the Lambda resolver's (building the twin hands them over to it)
+        monkeypatch.setattr(app, "_twin", None)
+        for name in ("blobs", "checkpoints", "history", "keys", "leases", "mcp", "meta", "resume", "subjects"):
+            monkeypatch.setattr(getattr(routers, name).router, "api_resolver", app)
+        # When its first tool call, idempotent, succeeds, and the client sends the very same call again (its answer
+        # was lost on the way back, say)
+        first = send(ctx)
+        assert first.status in SUCCESS, first.raw_body
+        settled = snapshot(env.aws)
+        retried = send(ctx)
+        proof_counts.record(SUITE, cases=1)
+        # Then the retry is the replay of the first (api-v1.md, Idempotency), and writes nothing
+        assert retried.status in SUCCESS, retried.raw_body
+        assert retried.data == first.data
+        assert snapshot(env.aws) == settled
 
 
 # -- a write that landed, whose answer was lost, and another writer got in before botocore's retry -------------

@@ -113,6 +113,9 @@ class BatonResolver(APIGatewayHttpResolver):
             if self.make_twin is None:
                 raise RuntimeError("this resolver was built without make_twin")
             self._twin = self.make_twin()
+            # Built while this resolver serves a request: powertools' include_router merged this one's context (the
+            # request being served, its cached Request) into the twin's, which its first request would then read.
+            self._twin.clear_context()
         return self._twin
 
     def resolve(self, event: Mapping[str, Any], context: Any) -> dict[str, Any]:
