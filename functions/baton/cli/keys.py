@@ -1,43 +1,62 @@
-"""`baton keys create`: write a key record straight into a table, with the operator's own AWS credentials.
+"""`baton keys create | list | revoke`: API keys over HTTP (`POST/GET/DELETE /v1/keys`).
 
-This is how the first operator key of a deployment is made (no key exists yet to call `POST /v1/keys` with).
+`baton keys create --table ...` is the other way in: it writes a key record straight into a table with the
+operator's own AWS credentials. That is how the first operator key of a deployment is made (no key exists yet to
+call `POST /v1/keys` with). Only that form imports the server's code (pydantic models, boto3), and only when it runs.
 """
 
 from __future__ import annotations
 
-import argparse
 import json
 import sys
-from typing import TextIO
+from dataclasses import dataclass
+from typing import Annotated, Any, Protocol, TextIO
 
-from baton.domain.access import SCOPES, issue_key, key_validity
-from baton.domain.clock import now_ms
-from baton.domain.errors import ValidationFailed
-from baton.domain.models import CreateKeyRequest
+import typer
+
+from baton.cli.common import (
+    ApiKeyOption,
+    JsonOption,
+    UrlOption,
+    emit_json,
+    fail_usage,
+    say,
+    session,
+)
+
+OPERATOR_SCOPES = "*,tenants:manage"
+TABLE_FORM = "Direct to a table (--table: the first operator key, with AWS credentials)"
+
+keys_app = typer.Typer(
+    name="keys",
+    help="Issue, list and revoke API keys.",
+    no_args_is_help=True,
+    rich_markup_mode="rich",
+)
 
 
-def add_commands(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
-    """Register `baton keys ...`."""
-    keys = commands.add_parser("keys", help="manage API keys directly in a table (operator credentials)")
-    actions = keys.add_subparsers(dest="action", required=True)
-    create = actions.add_parser("create", help="create a key and print its secret (shown once)")
-    create.add_argument("--table", required=True, help="the table name (the stack's TableName output)")
-    create.add_argument("--tenant", required=True, help="tenant id, e.g. acme")
-    create.add_argument("--agent", required=True, help="agent id, e.g. operator")
-    create.add_argument(
-        "--scopes",
-        default="*,tenants:manage",
-        help=f"comma-separated scopes (default: *,tenants:manage); any of {', '.join(SCOPES)}",
-    )
-    create.add_argument("--description", help="what the key is for")
-    create.add_argument("--expires-at", help="RFC 3339 time after which the key stops working")
-    create.add_argument("--region", help="AWS region of the table (default: your AWS configuration's)")
-    create.add_argument("--aws-endpoint", metavar="URL", help="an AWS-compatible endpoint instead of AWS")
+class TableKeyRequest(Protocol):
+    """What `create_key` reads: the options of `keys create --table`."""
+
+    table: str
+    tenant: str
+    agent: str
+    scopes: str
+    description: str | None
+    expires_at: str | None
+    region: str | None
+    aws_endpoint: str | None
 
 
-def create_key(args: argparse.Namespace, out: TextIO = sys.stdout) -> int:
-    """Validate the request as the API would, write the record, print the key as the API answers it (JSON)."""
+def create_key(args: TableKeyRequest, out: TextIO | None = None) -> int:
+    """Validate the request as the API would, write the record, print the key as the API answers it (JSON) on
+    `out` (default: the current stdout)."""
     from pydantic import ValidationError
+
+    from baton.domain.access import issue_key, key_validity
+    from baton.domain.clock import now_ms
+    from baton.domain.errors import ValidationFailed
+    from baton.domain.models import CreateKeyRequest
 
     scopes = [s.strip() for s in args.scopes.split(",") if s.strip()]
     try:
@@ -74,5 +93,169 @@ def create_key(args: argparse.Namespace, out: TextIO = sys.stdout) -> int:
     )
     KeyStore(client, args.table).put(issued.record)
     created = CreatedKey.of(issued.record, secret=issued.secret)
-    print(json.dumps(created.model_dump(), indent=2), file=out)
+    print(json.dumps(created.model_dump(), indent=2), file=out or sys.stdout)
     return 0
+
+
+@dataclass
+class TableRequest:
+    """The options of `keys create --table`, as `create_key` reads them."""
+
+    table: str
+    tenant: str
+    agent: str
+    scopes: str
+    description: str | None
+    expires_at: str | None
+    region: str | None
+    aws_endpoint: str | None
+
+
+CREATE_EPILOG = """\
+[bold]Examples[/bold]
+
+  baton keys create --agent planner --scopes checkpoints:read,checkpoints:write
+
+  baton keys create --tenant customer-42 --agent planner --scopes '*' --expires-at 2027-01-01T00:00:00Z --json
+
+  The first operator key of a deployment, with your AWS credentials (prints JSON):
+
+  baton keys create --table <TableName output> --tenant mycompany --agent operator --region eu-west-1
+"""
+
+
+@keys_app.command("create", epilog=CREATE_EPILOG)
+def create(
+    agent: Annotated[str, typer.Option("--agent", "-a", help="The key's agent_id, e.g. planner.")],
+    scopes: Annotated[
+        str | None,
+        typer.Option(
+            help="Comma-separated scopes, e.g. checkpoints:read,checkpoints:write (with --table, default "
+            f"{OPERATOR_SCOPES})."
+        ),
+    ] = None,
+    tenant: Annotated[
+        str | None, typer.Option(help="The tenant_id (default: the caller's; required with --table).")
+    ] = None,
+    description: Annotated[str | None, typer.Option(help="What the key is for.")] = None,
+    not_before: Annotated[str | None, typer.Option(help="RFC 3339 time before which the key does not work.")] = None,
+    expires_at: Annotated[str | None, typer.Option(help="RFC 3339 time after which the key stops working.")] = None,
+    table: Annotated[
+        str | None,
+        typer.Option(
+            help="Write straight into this table (the stack's TableName output) instead of calling the API.",
+            rich_help_panel=TABLE_FORM,
+        ),
+    ] = None,
+    region: Annotated[
+        str | None,
+        typer.Option(help="With --table: the AWS region (default: your configuration's).", rich_help_panel=TABLE_FORM),
+    ] = None,
+    aws_endpoint: Annotated[
+        str | None,
+        typer.Option(
+            metavar="URL", help="With --table: an AWS-compatible endpoint instead of AWS.", rich_help_panel=TABLE_FORM
+        ),
+    ] = None,
+    url: UrlOption = None,
+    api_key: ApiKeyOption = None,
+    as_json: JsonOption = False,
+) -> None:
+    """Issue a key and print its secret (shown this once)."""
+    if table is not None:
+        if tenant is None:
+            fail_usage("keys create --table needs --tenant.")
+        if not_before is not None:
+            fail_usage("keys create --table does not take --not-before.")
+        request = TableRequest(
+            table=table,
+            tenant=tenant,
+            agent=agent,
+            scopes=scopes or OPERATOR_SCOPES,
+            description=description,
+            expires_at=expires_at,
+            region=region,
+            aws_endpoint=aws_endpoint,
+        )
+        raise typer.Exit(create_key(request))
+    if region is not None or aws_endpoint is not None:
+        fail_usage("--region and --aws-endpoint go with --table.")
+    if not scopes:
+        fail_usage("keys create needs --scopes (e.g. checkpoints:read,checkpoints:write).")
+    wanted = [s.strip() for s in scopes.split(",") if s.strip()]
+    with session(url, api_key) as baton:
+        created = baton.create_key(
+            agent, wanted, tenant_id=tenant, not_before=not_before, expires_at=expires_at, description=description
+        )
+    if as_json:
+        emit_json(created.raw)
+        return
+    from baton.cli.render import print_fields
+
+    say(f"Created key {created.key_id}. Its secret is shown this once:")
+    print_fields(created.raw, ("secret", "key_id", "tenant_id", "agent_id", "scopes"))
+
+
+LIST_EPILOG = """\
+[bold]Examples[/bold]
+
+  baton keys list
+
+  baton keys list --tenant customer-42 --agent planner --all --json
+"""
+
+
+@keys_app.command("list", epilog=LIST_EPILOG)
+def list_keys(
+    tenant: Annotated[str | None, typer.Option(help="Another tenant's keys (needs tenants:manage).")] = None,
+    agent: Annotated[str | None, typer.Option("--agent", "-a", help="Only this agent's keys.")] = None,
+    limit: Annotated[int | None, typer.Option(min=1, max=200, help="Keys per page (1-200).")] = None,
+    cursor: Annotated[str | None, typer.Option(help="Continue from a previous page's next cursor.")] = None,
+    all_pages: Annotated[bool, typer.Option("--all", help="Follow the cursors to the last page.")] = False,
+    url: UrlOption = None,
+    api_key: ApiKeyOption = None,
+    as_json: JsonOption = False,
+) -> None:
+    """List live keys (oldest first; never their secrets)."""
+    items: list[Any] = []
+    with session(url, api_key) as baton:
+        while True:
+            page = baton.list_keys(tenant_id=tenant, agent_id=agent, limit=limit, cursor=cursor)
+            items.extend(item.raw for item in page.items)
+            cursor = page.next_cursor
+            if cursor is None or not all_pages:
+                break
+    if as_json:
+        emit_json(items)
+    else:
+        from baton.cli.render import KEY_COLUMNS, print_table
+
+        print_table(items, KEY_COLUMNS, title="API keys", empty="No keys.")
+    if cursor is not None:
+        print(f"More on the next page: --cursor {cursor} (or --all).", file=sys.stderr)
+
+
+REVOKE_EPILOG = """\
+[bold]Examples[/bold]
+
+  baton keys revoke key_0123...
+
+  baton keys revoke key_0123... --tenant customer-42 --json
+"""
+
+
+@keys_app.command("revoke", epilog=REVOKE_EPILOG)
+def revoke(
+    key_id: Annotated[str, typer.Argument(help="The key_id (from keys list).")],
+    tenant: Annotated[str | None, typer.Option(help="The key's tenant, when not the caller's.")] = None,
+    url: UrlOption = None,
+    api_key: ApiKeyOption = None,
+    as_json: JsonOption = False,
+) -> None:
+    """Revoke a key (checkpoint routes stop accepting it within 60 s, key management at once)."""
+    with session(url, api_key) as baton:
+        revoked = baton.revoke_key(key_id, tenant_id=tenant)
+    if as_json:
+        emit_json(revoked.raw)
+        return
+    say(f"Revoked {revoked.key_id}.")

@@ -1,77 +1,131 @@
-"""`baton`: run the API locally (`baton serve`), create keys in a table (`baton keys create`)."""
+"""`baton`: the command line of Baton, on typer (click) and rich.
+
+`baton serve` runs the whole API locally; every other command speaks HTTP to an API through the SDK
+(`baton.client`). Exit codes: 0 success, 1 an API error or no answer, 2 a usage error, 3 not found, 4 a conflict.
+Only `serve` and `keys create --table` import the server's code, and only when they run.
+"""
 
 from __future__ import annotations
 
-import argparse
 import sys
+from typing import Annotated
+
+import typer
 
 from baton import __version__
+from baton.cli import blobs, checkpoints, keys
+
+app = typer.Typer(
+    name="baton",
+    help=(
+        "Baton: a checkpoint API for AI agents.\n\n"
+        "Every command but [bold]serve[/bold] calls an API: --url (or BATON_URL) and --api-key (or BATON_API_KEY). "
+        "Output is for people (tables, colours on a terminal) unless --json asks for the route's data as JSON.\n\n"
+        "Exit codes: 0 success, 1 API error or no answer, 2 usage error, 3 not found, 4 conflict (stale revision, "
+        "closed checkpoint, held lease, idempotency)."
+    ),
+    epilog=(
+        "[bold]Examples[/bold]\n\n"
+        "  baton serve --port 8787\n\n"
+        "  export BATON_URL=http://127.0.0.1:8787 BATON_API_KEY=btn_...\n\n"
+        "  baton save ticket-42 '{\"step\": 3}' --kind task_state\n\n"
+        "  baton resume ticket-42 --json"
+    ),
+    no_args_is_help=True,
+    rich_markup_mode="rich",
+    add_completion=False,
+    pretty_exceptions_enable=False,
+    context_settings={"help_option_names": ["-h", "--help"]},
+)
 
 
-def _parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(prog="baton", description="Baton: a checkpoint API for AI agents.")
-    parser.add_argument("--version", action="version", version=f"baton {__version__}")
-    commands = parser.add_subparsers(dest="command", required=True)
+def _version(value: bool) -> None:
+    if value:
+        print(f"baton {__version__}")
+        raise typer.Exit(0)
 
-    serve = commands.add_parser("serve", help="run the whole API locally on embedded moto")
-    serve.add_argument("--host", default="127.0.0.1", help="address to listen on (default 127.0.0.1)")
-    serve.add_argument("--port", type=int, default=8787, help="port to listen on; 0 picks a free one (default 8787)")
-    serve.add_argument(
-        "--aws-endpoint",
-        metavar="URL",
-        help="use this AWS-compatible endpoint (a moto server, DynamoDB Local) instead of embedded moto",
-    )
-    serve.add_argument("--table", default="baton-local", help="table name (created if missing; default baton-local)")
-    serve.add_argument(
-        "--bucket", default="baton-local", help="blob bucket name (created if missing; default baton-local)"
-    )
-    serve.add_argument("--region", default="us-east-1", help="AWS region when AWS_REGION is unset (default us-east-1)")
-    serve.add_argument(
-        "--dev-key",
-        metavar="VALUE",
-        help="use this development key instead of a random one (or set BATON_DEV_KEY)",
-    )
-    serve.add_argument(
-        "--containers",
-        type=int,
-        default=4,
-        help="how many Lambda containers (processes) serve requests concurrently (default 4)",
-    )
-    from baton.cli.keys import add_commands
 
-    add_commands(commands)
-    return parser
+@app.callback()
+def root(
+    version: Annotated[
+        bool, typer.Option("--version", callback=_version, is_eager=True, help="Print the version and exit.")
+    ] = False,
+) -> None:
+    """Baton: a checkpoint API for AI agents."""
+
+
+SERVE_EPILOG = """\
+[bold]Examples[/bold]
+
+  baton serve
+
+  baton serve --port 9000 --dev-key btn_my_fixed_development_key
+
+  baton serve --aws-endpoint http://127.0.0.1:5000 --table baton-dev
+"""
+
+
+@app.command("serve", epilog=SERVE_EPILOG)
+def serve(
+    host: Annotated[str, typer.Option(help="Address to listen on.")] = "127.0.0.1",
+    port: Annotated[int, typer.Option(help="Port to listen on; 0 picks a free one.")] = 8787,
+    aws_endpoint: Annotated[
+        str | None,
+        typer.Option(
+            metavar="URL",
+            help="Use this AWS-compatible endpoint (a moto server, DynamoDB Local) instead of embedded moto.",
+        ),
+    ] = None,
+    table: Annotated[str, typer.Option(help="Table name (created if missing).")] = "baton-local",
+    bucket: Annotated[str, typer.Option(help="Blob bucket name (created if missing).")] = "baton-local",
+    region: Annotated[str, typer.Option(help="AWS region when AWS_REGION is unset.")] = "us-east-1",
+    dev_key: Annotated[
+        str | None,
+        typer.Option(metavar="VALUE", help="Use this development key instead of a random one (or set BATON_DEV_KEY)."),
+    ] = None,
+    containers: Annotated[
+        int, typer.Option(help="How many Lambda containers (processes) serve requests concurrently.")
+    ] = 4,
+) -> None:
+    """Run the whole API locally on embedded moto (or an AWS-compatible endpoint); prints a development key."""
+    from baton.local.serve import ServeOptions, check_dev_key
+    from baton.local.serve import serve as run
+
+    if dev_key is not None:
+        try:
+            check_dev_key(dev_key)
+        except ValueError as exc:
+            print(f"baton serve: {exc}", file=sys.stderr)
+            raise typer.Exit(2) from None
+    status = run(
+        ServeOptions(
+            host=host,
+            port=port,
+            aws_endpoint=aws_endpoint,
+            table=table,
+            bucket=bucket,
+            region=region,
+            dev_key=dev_key,
+            containers=max(1, containers),
+        )
+    )
+    raise typer.Exit(status)
+
+
+checkpoints.register(app)
+app.add_typer(blobs.blob_app)
+app.add_typer(keys.keys_app)
 
 
 def main(argv: list[str] | None = None) -> int:
-    """Entry point of the `baton` command."""
-    args = _parser().parse_args(argv)
-    if args.command == "serve":
-        from baton.local.serve import ServeOptions, check_dev_key, serve
-
-        if args.dev_key is not None:
-            try:
-                check_dev_key(args.dev_key)
-            except ValueError as exc:
-                print(f"baton serve: {exc}", file=sys.stderr)
-                return 2
-        return serve(
-            ServeOptions(
-                host=args.host,
-                port=args.port,
-                aws_endpoint=args.aws_endpoint,
-                table=args.table,
-                bucket=args.bucket,
-                region=args.region,
-                dev_key=args.dev_key,
-                containers=max(1, args.containers),
-            )
-        )
-    if args.command == "keys" and args.action == "create":
-        from baton.cli.keys import create_key
-
-        return create_key(args)
-    return 2
+    """Entry point of the `baton` command: run it on `argv` (default: the process's) and return the exit status."""
+    try:
+        app(args=argv, prog_name="baton")
+    except SystemExit as done:
+        if done.code is None:
+            return 0
+        return done.code if isinstance(done.code, int) else 1
+    return 0
 
 
 if __name__ == "__main__":

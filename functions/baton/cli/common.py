@@ -1,0 +1,156 @@
+"""What every API command of `baton` shares: the connection and output options, the client, JSON output, and the
+translation of the SDK's errors into one stderr line and an exit code.
+
+Import discipline: this module imports typer only. The SDK (httpx) is imported when a command runs, and nothing of
+the server (baton.domain, baton.local, boto3) is imported by any API command, so `baton --help` starts fast and the
+commands work with only `baton[cli]` installed.
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+from collections.abc import Iterator
+from contextlib import contextmanager
+from typing import TYPE_CHECKING, Annotated, Any, NoReturn
+
+import typer
+
+if TYPE_CHECKING:
+    from rich.console import Console
+
+    from baton.client import Baton, BatonError
+
+EXIT_OK = 0
+EXIT_ERROR = 1
+"""Any API error but not-found and conflicts, and no answer at all (connection failure)."""
+EXIT_USAGE = 2
+"""click's own code for usage errors: a missing or malformed option or argument."""
+EXIT_NOT_FOUND = 3
+EXIT_CONFLICT = 4
+"""A 409 (`REVISION_CONFLICT`, `CHECKPOINT_CLOSED`, `LEASE_HELD`, `IDEMPOTENCY_IN_PROGRESS`) or a 422
+`IDEMPOTENCY_KEY_REUSED`: the request was sound but the state of the checkpoint (or of the key) stands in its way."""
+
+CONNECTION = "Connection"
+OUTPUT = "Output"
+
+UrlOption = Annotated[
+    str | None,
+    typer.Option(
+        "--url",
+        envvar="BATON_URL",
+        show_envvar=True,
+        help="The API's base URL, e.g. http://127.0.0.1:8787 for `baton serve`.",
+        rich_help_panel=CONNECTION,
+    ),
+]
+ApiKeyOption = Annotated[
+    str | None,
+    typer.Option(
+        "--api-key",
+        envvar="BATON_API_KEY",
+        show_envvar=True,
+        show_default=False,
+        help="The bearer key (prefer the environment variable: arguments show in `ps`).",
+        rich_help_panel=CONNECTION,
+    ),
+]
+JsonOption = Annotated[
+    bool,
+    typer.Option(
+        "--json",
+        help="Print exactly the route's `data` as JSON on stdout, and nothing else there.",
+        rich_help_panel=OUTPUT,
+    ),
+]
+AgentOption = Annotated[
+    str | None, typer.Option("--agent", "-a", help="The agent_id (a `*` key may act for any agent of its tenant).")
+]
+IdempotencyKeyOption = Annotated[
+    str | None,
+    typer.Option(
+        "--idempotency-key",
+        help="Make a repeated command a replay of the first (one is generated per run otherwise).",
+    ),
+]
+
+
+def connect(url: str | None, api_key: str | None) -> Baton:
+    """The SDK's client for `url` and `api_key` (each already taken from the environment by typer when absent)."""
+    from baton.client import Baton
+
+    if not url:
+        fail_usage("no API URL: pass --url or set BATON_URL (e.g. http://127.0.0.1:8787 for `baton serve`).")
+    return Baton(url, api_key or None)
+
+
+def fail_usage(message: str) -> NoReturn:
+    """Stop with a usage error (exit 2), as click does for its own."""
+    print(f"baton: {message}", file=sys.stderr)
+    raise typer.Exit(EXIT_USAGE)
+
+
+def exit_code_of(error: BatonError) -> int:
+    """The exit status of an SDK error: 3 not found, 4 conflict, 1 anything else."""
+    from baton.client import ConflictError, IdempotencyKeyReusedError, NotFoundError
+
+    if isinstance(error, NotFoundError):
+        return EXIT_NOT_FOUND
+    if isinstance(error, ConflictError | IdempotencyKeyReusedError):
+        return EXIT_CONFLICT
+    return EXIT_ERROR
+
+
+def error_line(error: BatonError) -> str:
+    """One line for stderr: the code, the HTTP status, the message and the request id."""
+    status = f" ({error.status})" if error.status else ""
+    message = " ".join(str(error.message).split())  # one line, whatever the server or a proxy sent
+    where = f" [request {error.request_id}]" if error.request_id else ""
+    return f"baton: {error.code}{status}: {message}{where}"
+
+
+@contextmanager
+def session(url: str | None, api_key: str | None) -> Iterator[Baton]:
+    """A connected client; an SDK error inside becomes its stderr line and exit code."""
+    from baton.client import BatonError
+
+    client = connect(url, api_key)
+    try:
+        with client:
+            yield client
+    except BatonError as error:
+        print(error_line(error), file=sys.stderr)
+        raise typer.Exit(exit_code_of(error)) from None
+
+
+def emit_json(data: Any) -> None:
+    """One JSON document on stdout (no colours, no wrapping): what `--json` prints."""
+    sys.stdout.write(json.dumps(data, indent=2, ensure_ascii=False) + "\n")
+    sys.stdout.flush()
+
+
+def stdout_console() -> Console:
+    """The console of human output: colours only on a terminal, and no wrapping of long ids when piped."""
+    from rich.console import Console
+
+    interactive = sys.stdout.isatty()
+    return Console(soft_wrap=False, width=None if interactive else 200, highlight=interactive)
+
+
+def say(message: str) -> None:
+    """A sentence of human output, on stdout (plain text: nothing in it is read as markup)."""
+    from rich.text import Text
+
+    stdout_console().print(Text(message), soft_wrap=True)
+
+
+def note(message: str) -> None:
+    """A remark for the person at the terminal: on stderr, so stdout stays the data."""
+    print(message, file=sys.stderr)
+
+
+def parse_if_match(value: str | None) -> str | int | None:
+    """`--if-match`: a revision number or an ETag as given."""
+    if value is None:
+        return None
+    return int(value) if value.isdigit() else value

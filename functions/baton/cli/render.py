@@ -1,0 +1,150 @@
+"""Human-readable output: key/value lines for one thing, rich tables for lists, the state as pretty JSON.
+
+Everything a user or the server chose (subjects, states, descriptions) is printed as `Text`, never as rich markup,
+so a subject named `[bold]x` prints as written. Rich drops colours by itself when stdout is not a terminal.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterable, Mapping, Sequence
+from typing import TYPE_CHECKING, Any
+
+from baton.cli.common import stdout_console
+
+if TYPE_CHECKING:
+    from rich.console import Console
+
+RECORD_FIELDS = (
+    "checkpoint_id",
+    "subject_id",
+    "agent_id",
+    "kind",
+    "revision",
+    "status",
+    "format",
+    "state_bytes",
+    "state_hash",
+    "ttl_seconds",
+    "keep_revisions",
+    "expires_at",
+    "created_at",
+    "updated_at",
+)
+
+
+def _value(value: Any) -> str:
+    """A field's value on one line: strings as they are, the rest as compact JSON."""
+    if isinstance(value, str):
+        return value
+    return json.dumps(value, ensure_ascii=False, separators=(", ", ": "))
+
+
+def print_fields(
+    data: Mapping[str, Any], order: Sequence[str] = (), *, skip: Iterable[str] = (), console: Console | None = None
+) -> None:
+    """`name  value` lines: the names of `order` first, then the others as the server sent them."""
+    from rich.text import Text
+
+    out = console or stdout_console()
+    skipped = set(skip)
+    names = [name for name in order if name in data] + [name for name in data if name not in order]
+    width = max((len(name) for name in names if name not in skipped), default=0)
+    for name in names:
+        if name in skipped or data[name] is None:
+            continue
+        out.print(Text.assemble((name.ljust(width), "bold cyan"), "  ", _value(data[name])), soft_wrap=True)
+
+
+def print_record(data: Mapping[str, Any], console: Console | None = None) -> None:
+    """A checkpoint record: its fields, its lease and resources, then its state as indented JSON."""
+    from rich.json import JSON
+    from rich.text import Text
+
+    out = console or stdout_console()
+    print_fields(data, RECORD_FIELDS, skip=("state", "resources", "lease", "source"), console=out)
+    lease = data.get("lease")
+    if isinstance(lease, Mapping):
+        out.print(
+            Text.assemble(("lease", "bold yellow"), f"  held by {lease.get('holder')} until {lease.get('expires_at')}"),
+            soft_wrap=True,
+        )
+    source = data.get("source")
+    if isinstance(source, Mapping) and source:
+        out.print(Text.assemble(("source", "bold cyan"), "  ", _value(source)), soft_wrap=True)
+    resources = data.get("resources") or []
+    for resource in resources:
+        out.print(
+            Text.assemble(
+                ("resource", "bold cyan"),
+                f"  {resource.get('name')}  {resource.get('blob_id')}  {resource.get('size')} bytes  "
+                f"{resource.get('media_type')}",
+            ),
+            soft_wrap=True,
+        )
+    if "state" in data:
+        out.print(Text("state", style="bold cyan"))
+        out.print(JSON(json.dumps(data["state"], ensure_ascii=False), indent=2), soft_wrap=True)
+
+
+def print_table(
+    rows: Sequence[Mapping[str, Any]],
+    columns: Sequence[tuple[str, str]],
+    *,
+    title: str | None = None,
+    empty: str = "Nothing found.",
+    console: Console | None = None,
+) -> None:
+    """A rich table of `rows`, one column per `(field, heading)`; `empty` when there are no rows."""
+    from rich.table import Table
+    from rich.text import Text
+
+    out = console or stdout_console()
+    if not rows:
+        out.print(Text(empty, style="dim"))
+        return
+    table = Table(title=title, title_justify="left", header_style="bold")
+    for _, heading in columns:
+        table.add_column(heading, no_wrap=True)
+    for row in rows:
+        table.add_row(*(Text(_cell(row, name)) for name, _ in columns))
+    out.print(table)
+
+
+def _cell(row: Mapping[str, Any], name: str) -> str:
+    if name == "lease":
+        lease = row.get("lease")
+        return f"{lease.get('holder')} until {lease.get('expires_at')}" if isinstance(lease, Mapping) else ""
+    value = row.get(name)
+    if value is None:
+        return ""
+    if isinstance(value, list | tuple):
+        return ", ".join(str(item) for item in value)
+    return str(value)
+
+
+SUMMARY_COLUMNS = (
+    ("checkpoint_id", "checkpoint_id"),
+    ("agent_id", "agent"),
+    ("kind", "kind"),
+    ("revision", "rev"),
+    ("status", "status"),
+    ("state_bytes", "bytes"),
+    ("lease", "lease"),
+    ("updated_at", "updated_at"),
+)
+REVISION_COLUMNS = (
+    ("revision", "rev"),
+    ("status", "status"),
+    ("state_bytes", "bytes"),
+    ("state_hash", "state_hash"),
+    ("updated_at", "updated_at"),
+)
+KEY_COLUMNS = (
+    ("key_id", "key_id"),
+    ("tenant_id", "tenant"),
+    ("agent_id", "agent"),
+    ("scopes", "scopes"),
+    ("expires_at", "expires_at"),
+    ("description", "description"),
+)
