@@ -16,6 +16,7 @@ from baton.cli.common import (
     IdempotencyKeyOption,
     JsonOption,
     UrlOption,
+    collect_pages,
     emit_json,
     fail_usage,
     note,
@@ -232,21 +233,19 @@ def list_checkpoints(
     as_json: JsonOption = False,
 ) -> None:
     """List a subject's checkpoints (summaries, newest first)."""
-    items: list[Any] = []
     with session(url, api_key) as baton:
-        while True:
-            page = baton.list_checkpoints(
+        items, cursor = collect_pages(
+            lambda at: baton.list_checkpoints(
                 subject,
                 kind=kind.value if kind else None,
                 status=status.value if status else None,
                 agent_id=agent,
                 limit=limit,
-                cursor=cursor,
-            )
-            items.extend(item.raw for item in page.items)
-            cursor = page.next_cursor
-            if cursor is None or not all_pages:
-                break
+                cursor=at,
+            ),
+            cursor,
+            all_pages,
+        )
     _print_page(items, cursor, as_json, f"Checkpoints of {subject}", "summary")
 
 
@@ -369,14 +368,10 @@ def revisions(
     as_json: JsonOption = False,
 ) -> None:
     """List a checkpoint's kept earlier revisions (newest first; saves keep them with --keep-revisions)."""
-    items: list[Any] = []
     with session(url, api_key) as baton:
-        while True:
-            page = baton.list_revisions(checkpoint_id, limit=limit, cursor=cursor)
-            items.extend(item.raw for item in page.items)
-            cursor = page.next_cursor
-            if cursor is None or not all_pages:
-                break
+        items, cursor = collect_pages(
+            lambda at: baton.list_revisions(checkpoint_id, limit=limit, cursor=at), cursor, all_pages
+        )
     _print_page(items, cursor, as_json, f"Kept revisions of {checkpoint_id}", "revision")
 
 

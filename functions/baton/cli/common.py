@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import json
 import sys
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from typing import TYPE_CHECKING, Annotated, Any, NoReturn
 
@@ -154,3 +154,17 @@ def parse_if_match(value: str | None) -> str | int | None:
     if value is None:
         return None
     return int(value) if value.isdigit() else value
+
+
+def collect_pages(
+    fetch: Callable[[str | None], Any], cursor: str | None, all_pages: bool
+) -> tuple[list[Any], str | None]:
+    """The items (as the API sent them) of the page at `cursor`, or of it and every page after it with `all_pages`,
+    and the cursor of the page after the last one read (None at the end). `fetch(cursor)` reads one page."""
+    items: list[Any] = []
+    while True:
+        page = fetch(cursor)
+        items.extend(item.raw for item in page.items)
+        cursor = page.next_cursor
+        if cursor is None or not all_pages:
+            return items, cursor

@@ -10,7 +10,7 @@ from __future__ import annotations
 import json
 import sys
 from dataclasses import dataclass
-from typing import Annotated, Any, Protocol, TextIO
+from typing import Annotated, Protocol, TextIO
 
 import typer
 
@@ -18,6 +18,7 @@ from baton.cli.common import (
     ApiKeyOption,
     JsonOption,
     UrlOption,
+    collect_pages,
     emit_json,
     fail_usage,
     say,
@@ -217,14 +218,10 @@ def list_keys(
     as_json: JsonOption = False,
 ) -> None:
     """List live keys (oldest first; never their secrets)."""
-    items: list[Any] = []
     with session(url, api_key) as baton:
-        while True:
-            page = baton.list_keys(tenant_id=tenant, agent_id=agent, limit=limit, cursor=cursor)
-            items.extend(item.raw for item in page.items)
-            cursor = page.next_cursor
-            if cursor is None or not all_pages:
-                break
+        items, cursor = collect_pages(
+            lambda at: baton.list_keys(tenant_id=tenant, agent_id=agent, limit=limit, cursor=at), cursor, all_pages
+        )
     if as_json:
         emit_json(items)
     else:
