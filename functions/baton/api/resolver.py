@@ -219,9 +219,9 @@ class BatonResolver(APIGatewayHttpResolver):
             raw_headers[name] = "application/json"
         try:
             raw = event.decoded_body or ""
-        except (UnicodeDecodeError, ValueError):
+            size = len(raw.encode("utf-8")) if isinstance(raw, str) else len(raw)
+        except (UnicodeError, ValueError):  # not UTF-8, or text UTF-8 cannot carry (a lone surrogate)
             raise ValidationFailed.single("", "The body is not valid UTF-8 JSON.") from None
-        size = len(raw.encode("utf-8")) if isinstance(raw, str) else len(raw)
         if size > limits.MAX_BODY_BYTES:
             raise PayloadTooLarge(
                 field="body", limit_bytes=limits.MAX_BODY_BYTES, actual_bytes=size, what="The request body"

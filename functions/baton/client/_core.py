@@ -27,6 +27,7 @@ Retry rules (api-v1.md, "Idempotency" and "Error codes"):
 
 from __future__ import annotations
 
+import copy
 import json
 import random
 import threading
@@ -154,9 +155,9 @@ class RecordCache:
     """The last record seen per lookup and per checkpoint id, with its ETag: what `If-None-Match` sends.
 
     Bounded (least recently used out), thread-safe. A record whose resources carry download URLs is kept only until
-    a minute before the first of them expires, so a `304` never hands back a dead URL. The server's ETag counts
-    revisions only, and lease operations change no revision: this client's own lease calls drop the cached record,
-    but a lease another client took or released since is not seen through a `304` (reported to the lead).
+    a minute before the first of them expires, so a `304` never hands back a dead URL. The server answers `304` only
+    while no lease has been live since the revision was written (a lease changes the record, not its ETag), and this
+    client's own lease calls drop the cached record too.
     """
 
     def __init__(self, size: int = 256) -> None:
@@ -178,9 +179,10 @@ class RecordCache:
             return etag, record
 
     def put(self, key: tuple[str, ...], etag: str, record: Any, usable_until: float) -> None:
-        """Remember `record` under `key`."""
+        """Remember a copy of `record` under `key` (the caller keeps, and may change, the record it was handed)."""
+        kept = copy.deepcopy(record)
         with self._lock:
-            self._entries[key] = (etag, record, usable_until)
+            self._entries[key] = (etag, kept, usable_until)
             self._entries.move_to_end(key)
             while len(self._entries) > self._size:
                 self._entries.popitem(last=False)
@@ -325,7 +327,8 @@ class ClientCore:
                 raise TypeError(f"exchange expects a response or a transport error, got {outcome!r}")
             answer = read_answer(outcome, call, sent)
             if answer.status == 304 and call.cached is not None:
-                return replace(call.cached, meta=answer.meta)  # type: ignore[no-any-return]
+                # A copy: the caller may change what it is handed, and the cache must keep what the server sent.
+                return copy.deepcopy(replace(call.cached, meta=answer.meta))  # type: ignore[no-any-return]
             if 200 <= answer.status < 300:
                 return self._succeeded(call, answer)
             error = error_from_answer(answer.status, answer.body, answer.headers, answer.meta.request_id, outcome.text)

@@ -129,10 +129,11 @@ class Document:
     """True when orjson writes exactly the RFC 8785 form of `value` and of any part of it (see `canonical_json`)."""
 
 
-def parse_document(text: str | bytes) -> Document:
+def parse_document(text: str | bytes, depth: int = MAX_JSON_DEPTH) -> Document:
     """Parse a JSON document as the contract demands, or raise `ValidationFailed` naming where and why.
 
     Duplicate keys and non-finite numbers are marked while parsing and reported afterwards with their pointer.
+    `depth`: the deepest nesting accepted (an envelope around a body, like JSON-RPC's, adds its own levels).
     """
     census = _Census()
     try:
@@ -140,15 +141,15 @@ def parse_document(text: str | bytes) -> Document:
         document = text.decode("utf-8") if isinstance(text, bytes) else text
         value = json.loads(document, **_hooks(census, _within_bmp(document)))
     except RecursionError:
-        raise ValidationFailed.single("", f"The body is nested deeper than {MAX_JSON_DEPTH} levels.") from None
+        raise ValidationFailed.single("", f"The body is nested deeper than {depth} levels.") from None
     except UnicodeDecodeError:
         raise ValidationFailed.single("", "The body is not valid UTF-8.") from None
     except ValueError as exc:  # json.JSONDecodeError and the interpreter's limit on integer digits
         detail = exc.msg if isinstance(exc, json.JSONDecodeError) else "an integer has too many digits"
         where = f" at line {exc.lineno} column {exc.colno}" if isinstance(exc, json.JSONDecodeError) else ""
         raise ValidationFailed.single("", f"The body is not valid JSON{where}: {detail}.") from None
-    if census.marked or _deeper_than(value, MAX_JSON_DEPTH):
-        check_document(value)  # names the first offending place; it raises
+    if census.marked or _deeper_than(value, depth):
+        check_document(value, depth)  # names the first offending place; it raises
     return Document(value=value, plain=census.plain)
 
 
@@ -179,9 +180,9 @@ def _deeper_than(value: JsonValue, limit: int) -> bool:
     return False
 
 
-def parse_strict(text: str | bytes) -> JsonValue:
-    """The value of `parse_document(text)`."""
-    return parse_document(text).value
+def parse_strict(text: str | bytes, depth: int = MAX_JSON_DEPTH) -> JsonValue:
+    """The value of `parse_document(text, depth)`."""
+    return parse_document(text, depth).value
 
 
 def check_document(value: JsonValue, limit: int = MAX_JSON_DEPTH) -> None:

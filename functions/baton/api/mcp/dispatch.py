@@ -68,5 +68,16 @@ def _event(request: RouteRequest, authorization: str | None, request_id: str) ->
         event["queryStringParameters"] = dict(request.query)
     if request.body is not None:
         headers["content-type"] = "application/json"
-        event["body"] = json.dumps(request.body, ensure_ascii=False, separators=(",", ":"))
+        event["body"] = _body_text(request.body)
     return event
+
+
+def _body_text(body: Any) -> str:
+    """The route's body as an HTTP client would send it: UTF-8 JSON; with the escapes of a string UTF-8 cannot
+    carry (a lone surrogate) kept as escapes, so that the route judges them as it judges them over HTTP."""
+    text = json.dumps(body, ensure_ascii=False, separators=(",", ":"))
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:
+        return json.dumps(body, separators=(",", ":"))
+    return text

@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 import mcp_types as mcp
@@ -25,6 +25,7 @@ from baton import __version__
 from baton.api.mcp import dispatch
 from baton.api.mcp.tools import ToolSpec, catalogue
 from baton.api.resolver import BatonResolver
+from baton.domain import limits
 from baton.domain.canonical import parse_strict
 from baton.domain.errors import ValidationFailed
 
@@ -85,6 +86,9 @@ def answer(body: str | bytes, headers: Mapping[str, str], caller: Caller) -> Ans
         error = mcp.ErrorData(code=refused.code, message=refused.message)
         reply = mcp.JSONRPCError(jsonrpc="2.0", id=request_id, error=error)
         return Answer(refused.status, _dump(reply))
+    except ArgumentsRefused as refused:
+        result = _failed(refused.failed)
+        return Answer(200, _dump(mcp.JSONRPCResponse(jsonrpc="2.0", id=refused.request_id, result=_dump(result))))
     answered_id: str | int = message["id"]
     return Answer(200, _dump(mcp.JSONRPCResponse(jsonrpc="2.0", id=answered_id, result=_dump(result))))
 
@@ -106,11 +110,28 @@ def accepts_json(accept: str | None) -> bool:
     return False
 
 
+class ArgumentsRefused(Exception):
+    """A tools/call whose arguments break the contract's JSON rules (a duplicate key, an unsafe number, nesting
+    too deep): the tool's error, as its route would answer that body, not a JSON-RPC parse error."""
+
+    def __init__(self, request_id: str | int, failed: ValidationFailed) -> None:
+        super().__init__(failed.message)
+        self.request_id = request_id
+        self.failed = failed
+
+
+ARGUMENTS = "/params/arguments"
+ENVELOPE_DEPTH = 2
+"""Levels a tool's arguments sit below the message's root (params, arguments): the route's body is that much
+shallower, so the message may be that much deeper."""
+
+
 def _message(body: str | bytes) -> dict[str, Any]:
     """The one JSON-RPC request or notification in `body`, or `Refused` (HTTP 400) saying what is wrong."""
     try:
-        value = parse_strict(body)
+        value = parse_strict(body, limits.MAX_JSON_DEPTH + ENVELOPE_DEPTH)
     except ValidationFailed as failed:
+        _refuse_arguments(body, failed)
         raise Refused(mcp.PARSE_ERROR, f"Parse error: {failed.message}", 400) from None
     if not isinstance(value, dict):
         raise Refused(mcp.INVALID_REQUEST, "Invalid request: the body must be one JSON-RPC message, an object.", 400)
@@ -129,6 +150,26 @@ def _message(body: str | bytes) -> dict[str, Any]:
     if problem is not None:
         raise Refused(mcp.INVALID_REQUEST, f"Invalid request: {problem}.", 400)
     return value
+
+
+def _refuse_arguments(body: str | bytes, failed: ValidationFailed) -> None:
+    """Raise `ArgumentsRefused` when what broke the rules lies in a tools/call's arguments (the message read as
+    plain JSON for its id and method); return otherwise (the message is the problem)."""
+    where = failed.errors[0].pointer
+    if not where.startswith(ARGUMENTS + "/"):
+        return
+    try:
+        value = json.loads(body)
+    except (ValueError, RecursionError):
+        return
+    request_id = value.get("id") if isinstance(value, dict) else None
+    if value.get("method") != "tools/call" or isinstance(request_id, bool) or not isinstance(request_id, (str, int)):
+        return
+    rebased = [
+        replace(error, pointer=error.pointer.removeprefix(ARGUMENTS), message=error.message.replace(ARGUMENTS, ""))
+        for error in failed.errors
+    ]
+    raise ArgumentsRefused(request_id, ValidationFailed(rebased, failed.more))
 
 
 def _check_version_header(version: str | None, method: str) -> None:
@@ -190,11 +231,18 @@ def _call(params: dict[str, Any], caller: Caller) -> mcp.CallToolResult:
     spec = catalogue().get(asked.name)
     if spec is None:
         raise Refused(mcp.INVALID_PARAMS, f"Unknown tool: {asked.name[:100]}; see tools/list.")
+    arguments = dict(asked.arguments or {})
     try:
-        request = spec.request(dict(asked.arguments or {}))
+        request = spec.request(arguments)
+        routed = dispatch.serve(caller.resolver(), request, caller.authorization, caller.request_id)
     except ValidationFailed as failed:
-        return _result({"code": failed.code, "message": failed.message, "details": failed.details()}, error=True)
-    routed = dispatch.serve(caller.resolver(), request, caller.authorization, caller.request_id)
+        return _failed(failed)
+    except UnicodeEncodeError:
+        # A lone surrogate (valid JSON, not text) where a path or a query takes it: UTF-8 cannot carry it there.
+        where = _not_text(arguments) or ""
+        return _failed(
+            ValidationFailed.single(where, f"{where or 'An argument'} holds a lone surrogate, which is not text.")
+        )
     body = routed.body if isinstance(routed.body, dict) else {}
     if routed.status >= 400 or "data" not in body:
         found = body.get("error")
@@ -206,9 +254,44 @@ def _call(params: dict[str, Any], caller: Caller) -> mcp.CallToolResult:
     return _result(data, error=False)
 
 
+def _not_text(value: Any, where: str = "") -> str | None:
+    """The pointer of the first string (key or value) in `value` that UTF-8 cannot encode, None when there is none."""
+    if isinstance(value, str):
+        try:
+            value.encode("utf-8")
+        except UnicodeEncodeError:
+            return where
+        return None
+    children = value.items() if isinstance(value, dict) else enumerate(value) if isinstance(value, list) else ()
+    for key, child in children:
+        inside = f"{where}/{str(key).replace('~', '~0').replace('/', '~1')}"
+        if isinstance(key, str) and _not_text(key) is not None:
+            return inside
+        found = _not_text(child, inside)
+        if found is not None:
+            return found
+    return None
+
+
+def _failed(failed: ValidationFailed) -> mcp.CallToolResult:
+    """A tool's error for arguments its route would refuse with `failed` (pointers into the arguments)."""
+    return _result({"code": failed.code, "message": failed.message, "details": failed.details()}, error=True)
+
+
+MAX_TEXT_COPY_BYTES = 1_000_000
+"""Past this, a result's text content is a note, not a copy of the structured content: both copies of a state near
+the contract's 3,000,000 bytes would not fit Lambda's 6 MB answer (MCP asks the text copy as a SHOULD)."""
+
+
 def _result(structured: dict[str, Any], error: bool) -> mcp.CallToolResult:
-    """A tool's result: the structured content, and the same as compact JSON text for clients that read text."""
+    """A tool's result: the structured content, and the same as compact JSON text for clients that read text (a
+    note instead when the copy would be too big to carry twice)."""
     text = json.dumps(structured, ensure_ascii=False, separators=(",", ":"))
+    if len(text) > MAX_TEXT_COPY_BYTES:
+        text = (
+            f"The result is {len(text):,} characters of JSON, too big to repeat here: read it from this result's "
+            "structured content."
+        )
     return mcp.CallToolResult(
         content=[mcp.TextContent(type="text", text=text)], structured_content=structured, is_error=error
     )
