@@ -20,7 +20,8 @@ from aws_cdk import aws_sqs as sqs
 from constructs import Construct
 
 from baton.settings import environment_name
-from baton.store import layout, schema
+from baton.store import schema
+from baton.store.reaping import STREAM_EVENT_NAMES, STREAM_ITEM_PREFIXES
 from infra.components.functions import RUNTIME, function_code
 from infra.components.monitoring import stage_alarm
 from infra.config import StageConfig
@@ -43,9 +44,8 @@ MAX_RECORD_AGE: Final = Duration.hours(6)
 operator has 18 hours to read the failed range again (docs/operations.md)."""
 FAILURE_RETENTION: Final = Duration.days(14)
 ALARM_PERIOD: Final = Duration.minutes(1)
-EVENT_NAMES: Final = ("INSERT", "MODIFY", "REMOVE")
-ITEM_PREFIXES: Final = (layout.CHECKPOINT_PK_PREFIX, layout.BLOB_PK_PREFIX)
-"""The items that can reference objects: checkpoints and blob records (keys, idempotency records: never)."""
+EVENT_NAMES: Final = STREAM_EVENT_NAMES
+ITEM_PREFIXES: Final = STREAM_ITEM_PREFIXES
 
 
 def stream_filter() -> dict[str, Any]:

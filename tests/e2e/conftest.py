@@ -27,7 +27,9 @@ def moto_endpoint() -> Iterator[str]:
 @pytest.fixture(scope="session")
 def baton(moto_endpoint: str) -> Iterator[BatonServe]:
     """`baton serve --aws-endpoint <moto>` on a free port, with a fixed operator key."""
-    server = BatonServe("--aws-endpoint", moto_endpoint, "--table", TABLE, dev_key=DEV_KEY)
+    # No reaper here: the suites compare whole tables before and after a request, which a background reaper would
+    # change under them; tests/e2e/test_serve_reaper.py runs servers of its own that reap.
+    server = BatonServe("--aws-endpoint", moto_endpoint, "--table", TABLE, "--no-reaper", dev_key=DEV_KEY)
     yield server
     server.stop()
 

@@ -86,6 +86,13 @@ def serve(
     containers: Annotated[
         int, typer.Option(help="How many Lambda containers (processes) serve requests concurrently.")
     ] = 4,
+    no_reaper: Annotated[
+        bool,
+        typer.Option(
+            "--no-reaper",
+            help="Do not run the reaper on the table's stream (dropped states, blobs and revisions then stay).",
+        ),
+    ] = False,
 ) -> None:
     """Run the whole API locally on embedded moto (or an AWS-compatible endpoint); prints a development key."""
     from baton.local.serve import ServeOptions, check_dev_key
@@ -107,6 +114,7 @@ def serve(
             region=region,
             dev_key=dev_key,
             containers=max(1, containers),
+            reaper=not no_reaper,
         )
     )
     raise typer.Exit(status)

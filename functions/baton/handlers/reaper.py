@@ -63,6 +63,7 @@ def handler(event: dict[str, Any], context: Any) -> dict[str, Any]:
             raise
         for name in ("retagged", "deleted", "missing", "released", "kept"):
             getattr(done, name).extend(getattr(outcome, name))
+        done.revisions_deleted += outcome.revisions_deleted
 
     processor = BatchProcessor(EventType.DynamoDBStreams, raise_on_entire_batch_failure=False)
     answer = process_partial_response(event=event, record_handler=reap_record, processor=processor, context=context)
@@ -76,6 +77,7 @@ def handler(event: dict[str, Any], context: Any) -> dict[str, Any]:
             "missing": len(done.missing),
             "released": len(done.released),
             "kept": len(done.kept),
+            "revisions_deleted": done.revisions_deleted,
             "duration_ms": round((time.perf_counter() - started) * 1000, 1),
         },
     )

@@ -277,8 +277,10 @@ class Gateway:
         return to_answer(result)
 
     def close(self) -> None:
-        """Stop the containers (an invocation still running is abandoned)."""
-        self._pool.shutdown(wait=False, cancel_futures=True)
+        """Stop the containers: invocations not started are cancelled, one running finishes (within its timeout).
+        Waiting also lets the pool's own thread end before the interpreter does: left running, it raced the exit
+        handler of concurrent.futures, which then wrote to a pipe already closed (a traceback after "stopped")."""
+        self._pool.shutdown(wait=True, cancel_futures=True)
 
 
 def make_server(gateway: Gateway, host: str, port: int, log: TextIO = sys.stderr) -> ThreadingHTTPServer:

@@ -7,10 +7,13 @@ import re
 import signal
 import sys
 from dataclasses import dataclass
-from typing import Any, TextIO
+from typing import TYPE_CHECKING, Any, TextIO
 
 from baton.domain.access import issue_key, new_secret
 from baton.domain.clock import format_ms, now_ms
+
+if TYPE_CHECKING:
+    from baton.local.stream import StreamReaper
 
 DEV_TENANT = "dev"
 DEV_AGENT = "operator"
@@ -34,6 +37,8 @@ class ServeOptions:
     region: str = "us-east-1"
     dev_key: str | None = None
     containers: int = 4
+    reaper: bool = True
+    """Consume the table's stream with the reaper function, as the deployed stack does (`--no-reaper`: not)."""
 
 
 def check_dev_key(value: str) -> str:
@@ -63,6 +68,28 @@ def _prepare_environment(options: ServeOptions, endpoint: str, embedded: bool) -
         if boto3.session.Session().get_credentials() is None:
             os.environ["AWS_ACCESS_KEY_ID"] = "baton-local"
             os.environ["AWS_SECRET_ACCESS_KEY"] = "baton-local"
+
+
+def _start_reaper(
+    options: ServeOptions, client: Any, endpoint: str, bucket: str | None, out: TextIO
+) -> tuple[StreamReaper | None, str]:
+    """The reaper's worker on the table's stream (None when it does not run) and what the banner says of it.
+
+    Without a stream (a table created without one, DynamoDB Local without streams) or a bucket (the reaper keeps the
+    bucket in step with the table) the server runs without it, saying so once.
+    """
+    if not options.reaper:
+        return None, "off (--no-reaper): dropped states, blobs and revisions stay"
+    if bucket is None:
+        return None, "off (no bucket)"
+    from baton.local.stream import NoStream, start_reaper
+
+    try:
+        worker = start_reaper(client, endpoint, options.table)
+    except NoStream as exc:
+        print(f"baton serve: no reaper: {exc}; dropped states, blobs and revisions stay", file=out)
+        return None, "off (no stream)"
+    return worker, "on (the table's stream, handed to baton.handlers.reaper as on AWS)"
 
 
 def serve(options: ServeOptions, out: TextIO = sys.stdout) -> int:
@@ -101,6 +128,7 @@ def serve(options: ServeOptions, out: TextIO = sys.stdout) -> int:
         print(f"baton serve: no bucket at {endpoint} ({exc}); states must fit in an item, blobs are off", file=out)
         os.environ.pop("BATON_BUCKET_NAME", None)
         bucket = None
+    reaper, reaping = _start_reaper(options, client, endpoint, bucket, out)
     created = now_ms()
     # On embedded moto the key dies with the process; in a table that outlives `baton serve` it must not stay
     # an operator key forever.
@@ -132,6 +160,7 @@ def serve(options: ServeOptions, out: TextIO = sys.stdout) -> int:
         f"bucket: {bucket or 'none'}",
         file=out,
     )
+    print(f"Reaper: {reaping}", file=out)
     lifetime = "" if expires is None else f"; expires {format_ms(expires)}"
     print(f"Development key (tenant {DEV_TENANT}, agent {DEV_AGENT}, scopes * tenants:manage{lifetime}):", file=out)
     print(f"  export BATON_KEY={secret}", file=out)
@@ -147,6 +176,8 @@ def serve(options: ServeOptions, out: TextIO = sys.stdout) -> int:
         pass
     finally:
         server.server_close()
+        if reaper is not None and not reaper.stop():
+            print("baton serve: the reaper did not stop in time; a batch was abandoned", file=out, flush=True)
         gateway.close()
         if moto is not None:
             moto.stop()

@@ -71,6 +71,10 @@ REVISION_PAGE: Final = 25
 INSERT: Final = "INSERT"
 MODIFY: Final = "MODIFY"
 REMOVE: Final = "REMOVE"
+STREAM_EVENT_NAMES: Final = (INSERT, MODIFY, REMOVE)
+STREAM_ITEM_PREFIXES: Final = (layout.CHECKPOINT_PK_PREFIX, layout.BLOB_PK_PREFIX)
+"""The stream records the reaper acts on (the deployed event source's filter, and `baton serve`'s): only checkpoint
+and blob records can reference objects (keys, idempotency records: never)."""
 
 MISSING_OBJECT_CODES: Final = frozenset({"NoSuchKey", "404", "NotFound"})
 """What S3 answers a request on an object that is not there (a later write already dropped it)."""
