@@ -31,6 +31,7 @@ from baton.client import (
     ValidationError,
 )
 from tests.proof_counts import record
+from tests.unit.conftest import Sleeps
 
 SUITE = "sdk retries (unit)"
 URL = "https://baton.test"
@@ -77,18 +78,6 @@ def problem(
 
 def gateway(status: int, message: str, **headers: str) -> httpx.Response:
     return httpx.Response(status, json={"message": message}, headers={"apigw-requestid": "gw-1", **headers})
-
-
-class Sleeps(list[float]):
-    """The injected sleep: records every wait instead of waiting."""
-
-    def __call__(self, seconds: float) -> None:
-        self.append(seconds)
-
-
-@pytest.fixture
-def sleeps() -> Sleeps:
-    return Sleeps()
 
 
 @pytest.fixture

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import sys
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
@@ -10,7 +11,17 @@ from typing import TYPE_CHECKING, Annotated
 
 import typer
 
-from baton.cli.common import ApiKeyOption, JsonOption, UrlOption, emit_json, fail_usage, say, session
+from baton.cli.common import (
+    EXIT_ERROR,
+    ApiKeyOption,
+    JsonOption,
+    UrlOption,
+    emit_json,
+    fail_usage,
+    printable,
+    say,
+    session,
+)
 
 if TYPE_CHECKING:
     from rich.console import Console
@@ -63,6 +74,17 @@ def transfer_progress(
         yield advance
 
 
+@contextmanager
+def file_errors(path: Path) -> Iterator[None]:
+    """A failure of the local file (disk full, permission, removed meanwhile) as one stderr line and exit 1."""
+    try:
+        yield
+    except OSError as error:
+        reason = error.strerror or type(error).__name__
+        print(printable(f"baton: cannot use {str(path)!r}: {reason}"), file=sys.stderr)
+        raise typer.Exit(EXIT_ERROR) from None
+
+
 UPLOAD_EPILOG = """\
 [bold]Examples[/bold]
 
@@ -83,10 +105,10 @@ def upload(
     as_json: JsonOption = False,
 ) -> None:
     """Upload a file as a blob: hash it, declare it, PUT it to its presigned URL. Prints the blob_id."""
-    if not path.is_file():
+    if not path.is_file() or not os.access(path, os.R_OK):
         fail_usage(f"{str(path)!r} is not a readable file.")
     bar = transfer_progress(f"upload {path.name}", enabled=progress_wanted(as_json))
-    with session(url, api_key) as baton, bar as progress:
+    with file_errors(path), session(url, api_key) as baton, bar as progress:
         blob = baton.upload_blob(path, media_type=media_type, progress=progress)
     if as_json:
         emit_json(blob.raw)
@@ -117,7 +139,12 @@ def download(
     """Download a blob to a file, checking its SHA-256."""
     if path.is_dir():
         fail_usage(f"{str(path)!r} is a directory: give the file's path.")
-    with session(url, api_key) as baton:
+    folder = path.parent
+    if not folder.is_dir():
+        fail_usage(f"the folder {str(folder)!r} does not exist: create it first, or give another path.")
+    if not os.access(folder, os.W_OK | os.X_OK):
+        fail_usage(f"the folder {str(folder)!r} is not writable.")
+    with file_errors(path), session(url, api_key) as baton:
         info = baton.get_blob(blob_id)
         with transfer_progress(f"download {path.name}", enabled=progress_wanted(as_json)) as progress:
             baton.download_blob(info, path, progress=progress)

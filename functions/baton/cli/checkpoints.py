@@ -51,9 +51,11 @@ def read_state(value: str) -> Any:
     if value.startswith("@"):
         return _parse(_read_file(value[1:]), value[1:])
     try:
-        return json.loads(value)
+        json.loads(value)  # JSON text at all? (then strictly, below)
     except ValueError:
         pass
+    else:
+        return _checked(value, "the STATE argument")
     if not Path(value).is_file():
         fail_usage(f"STATE {_short(value)!r} is neither JSON nor a readable file (use - for stdin, @FILE for a file).")
     return _parse(_read_file(value), value)
@@ -68,9 +70,42 @@ def _read_file(name: str) -> str:
 
 def _parse(text: str, where: str) -> Any:
     try:
-        return json.loads(text)
+        return _strict_json(text)
     except ValueError as error:
         fail_usage(f"the state in {where} is not JSON: {error}")
+
+
+def _checked(text: str, where: str) -> Any:
+    """`text` (which Python's parser accepts) parsed strictly, or a usage error naming `where`."""
+    try:
+        return _strict_json(text)
+    except ValueError as error:
+        fail_usage(f"{where} is not JSON the API accepts: {error}")
+
+
+def _strict_json(text: str) -> Any:
+    """JSON as the API reads it (RFC 8259, I-JSON): Python's parser also takes NaN and Infinity, strings with lone
+    surrogates (not UTF-8), and a key named twice (keeping the last, silently dropping the user's other value); each
+    is a `ValueError` here, so the user hears of it before anything is sent."""
+
+    def no_constant(name: str) -> Any:
+        raise ValueError(f"{name} is not a JSON number")
+
+    def unique_keys(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
+        result: dict[str, Any] = {}
+        for key, item in pairs:
+            if key in result:
+                raise ValueError(f"the key {key!r} appears twice in one object")
+            result[key] = item
+        return result
+
+    parsed = json.loads(text, parse_constant=no_constant, object_pairs_hook=unique_keys)
+    try:
+        # A lone surrogate (from a \\ud800 escape) has no UTF-8 form: the API could never store it.
+        json.dumps(parsed, ensure_ascii=False).encode("utf-8")
+    except UnicodeEncodeError:
+        raise ValueError("a string holds a lone surrogate (\\ud800-\\udfff): it is not Unicode text") from None
+    return parsed
 
 
 def _short(value: str) -> str:
@@ -94,7 +129,7 @@ SAVE_EPILOG = """\
 
   jq .state run.json | baton save ticket-42 - --kind task_state --json
 
-  baton save ticket-42 @state.json --lease-token 1.9f0c... --resource build.log=blob_0123...
+  baton save ticket-42 @state.json --kind task_state --lease-token 1.9f0c... --resource build.log=blob_0123...
 """
 
 
@@ -300,11 +335,13 @@ def resume(
     from rich.text import Text
 
     from baton.cli import render
-    from baton.cli.common import stdout_console
+    from baton.cli.common import printable, stdout_console
 
     data = result.raw
     console = stdout_console()
-    console.print(Text.assemble(("resume", "bold cyan"), "  ", (str(data.get("status")), "bold")), soft_wrap=True)
+    console.print(
+        Text.assemble(("resume", "bold cyan"), "  ", (printable(str(data.get("status"))), "bold")), soft_wrap=True
+    )
     for name in ("pending_operations", "stop_conditions", "required_bytes"):
         if data.get(name):
             render.print_fields({name: data[name]}, console=console)
@@ -316,7 +353,7 @@ def resume(
         title = "Candidates (Baton never guesses)"
         render.print_table(candidates, render.SUMMARY_COLUMNS, title=title, console=console)
     if data.get("status") == "none":
-        console.print(Text(f"Nothing to resume for {subject}.", style="dim"))
+        console.print(Text(printable(f"Nothing to resume for {subject}."), style="dim"))
 
 
 DELETE_EPILOG = """\

@@ -76,17 +76,61 @@ IdempotencyKeyOption = Annotated[
 
 
 def connect(url: str | None, api_key: str | None) -> Baton:
-    """The SDK's client for `url` and `api_key` (each already taken from the environment by typer when absent)."""
+    """The SDK's client for `url` and `api_key` (each already taken from the environment by typer when absent).
+
+    Both are checked here, so a mistake is a usage error (exit 2) at once rather than four attempts and "no answer":
+    the URL must be an http(s) URL with a host, and the key a header value. The key is never echoed: stderr reaches
+    terminals and CI logs.
+    """
+    import httpx
+
     from baton.client import Baton
 
     if not url:
         fail_usage("no API URL: pass --url or set BATON_URL (e.g. http://127.0.0.1:8787 for `baton serve`).")
-    return Baton(url, api_key or None)
+    url = url.strip()
+    try:
+        parsed = httpx.URL(url)
+    except (httpx.InvalidURL, ValueError, TypeError):
+        fail_usage(f"the API URL {printable(url)!r} is not a URL (e.g. http://127.0.0.1:8787).")
+    if parsed.scheme not in ("http", "https") or not parsed.host:
+        fail_usage(f"the API URL {printable(url)!r} needs http:// or https:// and a host (e.g. http://127.0.0.1:8787).")
+    # A key file saved with CRLF, read by $(cat key), ends in "\r": whitespace around a key is never part of it.
+    key = (api_key or "").strip() or None
+    if key is not None and not _header_safe(key):
+        fail_usage("the API key holds a character a key cannot have (non-ASCII or a control character); check it.")
+    # "" rather than None: None would make the SDK read BATON_API_KEY again, unstripped.
+    return Baton(url, key or "")
+
+
+def _header_safe(value: str) -> bool:
+    """True when `value` can travel as an HTTP header value: visible ASCII and spaces only."""
+    return all(32 <= ord(char) < 127 for char in value)
+
+
+_ESCAPES = {"\t": "\\t", "\n": "\\n", "\r": "\\r"}
+
+
+def printable(text: str) -> str:
+    """`text` with its control characters (C0, DEL, C1) and lone surrogates shown as escapes (`\\x1b`, `\\n`), so
+    text a server or a user chose can never move the cursor, clear the screen, set the title or break a line."""
+    if all(" " <= char < "\x7f" or "\xa0" <= char < "\ud800" or char > "\udfff" for char in text):
+        return text  # the common case: nothing to escape
+    out: list[str] = []
+    for char in text:
+        code = ord(char)
+        if code < 32 or 0x7F <= code < 0xA0:
+            out.append(_ESCAPES.get(char) or f"\\x{code:02x}")
+        elif 0xD800 <= code <= 0xDFFF:
+            out.append(f"\\u{code:04x}")
+        else:
+            out.append(char)
+    return "".join(out)
 
 
 def fail_usage(message: str) -> NoReturn:
     """Stop with a usage error (exit 2), as click does for its own."""
-    print(f"baton: {message}", file=sys.stderr)
+    print(f"baton: {printable(message)}", file=sys.stderr)
     raise typer.Exit(EXIT_USAGE)
 
 
@@ -104,9 +148,10 @@ def exit_code_of(error: BatonError) -> int:
 def error_line(error: BatonError) -> str:
     """One line for stderr: the code, the HTTP status, the message and the request id."""
     status = f" ({error.status})" if error.status else ""
-    message = " ".join(str(error.message).split())  # one line, whatever the server or a proxy sent
+    # One line, whatever the server or a proxy sent, and no escape sequence reaching the terminal.
+    message = printable(" ".join(str(error.message).split()))
     where = f" [request {error.request_id}]" if error.request_id else ""
-    return f"baton: {error.code}{status}: {message}{where}"
+    return f"baton: {printable(str(error.code))}{status}: {message}{printable(where)}"
 
 
 @contextmanager
@@ -141,12 +186,12 @@ def say(message: str) -> None:
     """A sentence of human output, on stdout (plain text: nothing in it is read as markup)."""
     from rich.text import Text
 
-    stdout_console().print(Text(message), soft_wrap=True)
+    stdout_console().print(Text(printable(message)), soft_wrap=True)
 
 
 def note(message: str) -> None:
     """A remark for the person at the terminal: on stderr, so stdout stays the data."""
-    print(message, file=sys.stderr)
+    print(printable(message), file=sys.stderr)
 
 
 def parse_if_match(value: str | None) -> str | int | None:

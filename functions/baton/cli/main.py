@@ -126,13 +126,23 @@ app.add_typer(keys.keys_app)
 
 
 def main(argv: list[str] | None = None) -> int:
-    """Entry point of the `baton` command: run it on `argv` (default: the process's) and return the exit status."""
+    """Entry point of the `baton` command: run it on `argv` (default: the process's) and return the exit status.
+
+    An exception no command expected is a defect: the user reads one line naming its type, exit 1, and never a
+    traceback, whose frames' text can hold a request's headers (the bearer key) or a state's content. Ctrl-C is
+    exit 130 (128 + SIGINT), quietly, as shells expect.
+    """
     try:
         app(args=argv, prog_name="baton")
     except SystemExit as done:
         if done.code is None:
             return 0
         return done.code if isinstance(done.code, int) else 1
+    except KeyboardInterrupt:
+        return 130
+    except Exception as error:  # the last line of defence: one line, never the exception's text
+        print(f"baton: internal error: {type(error).__name__}", file=sys.stderr)
+        return 1
     return 0
 
 

@@ -1,16 +1,18 @@
 """Human-readable output: key/value lines for one thing, rich tables for lists, the state as pretty JSON.
 
 Everything a user or the server chose (subjects, states, descriptions) is printed as `Text`, never as rich markup,
-so a subject named `[bold]x` prints as written. Rich drops colours by itself when stdout is not a terminal.
+so a subject named `[bold]x` prints as written, and through `printable`, so control characters it holds (ESC, BEL)
+show as escapes instead of driving the terminal. Rich drops colours by itself when stdout is not a terminal.
 """
 
 from __future__ import annotations
 
 import json
+import re
 from collections.abc import Iterable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
-from baton.cli.common import stdout_console
+from baton.cli.common import printable, stdout_console
 
 if TYPE_CHECKING:
     from rich.console import Console
@@ -32,12 +34,15 @@ RECORD_FIELDS = (
     "updated_at",
 )
 
+PLAIN_STATE_BYTES = 64 * 1024
+"""Above this, a state is printed without rich's JSON highlighter (it takes seconds on a megabyte)."""
+
 
 def _value(value: Any) -> str:
-    """A field's value on one line: strings as they are, the rest as compact JSON."""
+    """A field's value on one line: strings as they are, the rest as compact JSON; control characters escaped."""
     if isinstance(value, str):
-        return value
-    return json.dumps(value, ensure_ascii=False, separators=(", ", ": "))
+        return printable(value)
+    return printable(json.dumps(value, ensure_ascii=False, separators=(", ", ": ")))
 
 
 def print_fields(
@@ -58,7 +63,6 @@ def print_fields(
 
 def print_record(data: Mapping[str, Any], console: Console | None = None) -> None:
     """A checkpoint record: its fields, its lease and resources, then its state as indented JSON."""
-    from rich.json import JSON
     from rich.text import Text
 
     out = console or stdout_console()
@@ -66,7 +70,10 @@ def print_record(data: Mapping[str, Any], console: Console | None = None) -> Non
     lease = data.get("lease")
     if isinstance(lease, Mapping):
         out.print(
-            Text.assemble(("lease", "bold yellow"), f"  held by {lease.get('holder')} until {lease.get('expires_at')}"),
+            Text.assemble(
+                ("lease", "bold yellow"),
+                printable(f"  held by {lease.get('holder')} until {lease.get('expires_at')}"),
+            ),
             soft_wrap=True,
         )
     source = data.get("source")
@@ -77,14 +84,42 @@ def print_record(data: Mapping[str, Any], console: Console | None = None) -> Non
         out.print(
             Text.assemble(
                 ("resource", "bold cyan"),
-                f"  {resource.get('name')}  {resource.get('blob_id')}  {resource.get('size')} bytes  "
-                f"{resource.get('media_type')}",
+                printable(
+                    f"  {resource.get('name')}  {resource.get('blob_id')}  {resource.get('size')} bytes  "
+                    f"{resource.get('media_type')}"
+                ),
             ),
             soft_wrap=True,
         )
     if "state" in data:
         out.print(Text("state", style="bold cyan"))
-        out.print(JSON(json.dumps(data["state"], ensure_ascii=False), indent=2), soft_wrap=True)
+        print_state(data["state"], out)
+
+
+def print_state(state: Any, console: Console | None = None) -> None:
+    """A state as indented JSON: highlighted by rich on a terminal when small; otherwise plain text, because rich's
+    JSON highlighter takes seconds on a large state and colours nobody sees when piped. No control character reaches
+    the terminal: JSON escapes C0 itself, and `_JSON_UNSAFE` the rest."""
+    from rich.json import JSON
+
+    out = console or stdout_console()
+    compact = json.dumps(state, ensure_ascii=False)
+    risky = _JSON_UNSAFE.search(compact) is not None
+    if out.is_terminal and not risky and len(compact.encode("utf-8")) <= PLAIN_STATE_BYTES:
+        out.print(JSON(compact, indent=2), soft_wrap=True)
+        return
+    text = json.dumps(state, indent=2, ensure_ascii=False)
+    if risky:
+        text = _JSON_UNSAFE.sub(lambda found: f"\\u{ord(found.group()):04x}", text)
+    # Straight to the console's file: even a plain `Text` costs rich seconds per megabyte (line splitting, cells),
+    # and there is nothing to style. Every `print` before has already been written, so the order holds.
+    out.file.write(text + "\n")
+    out.file.flush()
+
+
+_JSON_UNSAFE = re.compile("[\x7f-\x9f\ud800-\udfff]")
+"""What `json.dumps(ensure_ascii=False)` leaves raw but a terminal must not get: DEL, C1 controls, lone surrogates
+(it escapes C0 itself). Replaced by their `\\uXXXX` escapes, the text stays the same JSON."""
 
 
 def print_table(
@@ -103,7 +138,11 @@ def print_table(
     if not rows:
         out.print(Text(empty, style="dim"))
         return
-    table = Table(title=title, title_justify="left", header_style="bold")
+    if title is not None:
+        # A line of its own, as Text: a string title is parsed as markup (a subject `x[/]` crashed it), and a
+        # table's title wraps at the table's width (a long subject broke over lines).
+        out.print(Text(printable(title), style="italic"), soft_wrap=True)
+    table = Table(header_style="bold")
     for _, heading in columns:
         table.add_column(heading, no_wrap=True)
     for row in rows:
@@ -112,6 +151,10 @@ def print_table(
 
 
 def _cell(row: Mapping[str, Any], name: str) -> str:
+    return printable(_cell_text(row, name))
+
+
+def _cell_text(row: Mapping[str, Any], name: str) -> str:
     if name == "lease":
         lease = row.get("lease")
         return f"{lease.get('holder')} until {lease.get('expires_at')}" if isinstance(lease, Mapping) else ""

@@ -12,6 +12,9 @@ Retry rules (api-v1.md, "Idempotency" and "Error codes"):
   the outcome unknown: it is retried only when repeating the request cannot apply it twice: `GET`, `DELETE`
   (deleting twice removes the same thing), the read-only `POST /v1/resume`, and every `POST` carrying an
   `Idempotency-Key` (the SDK gives one to each state-changing POST the contract honours it for).
+- A local error (`httpx.LocalProtocolError`: a header value HTTP cannot carry; `httpx.UnsupportedProtocol`: a URL
+  scheme httpx cannot speak) is raised at once: nothing was sent, and every attempt would fail alike. No error
+  message quotes a transport error's text (h11 quotes the offending header, which may be the API key).
 - `429` (Baton's `RATE_LIMITED` or API Gateway's throttling: nothing was done) is retried for every request.
 - `503`, and API Gateway's own 500/502/504 (`{"message"}` bodies: the function failed or timed out, so it may have
   written) are retried when repeating is safe as above. `POST /v1/keys` is never repeated after those: it takes no
@@ -144,6 +147,9 @@ class Call(Generic[T]):
     """A checkpoint id whose cached records a success makes stale."""
     stream: Callable[[], Any] | None = None
     """For uploads: makes a fresh body stream (an iterator of bytes) for each attempt."""
+    translate_error: Callable[[BatonError, str], BatonError] | None = None
+    """For presigned transfers: the error to raise instead of the one read from an answer and its body's text
+    (S3's XML codes, which `error_from_answer` cannot know)."""
 
     @property
     def idempotency_key(self) -> str | None:
@@ -312,17 +318,28 @@ class ClientCore:
             sent += 1
             outcome = yield Send(request)
             if isinstance(outcome, httpx.TransportError):
+                # A local error (a header value httpx refuses, a URL scheme it cannot speak) fails the same way on
+                # every attempt, and nothing was sent.
+                local = isinstance(outcome, httpx.LocalProtocolError | httpx.UnsupportedProtocol)
                 # Connect errors and pool timeouts happen before a byte of the request left.
-                unknown = not isinstance(outcome, httpx.ConnectError | httpx.ConnectTimeout | httpx.PoolTimeout)
-                if attempt < self.policy.max_attempts and (call.repeatable or not unknown):
+                unknown = not local and not isinstance(
+                    outcome, httpx.ConnectError | httpx.ConnectTimeout | httpx.PoolTimeout
+                )
+                if not local and attempt < self.policy.max_attempts and (call.repeatable or not unknown):
                     lost_answer = lost_answer or unknown
                     yield Sleep(self.policy.backoff(attempt, self.rng))
                     continue
-                raise BatonConnectionError(
-                    f"{call.method} {call.path}: no answer after {sent} attempt(s): {type(outcome).__name__}: "
-                    f"{outcome}",
+                # The message names the exception's type and a fixed sentence, never `str(outcome)`: h11's text
+                # quotes the offending header, which may be the `Authorization` one (the API key). The path is
+                # without its query: a presigned URL's query is a credential.
+                failure = BatonConnectionError(
+                    f"{call.method} {call.path.split('?', 1)[0]}: no answer after {sent} attempt(s): "
+                    f"{type(outcome).__name__}: {_transport_reason(outcome)}",
                     outcome_unknown=lost_answer or unknown,
-                ) from outcome
+                )
+                if local:
+                    raise failure from None  # its text holds the header's value
+                raise failure from outcome
             if not isinstance(outcome, httpx.Response):
                 raise TypeError(f"exchange expects a response or a transport error, got {outcome!r}")
             answer = read_answer(outcome, call, sent)
@@ -332,6 +349,8 @@ class ClientCore:
             if 200 <= answer.status < 300:
                 return self._succeeded(call, answer)
             error = error_from_answer(answer.status, answer.body, answer.headers, answer.meta.request_id, outcome.text)
+            if call.translate_error is not None:
+                error = call.translate_error(error, outcome.text)
             if isinstance(error, NotFoundError) and not not_found_retried and call.checkpoint_id in self.recent:
                 # The id index lags a create by about a second: one more look, not counted as an attempt.
                 not_found_retried = True
@@ -357,6 +376,21 @@ class ClientCore:
         if call.cache_key is not None and answer.meta.etag:
             self.records.put(call.cache_key, answer.meta.etag, result, usable_until(result))
         return result
+
+
+def _transport_reason(error: httpx.TransportError) -> str:
+    """A sentence for a transport error that quotes nothing of the request (its text may quote a header)."""
+    if isinstance(error, httpx.LocalProtocolError):
+        return "the request could not be sent: a header value (the API key?) is not valid in HTTP"
+    if isinstance(error, httpx.UnsupportedProtocol):
+        return "the URL's scheme is not http or https"
+    if isinstance(error, httpx.TimeoutException):
+        return "timed out"
+    if isinstance(error, httpx.ConnectError):
+        return "could not connect"
+    if isinstance(error, httpx.ProxyError):
+        return "the proxy failed"
+    return "the connection broke before the answer arrived"
 
 
 def usable_until(record: Any) -> float:

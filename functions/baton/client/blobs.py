@@ -19,7 +19,7 @@ from pathlib import Path
 from typing import Any
 
 from baton.client._core import Answer, Call
-from baton.client.errors import ChecksumMismatchError
+from baton.client.errors import BatonError, ChecksumMismatchError, FileChangedError
 from baton.client.models import BlobUpload
 
 Progress = Callable[[int, int], None]
@@ -44,15 +44,43 @@ def media_type_of(path: Path) -> str:
     return guessed or DEFAULT_MEDIA_TYPE
 
 
+FILE_CHANGED = "the file changed during the upload (its size or content is no longer the declared one): upload it again"
+
+
 def file_chunks(path: Path, total: int, progress: Progress | None, chunk_size: int = CHUNK_SIZE) -> Iterator[bytes]:
-    """The file's bytes in chunks, reporting progress after each one is handed over."""
+    """Exactly the file's `total` declared bytes in chunks, reporting progress after each one is handed over.
+
+    A file that another process writes to (a running build's log) cannot be uploaded as declared: sending more
+    bytes than the signed `content-length` is a protocol error, fewer leaves S3 waiting. So the file must still
+    have `total` bytes when opened, hold all of them, and not have been written to (size and mtime) by the end;
+    otherwise a `FileChangedError`. A rewrite of the same size before it is opened is caught by S3 (`BadDigest`).
+    """
     done = 0
     with path.open("rb") as source:
-        while chunk := source.read(chunk_size):
-            yield chunk
+        opened = os.fstat(source.fileno())
+        if opened.st_size != total:
+            raise FileChangedError(FILE_CHANGED)
+        while done < total:
+            chunk = source.read(min(chunk_size, total - done))
+            if not chunk:
+                raise FileChangedError(FILE_CHANGED)  # it shrank while being read
             done += len(chunk)
+            if done == total:
+                # Checked before the last chunk leaves, so a changed file is never completed on S3's side.
+                ended = os.fstat(source.fileno())
+                if ended.st_size != total or ended.st_mtime_ns != opened.st_mtime_ns:
+                    raise FileChangedError(FILE_CHANGED)
+            yield chunk
             if progress is not None:
                 progress(done, total)
+
+
+def _bad_digest(error: BatonError, text: str) -> BatonError:
+    """S3's `BadDigest` (the bytes sent do not have the signed SHA-256) as the `FileChangedError` it means: the
+    SDK hashed the same file just before. Any other answer keeps its error."""
+    if error.status == 400 and "<Code>BadDigest</Code>" in text:
+        return FileChangedError(FILE_CHANGED, status=400, headers=error.headers)
+    return error
 
 
 def upload_call(upload: BlobUpload, size: int, stream: Callable[[], Any]) -> Call[None]:
@@ -72,6 +100,7 @@ def upload_call(upload: BlobUpload, size: int, stream: Callable[[], Any]) -> Cal
         repeatable=True,
         parse=parse,
         stream=stream,
+        translate_error=_bad_digest,
     )
 
 

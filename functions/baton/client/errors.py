@@ -190,6 +190,14 @@ class ChecksumMismatchError(BatonError):
     code_name = "CHECKSUM_MISMATCH"
 
 
+class FileChangedError(BatonError):
+    """The file being uploaded changed after it was hashed (it grew, shrank or was rewritten): its bytes no longer
+    have the declared size and SHA-256, so the upload cannot succeed. Upload it again once it is complete (or
+    upload a copy). Also what S3's `BadDigest` answer to the presigned PUT means."""
+
+    code_name = "FILE_CHANGED"
+
+
 ERRORS_BY_CODE: dict[str, type[BatonError]] = {
     cls.code_name: cls
     for cls in (
