@@ -1152,8 +1152,12 @@ class LeaseWorker(Client):
         if data["holder"] != self.name or data["checkpoint_id"] != checkpoint_id:
             self.ledger.problem(f"{self.name} acquired {checkpoint_id} and was answered {data}")
         expires = parse_time_ms(data["expires_at"])
-        if not sent + ttl_ms - CLOCK_MARGIN_MS <= expires <= received + ttl_ms + CLOCK_MARGIN_MS:
-            # The expiry runs from the moment of the request (a renewal's too), never from the lease's start.
+        # The expiry runs from the moment of the request (a renewal's too), never from the lease's start; a renewal
+        # never shortens the lease, so one asking less than the lease has left keeps the lease's expiry.
+        latest = received + ttl_ms
+        if renewing is not None and data["lease_token"] == renewing.grant.token:
+            latest = max(latest, renewing.expires_ms)
+        if not sent + ttl_ms - CLOCK_MARGIN_MS <= expires <= latest + CLOCK_MARGIN_MS:
             self.ledger.problem(f"a lease of {ttl_ms} ms asked at {sent} expires at {data['expires_at']}")
         if response.status_code == 200:
             # A renewal: only of a lease this worker was granted (held, or one it stopped using while it was still
