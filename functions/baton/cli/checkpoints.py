@@ -12,7 +12,9 @@ import typer
 
 from baton.cli.common import (
     AgentOption,
+    AllPagesOption,
     ApiKeyOption,
+    CursorOption,
     IdempotencyKeyOption,
     JsonOption,
     UrlOption,
@@ -261,8 +263,8 @@ def list_checkpoints(
     status: Annotated[Status | None, typer.Option(help="Only this status.")] = None,
     agent: AgentOption = None,
     limit: Annotated[int | None, typer.Option(min=1, max=200, help="Checkpoints per page (1-200).")] = None,
-    cursor: Annotated[str | None, typer.Option(help="Continue from a previous page's next cursor.")] = None,
-    all_pages: Annotated[bool, typer.Option("--all", help="Follow the cursors to the last page.")] = False,
+    cursor: CursorOption = None,
+    all_pages: AllPagesOption = False,
     url: UrlOption = None,
     api_key: ApiKeyOption = None,
     as_json: JsonOption = False,
@@ -398,8 +400,8 @@ REVISIONS_EPILOG = """\
 def revisions(
     checkpoint_id: Annotated[str, typer.Argument(help="The checkpoint_id.")],
     limit: Annotated[int | None, typer.Option(min=1, max=200, help="Revisions per page (1-200).")] = None,
-    cursor: Annotated[str | None, typer.Option(help="Continue from a previous page's next cursor.")] = None,
-    all_pages: Annotated[bool, typer.Option("--all", help="Follow the cursors to the last page.")] = False,
+    cursor: CursorOption = None,
+    all_pages: AllPagesOption = False,
     url: UrlOption = None,
     api_key: ApiKeyOption = None,
     as_json: JsonOption = False,

@@ -63,6 +63,8 @@ JsonOption = Annotated[
         rich_help_panel=OUTPUT,
     ),
 ]
+CursorOption = Annotated[str | None, typer.Option(help="Continue from a previous page's next cursor.")]
+AllPagesOption = Annotated[bool, typer.Option("--all", help="Follow the cursors to the last page.")]
 AgentOption = Annotated[
     str | None, typer.Option("--agent", "-a", help="The agent_id (a `*` key may act for any agent of its tenant).")
 ]

@@ -15,7 +15,9 @@ from typing import Annotated, Protocol, TextIO
 import typer
 
 from baton.cli.common import (
+    AllPagesOption,
     ApiKeyOption,
+    CursorOption,
     JsonOption,
     UrlOption,
     collect_pages,
@@ -211,8 +213,8 @@ def list_keys(
     tenant: Annotated[str | None, typer.Option(help="Another tenant's keys (needs tenants:manage).")] = None,
     agent: Annotated[str | None, typer.Option("--agent", "-a", help="Only this agent's keys.")] = None,
     limit: Annotated[int | None, typer.Option(min=1, max=200, help="Keys per page (1-200).")] = None,
-    cursor: Annotated[str | None, typer.Option(help="Continue from a previous page's next cursor.")] = None,
-    all_pages: Annotated[bool, typer.Option("--all", help="Follow the cursors to the last page.")] = False,
+    cursor: CursorOption = None,
+    all_pages: AllPagesOption = False,
     url: UrlOption = None,
     api_key: ApiKeyOption = None,
     as_json: JsonOption = False,
