@@ -67,3 +67,25 @@ def checkpoint_id_from_path(raw: str) -> str:
             "path",
         )
     return checkpoint_id
+
+
+ThreadIdParameter = Annotated[
+    str,
+    Path(
+        description="1 to 200 characters without control characters, percent-encoded; anything else answers 400.",
+        json_schema_extra={"minLength": 1, "maxLength": 200, "pattern": r"^[^\x00-\x1f\x7f-\x9f]+$"},
+    ),
+]
+
+
+def thread_from_path(raw: str) -> str:
+    """The thread a path names: `raw` percent-decoded, 1 to 200 characters without control characters, else 400
+    naming `thread_id`."""
+    thread_id = unquote(raw)
+    if not thread_id or len(thread_id) > 200 or any(ord(c) < 32 or 127 <= ord(c) < 160 for c in thread_id):
+        raise ValidationFailed.single(
+            "/thread_id",
+            "The path parameter thread_id must be 1 to 200 characters without control characters.",
+            "path",
+        )
+    return thread_id

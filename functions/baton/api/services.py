@@ -27,6 +27,7 @@ from baton.store.keys import KeyStore
 from baton.store.leases import LeaseStore
 from baton.store.objects import ObjectStore
 from baton.store.purge import SubjectPurger
+from baton.store.threads import ThreadStore
 
 if TYPE_CHECKING:
     from mypy_boto3_dynamodb import DynamoDBClient
@@ -55,6 +56,8 @@ class Services:
     """Checkpoints' leases, on the same table and client."""
     purger: SubjectPurger = field(init=False)
     """Deletes a subject's items page by page, on the same table and client."""
+    threads: ThreadStore = field(init=False)
+    """LangGraph threads, on the same table, client and bucket."""
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "blobs", BlobStore(self.dynamodb, self.settings.table_name, self.objects))
@@ -63,6 +66,7 @@ class Services:
         )
         object.__setattr__(self, "leases", LeaseStore(self.dynamodb, self.settings.table_name))
         object.__setattr__(self, "purger", SubjectPurger(self.dynamodb, self.settings.table_name))
+        object.__setattr__(self, "threads", ThreadStore(self.dynamodb, self.settings.table_name, self.objects))
 
 
 def build_services(config: Settings, client: "DynamoDBClient | None" = None) -> Services:

@@ -12,6 +12,19 @@ idempotency key) always comes last, so every key parses back one way only: no tw
 | idempotency   | `D#<tenant>#<agent>#<key>`          | `D`                  |                           |             |
 
 | blob          | `B#<tenant>#<blob_id>`              | `B`                  |                           |             |
+| thread head   | `H#<tenant>#<agent>#<thread>`       | `H`                  |                           |             |
+| thread ckpt   | `H#<tenant>#<agent>#<thread>`       | `K#<ns>#<id>`        | `R#<tenant>#<agent>#<run>` | its sk     |
+| channel value | `H#<tenant>#<agent>#<thread>`       | `V#<gen>#<ns>#<channel>#<version>` |             |             |
+| write value   | `H#<tenant>#<agent>#<thread>`       | `W#<ns>#<id>#<value id>` |                       |             |
+
+(A thread checkpoint has a gsi1 entry only when its metadata names a `run_id`.)
+
+A LangGraph thread is one partition: its head item (the thread's generation and expiry), its checkpoints (pending
+writes are attributes of their checkpoint's item), and the values too large to ride in a checkpoint item. Namespaces,
+channels and checkpoint ids are free-form, so inside a sort key each is written length-first (`<len>:<text>`): every
+sort key parses back one way, and a namespace's checkpoints share a prefix and sort by id (LangGraph's ids sort by
+time). A value's key holds the generation of the thread that wrote it, so that a thread deleted and written again
+never reads (or has the reaper delete) a value of its former life.
 
 A revision's number `<n>` is written with 16 digits (any revision up to 2^53 fits), so its checkpoint's revisions
 sort by number; the checkpoint id in its key makes a re-created checkpoint (a new id) start with none. A lease is
@@ -149,6 +162,71 @@ def blob_object(tenant_id: str, blob_id: str) -> str:
 def state_object(tenant_id: str, object_id: str) -> str:
     """The object key of one write's spilled state."""
     return f"{tenant_prefix(tenant_id)}{STATES}/{object_id}"
+
+
+THREAD_PK_PREFIX: Final = "H#"
+THREAD_HEAD_SK: Final = "H"
+THREAD_CHECKPOINT: Final = "K#"
+THREAD_VALUE: Final = "V#"
+THREAD_WRITE_VALUE: Final = "W#"
+
+
+def thread_pk(tenant_id: str, agent_id: str, thread_id: str) -> str:
+    """Partition key of one agent's LangGraph thread (the thread id comes last, so any characters are safe)."""
+    return f"{THREAD_PK_PREFIX}{tenant_id}#{agent_id}#{thread_id}"
+
+
+def read_thread_pk(pk: str) -> tuple[str, str, str]:
+    """(tenant, agent, thread_id) back from a thread's partition key."""
+    tenant_id, agent_id, thread_id = pk.removeprefix(THREAD_PK_PREFIX).split("#", 2)
+    return tenant_id, agent_id, thread_id
+
+
+def sized(text: str) -> str:
+    """A free-form part of a sort key, written length-first so that it parses back one way."""
+    return f"{len(text)}:{text}"
+
+
+def read_sized(text: str) -> tuple[str, str]:
+    """(part, rest after its `#`) back from a length-first part at the start of `text`."""
+    length, _, rest = text.partition(":")
+    size = int(length)
+    return rest[:size], rest[size + 1 :]
+
+
+def thread_checkpoints(namespace: str | None) -> str:
+    """Sort-key prefix of a namespace's checkpoints (None: of every namespace's)."""
+    return THREAD_CHECKPOINT if namespace is None else f"{THREAD_CHECKPOINT}{sized(namespace)}#"
+
+
+def thread_checkpoint_sk(namespace: str, checkpoint_id: str) -> str:
+    """Sort key of one checkpoint of a thread."""
+    return f"{thread_checkpoints(namespace)}{checkpoint_id}"
+
+
+def read_thread_checkpoint_sk(sk: str) -> tuple[str, str]:
+    """(namespace, checkpoint_id) back from a thread checkpoint's sort key."""
+    return read_sized(sk.removeprefix(THREAD_CHECKPOINT))
+
+
+def thread_value_sk(generation: str, namespace: str, channel: str, version: str) -> str:
+    """Sort key of the value of one version of a channel (`version` as `threads.version_key` writes it)."""
+    return f"{THREAD_VALUE}{generation}#{sized(namespace)}#{sized(channel)}#{version}"
+
+
+def thread_values(generation: str) -> str:
+    """Sort-key prefix of every value one generation of a thread wrote."""
+    return f"{THREAD_VALUE}{generation}#"
+
+
+def thread_write_value_sk(namespace: str, checkpoint_id: str, value_id: str) -> str:
+    """Sort key of a pending write's value too large to ride in its checkpoint's item."""
+    return f"{THREAD_WRITE_VALUE}{sized(namespace)}#{sized(checkpoint_id)}#{value_id}"
+
+
+def run_index_pk(tenant_id: str, agent_id: str, run_id: str) -> str:
+    """gsi1 partition key under which an agent's thread checkpoints of one run are found."""
+    return f"R#{tenant_id}#{agent_id}#{run_id}"
 
 
 def key(pk: str, sk: str) -> Item:

@@ -63,6 +63,19 @@ class ObjectStore:
         )
         return key
 
+    def copy_state(self, tenant_id: str, source: str) -> str:
+        """Copy a spilled state (or thread value) to a new object of the same tenant, pending like a new write (a
+        copied thread's value must not share an object that the reaper deletes with the source's item); its key."""
+        key = layout.state_object(tenant_id, uuid.uuid4().hex)
+        self.client.copy_object(
+            Bucket=self.bucket,
+            Key=key,
+            CopySource={"Bucket": self.bucket, "Key": source},
+            TaggingDirective="REPLACE",
+            Tagging=PENDING_TAGGING,
+        )
+        return key
+
     def get(self, key: str) -> bytes | None:
         """An object's bytes (one GetObject); None when it is missing (the item that named it was replaced since it
         was read, and the reaper deleted the object)."""

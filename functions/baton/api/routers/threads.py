@@ -1,0 +1,440 @@
+"""LangGraph threads: the checkpointer's calls, one route each (`baton.langgraph.BatonSaver` is their client).
+
+Thread writes are idempotent by their own keys (a put names its checkpoint id, a write its (task_id, idx)), so these
+routes take no Idempotency-Key: a retry writes the same items again and answers the same.
+"""
+
+from __future__ import annotations
+
+import base64
+import time
+from typing import Annotated, Any, Literal
+
+from aws_lambda_powertools.event_handler import Response
+from aws_lambda_powertools.event_handler.api_gateway import Router
+from aws_lambda_powertools.event_handler.openapi.params import Body, Query
+from pydantic import Field
+
+from baton.api.openapi import AUTHENTICATED_ERRORS, CursorParameter, responses
+from baton.api.paths import ThreadIdParameter, thread_from_path
+from baton.api.resolver import Call, CurrentCall, needs
+from baton.api.responses import JSON, dumps, ok
+from baton.api.schemas import DataEnvelope, ListEnvelope, ResponseModel
+from baton.api.services import Wired
+from baton.domain import limits, threads
+from baton.domain.clock import format_ms
+from baton.domain.errors import NotFound, ValidationFailed
+from baton.domain.models import Identifier, Time
+from baton.domain.threads import (
+    DELETE_SECONDS,
+    CopyThreadRequest,
+    DeleteRunsRequest,
+    Name,
+    Namespace,
+    PruneRequest,
+    PutCheckpointRequest,
+    PutWritesRequest,
+    StoredValue,
+    ThreadCheckpoint,
+    ThreadId,
+)
+
+router = Router()
+
+AgentParameter = Annotated[
+    Identifier | None,
+    Query(description="Whose thread (a key holding * may name another agent of its tenant); default the caller's."),
+]
+NamespaceParameter = Annotated[Namespace, Query(description="The checkpoint namespace ('' is the root graph's).")]
+
+
+class TypedValueOut(ResponseModel):
+    """A stored value: its serializer's tag and its bytes (base64), or a presigned download when they live in the
+    bucket."""
+
+    type: str
+    data: Annotated[str | None, Field(description="Standard base64; absent when url is given.")] = None
+    url: Annotated[str | None, Field(description="A presigned GET of the bytes, valid 15 minutes.")] = None
+
+
+class PendingWriteOut(TypedValueOut):
+    """A pending write of a task."""
+
+    task_id: str
+    channel: str
+    task_path: str
+
+
+class ThreadTuple(ResponseModel):
+    """A checkpoint as LangGraph's `CheckpointTuple` needs it."""
+
+    thread_id: str
+    checkpoint_ns: str
+    checkpoint_id: str
+    parent_checkpoint_id: str | None
+    checkpoint: Annotated[dict[str, Any], Field(description="The checkpoint as put, without channel_values.")]
+    metadata: dict[str, Any]
+    channel_values: Annotated[
+        dict[str, TypedValueOut],
+        Field(description="The value of each channel of channel_versions that has one (empty ones left out)."),
+    ]
+    pending_writes: Annotated[
+        list[PendingWriteOut], Field(description="Sorted by (task_path, task_id, idx), as LangGraph applies them.")
+    ]
+
+
+class PutAnswer(ResponseModel):
+    """What a put answers: the stored checkpoint's address (LangGraph's config) and the thread's new expiry."""
+
+    thread_id: str
+    checkpoint_ns: str
+    checkpoint_id: str
+    expires_at: Time
+
+
+class WritesAnswer(ResponseModel):
+    """What a put_writes answers."""
+
+    thread_id: str
+    checkpoint_ns: str
+    checkpoint_id: str
+    task_id: str
+    writes: Annotated[int, Field(ge=1, description="Writes in the call (a retry keeps the first of each).")]
+
+
+class ThreadDeleted(ResponseModel):
+    """What a thread delete answers."""
+
+    thread_id: str
+    deleted: Literal[True]
+
+
+class ThreadCopied(ResponseModel):
+    """What a copy answers."""
+
+    thread_id: str
+    target_thread_id: str
+    copied_checkpoints: Annotated[int, Field(ge=0)]
+
+
+class ThreadsPruned(ResponseModel):
+    """What a prune answers."""
+
+    pruned_threads: Annotated[int, Field(ge=0, description="Live threads among those named.")]
+    deleted_checkpoints: Annotated[int, Field(ge=0)]
+
+
+class RunsDeleted(ResponseModel):
+    """What a delete-for-runs answers."""
+
+    deleted_checkpoints: Annotated[int, Field(ge=0)]
+
+
+def _value(value: StoredValue) -> dict[str, Any]:
+    found: dict[str, Any] = {"type": value.type}
+    if value.data is not None:
+        found["data"] = base64.b64encode(value.data).decode("ascii")
+    else:
+        found["url"] = value.url
+    return found
+
+
+def _tuple(checkpoint: ThreadCheckpoint) -> dict[str, Any]:
+    return {
+        "thread_id": checkpoint.thread_id,
+        "checkpoint_ns": checkpoint.namespace,
+        "checkpoint_id": checkpoint.checkpoint_id,
+        "parent_checkpoint_id": checkpoint.parent_checkpoint_id,
+        "checkpoint": checkpoint.checkpoint,
+        "metadata": checkpoint.metadata,
+        "channel_values": {channel: _value(value) for channel, value in checkpoint.values.items()},
+        "pending_writes": [
+            {"task_id": w.task_id, "channel": w.channel, "task_path": w.task_path, **_value(value)}
+            for w, value in checkpoint.writes
+        ],
+    }
+
+
+def _data(data: Any, request_id: str, status: int = 200, next_cursor: Any = ...) -> Response[str]:
+    meta: dict[str, Any] = {"request_id": request_id}
+    if next_cursor is not ...:
+        meta["next_cursor"] = next_cursor
+    return Response(status_code=status, content_type=JSON, body=dumps({"data": data, "meta": meta}))
+
+
+def _owner(call: Call, agent_id: str | None, write: bool) -> tuple[str, str]:
+    caller = call.caller
+    return caller.tenant_id, caller.agent_for_write(agent_id) if write else caller.agent_for_read(agent_id)
+
+
+_THREAD_404 = "NOT_FOUND: the thread (or the checkpoint) is missing, expired, deleted, or not the caller's"
+
+
+@router.post(
+    "/v1/threads/<thread_id>/checkpoints",
+    summary="Put a LangGraph checkpoint",
+    description=(
+        "LangGraph's put. values holds only the channels whose version is new; the others keep the value stored for "
+        "their version. Values of at most 512 bytes ride in the checkpoint's item, larger ones are stored once per "
+        "version (in S3 past 350,000 bytes); the checkpoint item is written last, so a failure never leaves a "
+        "checkpoint without its values. Refreshes the thread's time to live. Idempotent by checkpoint id: a put of "
+        "an id already stored replaces it and keeps its pending writes."
+    ),
+    openapi_extensions=needs("checkpoints:write"),
+    responses=responses(
+        {201: ("Stored", DataEnvelope[PutAnswer])},
+        (400, *AUTHENTICATED_ERRORS, 413, 415),
+    ),
+    tags=["threads"],
+)
+def put_checkpoint(
+    call: CurrentCall,
+    services: Wired,
+    thread_id: ThreadIdParameter,
+    request: Annotated[PutCheckpointRequest, Body()],
+    agent_id: AgentParameter = None,
+) -> Response[str]:
+    """Store one checkpoint of a thread."""
+    thread = thread_from_path(thread_id)
+    tenant, agent = _owner(call, agent_id, write=True)
+    values = {channel: (value.type, value.raw()) for channel, value in request.values.items()}
+    put = services.threads.put(
+        tenant,
+        agent,
+        thread,
+        request.checkpoint_ns,
+        request.checkpoint.document(),
+        request.metadata,
+        request.parent_checkpoint_id,
+        values,
+        request.ttl_seconds,
+        call.now_ms,
+    )
+    answer = PutAnswer.model_construct(
+        thread_id=thread,
+        checkpoint_ns=put.namespace,
+        checkpoint_id=put.checkpoint_id,
+        expires_at=format_ms(put.expires_ms),
+    )
+    return ok(answer, call.request_id, status=201)
+
+
+@router.post(
+    "/v1/threads/<thread_id>/writes",
+    summary="Put pending writes of a task",
+    description=(
+        "LangGraph's put_writes. The write at position idx is kept under (task_id, idx), the special channels under "
+        "their fixed index (__error__ -1, __scheduled__ -2, __interrupt__ -3, __resume__ -4). A (task_id, idx) "
+        "already stored keeps its first write; the special channels overwrite. The checkpoint must exist: writes to "
+        "a deleted or expired thread answer 404, so a deleted thread stays deleted."
+    ),
+    openapi_extensions=needs("checkpoints:write"),
+    responses=responses(
+        {200: ("Kept", DataEnvelope[WritesAnswer])},
+        (400, *AUTHENTICATED_ERRORS, 404, 413, 415),
+        described={404: _THREAD_404},
+    ),
+    tags=["threads"],
+)
+def put_writes(
+    call: CurrentCall,
+    services: Wired,
+    thread_id: ThreadIdParameter,
+    request: Annotated[PutWritesRequest, Body()],
+    agent_id: AgentParameter = None,
+) -> Response[str]:
+    """Keep the writes a task made against a checkpoint."""
+    thread = thread_from_path(thread_id)
+    tenant, agent = _owner(call, agent_id, write=True)
+    kept = services.threads.put_writes(
+        tenant,
+        agent,
+        thread,
+        request.checkpoint_ns,
+        request.checkpoint_id,
+        request.task_id,
+        request.task_path,
+        [(w.channel, w.type, w.raw()) for w in request.writes],
+    )
+    answer = WritesAnswer.model_construct(
+        thread_id=thread,
+        checkpoint_ns=request.checkpoint_ns,
+        checkpoint_id=request.checkpoint_id,
+        task_id=request.task_id,
+        writes=kept,
+    )
+    return ok(answer, call.request_id)
+
+
+@router.get(
+    "/v1/threads/<thread_id>/checkpoint",
+    summary="Get a LangGraph checkpoint tuple",
+    description=(
+        "LangGraph's get_tuple: the checkpoint named by checkpoint_id, or without it the latest of the namespace, "
+        "with its channel values resolved through channel_versions and its pending writes. Consistent read."
+    ),
+    openapi_extensions=needs("checkpoints:read"),
+    responses=responses(
+        {200: ("The tuple", DataEnvelope[ThreadTuple])}, (400, *AUTHENTICATED_ERRORS, 404), described={404: _THREAD_404}
+    ),
+    tags=["threads"],
+)
+def get_checkpoint(
+    call: CurrentCall,
+    services: Wired,
+    thread_id: ThreadIdParameter,
+    checkpoint_ns: NamespaceParameter = "",
+    checkpoint_id: Annotated[Name | None, Query(description="Which checkpoint; default the latest.")] = None,
+    agent_id: AgentParameter = None,
+) -> Response[str]:
+    """Read one checkpoint of a thread, as LangGraph resumes from it."""
+    thread = thread_from_path(thread_id)
+    tenant, agent = _owner(call, agent_id, write=False)
+    found = services.threads.get(tenant, agent, thread, checkpoint_ns, checkpoint_id, call.now_ms)
+    return _data(_tuple(found), call.request_id)
+
+
+@router.get(
+    "/v1/threads/<thread_id>/checkpoints",
+    summary="List a thread's checkpoints",
+    description=(
+        "LangGraph's list: tuples newest first (descending checkpoint_id) within checkpoint_ns (every namespace when "
+        "absent), before keeps strictly older ids, filter (a URL-encoded JSON object) keeps checkpoints whose "
+        "metadata has every key with an equal value, applied on the server. A page also stops early (with a cursor) "
+        "before the values it carries pass 3 MB."
+    ),
+    openapi_extensions=needs("checkpoints:read"),
+    responses=responses(
+        {200: ("A page", ListEnvelope[ThreadTuple])}, (400, *AUTHENTICATED_ERRORS, 404), described={404: _THREAD_404}
+    ),
+    tags=["threads"],
+)
+def list_checkpoints(
+    call: CurrentCall,
+    services: Wired,
+    thread_id: ThreadIdParameter,
+    checkpoint_ns: Annotated[Namespace | None, Query(description="One namespace; every one when absent.")] = None,
+    before: Annotated[Name | None, Query(description="Only checkpoints whose id sorts before this one.")] = None,
+    filter: Annotated[str | None, Query(description="A JSON object matched exactly against metadata.")] = None,
+    limit: Annotated[int, Query(ge=1, le=limits.MAX_PAGE_LIMIT)] = limits.DEFAULT_PAGE_LIMIT,
+    cursor: CursorParameter = None,
+    agent_id: AgentParameter = None,
+) -> Response[str]:
+    """Page through a thread's history."""
+    thread = thread_from_path(thread_id)
+    try:
+        wanted = threads.parse_filter(filter)
+    except ValueError as exc:
+        raise ValidationFailed.single("/filter", f"The query parameter filter {exc}.", "query") from None
+    tenant, agent = _owner(call, agent_id, write=False)
+    found = services.threads.page(tenant, agent, thread, checkpoint_ns, before, wanted, limit, cursor, call.now_ms)
+    return _data([_tuple(c) for c in found.checkpoints], call.request_id, next_cursor=found.next_cursor)
+
+
+@router.delete(
+    "/v1/threads/<thread_id>",
+    summary="Delete a thread",
+    description=(
+        "LangGraph's delete_thread: the whole thread is hidden at once (one write), then its items are removed; what "
+        "a very large thread leaves is removed by the reaper shortly after."
+    ),
+    openapi_extensions=needs("checkpoints:delete"),
+    responses=responses(
+        {200: ("Deleted", DataEnvelope[ThreadDeleted])}, (400, *AUTHENTICATED_ERRORS, 404), described={404: _THREAD_404}
+    ),
+    tags=["threads"],
+)
+def delete_thread(
+    call: CurrentCall, services: Wired, thread_id: ThreadIdParameter, agent_id: AgentParameter = None
+) -> Response[str]:
+    """Forget a thread."""
+    deadline = time.monotonic() + DELETE_SECONDS
+    thread = thread_from_path(thread_id)
+    tenant, agent = _owner(call, agent_id, write=False)
+    if not services.threads.delete(tenant, agent, thread, call.now_ms, deadline):
+        raise NotFound()
+    return ok(ThreadDeleted.model_construct(thread_id=thread, deleted=True), call.request_id)
+
+
+@router.post(
+    "/v1/threads/<thread_id>/copy",
+    summary="Copy a thread",
+    description=(
+        "LangGraph's copy_thread: every checkpoint, pending write and value of the thread into target_thread_id "
+        "(merged into it when it exists), with the source's time to live. Repeating it copies the same again."
+    ),
+    openapi_extensions=needs("checkpoints:write"),
+    responses=responses(
+        {200: ("Copied", DataEnvelope[ThreadCopied])},
+        (400, *AUTHENTICATED_ERRORS, 404, 415),
+        described={404: _THREAD_404},
+    ),
+    tags=["threads"],
+)
+def copy_thread(
+    call: CurrentCall,
+    services: Wired,
+    thread_id: ThreadIdParameter,
+    request: Annotated[CopyThreadRequest, Body()],
+    agent_id: AgentParameter = None,
+) -> Response[str]:
+    """Fork a thread under a new id."""
+    deadline = time.monotonic() + DELETE_SECONDS
+    thread = thread_from_path(thread_id)
+    tenant, agent = _owner(call, agent_id, write=True)
+    copied = services.threads.copy(tenant, agent, thread, request.target_thread_id, call.now_ms, deadline)
+    answer = ThreadCopied.model_construct(
+        thread_id=thread, target_thread_id=request.target_thread_id, copied_checkpoints=copied
+    )
+    return ok(answer, call.request_id)
+
+
+@router.post(
+    "/v1/threads/prune",
+    summary="Prune threads",
+    description=(
+        "LangGraph's prune: keep_latest keeps the latest checkpoint of each namespace (its pending writes and the "
+        "values it needs), delete removes the threads. Threads that do not exist are skipped."
+    ),
+    openapi_extensions=needs("checkpoints:delete"),
+    responses=responses({200: ("Pruned", DataEnvelope[ThreadsPruned])}, (400, *AUTHENTICATED_ERRORS, 415)),
+    tags=["threads"],
+)
+def prune_threads(
+    call: CurrentCall,
+    services: Wired,
+    request: Annotated[PruneRequest, Body()],
+    agent_id: AgentParameter = None,
+) -> Response[str]:
+    """Drop old checkpoints of threads."""
+    deadline = time.monotonic() + DELETE_SECONDS
+    tenant, agent = _owner(call, agent_id, write=True)
+    pruned, deleted = services.threads.prune(tenant, agent, request.thread_ids, request.strategy, call.now_ms, deadline)
+    return ok(ThreadsPruned.model_construct(pruned_threads=pruned, deleted_checkpoints=deleted), call.request_id)
+
+
+@router.post(
+    "/v1/threads/delete-for-runs",
+    summary="Delete the checkpoints of runs",
+    description=(
+        "LangGraph's delete_for_runs: every thread checkpoint of the agent whose metadata.run_id is one of run_ids, "
+        "with its pending writes, found through an index (never a scan). The index follows writes within about a "
+        "second."
+    ),
+    openapi_extensions=needs("checkpoints:delete"),
+    responses=responses({200: ("Deleted", DataEnvelope[RunsDeleted])}, (400, *AUTHENTICATED_ERRORS, 415)),
+    tags=["threads"],
+)
+def delete_for_runs(
+    call: CurrentCall,
+    services: Wired,
+    request: Annotated[DeleteRunsRequest, Body()],
+    agent_id: AgentParameter = None,
+) -> Response[str]:
+    """Forget what some runs wrote."""
+    tenant, agent = _owner(call, agent_id, write=True)
+    deleted = services.threads.delete_for_runs(tenant, agent, request.run_ids)
+    return ok(RunsDeleted.model_construct(deleted_checkpoints=deleted), call.request_id)
+
+
+__all__ = ["ThreadId", "router"]

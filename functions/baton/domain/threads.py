@@ -1,0 +1,328 @@
+"""LangGraph threads: the requests of the threads resource and the pure rules behind them.
+
+A thread holds LangGraph's checkpoints, addressed by (thread_id, checkpoint_ns, checkpoint_id). Baton never decodes
+what LangGraph serialized: channel values and pending writes are opaque typed bytes (`TypedValue`), stored once per
+(thread, namespace, channel, version). What is decided here, without AWS: what a request may carry, where each
+write of a `put_writes` is kept (its index), the order pending writes are returned in, and what a metadata filter
+matches.
+"""
+
+from __future__ import annotations
+
+import base64
+import binascii
+import json
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
+from typing import Annotated, Any, Final, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, StringConstraints, field_validator, model_validator
+
+from baton.domain import limits
+from baton.domain.models import RequestModel
+
+MAX_THREAD_ID_CHARS: Final = 200
+MAX_NAMESPACE_CHARS: Final = 1_000
+MAX_NAME_CHARS: Final = 200
+"""Longest checkpoint id, channel name, task id or run id."""
+MAX_TASK_PATH_CHARS: Final = 1_000
+MAX_METADATA_BYTES: Final = 65_536
+"""Largest metadata object (compact JSON): metadata is filtered on, so it stays small."""
+MAX_CHECKPOINT_BYTES: Final = 262_144
+"""Largest checkpoint (compact JSON, without its channel values): it lives in the checkpoint's item."""
+MAX_WRITES: Final = 1_000
+"""Most writes one `put_writes` carries."""
+MAX_THREAD_IDS: Final = 100
+"""Most threads one prune names, and most run ids one delete-for-runs names."""
+MAX_TYPE_CHARS: Final = 40
+MAX_CHECKPOINT_VALUE_BYTES: Final = limits.MAX_STATE_BYTES
+"""Most bytes of channel values one checkpoint holds, all channels together: a tuple fits one answer."""
+MAX_PENDING_WRITE_BYTES: Final = 1_000_000
+"""Most bytes of pending-write values one checkpoint holds, all tasks together."""
+DELETE_SECONDS: Final = 15
+"""How long a delete, prune or copy works before it leaves the rest to the reaper: well inside API Gateway's 30 s."""
+
+_NO_CONTROL: Final = r"^[^\x00-\x1f\x7f-\x9f]*$"
+_NO_CONTROL_NONEMPTY: Final = r"^[^\x00-\x1f\x7f-\x9f]+$"
+
+ThreadId = Annotated[str, StringConstraints(min_length=1, max_length=MAX_THREAD_ID_CHARS, pattern=_NO_CONTROL_NONEMPTY)]
+Namespace = Annotated[str, StringConstraints(max_length=MAX_NAMESPACE_CHARS, pattern=_NO_CONTROL)]
+Name = Annotated[str, StringConstraints(min_length=1, max_length=MAX_NAME_CHARS, pattern=_NO_CONTROL_NONEMPTY)]
+TaskPath = Annotated[str, StringConstraints(max_length=MAX_TASK_PATH_CHARS, pattern=_NO_CONTROL)]
+TypeTag = Annotated[
+    str,
+    StringConstraints(min_length=1, max_length=MAX_TYPE_CHARS, pattern=r"^[a-z0-9_]+(\+[a-z0-9_]+)*$"),
+    Field(
+        description=(
+            "The serializer's tag: msgpack, json, bytes, bytearray, null, empty, pickle, or an encrypted one such as "
+            "msgpack+aes."
+        )
+    ),
+]
+Base64Data = Annotated[
+    str,
+    Field(
+        description="The serialized bytes, standard base64 with padding ('' for none).",
+        json_schema_extra={"contentEncoding": "base64", "pattern": r"^[A-Za-z0-9+/]*={0,2}$"},
+    ),
+]
+Version = Annotated[
+    str | int | float,
+    Field(description="A channel version as LangGraph made it: a string, an integer or a number."),
+]
+ThreadTtlSeconds = Annotated[int, Field(ge=limits.MIN_TTL_SECONDS, le=limits.MAX_TTL_SECONDS)]
+
+EMPTY_TYPE: Final = "empty"
+"""The tag LangGraph gives a channel that has a new version but no value: such a channel is absent on read."""
+
+SPECIAL_WRITE_INDEX: Final[Mapping[str, int]] = {
+    "__error__": -1,
+    "__scheduled__": -2,
+    "__interrupt__": -3,
+    "__resume__": -4,
+}
+"""Channels whose write has a fixed index (LangGraph's `WRITES_IDX_MAP`): a later write to one replaces the first."""
+
+
+def decode_data(data: str) -> bytes:
+    """The bytes of a base64 `data` field (strict: padding and alphabet checked); ValueError when it is not."""
+    try:
+        return base64.b64decode(data.encode("ascii"), validate=True)
+    except (binascii.Error, UnicodeEncodeError):
+        raise ValueError("must be standard base64 (A-Z, a-z, 0-9, +, / and = padding)") from None
+
+
+class TypedValue(RequestModel):
+    """One serialized value: the serializer's type tag and its bytes."""
+
+    type: TypeTag
+    data: Base64Data
+
+    @field_validator("data")
+    @classmethod
+    def _base64(cls, data: str) -> str:
+        decode_data(data)
+        return data
+
+    def raw(self) -> bytes:
+        """The value's bytes."""
+        return base64.b64decode(self.data)
+
+
+class CheckpointBody(BaseModel):
+    """A LangGraph checkpoint without its channel values: `id` and `channel_versions` are read, every other field is
+    kept as sent."""
+
+    model_config = ConfigDict(strict=True, extra="allow")
+
+    id: Name
+    channel_versions: dict[Name, Version] = Field(default_factory=dict)
+
+    @model_validator(mode="after")
+    def _without_values(self) -> CheckpointBody:
+        if self.model_extra and "channel_values" in self.model_extra:
+            raise ValueError(
+                "must not carry channel_values: send the values of the channels whose version is new in /values"
+            )
+        return self
+
+    def document(self) -> dict[str, Any]:
+        """The checkpoint as stored and returned."""
+        return self.model_dump(mode="json")
+
+
+class PutCheckpointRequest(RequestModel):
+    """Body of `POST /v1/threads/{thread_id}/checkpoints` (LangGraph's `put`)."""
+
+    checkpoint: CheckpointBody
+    metadata: dict[str, Any] = Field(default_factory=dict)
+    checkpoint_ns: Namespace = ""
+    parent_checkpoint_id: Name | None = None
+    values: dict[Name, TypedValue] = Field(
+        default_factory=dict,
+        description=(
+            "The value of each channel whose version is new in this checkpoint (LangGraph's new_versions); a "
+            "channel of channel_versions left out keeps the value stored for its version."
+        ),
+    )
+    ttl_seconds: ThreadTtlSeconds | None = Field(
+        default=None,
+        description=f"The thread's time to live from this put (default {limits.DEFAULT_TTL_SECONDS}, or as before).",
+    )
+
+    @model_validator(mode="after")
+    def _values_have_versions(self) -> PutCheckpointRequest:
+        unknown = [c for c in self.values if c not in self.checkpoint.channel_versions]
+        if unknown:
+            raise ValueError(
+                f"/values names channels without a version in /checkpoint/channel_versions: {', '.join(unknown[:5])}"
+            )
+        if len(compact(self.metadata)) > MAX_METADATA_BYTES:
+            raise ValueError(f"/metadata must be at most {MAX_METADATA_BYTES} bytes of compact JSON")
+        if len(compact(self.checkpoint.document())) > MAX_CHECKPOINT_BYTES:
+            raise ValueError(f"/checkpoint must be at most {MAX_CHECKPOINT_BYTES} bytes of compact JSON")
+        return self
+
+    def __repr_args__(self) -> Any:
+        # Values are bytes of somebody's state: never in a log line.
+        for name, value in super().__repr_args__():
+            yield name, (f"<{len(value)} values>" if name == "values" else value)
+
+
+class WriteIn(TypedValue):
+    """One pending write: the channel it writes and its serialized value."""
+
+    channel: Name
+
+
+class PutWritesRequest(RequestModel):
+    """Body of `POST /v1/threads/{thread_id}/writes` (LangGraph's `put_writes`)."""
+
+    checkpoint_id: Name
+    task_id: Name
+    writes: Annotated[list[WriteIn], Field(min_length=1, max_length=MAX_WRITES)]
+    checkpoint_ns: Namespace = ""
+    task_path: TaskPath = ""
+
+    def __repr_args__(self) -> Any:
+        for name, value in super().__repr_args__():
+            yield name, (f"<{len(value)} writes>" if name == "writes" else value)
+
+
+class PruneRequest(RequestModel):
+    """Body of `POST /v1/threads/prune`."""
+
+    thread_ids: Annotated[list[ThreadId], Field(min_length=1, max_length=MAX_THREAD_IDS)]
+    strategy: Literal["keep_latest", "delete"] = "keep_latest"
+
+
+class CopyThreadRequest(RequestModel):
+    """Body of `POST /v1/threads/{thread_id}/copy`."""
+
+    target_thread_id: ThreadId
+
+
+class DeleteRunsRequest(RequestModel):
+    """Body of `POST /v1/threads/delete-for-runs`."""
+
+    run_ids: Annotated[list[Name], Field(min_length=1, max_length=MAX_THREAD_IDS)]
+
+
+# -- pure rules -------------------------------------------------------------------------------------------------
+
+
+def compact(value: Any) -> bytes:
+    """Compact JSON of a value that came from a strict JSON body (so it always encodes)."""
+    return json.dumps(value, separators=(",", ":"), ensure_ascii=False, allow_nan=False).encode("utf-8")
+
+
+def version_key(version: str | int | float) -> str:
+    """The version as part of a key: its JSON form, so `1`, `"1"` and `1.5` never name the same value."""
+    if isinstance(version, float) and version.is_integer():
+        return json.dumps(int(version))
+    return json.dumps(version, ensure_ascii=False)
+
+
+def write_index(channel: str, position: int) -> int:
+    """The index a write is kept under: its position in the call, or the fixed index of a special channel."""
+    return SPECIAL_WRITE_INDEX.get(channel, position)
+
+
+def overwrites(index: int) -> bool:
+    """True for a special channel's write, which replaces the one stored; others are kept as first written."""
+    return index < 0
+
+
+@dataclass(frozen=True)
+class PendingWrite:
+    """A stored pending write, as a tuple shows it."""
+
+    task_id: str
+    index: int
+    channel: str
+    type: str
+    data: bytes | None
+    task_path: str
+    url: str | None = None
+    """A presigned download of the value when its bytes live in the bucket (then `data` is None)."""
+
+
+@dataclass(frozen=True)
+class StoredValue:
+    """A channel value or pending write as a tuple returns it: its bytes, or a presigned download of them."""
+
+    type: str
+    data: bytes | None
+    url: str | None = None
+
+    @property
+    def size(self) -> int:
+        """Bytes it adds to an answer (a download URL: only the URL)."""
+        return len(self.data) if self.data is not None else len(self.url or "")
+
+
+@dataclass(frozen=True)
+class ThreadCheckpoint:
+    """One checkpoint of a thread with everything LangGraph's tuple needs."""
+
+    thread_id: str
+    namespace: str
+    checkpoint_id: str
+    parent_checkpoint_id: str | None
+    checkpoint: dict[str, Any]
+    metadata: dict[str, Any]
+    values: dict[str, StoredValue]
+    writes: list[tuple[PendingWrite, StoredValue]]
+
+
+@dataclass(frozen=True)
+class PutResult:
+    """What a put answers."""
+
+    namespace: str
+    checkpoint_id: str
+    expires_ms: int
+
+
+@dataclass(frozen=True)
+class Page:
+    """A list page and the cursor to the next (None on the last)."""
+
+    checkpoints: list[ThreadCheckpoint]
+    next_cursor: str | None
+
+
+def sorted_writes(writes: Iterable[PendingWrite]) -> list[PendingWrite]:
+    """Pending writes in the order LangGraph applies them: by (task_path, task_id, idx)."""
+    return sorted(writes, key=lambda w: (w.task_path, w.task_id, w.index))
+
+
+def _same(left: Any, right: Any) -> bool:
+    """JSON equality: numbers by value, booleans only with booleans, containers element by element."""
+    if isinstance(left, bool) or isinstance(right, bool):
+        return isinstance(left, bool) and isinstance(right, bool) and left == right
+    if isinstance(left, int | float) and isinstance(right, int | float):
+        return left == right
+    if isinstance(left, dict) and isinstance(right, dict):
+        return left.keys() == right.keys() and all(_same(left[k], right[k]) for k in left)
+    if isinstance(left, list) and isinstance(right, list):
+        return len(left) == len(right) and all(_same(a, b) for a, b in zip(left, right, strict=True))
+    return type(left) is type(right) and left == right
+
+
+def matches(metadata: Mapping[str, Any], wanted: Mapping[str, Any]) -> bool:
+    """True when every key of `wanted` is in `metadata` with an equal JSON value (LangGraph's exact filter)."""
+    return all(key in metadata and _same(metadata[key], value) for key, value in wanted.items())
+
+
+def parse_filter(raw: str | None) -> dict[str, Any] | None:
+    """The `filter` query parameter: a JSON object, or None when absent; ValueError naming the rule otherwise."""
+    if raw is None:
+        return None
+    try:
+        value = json.loads(raw)
+    except (ValueError, RecursionError):
+        raise ValueError("must be a JSON object, URL-encoded") from None
+    if not isinstance(value, dict):
+        raise ValueError("must be a JSON object, URL-encoded")
+    return value

@@ -1,0 +1,857 @@
+"""The thread repository: LangGraph checkpoints, their channel values and pending writes in one partition per thread.
+
+Items of a thread (keys in `layout`):
+
+- the head (`H`): the thread's generation `g`, time to live and expiry. Every put refreshes it (one UpdateItem that
+  also hands back the generation); a read finds nothing unless the head is there and not expired. Deleting the head
+  hides the whole thread at once; a thread written again after a delete or an expiry gets a new generation, so no
+  item of its former life is ever read again (the reaper and the delete remove those).
+- a checkpoint (`K#<ns>#<id>`): the checkpoint and its metadata (compact JSON, packed when that pays), its parent,
+  the channel values of at most `INLINE_VALUE_BYTES` (`iv`: carried from the parent into every child that keeps their
+  version, so a step costs no item per small channel), the sizes and versions of the larger ones (`vz`), and the
+  pending writes (`w`: a map keyed by (task_id, idx), set by one conditional UpdateItem per `put_writes`).
+- a value (`V#<g>#<ns>#<channel>#<version>`): one version of a channel too large to ride in a checkpoint item,
+  written once, packed when that pays, its bytes in the bucket (`so`) when they would not fit an item.
+- a write value (`W#<ns>#<checkpoint>#<id>`): a pending write too large to ride in its checkpoint's item.
+
+Values and write values are written before the checkpoint item that references them, so a failure half way leaves
+unreferenced items, never a checkpoint without its values.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+import uuid
+from collections.abc import Iterable, Iterator, Sequence
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any, Final
+
+from baton.domain import limits
+from baton.domain.errors import NotFound, PayloadTooLarge, Unavailable
+from baton.domain.threads import (
+    EMPTY_TYPE,
+    MAX_CHECKPOINT_VALUE_BYTES,
+    MAX_PENDING_WRITE_BYTES,
+    Page,
+    PendingWrite,
+    PutResult,
+    StoredValue,
+    ThreadCheckpoint,
+    matches,
+    overwrites,
+    sorted_writes,
+    version_key,
+    write_index,
+)
+from baton.store import codec, layout, schema
+from baton.store.attributes import Item, names_in, to_attr
+from baton.store.batch import batch_get
+from baton.store.cursors import decode_after, encode_after, invalid_cursor, query_binding
+from baton.store.errors import UNAVAILABLE_MESSAGE, Failure, classify, error_code, translated_errors
+
+if TYPE_CHECKING:
+    from mypy_boto3_dynamodb import DynamoDBClient
+
+    from baton.store.objects import ObjectStore
+
+INLINE_VALUE_BYTES: Final = 512
+"""Values (and pending writes) of at most this many bytes ride in the checkpoint item; larger ones get an item."""
+ITEM_VALUE_BYTES: Final = 350_000
+"""Most stored bytes a value item holds; a value that packs to more lives in the bucket."""
+PAGE_VALUE_BYTES: Final = 3_000_000
+"""A list page stops (with a cursor) once the values it carries pass this many bytes: every answer fits Lambda."""
+WRITE_ROUNDS: Final = 4
+"""BatchWriteItem rounds for what DynamoDB leaves unprocessed (then 503)."""
+WRITE_BACKOFF_SECONDS: Final = 0.05
+
+# Attribute names of thread items.
+GENERATION: Final = "g"
+TTL_MS: Final = "tms"
+TTL_S: Final = "tts"
+EXPIRES_MS: Final = "exp"
+CREATED: Final = "ca"
+UPDATED: Final = "ua"
+DOCUMENT: Final = "cp"
+PARENT: Final = "par"
+INLINE: Final = "iv"
+SIZES: Final = "vz"
+WRITES: Final = "w"
+WRITE_BYTES: Final = "wb"
+TYPE: Final = "t"
+BYTES: Final = "b"
+PACKED: Final = "z"
+OBJECT: Final = "so"
+SIZE: Final = "n"
+VERSION: Final = "v"
+CHANNEL: Final = "c"
+TASK_PATH: Final = "p"
+REFERENCE: Final = "r"
+
+_TOUCH_LIVE: Final = f"attribute_not_exists(#{schema.PK}) OR #{EXPIRES_MS} > :now"
+_TOUCH: Final = (
+    f"SET #{GENERATION} = if_not_exists(#{GENERATION}, :g), #{CREATED} = if_not_exists(#{CREATED}, :now), "
+    f"#{UPDATED} = :now, #{TTL_MS} = :tms, #{TTL_S} = :tts, #{EXPIRES_MS} = :now + :tms, "
+    f"#{schema.TTL_ATTRIBUTE} = :now_s + :tts"
+)
+_TOUCH_KEEP_TTL: Final = (
+    f"SET #{GENERATION} = if_not_exists(#{GENERATION}, :g), #{CREATED} = if_not_exists(#{CREATED}, :now), "
+    f"#{UPDATED} = :now, #{TTL_MS} = if_not_exists(#{TTL_MS}, :tms), #{TTL_S} = if_not_exists(#{TTL_S}, :tts), "
+    f"#{EXPIRES_MS} = if_not_exists(#{TTL_MS}, :tms) + :now, "
+    f"#{schema.TTL_ATTRIBUTE} = if_not_exists(#{TTL_S}, :tts) + :now_s"
+)
+_SAME_HEAD: Final = f"#{GENERATION} = :old_g AND #{EXPIRES_MS} = :old_exp"
+_PUT_CHECKPOINT_SET: Final = (
+    f"#{GENERATION} = :g, #{DOCUMENT} = :cp, #{INLINE} = :iv, #{SIZES} = :vz, #{UPDATED} = :now, "
+    f"#{WRITES} = if_not_exists(#{WRITES}, :empty), #{WRITE_BYTES} = if_not_exists(#{WRITE_BYTES}, :zero)"
+)
+_EXISTS: Final = f"attribute_exists(#{schema.PK})"
+_ROOM_FOR_WRITES: Final = f"attribute_exists(#{schema.PK}) AND #{WRITE_BYTES} <= :room"
+_KEYS_ONLY: Final = f"#{schema.PK}, #{schema.SK}"
+
+
+@dataclass(frozen=True)
+class Head:
+    """What a thread's head says: its generation and when it expires."""
+
+    generation: str
+    ttl_ms: int
+    expires_ms: int
+
+
+@dataclass
+class _Loaded:
+    """A checkpoint item decoded, with the keys of what it references outside itself."""
+
+    item: Item
+    namespace: str
+    checkpoint_id: str
+    document: dict[str, Any]
+    values: dict[str, StoredValue] = field(default_factory=dict)
+    missing: dict[str, str] = field(default_factory=dict)
+    """Channel -> sort key of its value item, for values not inline."""
+    writes: list[tuple[PendingWrite, StoredValue | str]] = field(default_factory=list)
+    """Pending writes with their value, or the sort key of the item that holds it."""
+
+
+class ThreadStore:
+    """LangGraph threads in one DynamoDB table (and the bucket, for values too large for an item)."""
+
+    def __init__(self, client: DynamoDBClient, table_name: str, objects: ObjectStore | None) -> None:
+        self._client = client
+        self._table = table_name
+        self._objects = objects
+
+    # -- put ----------------------------------------------------------------------------------------------------
+
+    def put(
+        self,
+        tenant_id: str,
+        agent_id: str,
+        thread_id: str,
+        namespace: str,
+        document: dict[str, Any],
+        metadata: dict[str, Any],
+        parent_id: str | None,
+        values: dict[str, tuple[str, bytes]],
+        ttl_seconds: int | None,
+        now_ms: int,
+    ) -> PutResult:
+        """Store one checkpoint: refresh the head, write its large new values, then its item (UpdateItem, so that
+        the pending writes of a checkpoint put again are kept). `values` holds (type, bytes) of the channels whose
+        version is new; the others keep the value stored for their version (carried from the parent when small)."""
+        pk = layout.thread_pk(tenant_id, agent_id, thread_id)
+        versions: dict[str, Any] = document.get("channel_versions", {})
+        with translated_errors():
+            head = self._touch(pk, ttl_seconds, now_ms)
+            inline: dict[str, Any] = {}
+            sizes: dict[str, Any] = {}
+            carried = [c for c in versions if c not in values]
+            if carried and parent_id is not None:
+                self._carry(pk, namespace, parent_id, head.generation, versions, carried, inline, sizes)
+            value_items: list[Item] = []
+            total = sum(len(entry[BYTES]) for entry in inline.values()) + sum(int(s[1]) for s in sizes.values())
+            for channel, (type_tag, raw) in values.items():
+                key = version_key(versions[channel])
+                total += len(raw)
+                if len(raw) <= INLINE_VALUE_BYTES:
+                    inline[channel] = {VERSION: key, TYPE: type_tag, BYTES: raw}
+                    continue
+                sizes[channel] = [key, len(raw)]
+                sk = layout.thread_value_sk(head.generation, namespace, channel, key)
+                value_items.append(self._value_item(pk, sk, tenant_id, type_tag, raw, head.generation))
+            if total > MAX_CHECKPOINT_VALUE_BYTES:
+                raise PayloadTooLarge(
+                    field="values",
+                    limit_bytes=MAX_CHECKPOINT_VALUE_BYTES,
+                    actual_bytes=total,
+                    what="The channel values of this checkpoint",
+                )
+            self._batch_put(value_items)
+            self._put_checkpoint(
+                pk, namespace, document, metadata, parent_id, inline, sizes, head, (tenant_id, agent_id), now_ms
+            )
+        return PutResult(namespace, str(document["id"]), head.expires_ms)
+
+    def _touch(self, pk: str, ttl_seconds: int | None, now_ms: int) -> Head:
+        """Refresh a thread's head (creating it, or starting a new generation over an expired one): its generation
+        and expiry. One UpdateItem; over an expired head, one more write that replaces it."""
+        ttl = ttl_seconds or limits.DEFAULT_TTL_SECONDS
+        values: dict[str, Any] = {
+            ":g": {"S": uuid.uuid4().hex[:12]},
+            ":now": {"N": str(now_ms)},
+            ":now_s": {"N": str(now_ms // 1000 + 1)},
+            ":tms": {"N": str(ttl * 1000)},
+            ":tts": {"N": str(ttl)},
+        }
+        update = _TOUCH if ttl_seconds is not None else _TOUCH_KEEP_TTL
+        try:
+            answer = self._client.update_item(
+                TableName=self._table,
+                Key=layout.key(pk, layout.THREAD_HEAD_SK),
+                UpdateExpression=update,
+                ConditionExpression=_TOUCH_LIVE,
+                ExpressionAttributeNames=names_in(update, _TOUCH_LIVE),
+                ExpressionAttributeValues=values,
+                ReturnValues="ALL_NEW",
+                ReturnValuesOnConditionCheckFailure="ALL_OLD",
+            )
+        except Exception as exc:
+            if classify(exc) is not Failure.CONDITION_FAILED:
+                raise
+            old: Item = getattr(exc, "response", {}).get("Item") or {}
+            return self._restart(pk, old, ttl_seconds, now_ms)
+        return _head(answer["Attributes"])
+
+    def _restart(self, pk: str, old: Item, ttl_seconds: int | None, now_ms: int) -> Head:
+        """A new generation over an expired head (its items are left to the reaper, which reads the change)."""
+        ttl_ms = (ttl_seconds or limits.DEFAULT_TTL_SECONDS) * 1000
+        head = Head(uuid.uuid4().hex[:12], ttl_ms, now_ms + ttl_ms)
+        item = {
+            **layout.key(pk, layout.THREAD_HEAD_SK),
+            GENERATION: {"S": head.generation},
+            CREATED: {"N": str(now_ms)},
+            UPDATED: {"N": str(now_ms)},
+            TTL_MS: {"N": str(ttl_ms)},
+            TTL_S: {"N": str(ttl_ms // 1000)},
+            EXPIRES_MS: {"N": str(head.expires_ms)},
+            schema.TTL_ATTRIBUTE: {"N": str(head.expires_ms // 1000 + 1)},
+        }
+        try:
+            self._client.put_item(
+                TableName=self._table,
+                Item=item,
+                ConditionExpression=_SAME_HEAD,
+                ExpressionAttributeNames=names_in(_SAME_HEAD),
+                ExpressionAttributeValues={":old_g": old[GENERATION], ":old_exp": old[EXPIRES_MS]},
+            )
+        except Exception as exc:
+            if classify(exc) is Failure.CONDITION_FAILED:
+                raise Unavailable(UNAVAILABLE_MESSAGE) from exc  # another writer restarted it at the same moment
+            raise
+        return head
+
+    def _carry(
+        self,
+        pk: str,
+        namespace: str,
+        parent_id: str,
+        generation: str,
+        versions: dict[str, Any],
+        carried: list[str],
+        inline: dict[str, Any],
+        sizes: dict[str, Any],
+    ) -> None:
+        """Copy from the parent's item what a child keeps: small values and the sizes of large ones whose version
+        did not change (one consistent GetItem of two attributes)."""
+        projection = f"#{GENERATION}, #{INLINE}, #{SIZES}"
+        answer = self._client.get_item(
+            TableName=self._table,
+            Key=layout.key(pk, layout.thread_checkpoint_sk(namespace, parent_id)),
+            ProjectionExpression=projection,
+            ExpressionAttributeNames=names_in(projection),
+            ConsistentRead=True,
+        )
+        parent = answer.get("Item")
+        if not parent or parent.get(GENERATION, {}).get("S") != generation:
+            return
+        parent_inline = parent.get(INLINE, {}).get("M", {})
+        parent_sizes = parent.get(SIZES, {}).get("M", {})
+        for channel in carried:
+            key = version_key(versions[channel])
+            small = parent_inline.get(channel, {}).get("M")
+            if small is not None and small[VERSION]["S"] == key:
+                inline[channel] = {VERSION: key, TYPE: small[TYPE]["S"], BYTES: bytes(small[BYTES]["B"])}
+                continue
+            large = parent_sizes.get(channel, {}).get("L")
+            if large is not None and large[0]["S"] == key:
+                sizes[channel] = [key, int(large[1]["N"])]
+
+    def _value_item(self, pk: str, sk: str, tenant_id: str, type_tag: str, raw: bytes, generation: str) -> Item:
+        """The item of one large value: packed when that pays, its bytes in the bucket when too large for an item."""
+        packed = codec.encode(raw)
+        stored = packed if packed is not None else raw
+        item: Item = {
+            **layout.key(pk, sk),
+            GENERATION: {"S": generation},
+            TYPE: {"S": type_tag},
+            SIZE: {"N": str(len(raw))},
+        }
+        if packed is not None:
+            item[PACKED] = {"BOOL": True}
+        if len(stored) > ITEM_VALUE_BYTES:
+            if self._objects is None:
+                raise PayloadTooLarge(
+                    field="values",
+                    limit_bytes=ITEM_VALUE_BYTES,
+                    actual_bytes=len(stored),
+                    what="A value (this deployment has no bucket for larger ones)",
+                )
+            item[OBJECT] = {"S": self._objects.put_state(tenant_id, stored)}
+        else:
+            item[BYTES] = {"B": stored}
+        return item
+
+    def _put_checkpoint(
+        self,
+        pk: str,
+        namespace: str,
+        document: dict[str, Any],
+        metadata: dict[str, Any],
+        parent_id: str | None,
+        inline: dict[str, Any],
+        sizes: dict[str, Any],
+        head: Head,
+        owner: tuple[str, str],
+        now_ms: int,
+    ) -> None:
+        """Write the checkpoint's item (an UpdateItem: a checkpoint put again keeps its pending writes)."""
+        text = json.dumps({"c": document, "m": metadata}, separators=(",", ":"), ensure_ascii=False).encode("utf-8")
+        packed = codec.encode(text)
+        update = f"SET {_PUT_CHECKPOINT_SET}"
+        values: dict[str, Any] = {
+            ":g": {"S": head.generation},
+            ":cp": {"B": packed if packed is not None else text},
+            ":iv": to_attr(inline),
+            ":vz": to_attr(sizes),
+            ":now": {"N": str(now_ms)},
+            ":empty": {"M": {}},
+            ":zero": {"N": "0"},
+        }
+        removals = []
+        if parent_id is not None:
+            update += f", #{PARENT} = :par"
+            values[":par"] = {"S": parent_id}
+        else:
+            removals.append(f"#{PARENT}")
+        run_id = metadata.get("run_id")
+        if isinstance(run_id, str) and run_id:
+            update += f", #{schema.GSI1_PK} = :gpk, #{schema.GSI1_SK} = :gsk"
+            values[":gpk"] = {"S": layout.run_index_pk(*owner, run_id)}
+            values[":gsk"] = {"S": layout.thread_checkpoint_sk(namespace, str(document["id"]))}
+        else:
+            removals += [f"#{schema.GSI1_PK}", f"#{schema.GSI1_SK}"]
+        if removals:
+            update += " REMOVE " + ", ".join(removals)
+        self._client.update_item(
+            TableName=self._table,
+            Key=layout.key(pk, layout.thread_checkpoint_sk(namespace, str(document["id"]))),
+            UpdateExpression=update,
+            ExpressionAttributeNames=names_in(update),
+            ExpressionAttributeValues=values,
+        )
+
+    # -- put_writes ---------------------------------------------------------------------------------------------
+
+    def put_writes(
+        self,
+        tenant_id: str,
+        agent_id: str,
+        thread_id: str,
+        namespace: str,
+        checkpoint_id: str,
+        task_id: str,
+        task_path: str,
+        writes: Sequence[tuple[str, str, bytes]],
+    ) -> int:
+        """Keep a task's pending writes on its checkpoint: one conditional UpdateItem (after one BatchWriteItem for
+        values too large to ride in the item). A write whose (task_id, idx) is stored already is kept as it was,
+        except the special channels'. The checkpoint must exist: a deleted thread stays deleted. The count kept."""
+        pk = layout.thread_pk(tenant_id, agent_id, thread_id)
+        entries: dict[str, tuple[int, dict[str, Any]]] = {}
+        value_items: list[Item] = []
+        added = 0
+        for position, (channel, type_tag, raw) in enumerate(writes):
+            index = write_index(channel, position)
+            entry: dict[str, Any] = {CHANNEL: channel, TYPE: type_tag, TASK_PATH: task_path, SIZE: len(raw)}
+            if len(raw) <= INLINE_VALUE_BYTES:
+                entry[BYTES] = raw
+            else:
+                sk = layout.thread_write_value_sk(namespace, checkpoint_id, uuid.uuid4().hex)
+                value_items.append(self._value_item(pk, sk, tenant_id, type_tag, raw, ""))
+                entry[REFERENCE] = sk
+            entries[json.dumps([task_id, index], ensure_ascii=False)] = (index, entry)
+            added += len(raw)
+        if added > MAX_PENDING_WRITE_BYTES:
+            raise PayloadTooLarge(
+                field="writes", limit_bytes=MAX_PENDING_WRITE_BYTES, actual_bytes=added, what="The pending writes"
+            )
+        sets = []
+        names: dict[str, str] = {f"#{WRITES}": WRITES, f"#{WRITE_BYTES}": WRITE_BYTES, f"#{schema.PK}": schema.PK}
+        values: dict[str, Any] = {":added": {"N": str(added)}, ":room": {"N": str(MAX_PENDING_WRITE_BYTES - added)}}
+        for number, (name, (index, entry)) in enumerate(entries.items()):
+            names[f"#k{number}"] = name
+            values[f":v{number}"] = to_attr(entry)
+            target = f"#{WRITES}.#k{number}"
+            sets.append(
+                f"{target} = :v{number}" if overwrites(index) else f"{target} = if_not_exists({target}, :v{number})"
+            )
+        update = "SET " + ", ".join(sets) + f" ADD #{WRITE_BYTES} :added"
+        with translated_errors():
+            self._batch_put(value_items)
+            try:
+                self._client.update_item(
+                    TableName=self._table,
+                    Key=layout.key(pk, layout.thread_checkpoint_sk(namespace, checkpoint_id)),
+                    UpdateExpression=update,
+                    ConditionExpression=_ROOM_FOR_WRITES,
+                    ExpressionAttributeNames=names,
+                    ExpressionAttributeValues=values,
+                    ReturnValuesOnConditionCheckFailure="ALL_OLD",
+                )
+            except Exception as exc:
+                failure = classify(exc)
+                if failure is Failure.CONDITION_FAILED:
+                    old = getattr(exc, "response", {}).get("Item")
+                    if not old:
+                        raise NotFound() from None
+                    raise PayloadTooLarge(
+                        field="writes",
+                        limit_bytes=MAX_PENDING_WRITE_BYTES,
+                        actual_bytes=int(old[WRITE_BYTES]["N"]) + added,
+                        what="The pending writes of this checkpoint",
+                    ) from None
+                if error_code(exc) == "ValidationException" and "size" in str(exc).lower():
+                    raise PayloadTooLarge(
+                        field="writes",
+                        limit_bytes=MAX_PENDING_WRITE_BYTES,
+                        actual_bytes=added,
+                        what="The pending writes of this checkpoint",
+                    ) from None
+                raise
+        return len(entries)
+
+    # -- reads --------------------------------------------------------------------------------------------------
+
+    def head(self, tenant_id: str, agent_id: str, thread_id: str, now_ms: int) -> Head | None:
+        """The thread's head when the thread is live (one consistent GetItem), else None."""
+        answer = self._client.get_item(
+            TableName=self._table,
+            Key=layout.key(layout.thread_pk(tenant_id, agent_id, thread_id), layout.THREAD_HEAD_SK),
+            ConsistentRead=True,
+        )
+        return _live_head(answer.get("Item"), now_ms)
+
+    def get(
+        self, tenant_id: str, agent_id: str, thread_id: str, namespace: str, checkpoint_id: str | None, now_ms: int
+    ) -> ThreadCheckpoint:
+        """One checkpoint with its values and pending writes (the latest of the namespace without an id); NotFound
+        when the thread or the checkpoint is not there. A checkpoint by id: one BatchGetItem of head and item; the
+        latest: a GetItem of the head and one Query; then one BatchGetItem for values not in the item."""
+        pk = layout.thread_pk(tenant_id, agent_id, thread_id)
+        with translated_errors():
+            if checkpoint_id is not None:
+                head_key = layout.key(pk, layout.THREAD_HEAD_SK)
+                item_key = layout.key(pk, layout.thread_checkpoint_sk(namespace, checkpoint_id))
+                found = batch_get(self._client, self._table, [head_key, item_key])
+                head = _live_head(found.get(layout.identity(head_key)), now_ms)
+                item = found.get(layout.identity(item_key))
+                if head is None or item is None or item[GENERATION]["S"] != head.generation:
+                    raise NotFound()
+            else:
+                head = self.head(tenant_id, agent_id, thread_id, now_ms)
+                if head is None:
+                    raise NotFound()
+                item = next(self._checkpoints(pk, head, namespace, None, newest_first=True), None)
+                if item is None:
+                    raise NotFound()
+            (loaded,) = self._resolve(thread_id, pk, [self._load(item)])
+        return loaded
+
+    def page(
+        self,
+        tenant_id: str,
+        agent_id: str,
+        thread_id: str,
+        namespace: str | None,
+        before: str | None,
+        wanted: dict[str, Any] | None,
+        limit: int,
+        cursor: str | None,
+        now_ms: int,
+    ) -> Page:
+        """A page of the thread's checkpoints, newest first, filtered on the server."""
+        binding = query_binding(
+            "threads",
+            tenant_id,
+            agent_id,
+            thread_id,
+            namespace,
+            before,
+            None if wanted is None else json.dumps(wanted, sort_keys=True),
+        )
+        after = decode_after(cursor, binding)
+        pk = layout.thread_pk(tenant_id, agent_id, thread_id)
+        with translated_errors():
+            head = self.head(tenant_id, agent_id, thread_id, now_ms)
+            if head is None:
+                raise NotFound()
+            chosen: list[_Loaded] = []
+            more = False
+            for item in self._checkpoints(pk, head, namespace, after, newest_first=True):
+                loaded = self._load(item)
+                if before is not None and loaded.checkpoint_id >= before:
+                    continue
+                if wanted and not matches(loaded.document.get("m", {}), wanted):
+                    continue
+                if len(chosen) == limit:
+                    more = True
+                    break
+                chosen.append(loaded)
+            page: list[ThreadCheckpoint] = []
+            carried = 0
+            for checkpoint in self._resolve(thread_id, pk, chosen):
+                size = sum(v.size for v in checkpoint.values.values()) + sum(v.size for _, v in checkpoint.writes)
+                if page and carried + size > PAGE_VALUE_BYTES:
+                    more = True
+                    break
+                carried += size
+                page.append(checkpoint)
+        last = layout.identity(chosen[len(page) - 1].item)[1] if page and more else None
+        return Page(page, encode_after(last, binding))
+
+    def _checkpoints(
+        self, pk: str, head: Head, namespace: str | None, after: str | None, newest_first: bool
+    ) -> Iterator[Item]:
+        """The thread's checkpoint items of this generation (of one namespace, or all), page by page."""
+        prefix = layout.thread_checkpoints(namespace)
+        if after is not None:
+            if not after.startswith(prefix):
+                raise invalid_cursor()
+            condition = f"#{schema.PK} = :pk AND #{schema.SK} BETWEEN :lo AND :hi"
+            values = {":pk": {"S": pk}, ":lo": {"S": prefix}, ":hi": {"S": after}}
+        else:
+            condition = f"#{schema.PK} = :pk AND begins_with(#{schema.SK}, :lo)"
+            values = {":pk": {"S": pk}, ":lo": {"S": prefix}}
+        request: dict[str, Any] = {
+            "TableName": self._table,
+            "KeyConditionExpression": condition,
+            "ExpressionAttributeNames": names_in(condition),
+            "ExpressionAttributeValues": values,
+            "ConsistentRead": True,
+            "ScanIndexForward": not newest_first,
+        }
+        while True:
+            answer = self._client.query(**request)
+            for item in answer.get("Items", []):
+                if after is not None and item[schema.SK]["S"] == after:
+                    continue
+                if item.get(GENERATION, {}).get("S") == head.generation:
+                    yield item
+            last = answer.get("LastEvaluatedKey")
+            if not last:
+                return
+            request["ExclusiveStartKey"] = last
+
+    def _load(self, item: Item) -> _Loaded:
+        """A checkpoint item decoded: its document, its inline values and writes, and the keys of the rest."""
+        namespace, checkpoint_id = layout.read_thread_checkpoint_sk(item[schema.SK]["S"])
+        stored = bytes(item[DOCUMENT]["B"])
+        text = codec.decode(stored, 8 * limits.MAX_STATE_BYTES) if codec.is_packed(stored) else stored
+        document = json.loads(text)
+        loaded = _Loaded(item, namespace, checkpoint_id, document)
+        versions: dict[str, Any] = document["c"].get("channel_versions", {})
+        inline = item.get(INLINE, {}).get("M", {})
+        generation = item[GENERATION]["S"]
+        for channel, version in versions.items():
+            key = version_key(version)
+            small = inline.get(channel, {}).get("M")
+            if small is not None and small[VERSION]["S"] == key:
+                if small[TYPE]["S"] != EMPTY_TYPE:
+                    loaded.values[channel] = StoredValue(small[TYPE]["S"], bytes(small[BYTES]["B"]))
+                continue
+            loaded.missing[channel] = layout.thread_value_sk(generation, namespace, channel, key)
+        for name, attr in item.get(WRITES, {}).get("M", {}).items():
+            task_id, index = json.loads(name)
+            entry = attr["M"]
+            write = PendingWrite(
+                task_id=task_id,
+                index=int(index),
+                channel=entry[CHANNEL]["S"],
+                type=entry[TYPE]["S"],
+                data=None,
+                task_path=entry[TASK_PATH]["S"],
+            )
+            if BYTES in entry:
+                loaded.writes.append((write, StoredValue(write.type, bytes(entry[BYTES]["B"]))))
+            else:
+                loaded.writes.append((write, entry[REFERENCE]["S"]))
+        return loaded
+
+    def _resolve(self, thread_id: str, pk: str, loaded: list[_Loaded]) -> list[ThreadCheckpoint]:
+        """The checkpoints with every value in place: one BatchGetItem (per 100 keys) for values outside the items."""
+        keys: dict[str, Item] = {}
+        for one in loaded:
+            for sk in one.missing.values():
+                keys[sk] = layout.key(pk, sk)
+            for _, value in one.writes:
+                if isinstance(value, str):
+                    keys[value] = layout.key(pk, value)
+        found = batch_get(self._client, self._table, list(keys.values())) if keys else {}
+        by_sk = {sk: found.get(layout.identity(key)) for sk, key in keys.items()}
+        result = []
+        for one in loaded:
+            values = dict(one.values)
+            for channel, sk in one.missing.items():
+                item = by_sk.get(sk)
+                if item is not None and item[TYPE]["S"] != EMPTY_TYPE:
+                    values[channel] = self._value_of(item)
+            writes: list[tuple[PendingWrite, StoredValue]] = []
+            for write, value in one.writes:
+                if isinstance(value, str):
+                    item = by_sk.get(value)
+                    if item is None:
+                        continue  # its item is gone with a thread being deleted: the checkpoint is going too
+                    writes.append((write, self._value_of(item)))
+                else:
+                    writes.append((write, value))
+            order = {id(w): n for n, w in enumerate(sorted_writes(w for w, _ in writes))}
+            writes.sort(key=lambda pair: order[id(pair[0])])
+            result.append(
+                ThreadCheckpoint(
+                    thread_id=thread_id,
+                    namespace=one.namespace,
+                    checkpoint_id=one.checkpoint_id,
+                    parent_checkpoint_id=one.item.get(PARENT, {}).get("S"),
+                    checkpoint=one.document["c"],
+                    metadata=one.document.get("m", {}),
+                    values=values,
+                    writes=writes,
+                )
+            )
+        return result
+
+    def _value_of(self, item: Item) -> StoredValue:
+        """A value item's value: its bytes, or a presigned download of the object that holds them."""
+        type_tag = item[TYPE]["S"]
+        if OBJECT in item:
+            if self._objects is None:
+                raise Unavailable(UNAVAILABLE_MESSAGE)
+            return StoredValue(type_tag, None, self._objects.presign_get(item[OBJECT]["S"]).url)
+        stored = bytes(item[BYTES]["B"])
+        if PACKED in item:
+            stored = codec.decode(stored, limits.MAX_STATE_BYTES)
+        return StoredValue(type_tag, stored)
+
+    # -- deletes, prune, copy, runs -----------------------------------------------------------------------------
+
+    def delete(self, tenant_id: str, agent_id: str, thread_id: str, now_ms: int, deadline: float) -> bool:
+        """Hide the thread at once (its head deleted) and remove its items until `deadline`; the reaper removes the
+        rest. False when there was no live thread (its items are removed all the same)."""
+        pk = layout.thread_pk(tenant_id, agent_id, thread_id)
+        with translated_errors():
+            answer = self._client.delete_item(
+                TableName=self._table, Key=layout.key(pk, layout.THREAD_HEAD_SK), ReturnValues="ALL_OLD"
+            )
+            head = _live_head(answer.get("Attributes"), now_ms)
+            self._delete_partition(pk, deadline)
+        return head is not None
+
+    def _delete_partition(self, pk: str, deadline: float) -> bool:
+        """Delete every item of a partition, page by page, until `deadline`; True when none is left."""
+        while time.monotonic() < deadline:
+            answer = self._client.query(
+                TableName=self._table,
+                KeyConditionExpression=f"#{schema.PK} = :pk",
+                ProjectionExpression=_KEYS_ONLY,
+                ExpressionAttributeNames=names_in(_KEYS_ONLY),
+                ExpressionAttributeValues={":pk": {"S": pk}},
+                ConsistentRead=True,
+                Limit=100,
+            )
+            keys = [layout.key(*layout.identity(item)) for item in answer.get("Items", [])]
+            if not keys:
+                return True
+            self._batch_delete(keys)
+        return False
+
+    def prune(
+        self, tenant_id: str, agent_id: str, thread_ids: Iterable[str], strategy: str, now_ms: int, deadline: float
+    ) -> tuple[int, int]:
+        """Prune each live thread: `delete` removes it, `keep_latest` keeps the latest checkpoint of each namespace
+        (its pending writes and the values it needs); (threads pruned, checkpoints deleted)."""
+        threads = 0
+        deleted = 0
+        with translated_errors():
+            for thread_id in dict.fromkeys(thread_ids):
+                pk = layout.thread_pk(tenant_id, agent_id, thread_id)
+                head = self.head(tenant_id, agent_id, thread_id, now_ms)
+                if head is None:
+                    continue
+                threads += 1
+                if strategy == "delete":
+                    deleted += sum(1 for _ in self._checkpoints(pk, head, None, None, newest_first=False))
+                    self.delete(tenant_id, agent_id, thread_id, now_ms, deadline)
+                    continue
+                deleted += self._keep_latest(pk, head)
+        return threads, deleted
+
+    def _keep_latest(self, pk: str, head: Head) -> int:
+        latest: dict[str, _Loaded] = {}
+        doomed: list[Item] = []
+        for item in self._checkpoints(pk, head, None, None, newest_first=True):
+            loaded = self._load(item)
+            if loaded.namespace in latest:
+                doomed.append(layout.key(*layout.identity(item)))
+            else:
+                latest[loaded.namespace] = loaded
+        needed = {sk for one in latest.values() for sk in one.missing.values()}
+        needed |= {value for one in latest.values() for _, value in one.writes if isinstance(value, str)}
+        for item in self._partition_items(pk, (layout.thread_values(head.generation), layout.THREAD_WRITE_VALUE)):
+            if layout.identity(item)[1] not in needed:
+                doomed.append(layout.key(*layout.identity(item)))
+        self._batch_delete(doomed)
+        return sum(1 for key in doomed if layout.identity(key)[1].startswith(layout.THREAD_CHECKPOINT))
+
+    def _partition_items(self, pk: str, prefixes: Sequence[str]) -> Iterator[Item]:
+        """Keys of the partition's items under each prefix (consistent Queries of keys only)."""
+        condition = f"#{schema.PK} = :pk AND begins_with(#{schema.SK}, :prefix)"
+        for prefix in prefixes:
+            request: dict[str, Any] = {
+                "TableName": self._table,
+                "KeyConditionExpression": condition,
+                "ProjectionExpression": _KEYS_ONLY,
+                "ExpressionAttributeNames": names_in(condition, _KEYS_ONLY),
+                "ExpressionAttributeValues": {":pk": {"S": pk}, ":prefix": {"S": prefix}},
+                "ConsistentRead": True,
+            }
+            while True:
+                answer = self._client.query(**request)
+                yield from answer.get("Items", [])
+                if not answer.get("LastEvaluatedKey"):
+                    break
+                request["ExclusiveStartKey"] = answer["LastEvaluatedKey"]
+
+    def copy(self, tenant_id: str, agent_id: str, source_id: str, target_id: str, now_ms: int, deadline: float) -> int:
+        """Copy every checkpoint (with its pending writes) and value of a thread into another (merged into it when it
+        exists), with the source's time to live; the checkpoints copied."""
+        source_pk = layout.thread_pk(tenant_id, agent_id, source_id)
+        target_pk = layout.thread_pk(tenant_id, agent_id, target_id)
+        with translated_errors():
+            head = self.head(tenant_id, agent_id, source_id, now_ms)
+            if head is None:
+                raise NotFound()
+            if source_id == target_id:
+                return sum(1 for _ in self._checkpoints(source_pk, head, None, None, newest_first=False))
+            target = self._touch(target_pk, head.ttl_ms // 1000, now_ms)
+            copies: list[Item] = []
+            checkpoints: list[Item] = []
+            for item in self._all_of_generation(source_pk, head):
+                sk = item[schema.SK]["S"]
+                copy = dict(item)
+                copy[schema.PK] = {"S": target_pk}
+                if sk.startswith(layout.THREAD_VALUE):
+                    rest = sk.removeprefix(layout.thread_values(head.generation))
+                    copy[schema.SK] = {"S": layout.thread_values(target.generation) + rest}
+                if GENERATION in copy and copy[GENERATION]["S"]:
+                    copy[GENERATION] = {"S": target.generation}
+                if OBJECT in copy and self._objects is not None:
+                    copy[OBJECT] = {"S": self._objects.copy_state(tenant_id, item[OBJECT]["S"])}
+                (checkpoints if sk.startswith(layout.THREAD_CHECKPOINT) else copies).append(copy)
+            # Values first, checkpoints last: a copy cut short never shows a checkpoint without its values.
+            self._batch_put(copies)
+            self._batch_put(checkpoints)
+        return len(checkpoints)
+
+    def _all_of_generation(self, pk: str, head: Head) -> Iterator[Item]:
+        """Every item of the thread's current generation except its head."""
+        condition = f"#{schema.PK} = :pk"
+        request: dict[str, Any] = {
+            "TableName": self._table,
+            "KeyConditionExpression": condition,
+            "ExpressionAttributeNames": names_in(condition),
+            "ExpressionAttributeValues": {":pk": {"S": pk}},
+            "ConsistentRead": True,
+        }
+        while True:
+            answer = self._client.query(**request)
+            for item in answer.get("Items", []):
+                sk = item[schema.SK]["S"]
+                if sk == layout.THREAD_HEAD_SK:
+                    continue
+                if sk.startswith(layout.THREAD_VALUE):
+                    if sk.startswith(layout.thread_values(head.generation)):
+                        yield item
+                elif item.get(GENERATION, {}).get("S") in (head.generation, ""):
+                    yield item
+            if not answer.get("LastEvaluatedKey"):
+                return
+            request["ExclusiveStartKey"] = answer["LastEvaluatedKey"]
+
+    def delete_for_runs(self, tenant_id: str, agent_id: str, run_ids: Iterable[str]) -> int:
+        """Delete the agent's thread checkpoints whose metadata names one of `run_ids` (found through gsi1, one
+        Query per run); their large pending writes are removed by the reaper. The checkpoints deleted."""
+        doomed: list[Item] = []
+        condition = f"#{schema.GSI1_PK} = :gpk"
+        with translated_errors():
+            for run_id in dict.fromkeys(run_ids):
+                request: dict[str, Any] = {
+                    "TableName": self._table,
+                    "IndexName": schema.GSI1,
+                    "KeyConditionExpression": condition,
+                    "ProjectionExpression": _KEYS_ONLY,
+                    "ExpressionAttributeNames": names_in(condition, _KEYS_ONLY),
+                    "ExpressionAttributeValues": {":gpk": {"S": layout.run_index_pk(tenant_id, agent_id, run_id)}},
+                }
+                while True:
+                    answer = self._client.query(**request)
+                    doomed += [layout.key(*layout.identity(item)) for item in answer.get("Items", [])]
+                    if not answer.get("LastEvaluatedKey"):
+                        break
+                    request["ExclusiveStartKey"] = answer["LastEvaluatedKey"]
+            self._batch_delete(doomed)
+        return len(doomed)
+
+    # -- batches ------------------------------------------------------------------------------------------------
+
+    def _batch_put(self, items: list[Item]) -> None:
+        self._batch_write([{"PutRequest": {"Item": item}} for item in items])
+
+    def _batch_delete(self, keys: list[Item]) -> None:
+        self._batch_write([{"DeleteRequest": {"Key": key}} for key in keys])
+
+    def _batch_write(self, requests: list[dict[str, Any]]) -> None:
+        """Every request, 25 per BatchWriteItem, sending again what DynamoDB leaves unprocessed (then 503)."""
+        for start in range(0, len(requests), 25):
+            pending: Any = requests[start : start + 25]
+            for attempt in range(WRITE_ROUNDS):
+                if attempt:
+                    time.sleep(WRITE_BACKOFF_SECONDS * 2 ** (attempt - 1))
+                answer = self._client.batch_write_item(RequestItems={self._table: pending})
+                pending = (answer.get("UnprocessedItems") or {}).get(self._table, [])
+                if not pending:
+                    break
+            else:
+                raise Unavailable(UNAVAILABLE_MESSAGE)
+
+
+def _head(item: Item) -> Head:
+    return Head(item[GENERATION]["S"], int(item[TTL_MS]["N"]), int(item[EXPIRES_MS]["N"]))
+
+
+def _live_head(item: Item | None, now_ms: int) -> Head | None:
+    """The head of a live thread, or None when it is missing or expired."""
+    if not item or GENERATION not in item:
+        return None
+    head = _head(item)
+    return head if head.expires_ms > now_ms else None
