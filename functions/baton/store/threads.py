@@ -91,8 +91,8 @@ REFERENCE: Final = "r"
 _TOUCH_LIVE: Final = f"attribute_not_exists(#{schema.PK}) OR #{EXPIRES_MS} > :now"
 _TOUCH: Final = (
     f"SET #{GENERATION} = if_not_exists(#{GENERATION}, :g), #{CREATED} = if_not_exists(#{CREATED}, :now), "
-    f"#{UPDATED} = :now, #{TTL_MS} = :tms, #{TTL_S} = :tts, #{EXPIRES_MS} = :now + :tms, "
-    f"#{schema.TTL_ATTRIBUTE} = :now_s + :tts"
+    f"#{UPDATED} = :now, #{TTL_MS} = :tms, #{TTL_S} = :tts, #{EXPIRES_MS} = :exp, "
+    f"#{schema.TTL_ATTRIBUTE} = :ttl"
 )
 _TOUCH_KEEP_TTL: Final = (
     f"SET #{GENERATION} = if_not_exists(#{GENERATION}, :g), #{CREATED} = if_not_exists(#{CREATED}, :now), "
@@ -204,7 +204,13 @@ class ThreadStore:
             ":tms": {"N": str(ttl * 1000)},
             ":tts": {"N": str(ttl)},
         }
-        update = _TOUCH if ttl_seconds is not None else _TOUCH_KEEP_TTL
+        update = _TOUCH_KEEP_TTL
+        if ttl_seconds is not None:
+            # DynamoDB adds an attribute and a value (`if_not_exists(...) + :now`), not two values: computed here.
+            update = _TOUCH
+            values[":exp"] = {"N": str(now_ms + ttl * 1000)}
+            values[":ttl"] = {"N": str(now_ms // 1000 + 1 + ttl)}
+            del values[":now_s"]
         try:
             answer = self._client.update_item(
                 TableName=self._table,
@@ -472,7 +478,8 @@ class ThreadStore:
                 head = self.head(tenant_id, agent_id, thread_id, now_ms)
                 if head is None:
                     raise NotFound()
-                item = next(self._checkpoints(pk, head, namespace, None, newest_first=True), None)
+                latest = self._checkpoints(pk, head, namespace, None, newest_first=True, page_size=1)
+                item = next(latest, None)
                 if item is None:
                     raise NotFound()
             (loaded,) = self._resolve(thread_id, pk, [self._load(item)])
@@ -508,7 +515,14 @@ class ThreadStore:
                 raise NotFound()
             chosen: list[_Loaded] = []
             more = False
-            for item in self._checkpoints(pk, head, namespace, after, newest_first=True):
+            below = after
+            if before is not None and namespace is not None:
+                bound = layout.thread_checkpoint_sk(namespace, before)
+                below = bound if below is None else min(below, bound)
+            if below is not None and not below.startswith(layout.thread_checkpoints(namespace)):
+                raise invalid_cursor()
+            page_size = min(limit + 1, 100)
+            for item in self._checkpoints(pk, head, namespace, below, newest_first=True, page_size=page_size):
                 loaded = self._load(item)
                 if before is not None and loaded.checkpoint_id >= before:
                     continue
@@ -531,15 +545,21 @@ class ThreadStore:
         return Page(page, encode_after(last, binding))
 
     def _checkpoints(
-        self, pk: str, head: Head, namespace: str | None, after: str | None, newest_first: bool
+        self,
+        pk: str,
+        head: Head,
+        namespace: str | None,
+        below: str | None,
+        newest_first: bool,
+        page_size: int | None = None,
     ) -> Iterator[Item]:
-        """The thread's checkpoint items of this generation (of one namespace, or all), page by page."""
+        """The thread's checkpoint items of this generation (of one namespace, or all), page by page; `below` is an
+        exclusive upper bound on the sort key (a cursor's position, or `before`), `page_size` the Limit of each
+        Query (the latest reads one item, not a megabyte of them)."""
         prefix = layout.thread_checkpoints(namespace)
-        if after is not None:
-            if not after.startswith(prefix):
-                raise invalid_cursor()
+        if below is not None:
             condition = f"#{schema.PK} = :pk AND #{schema.SK} BETWEEN :lo AND :hi"
-            values = {":pk": {"S": pk}, ":lo": {"S": prefix}, ":hi": {"S": after}}
+            values = {":pk": {"S": pk}, ":lo": {"S": prefix}, ":hi": {"S": below}}
         else:
             condition = f"#{schema.PK} = :pk AND begins_with(#{schema.SK}, :lo)"
             values = {":pk": {"S": pk}, ":lo": {"S": prefix}}
@@ -551,10 +571,12 @@ class ThreadStore:
             "ConsistentRead": True,
             "ScanIndexForward": not newest_first,
         }
+        if page_size is not None:
+            request["Limit"] = page_size
         while True:
             answer = self._client.query(**request)
             for item in answer.get("Items", []):
-                if after is not None and item[schema.SK]["S"] == after:
+                if below is not None and item[schema.SK]["S"] == below:
                     continue
                 if item.get(GENERATION, {}).get("S") == head.generation:
                     yield item
