@@ -10,8 +10,9 @@ Retry rules (api-v1.md, "Idempotency" and "Error codes"):
 - A connection that failed before the request left (connect error or timeout, no pooled connection) is retried for
   every request. A connection that broke after it left (read or write error, read timeout, protocol error) leaves
   the outcome unknown: it is retried only when repeating the request cannot apply it twice: `GET`, `DELETE`
-  (deleting twice removes the same thing), the read-only `POST /v1/resume`, and every `POST` carrying an
-  `Idempotency-Key` (the SDK gives one to each state-changing POST the contract honours it for).
+  (deleting twice removes the same thing), the read-only `POST /v1/resume`, every `POST` carrying an
+  `Idempotency-Key` (the SDK gives one to each state-changing POST the contract honours it for), and the `POST`s of
+  the threads routes, idempotent by their own keys without one (`baton.langgraph` marks them `repeatable`).
 - A local error (`httpx.LocalProtocolError`: a header value HTTP cannot carry; `httpx.UnsupportedProtocol`: a URL
   scheme httpx cannot speak) is raised at once: nothing was sent, and every attempt would fail alike. No error
   message quotes a transport error's text (h11 quotes the offending header, which may be the API key).
