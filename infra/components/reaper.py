@@ -1,8 +1,9 @@
 """The reaper function: consumes the table's stream and keeps the bucket in step with it (`baton.store.reaping`).
 
 Same code asset, runtime and architecture as the api function; its own log group and its own role, which may only
-read and delete what the reaper reads and deletes: a checkpoint or blob record (GetItem, DeleteItem), objects under the
-blob prefix (DeleteObject, PutObjectTagging), the stream (granted by the event source) and the failure queue.
+read and delete what the reaper reads and deletes: a checkpoint or blob record (GetItem, DeleteItem), the items of a
+LangGraph thread (Query, DeleteItem, BatchWriteItem), objects under the blob prefix (DeleteObject, PutObjectTagging),
+the stream (granted by the event source) and the failure queue.
 """
 
 from __future__ import annotations
@@ -30,7 +31,7 @@ from infra.nag import acknowledge, logical_id
 HANDLER: Final = "baton.handlers.reaper.handler"
 TABLE_ACTIONS: Final = ("dynamodb:GetItem", "dynamodb:Query", "dynamodb:DeleteItem", "dynamodb:BatchWriteItem")
 """Reading a checkpoint as it is now, its kept revisions and a blob's record; deleting a released blob's record and
-the revisions of a checkpoint that is gone."""
+the revisions of a checkpoint that is gone; listing and deleting the items of a thread's ended generation."""
 BUCKET_ACTIONS: Final = ("s3:DeleteObject", "s3:PutObjectTagging")
 """Deleting what the table let go of; retagging what it took up `attached`."""
 MEMORY_MB: Final = 512

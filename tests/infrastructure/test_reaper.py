@@ -180,20 +180,21 @@ def _sample_records() -> list[dict[str, Any]]:
     return records
 
 
-def test_the_filter_delivers_checkpoint_and_blob_records_only(dev: Synthesized) -> None:
+def test_the_filter_delivers_checkpoint_blob_and_thread_records_only(dev: Synthesized) -> None:
     # Given the event source's filter, as deployed
     (only_filter,) = _mapping(dev)["FilterCriteria"]["Filters"]
     pattern = json.loads(only_filter["Pattern"])
     assert pattern == {
         "eventName": ["INSERT", "MODIFY", "REMOVE"],
-        "dynamodb": {"Keys": {schema.PK: {"S": [{"prefix": "C#"}, {"prefix": "B#"}]}}},
+        "dynamodb": {"Keys": {schema.PK: {"S": [{"prefix": "C#"}, {"prefix": "B#"}, {"prefix": "H#"}]}}},
     }
-    # Then every sample record reaches the function
+    # Then every sample record reaches the function, a thread's among them
     samples = _sample_records()
-    assert len(samples) >= 5
+    assert len(samples) >= 6
+    assert any(r["dynamodb"]["Keys"]["pk"]["S"].startswith("H#") for r in samples)
     assert all(_matches(pattern, r) for r in samples)
     # And records of keys, idempotency records and anything else do not
-    for pk in ("K#" + "0" * 64, "D#acme#operator#step-3", "T#acme#keys", "c#lowercase", "XC#acme#s"):
+    for pk in ("K#" + "0" * 64, "D#acme#operator#step-3", "T#acme#keys", "c#lowercase", "XC#acme#s", "h#acme#a#t"):
         other = json.loads(json.dumps(samples[0]))
         other["dynamodb"]["Keys"]["pk"]["S"] = pk
         assert not _matches(pattern, other), pk

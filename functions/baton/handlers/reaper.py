@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import time
 from functools import cache
-from typing import Any
+from typing import Any, Final
 
 from aws_lambda_powertools.utilities.batch import BatchProcessor, EventType, process_partial_response
 
@@ -16,6 +16,9 @@ from baton.settings import SettingsError, environment_name, load_settings
 from baton.store.aws import dynamodb_client, s3_client
 from baton.store.errors import error_code
 from baton.store.reaping import Outcome, Reaper
+
+SPARE_SECONDS: Final = 10.0
+"""What a batch's deadline leaves of the invocation: the answer and its log line, after a last call in flight."""
 
 
 @cache
@@ -41,11 +44,12 @@ def handler(event: dict[str, Any], context: Any) -> dict[str, Any]:
         return {"batchItemFailures": []}  # Lambda never sends one; powertools would raise on it
     work = reaper()
     done = Outcome()
+    deadline = _deadline(context)
 
     def reap_record(record: Any) -> None:
         raw = record.raw_event
         try:
-            outcome = work.reap(raw)
+            outcome = work.reap(raw, deadline)
         except Exception as exc:
             # Neither the keys (they hold subject ids) nor the images (they hold states) are logged. An AWS answer
             # says enough by its code; anything else (a transport failure, a defect) gets its traceback.
@@ -64,6 +68,7 @@ def handler(event: dict[str, Any], context: Any) -> dict[str, Any]:
         for name in ("retagged", "deleted", "missing", "released", "kept"):
             getattr(done, name).extend(getattr(outcome, name))
         done.revisions_deleted += outcome.revisions_deleted
+        done.thread_items_deleted += outcome.thread_items_deleted
 
     processor = BatchProcessor(EventType.DynamoDBStreams, raise_on_entire_batch_failure=False)
     answer = process_partial_response(event=event, record_handler=reap_record, processor=processor, context=context)
@@ -78,7 +83,17 @@ def handler(event: dict[str, Any], context: Any) -> dict[str, Any]:
             "released": len(done.released),
             "kept": len(done.kept),
             "revisions_deleted": done.revisions_deleted,
+            "thread_items_deleted": done.thread_items_deleted,
             "duration_ms": round((time.perf_counter() - started) * 1000, 1),
         },
     )
     return dict(answer)
+
+
+def _deadline(context: Any) -> float | None:
+    """When the records' work must stop (`time.monotonic()`), leaving `SPARE_SECONDS` of the invocation to answer:
+    a record cut short is reported failed and retried. None without a Lambda context (`baton serve`, tests)."""
+    remaining = getattr(context, "get_remaining_time_in_millis", None)
+    if not callable(remaining):
+        return None
+    return time.monotonic() + max(0.0, float(remaining()) / 1000 - SPARE_SECONDS)

@@ -32,6 +32,10 @@ window, and the record of that save deletes the revisions below it. When a check
 purged) or replaced by a new one after expiry, its revisions are deleted (their own removal then lets go of their
 objects).
 
+LangGraph threads (`H#...` partitions) have rules of their own, in `store/thread_reaping.py`: the records of a thread's
+head, checkpoints, values and write values come here, which does their bucket work (the same retag and delete, the
+same tenant guard) and hands their table work to it.
+
 Every step is idempotent (a missing object is deleted or retagged as a no-op), so a record delivered twice does the
 same and nothing more. Any other AWS failure raises, and the batch reports that record failed: Lambda retries it.
 """
@@ -40,7 +44,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, Final
+from typing import TYPE_CHECKING, Any, Final, Union
 
 from baton.domain.ids import BLOB_ID_PATTERN
 from baton.store import layout, schema
@@ -51,6 +55,8 @@ if TYPE_CHECKING:
     from mypy_boto3_dynamodb import DynamoDBClient
     from mypy_boto3_s3 import S3Client
     from mypy_boto3_s3.type_defs import TaggingTypeDef
+
+    from baton.store.thread_reaping import ThreadChange
 
 # The attributes the reaper reads, named as `store/items.py` names them (a unit test holds them equal). Not imported
 # from there: `items` maps whole checkpoints and loads the domain's pydantic models, which would double the cold start
@@ -72,9 +78,9 @@ INSERT: Final = "INSERT"
 MODIFY: Final = "MODIFY"
 REMOVE: Final = "REMOVE"
 STREAM_EVENT_NAMES: Final = (INSERT, MODIFY, REMOVE)
-STREAM_ITEM_PREFIXES: Final = (layout.CHECKPOINT_PK_PREFIX, layout.BLOB_PK_PREFIX)
-"""The stream records the reaper acts on (the deployed event source's filter, and `baton serve`'s): only checkpoint
-and blob records can reference objects (keys, idempotency records: never)."""
+STREAM_ITEM_PREFIXES: Final = (layout.CHECKPOINT_PK_PREFIX, layout.BLOB_PK_PREFIX, layout.THREAD_PK_PREFIX)
+"""The stream records the reaper acts on (the deployed event source's filter, and `baton serve`'s): only checkpoint,
+blob and thread records can reference objects or leave items behind (keys, idempotency records: never)."""
 
 MISSING_OBJECT_CODES: Final = frozenset({"NoSuchKey", "404", "NotFound"})
 """What S3 answers a request on an object that is not there (a later write already dropped it)."""
@@ -173,7 +179,8 @@ class Ignored:
     reason: str
 
 
-Work = CheckpointChange | UnattachedBlobRemoved | Ignored
+# A string for the thread rules' class: `thread_reaping` is loaded by the first thread record, not at import.
+Work = Union[CheckpointChange, UnattachedBlobRemoved, "ThreadChange", Ignored]
 
 
 def work_of(record: Mapping[str, Any]) -> Work:
@@ -194,7 +201,12 @@ def work_of(record: Mapping[str, Any]) -> Work:
         return _checkpoint_change(pk, sk, old, new)
     if pk.startswith(layout.BLOB_PK_PREFIX):
         return _blob_record_change(event_name, pk, old)
-    return Ignored("not a checkpoint or a blob record")
+    if pk.startswith(layout.THREAD_PK_PREFIX) and pk.count("#") >= 3:
+        # Loaded by the first thread record: the cold start of a reaper that sees none stays what it was.
+        from baton.store.thread_reaping import thread_work_of
+
+        return thread_work_of(event_name, pk, sk, old, new) or Ignored("a thread record that asks for nothing")
+    return Ignored("not a checkpoint, blob or thread record")
 
 
 def _checkpoint_change(pk: str, sk: str, old: Item | None, new: Item | None) -> CheckpointChange:
@@ -326,6 +338,8 @@ class Outcome:
     """Blob ids the checkpoint holds again, or another claim holds: left alone."""
     revisions_deleted: int = 0
     """Kept revisions deleted because their checkpoint is gone or they fell below its window."""
+    thread_items_deleted: int = 0
+    """Items of threads deleted: a generation that ended, write values their checkpoint let go of."""
 
 
 class Reaper:
@@ -363,11 +377,14 @@ class Reaper:
             self._s3_client = self._make_s3()
         return self._s3_client
 
-    def reap(self, record: Mapping[str, Any]) -> Outcome:
-        """Do what one stream record asks; raises on an AWS failure (the record is then retried whole)."""
+    def reap(self, record: Mapping[str, Any], deadline: float | None = None) -> Outcome:
+        """Do what one stream record asks; raises on an AWS failure (the record is then retried whole), and when
+        its work passes `deadline` (`time.monotonic()`; None: no limit), `thread_reaping.Unfinished`."""
         work = work_of(record)
         outcome = Outcome()
-        if isinstance(work, UnattachedBlobRemoved):
+        if isinstance(work, Ignored):
+            pass
+        elif isinstance(work, UnattachedBlobRemoved):
             self._delete_object(work.object_key, outcome)
         elif isinstance(work, CheckpointChange):
             for key in work.attach:
@@ -394,7 +411,24 @@ class Reaper:
                 self._delete_revisions(work, _starting(work.orphaned), outcome)
             if work.pruned is not None:
                 self._delete_revisions(work, work.pruned, outcome)
+        else:
+            self._reap_thread(work, outcome, deadline)
         return outcome
+
+    def _reap_thread(self, change: ThreadChange, outcome: Outcome, deadline: float | None) -> None:
+        """A thread record: its objects here, its items by `thread_reaping.ThreadItems`."""
+        from baton.store.thread_reaping import ThreadItems
+
+        for key in change.attach:
+            self._retag(key, outcome)
+        for key in change.drop_objects:
+            self._delete_object(key, outcome)  # each value item writes a new object: no other item names it
+        if change.drop_writes or change.generation is not None:
+            items = ThreadItems(self.dynamodb, self._table, deadline)
+            try:
+                items.apply(change)
+            finally:
+                outcome.thread_items_deleted += items.deleted
 
     def _kept(self, change: CheckpointChange) -> References:
         """What the slot's kept revisions reference now (one consistent Query of their keys and references; none

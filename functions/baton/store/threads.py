@@ -87,6 +87,7 @@ VERSION: Final = "v"
 CHANNEL: Final = "c"
 TASK_PATH: Final = "p"
 REFERENCE: Final = "r"
+DELETED: Final = "del"
 
 _TOUCH_LIVE: Final = f"attribute_not_exists(#{schema.PK}) OR #{EXPIRES_MS} > :now"
 _TOUCH: Final = (
@@ -101,12 +102,16 @@ _TOUCH_KEEP_TTL: Final = (
     f"#{schema.TTL_ATTRIBUTE} = if_not_exists(#{TTL_S}, :tts) + :now_s"
 )
 _SAME_HEAD: Final = f"#{GENERATION} = :old_g AND #{EXPIRES_MS} = :old_exp"
+_SAME_TOMBSTONE: Final = f"attribute_not_exists(#{GENERATION}) AND #{EXPIRES_MS} = :old_exp"
 _PUT_CHECKPOINT_SET: Final = (
     f"#{GENERATION} = :g, #{DOCUMENT} = :cp, #{INLINE} = :iv, #{SIZES} = :vz, #{UPDATED} = :now, "
     f"#{WRITES} = if_not_exists(#{WRITES}, :empty), #{WRITE_BYTES} = if_not_exists(#{WRITE_BYTES}, :zero)"
 )
 _EXISTS: Final = f"attribute_exists(#{schema.PK})"
+_SAME_LIFE: Final = f"attribute_not_exists(#{GENERATION}) OR #{GENERATION} = :g"
 _ROOM_FOR_WRITES: Final = f"attribute_exists(#{schema.PK}) AND #{WRITE_BYTES} <= :room"
+TOMBSTONE_SECONDS: Final = 86_400
+"""How long a deleted thread's head stays as a tombstone, refusing late pending writes."""
 _KEYS_ONLY: Final = f"#{schema.PK}, #{schema.SK}"
 
 
@@ -243,13 +248,20 @@ class ThreadStore:
             EXPIRES_MS: {"N": str(head.expires_ms)},
             schema.TTL_ATTRIBUTE: {"N": str(head.expires_ms // 1000 + 1)},
         }
+        # The head found: an expired thread's (its generation), or a deleted one's tombstone (none).
+        if GENERATION in old:
+            condition = _SAME_HEAD
+            values = {":old_g": old[GENERATION], ":old_exp": old[EXPIRES_MS]}
+        else:
+            condition = _SAME_TOMBSTONE
+            values = {":old_exp": old.get(EXPIRES_MS, {"N": "0"})}
         try:
             self._client.put_item(
                 TableName=self._table,
                 Item=item,
-                ConditionExpression=_SAME_HEAD,
-                ExpressionAttributeNames=names_in(_SAME_HEAD),
-                ExpressionAttributeValues={":old_g": old[GENERATION], ":old_exp": old[EXPIRES_MS]},
+                ConditionExpression=condition,
+                ExpressionAttributeNames=names_in(condition),
+                ExpressionAttributeValues=values,
             )
         except Exception as exc:
             if classify(exc) is Failure.CONDITION_FAILED:
@@ -306,6 +318,9 @@ class ThreadStore:
         if packed is not None:
             item[PACKED] = {"BOOL": True}
         if len(stored) > ITEM_VALUE_BYTES:
+            # The bucket serves a value by presigned URL straight to the client: its bytes as put, never packed.
+            item.pop(PACKED, None)
+            stored = raw
             if self._objects is None:
                 raise PayloadTooLarge(
                     field="values",
@@ -350,6 +365,7 @@ class ThreadStore:
             values[":par"] = {"S": parent_id}
         else:
             removals.append(f"#{PARENT}")
+        removals.append(f"#{schema.TTL_ATTRIBUTE}")  # a writes-only item that came first expired like a thread
         run_id = metadata.get("run_id")
         if isinstance(run_id, str) and run_id:
             update += f", #{schema.GSI1_PK} = :gpk, #{schema.GSI1_SK} = :gsk"
@@ -359,13 +375,31 @@ class ThreadStore:
             removals += [f"#{schema.GSI1_PK}", f"#{schema.GSI1_SK}"]
         if removals:
             update += " REMOVE " + ", ".join(removals)
-        self._client.update_item(
-            TableName=self._table,
-            Key=layout.key(pk, layout.thread_checkpoint_sk(namespace, str(document["id"]))),
-            UpdateExpression=update,
-            ExpressionAttributeNames=names_in(update),
-            ExpressionAttributeValues=values,
-        )
+        key = layout.key(pk, layout.thread_checkpoint_sk(namespace, str(document["id"])))
+        try:
+            # Pending writes are kept when the item is this life's (a put again) or writes that came first.
+            self._client.update_item(
+                TableName=self._table,
+                Key=key,
+                UpdateExpression=update,
+                ConditionExpression=_SAME_LIFE,
+                ExpressionAttributeNames=names_in(update, _SAME_LIFE),
+                ExpressionAttributeValues=values,
+            )
+        except Exception as exc:
+            if classify(exc) is not Failure.CONDITION_FAILED:
+                raise
+            # An item of the thread's former life (not reaped yet): nothing of it is kept, its writes least of all.
+            fresh = update.replace(f"#{WRITES} = if_not_exists(#{WRITES}, :empty)", f"#{WRITES} = :empty").replace(
+                f"#{WRITE_BYTES} = if_not_exists(#{WRITE_BYTES}, :zero)", f"#{WRITE_BYTES} = :zero"
+            )
+            self._client.update_item(
+                TableName=self._table,
+                Key=key,
+                UpdateExpression=fresh,
+                ExpressionAttributeNames=names_in(fresh),
+                ExpressionAttributeValues=values,
+            )
 
     # -- put_writes ---------------------------------------------------------------------------------------------
 
@@ -413,38 +447,90 @@ class ThreadStore:
                 f"{target} = :v{number}" if overwrites(index) else f"{target} = if_not_exists({target}, :v{number})"
             )
         update = "SET " + ", ".join(sets) + f" ADD #{WRITE_BYTES} :added"
+        key = layout.key(pk, layout.thread_checkpoint_sk(namespace, checkpoint_id))
         with translated_errors():
             self._batch_put(value_items)
-            try:
-                self._client.update_item(
-                    TableName=self._table,
-                    Key=layout.key(pk, layout.thread_checkpoint_sk(namespace, checkpoint_id)),
-                    UpdateExpression=update,
-                    ConditionExpression=_ROOM_FOR_WRITES,
-                    ExpressionAttributeNames=names,
-                    ExpressionAttributeValues=values,
-                    ReturnValuesOnConditionCheckFailure="ALL_OLD",
-                )
-            except Exception as exc:
-                failure = classify(exc)
-                if failure is Failure.CONDITION_FAILED:
-                    old = getattr(exc, "response", {}).get("Item")
-                    if not old:
-                        raise NotFound() from None
+            for _ in range(3):
+                try:
+                    self._client.update_item(
+                        TableName=self._table,
+                        Key=key,
+                        UpdateExpression=update,
+                        ConditionExpression=_ROOM_FOR_WRITES,
+                        ExpressionAttributeNames=names,
+                        ExpressionAttributeValues=values,
+                        ReturnValuesOnConditionCheckFailure="ALL_OLD",
+                    )
+                    return len(entries)
+                except Exception as exc:
+                    old = self._refused_writes(exc, added)
+                if old is not None:
                     raise PayloadTooLarge(
                         field="writes",
                         limit_bytes=MAX_PENDING_WRITE_BYTES,
                         actual_bytes=int(old[WRITE_BYTES]["N"]) + added,
                         what="The pending writes of this checkpoint",
-                    ) from None
-                if error_code(exc) == "ValidationException" and "size" in str(exc).lower():
-                    raise PayloadTooLarge(
-                        field="writes",
-                        limit_bytes=MAX_PENDING_WRITE_BYTES,
-                        actual_bytes=added,
-                        what="The pending writes of this checkpoint",
-                    ) from None
-                raise
+                    )
+                # No item yet: LangGraph stores a checkpoint in the background while the next step runs, so its
+                # writes may come first. They are kept for it (a writes-only item, expiring like a thread unless its
+                # checkpoint arrives), except on a thread deleted since: its head is a tombstone, and it stays deleted.
+                if self._deleted(pk):
+                    # Nothing may stay of a refused call: its value items go (their objects with them, by the reaper).
+                    self._batch_delete([layout.key(*layout.identity(item)) for item in value_items])
+                    raise NotFound()
+                if self._early_writes(key, entries, added):
+                    return len(entries)
+            raise Unavailable(UNAVAILABLE_MESSAGE)
+
+    def _refused_writes(self, exc: Exception, added: int) -> Item | None:
+        """The item a conditional put_writes found when it had no room (None: there was no item); other failures
+        raise."""
+        if classify(exc) is Failure.CONDITION_FAILED:
+            found: Item | None = getattr(exc, "response", {}).get("Item") or None
+            return found
+        if error_code(exc) == "ValidationException" and "size" in str(exc).lower():
+            raise PayloadTooLarge(
+                field="writes",
+                limit_bytes=MAX_PENDING_WRITE_BYTES,
+                actual_bytes=added,
+                what="The pending writes of this checkpoint",
+            ) from None
+        raise exc
+
+    def _deleted(self, pk: str) -> bool:
+        """True when the thread's head is a tombstone (deleted within `TOMBSTONE_SECONDS`)."""
+        answer = self._client.get_item(
+            TableName=self._table,
+            Key=layout.key(pk, layout.THREAD_HEAD_SK),
+            ProjectionExpression=f"#{DELETED}",
+            ExpressionAttributeNames={f"#{DELETED}": DELETED},
+            ConsistentRead=True,
+        )
+        return DELETED in (answer.get("Item") or {})
+
+    def _early_writes(self, key: Item, entries: dict[str, tuple[int, dict[str, Any]]], added: int) -> bool:
+        """Create the writes-only item of a checkpoint not stored yet; False when an item appeared meanwhile (the
+        caller then updates it)."""
+        expires_s = int(time.time()) + limits.DEFAULT_TTL_SECONDS
+        item = {
+            **key,
+            WRITES: {"M": {name: to_attr(entry) for name, (_, entry) in entries.items()}},
+            WRITE_BYTES: {"N": str(added)},
+            schema.TTL_ATTRIBUTE: {"N": str(expires_s)},
+        }
+        try:
+            self._client.put_item(
+                TableName=self._table,
+                Item=item,
+                ConditionExpression=f"attribute_not_exists(#{schema.PK})",
+                ExpressionAttributeNames={f"#{schema.PK}": schema.PK},
+            )
+        except Exception as exc:
+            if classify(exc) is Failure.CONDITION_FAILED:
+                return False
+            raise
+        return True
+
         return len(entries)
 
     # -- reads --------------------------------------------------------------------------------------------------
@@ -472,7 +558,7 @@ class ThreadStore:
                 found = batch_get(self._client, self._table, [head_key, item_key])
                 head = _live_head(found.get(layout.identity(head_key)), now_ms)
                 item = found.get(layout.identity(item_key))
-                if head is None or item is None or item[GENERATION]["S"] != head.generation:
+                if head is None or item is None or item.get(GENERATION, {}).get("S") != head.generation:
                     raise NotFound()
             else:
                 head = self.head(tenant_id, agent_id, thread_id, now_ms)
@@ -682,22 +768,28 @@ class ThreadStore:
         rest. False when there was no live thread (its items are removed all the same)."""
         pk = layout.thread_pk(tenant_id, agent_id, thread_id)
         with translated_errors():
-            answer = self._client.delete_item(
-                TableName=self._table, Key=layout.key(pk, layout.THREAD_HEAD_SK), ReturnValues="ALL_OLD"
-            )
+            tombstone = {
+                **layout.key(pk, layout.THREAD_HEAD_SK),
+                DELETED: {"N": str(now_ms)},
+                EXPIRES_MS: {"N": "0"},
+                schema.TTL_ATTRIBUTE: {"N": str(now_ms // 1000 + TOMBSTONE_SECONDS)},
+            }
+            answer = self._client.put_item(TableName=self._table, Item=tombstone, ReturnValues="ALL_OLD")
             head = _live_head(answer.get("Attributes"), now_ms)
             self._delete_partition(pk, deadline)
         return head is not None
 
     def _delete_partition(self, pk: str, deadline: float) -> bool:
-        """Delete every item of a partition, page by page, until `deadline`; True when none is left."""
+        """Delete every item of a partition but its head (a tombstone now), page by page, until `deadline`; True when
+        nothing else is left."""
+        condition = f"#{schema.PK} = :pk AND #{schema.SK} > :head"
         while time.monotonic() < deadline:
             answer = self._client.query(
                 TableName=self._table,
-                KeyConditionExpression=f"#{schema.PK} = :pk",
+                KeyConditionExpression=condition,
                 ProjectionExpression=_KEYS_ONLY,
-                ExpressionAttributeNames=names_in(_KEYS_ONLY),
-                ExpressionAttributeValues={":pk": {"S": pk}},
+                ExpressionAttributeNames=names_in(condition, _KEYS_ONLY),
+                ExpressionAttributeValues={":pk": {"S": pk}, ":head": {"S": layout.THREAD_HEAD_SK}},
                 ConsistentRead=True,
                 Limit=100,
             )
@@ -778,6 +870,7 @@ class ThreadStore:
             target = self._touch(target_pk, head.ttl_ms // 1000, now_ms)
             copies: list[Item] = []
             checkpoints: list[Item] = []
+            renamed: dict[str, str] = {}
             for item in self._all_of_generation(source_pk, head):
                 sk = item[schema.SK]["S"]
                 copy = dict(item)
@@ -785,11 +878,17 @@ class ThreadStore:
                 if sk.startswith(layout.THREAD_VALUE):
                     rest = sk.removeprefix(layout.thread_values(head.generation))
                     copy[schema.SK] = {"S": layout.thread_values(target.generation) + rest}
+                elif sk.startswith(layout.THREAD_WRITE_VALUE):
+                    # A write value of its own in the target: the reaper deletes one by its key with its checkpoint.
+                    renamed[sk] = sk.rsplit("#", 1)[0] + "#" + uuid.uuid4().hex
+                    copy[schema.SK] = {"S": renamed[sk]}
                 if GENERATION in copy and copy[GENERATION]["S"]:
                     copy[GENERATION] = {"S": target.generation}
                 if OBJECT in copy and self._objects is not None:
                     copy[OBJECT] = {"S": self._objects.copy_state(tenant_id, item[OBJECT]["S"])}
                 (checkpoints if sk.startswith(layout.THREAD_CHECKPOINT) else copies).append(copy)
+            for checkpoint in checkpoints:
+                _rename_write_values(checkpoint, renamed)
             # Values first, checkpoints last: a copy cut short never shows a checkpoint without its values.
             self._batch_put(copies)
             self._batch_put(checkpoints)
@@ -865,6 +964,20 @@ class ThreadStore:
                     break
             else:
                 raise Unavailable(UNAVAILABLE_MESSAGE)
+
+
+def _rename_write_values(item: Item, renamed: dict[str, str]) -> None:
+    """Point a copied checkpoint's pending writes at the copies of their write values."""
+    writes = item.get(WRITES, {}).get("M")
+    if not writes:
+        return
+    fixed = {}
+    for name, attr in writes.items():
+        entry = dict(attr["M"])
+        if REFERENCE in entry:
+            entry[REFERENCE] = {"S": renamed.get(entry[REFERENCE]["S"], entry[REFERENCE]["S"])}
+        fixed[name] = {"M": entry}
+    item[WRITES] = {"M": fixed}
 
 
 def _head(item: Item) -> Head:
