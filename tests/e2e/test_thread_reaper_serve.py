@@ -71,11 +71,6 @@ def partition(table: Any, name: str, thread_id: str) -> list[dict[str, Any]]:
     return list(found["Items"])
 
 
-def only_tombstone(items: list[dict[str, Any]]) -> bool:
-    """True when all that is left of a deleted thread is its head's tombstone (kept a day to refuse late writes)."""
-    return [item["sk"]["S"] for item in items] == ["H"] and "g" not in items[0] and "del" in items[0]
-
-
 def tag_of(s3: Any, bucket: str, key: str) -> str | None:
     """The object's state tag, or None when the object is gone."""
     try:
@@ -125,9 +120,7 @@ def test_a_deleted_threads_items_and_spilled_objects_disappear(
     assert http.get(f"/v1/threads/{thread_id}/checkpoint").status_code == 404
     # Then nothing of its partition is left, and both objects are gone from the bucket
     took = eventually(
-        lambda: (
-            only_tombstone(partition(table, name, thread_id)) and {tag_of(s3, name, key) for key in spilled} == {None}
-        ),
+        lambda: partition(table, name, thread_id) == [] and {tag_of(s3, name, key) for key in spilled} == {None},
         "the thread's items and objects deleted",
     )
     record(SUITE, cases=1, requests=4, reaped_after_ms=int(took * 1000))

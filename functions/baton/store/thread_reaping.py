@@ -230,7 +230,6 @@ class ThreadItems:
             ExpressionAttributeNames=names_in(_HEAD_ONLY),
             ConsistentRead=True,
         )
-        # A deleted thread's head is a tombstone (no generation): no life is live.
         return GENERATION in (answer.get("Item") or {})
 
     def _batch_delete(self, keys: list[Item]) -> None:

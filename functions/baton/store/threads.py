@@ -87,7 +87,6 @@ VERSION: Final = "v"
 CHANNEL: Final = "c"
 TASK_PATH: Final = "p"
 REFERENCE: Final = "r"
-DELETED: Final = "del"
 
 _TOUCH_LIVE: Final = f"attribute_not_exists(#{schema.PK}) OR #{EXPIRES_MS} > :now"
 _TOUCH: Final = (
@@ -102,7 +101,6 @@ _TOUCH_KEEP_TTL: Final = (
     f"#{schema.TTL_ATTRIBUTE} = if_not_exists(#{TTL_S}, :tts) + :now_s"
 )
 _SAME_HEAD: Final = f"#{GENERATION} = :old_g AND #{EXPIRES_MS} = :old_exp"
-_SAME_TOMBSTONE: Final = f"attribute_not_exists(#{GENERATION}) AND #{EXPIRES_MS} = :old_exp"
 _PUT_CHECKPOINT_SET: Final = (
     f"#{GENERATION} = :g, #{DOCUMENT} = :cp, #{INLINE} = :iv, #{SIZES} = :vz, #{UPDATED} = :now, "
     f"#{WRITES} = if_not_exists(#{WRITES}, :empty), #{WRITE_BYTES} = if_not_exists(#{WRITE_BYTES}, :zero)"
@@ -110,8 +108,6 @@ _PUT_CHECKPOINT_SET: Final = (
 _EXISTS: Final = f"attribute_exists(#{schema.PK})"
 _SAME_LIFE: Final = f"attribute_not_exists(#{GENERATION}) OR #{GENERATION} = :g"
 _ROOM_FOR_WRITES: Final = f"attribute_exists(#{schema.PK}) AND #{WRITE_BYTES} <= :room"
-TOMBSTONE_SECONDS: Final = 86_400
-"""How long a deleted thread's head stays as a tombstone, refusing late pending writes."""
 _KEYS_ONLY: Final = f"#{schema.PK}, #{schema.SK}"
 
 
@@ -248,20 +244,13 @@ class ThreadStore:
             EXPIRES_MS: {"N": str(head.expires_ms)},
             schema.TTL_ATTRIBUTE: {"N": str(head.expires_ms // 1000 + 1)},
         }
-        # The head found: an expired thread's (its generation), or a deleted one's tombstone (none).
-        if GENERATION in old:
-            condition = _SAME_HEAD
-            values = {":old_g": old[GENERATION], ":old_exp": old[EXPIRES_MS]}
-        else:
-            condition = _SAME_TOMBSTONE
-            values = {":old_exp": old.get(EXPIRES_MS, {"N": "0"})}
         try:
             self._client.put_item(
                 TableName=self._table,
                 Item=item,
-                ConditionExpression=condition,
-                ExpressionAttributeNames=names_in(condition),
-                ExpressionAttributeValues=values,
+                ConditionExpression=_SAME_HEAD,
+                ExpressionAttributeNames=names_in(_SAME_HEAD),
+                ExpressionAttributeValues={":old_g": old[GENERATION], ":old_exp": old[EXPIRES_MS]},
             )
         except Exception as exc:
             if classify(exc) is Failure.CONDITION_FAILED:
@@ -416,7 +405,7 @@ class ThreadStore:
     ) -> int:
         """Keep a task's pending writes on its checkpoint: one conditional UpdateItem (after one BatchWriteItem for
         values too large to ride in the item). A write whose (task_id, idx) is stored already is kept as it was,
-        except the special channels'. The checkpoint must exist: a deleted thread stays deleted. The count kept."""
+        except the special channels'. Writes that come before their checkpoint get a writes-only item. The count kept."""
         pk = layout.thread_pk(tenant_id, agent_id, thread_id)
         entries: dict[str, tuple[int, dict[str, Any]]] = {}
         value_items: list[Item] = []
@@ -472,12 +461,9 @@ class ThreadStore:
                         what="The pending writes of this checkpoint",
                     )
                 # No item yet: LangGraph stores a checkpoint in the background while the next step runs, so its
-                # writes may come first. They are kept for it (a writes-only item, expiring like a thread unless its
-                # checkpoint arrives), except on a thread deleted since: its head is a tombstone, and it stays deleted.
-                if self._deleted(pk):
-                    # Nothing may stay of a refused call: its value items go (their objects with them, by the reaper).
-                    self._batch_delete([layout.key(*layout.identity(item)) for item in value_items])
-                    raise NotFound()
+                # writes may come first. They are kept for it in a writes-only item, which DynamoDB's TTL removes
+                # within a day unless the put comes (the put drops its `ttl`). Reads never show one, so a late write
+                # to a deleted thread shows nothing either: the thread stays deleted.
                 if self._early_writes(key, entries, added):
                     return len(entries)
             raise Unavailable(UNAVAILABLE_MESSAGE)
@@ -496,17 +482,6 @@ class ThreadStore:
                 what="The pending writes of this checkpoint",
             ) from None
         raise exc
-
-    def _deleted(self, pk: str) -> bool:
-        """True when the thread's head is a tombstone (deleted within `TOMBSTONE_SECONDS`)."""
-        answer = self._client.get_item(
-            TableName=self._table,
-            Key=layout.key(pk, layout.THREAD_HEAD_SK),
-            ProjectionExpression=f"#{DELETED}",
-            ExpressionAttributeNames={f"#{DELETED}": DELETED},
-            ConsistentRead=True,
-        )
-        return DELETED in (answer.get("Item") or {})
 
     def _early_writes(self, key: Item, entries: dict[str, tuple[int, dict[str, Any]]], added: int) -> bool:
         """Create the writes-only item of a checkpoint not stored yet; False when an item appeared meanwhile (the
@@ -768,28 +743,23 @@ class ThreadStore:
         rest. False when there was no live thread (its items are removed all the same)."""
         pk = layout.thread_pk(tenant_id, agent_id, thread_id)
         with translated_errors():
-            tombstone = {
-                **layout.key(pk, layout.THREAD_HEAD_SK),
-                DELETED: {"N": str(now_ms)},
-                EXPIRES_MS: {"N": "0"},
-                schema.TTL_ATTRIBUTE: {"N": str(now_ms // 1000 + TOMBSTONE_SECONDS)},
-            }
-            answer = self._client.put_item(TableName=self._table, Item=tombstone, ReturnValues="ALL_OLD")
+            answer = self._client.delete_item(
+                TableName=self._table, Key=layout.key(pk, layout.THREAD_HEAD_SK), ReturnValues="ALL_OLD"
+            )
             head = _live_head(answer.get("Attributes"), now_ms)
             self._delete_partition(pk, deadline)
         return head is not None
 
     def _delete_partition(self, pk: str, deadline: float) -> bool:
-        """Delete every item of a partition but its head (a tombstone now), page by page, until `deadline`; True when
-        nothing else is left."""
-        condition = f"#{schema.PK} = :pk AND #{schema.SK} > :head"
+        """Delete every item of a partition, page by page, until `deadline`; True when nothing is left."""
+        condition = f"#{schema.PK} = :pk"
         while time.monotonic() < deadline:
             answer = self._client.query(
                 TableName=self._table,
                 KeyConditionExpression=condition,
                 ProjectionExpression=_KEYS_ONLY,
                 ExpressionAttributeNames=names_in(condition, _KEYS_ONLY),
-                ExpressionAttributeValues={":pk": {"S": pk}, ":head": {"S": layout.THREAD_HEAD_SK}},
+                ExpressionAttributeValues={":pk": {"S": pk}},
                 ConsistentRead=True,
                 Limit=100,
             )

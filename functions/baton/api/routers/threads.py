@@ -225,14 +225,15 @@ def put_checkpoint(
     description=(
         "LangGraph's put_writes. The write at position idx is kept under (task_id, idx), the special channels under "
         "their fixed index (__error__ -1, __scheduled__ -2, __interrupt__ -3, __resume__ -4). A (task_id, idx) "
-        "already stored keeps its first write; the special channels overwrite. The checkpoint must exist: writes to "
-        "a deleted or expired thread answer 404, so a deleted thread stays deleted."
+        "already stored keeps its first write; the special channels overwrite. Writes may arrive before the put of "
+        "their checkpoint (LangGraph stores checkpoints in the background): they are kept for it, and shown once it "
+        "is stored. Reads never show writes without their checkpoint, so late writes to a deleted or expired thread "
+        "show nothing: a deleted thread stays deleted."
     ),
     openapi_extensions=needs("checkpoints:write"),
     responses=responses(
         {200: ("Kept", DataEnvelope[WritesAnswer])},
-        (400, *AUTHENTICATED_ERRORS, 404, 413, 415),
-        described={404: _THREAD_404},
+        (400, *AUTHENTICATED_ERRORS, 413, 415),
     ),
     tags=["threads"],
 )
@@ -301,7 +302,7 @@ def get_checkpoint(
         "LangGraph's list: tuples newest first (descending checkpoint_id) within checkpoint_ns (every namespace when "
         "absent), before keeps strictly older ids, filter (a URL-encoded JSON object) keeps checkpoints whose "
         "metadata has every key with an equal value, applied on the server. A page also stops early (with a cursor) "
-        "before the values it carries pass 3 MB."
+        "once the values it carries pass 3 MB. A value kept in the bucket comes as {type, url}: a presigned GET."
     ),
     openapi_extensions=needs("checkpoints:read"),
     responses=responses(
