@@ -405,7 +405,8 @@ class ThreadStore:
     ) -> int:
         """Keep a task's pending writes on its checkpoint: one conditional UpdateItem (after one BatchWriteItem for
         values too large to ride in the item). A write whose (task_id, idx) is stored already is kept as it was,
-        except the special channels'. Writes that come before their checkpoint get a writes-only item. The count kept."""
+        except the special channels'. Writes that come before their checkpoint get a writes-only item. The count
+        kept."""
         pk = layout.thread_pk(tenant_id, agent_id, thread_id)
         entries: dict[str, tuple[int, dict[str, Any]]] = {}
         value_items: list[Item] = []
