@@ -11,6 +11,9 @@ Steps, in one run (a few minutes on a 2-core machine, progress printed; the firs
    (without and with gzip, both with their S3 offload), each in its own process and environment, on the same seeded
    states (1, 4, 32, 256 KB, 2 MB): own CPU, DynamoDB and S3 requests, item and object bytes, write and read units
    and the cost at on-demand prices of a first save, a second save and a read of the latest.
+   Then one LangGraph graph run step by step on `BatonSaver` and on `langgraph-checkpoint-aws`'s `DynamoDBSaver`
+   (`langgraph_steps.py`): DynamoDB requests, write and read units, stored bytes, S3 requests and HTTPS round
+   trips per graph step.
 4. Baton's own CPU with AWS stubbed (`warm.py`), and its whole cold request against a boto3 baseline
    (`coldstart.py`).
 5. `bench/report.md` with every figure, every budget's verdict and the headlines, and `bench/report.png` (drawn by
@@ -19,7 +22,8 @@ Steps, in one run (a few minutes on a 2-core machine, progress printed; the firs
 The peers' environments (`bench/.venv-peer-aws`, `bench/.venv-peer-amazon`) are made by `make bench` from
 `bench/requirements-peer-*.txt`; a missing one is reported as not measured. `--check` exits 1 when a budget is
 missed. Usage: `python bench/run.py [--reps N] [--big-reps N] [--runs N] [--saves N] [--quick] [--check]`
-(`--quick`: 3 repetitions per figure, 2 for 2 MB states, 3 cold-start runs, 60 stubbed saves).
+(`--quick`: 3 repetitions per figure, 2 for 2 MB states, 3 cold-start runs, 60 stubbed saves, 3 turns of the
+LangGraph graph).
 """
 
 from __future__ import annotations
@@ -41,6 +45,7 @@ sys.path.insert(0, str(BENCH))
 
 import capacity  # noqa: E402
 import coldstart  # noqa: E402
+import langgraph_steps  # noqa: E402
 import replay  # noqa: E402
 import reporting  # noqa: E402
 import sidebyside  # noqa: E402
@@ -93,11 +98,15 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument(
         "--big-reps", type=int, default=sidebyside.BIG_REPS, help="repetitions at most for 1 MB states and above"
     )
+    parser.add_argument(
+        "--turns", type=int, default=langgraph_steps.TURNS, help="turns of the LangGraph graph (3 graph steps each)"
+    )
     parser.add_argument("--quick", action="store_true", help="few repetitions: checks the bench, not Baton")
     parser.add_argument("--check", action="store_true", help="exit 1 when a budget is missed")
     args = parser.parse_args(argv)
     if args.quick:
         args.reps, args.big_reps, args.runs, args.saves = 3, 2, 3, 60
+        args.turns = langgraph_steps.QUICK_TURNS
     when = datetime.now(UTC)
     capacity.self_check()  # the sizing rules every count below depends on
     RESULTS.mkdir(parents=True, exist_ok=True)
@@ -132,10 +141,13 @@ def main(argv: list[str] | None = None) -> int:
             notes.append(f"Baton's own CPU with AWS stubbed and its cold request were not measured: {_last(exc)}")
             progress(f"could not record Baton's answers ({_last(exc)}); side by side next")
         side = sidebyside.measure(server.meter, endpoint, secret, args.reps, progress=progress, big_reps=args.big_reps)
+        progress(f"one LangGraph graph, {args.turns} turns, on each saver (bench/langgraph_steps.py)")
+        graph_steps = langgraph_steps.measure(server.meter, endpoint, secret, args.turns, progress=progress)
     finally:
         server.stop()
     summary = side.summary()
     (RESULTS / "sidebyside.json").write_text(json.dumps(summary, indent=1), encoding="utf-8")
+    (RESULTS / "langgraph_steps.json").write_text(json.dumps(graph_steps, indent=1), encoding="utf-8")
     figures = reporting.Figures(summary)
     for line in reporting.headlines(figures):
         progress(line)
@@ -179,7 +191,8 @@ def main(argv: list[str] | None = None) -> int:
     codec = codec_table()
     if codec is None:
         notes.append("the shipped codec's figures are missing: `bench/codec_study.py` could not report them")
-    report = reporting.render(when, figures, cold, warm_figures, recording, notes, plotted, (codec,) if codec else ())
+    sections = (langgraph_steps.table(graph_steps), *((codec,) if codec else ()))
+    report = reporting.render(when, figures, cold, warm_figures, recording, notes, plotted, sections)
     REPORT.write_text(report, encoding="utf-8")
     if update_readme(figures, cold, when):
         progress(f"updated the {README_SECTION!r} section of README.md")

@@ -1,0 +1,794 @@
+"""One LangGraph graph, run step by step on `BatonSaver` and on `langgraph-checkpoint-aws`'s `DynamoDBSaver`: what
+each graph step costs in DynamoDB and S3, metered server side by the same moto.
+
+The graph is a small agent loop (`build_graph`): a `messages` channel (a list with `operator.add`) to which each
+of its three nodes (`agent`, `tools`, `human`) appends one message of 1-2 KB of real text (`states.py`'s
+generator, seeded per node and turn, so both savers store the same messages), and three small channels (`turn`,
+`status`, `tool_calls`). The first time `human` runs it calls `interrupt()`: the first invocation stops there, the
+second resumes it (`Command(resume=...)`) and loops until `turns` turns are done. Durability is LangGraph's
+default (`async`: a step's checkpoint is put in the background while the next step runs).
+
+Each saver runs in a process of its own (`python bench/langgraph_steps.py <client> ...`), in its own environment:
+`DynamoDBSaver` from `bench/.venv-peer-aws`, `BatonSaver` from the repository's .venv with its HTTP requests
+served in that process by Baton's api handler (`baton.handlers.api.handler`, given the API Gateway HTTP API event
+`baton serve`'s gateway builds: `InProcessBaton`), configured against the same metered moto. Both reach DynamoDB
+and S3 only through that moto (`meter.py`), which meters every request.
+
+The saver is wrapped (`MeteredSaver`) so that each saver call is metered alone: before the call the client asks
+the orchestrator (this module's `measure`, in the bench process) to start the meter and waits for its go; after it,
+it says how many HTTPS requests the call made, and the orchestrator stops the meter. Calls are serialized (LangGraph
+makes them from its background threads). LangGraph's async durability can send a step's writes before the put of
+the checkpoint they name: they are sent as they come, as in production (counted and reported as `early`), and
+each saver pays what they cost it (Baton keeps them in a writes-only item that the put adopts).
+
+A graph step is a superstep: the `put_writes` of its tasks (made against the previous checkpoint) and the `put` of
+the checkpoint it ends with (`metadata.step`). The `get_tuple` at the start of each invocation is reported apart.
+Figures per step are the second invocation's totals (the resume and the loop after it) over its steps.
+
+`python bench/langgraph_steps.py --quick` runs the comparison alone on a metered moto of its own and prints the table.
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import hashlib
+import json
+import operator
+import os
+import random
+import statistics
+import subprocess
+import sys
+import threading
+import time
+from collections import Counter
+from collections.abc import Callable, Iterator, Sequence
+from dataclasses import dataclass, field
+from importlib import metadata
+from pathlib import Path
+from typing import IO, TYPE_CHECKING, Annotated, Any, TypedDict
+
+BENCH = Path(__file__).resolve().parent
+REPO = BENCH.parent
+sys.path.insert(0, str(BENCH))
+
+if TYPE_CHECKING:
+    from meter import Meter, Operation
+
+SEED = 7
+TURNS = 9
+"""Turns of the loop: the second invocation then runs 3 × (TURNS - 1) + 1 = 25 graph steps."""
+QUICK_TURNS = 3
+BATON_URL = "https://baton.bench.invalid"
+"""The saver's base URL: never resolved, `InProcessBaton` serves its host."""
+REGION = "us-east-1"
+
+
+# -- the graph (runs in each client's process) ------------------------------------------------------------------------
+
+
+class AgentState(TypedDict):
+    """The graph's channels: the conversation and three small ones."""
+
+    messages: Annotated[list[dict[str, Any]], operator.add]
+    turn: int
+    status: str
+    tool_calls: int
+
+
+def message(node: str, turn: int, seed: int = SEED) -> dict[str, Any]:
+    """The message `node` appends on `turn`: 1-2 KB of the documentation's text (`states.py`), the same for a given
+    (seed, node, turn) in every process and on every rerun."""
+    from states import FILE_PATHS, _Text
+
+    text = _Text(random.Random(f"{seed}/{node}/{turn}"))
+    if node == "agent":
+        call_id = text.hex_id("call_")
+        arguments = {"path": text.rng.choice(FILE_PATHS), "query": text.phrase(3, 8)}
+        return {
+            "role": "assistant",
+            "content": text.passage(700, 1300),
+            "tool_calls": [
+                {"id": call_id, "type": "function", "function": {"name": "search", "arguments": json.dumps(arguments)}}
+            ],
+        }
+    if node == "tools":
+        return {
+            "role": "tool",
+            "name": "search",
+            "tool_call_id": text.hex_id("call_"),
+            "content": text.passage(1000, 1900),
+        }
+    return {"role": "user", "content": text.passage(1000, 1900)}
+
+
+def build_graph(turns: int, checkpointer: Any) -> Any:
+    """The agent loop, compiled with `checkpointer`: agent → tools → human → agent … until `turns` turns; `human`
+    interrupts the first time it runs and appends what it is resumed with."""
+    from langgraph.graph import END, START, StateGraph
+    from langgraph.types import interrupt
+
+    def agent(state: AgentState) -> dict[str, Any]:
+        turn = state["turn"] + 1
+        return {"messages": [message("agent", turn)], "turn": turn, "status": "thinking"}
+
+    def tools(state: AgentState) -> dict[str, Any]:
+        return {
+            "messages": [message("tools", state["turn"])],
+            "tool_calls": state["tool_calls"] + 1,
+            "status": "tool_done",
+        }
+
+    def human(state: AgentState) -> dict[str, Any]:
+        if state["turn"] == 1:
+            answer = interrupt({"question": "Approve the tool's result?", "turn": state["turn"]})
+            return {"messages": [answer], "status": "approved"}
+        return {"messages": [message("human", state["turn"])], "status": "waiting"}
+
+    def route(state: AgentState) -> str:
+        return END if state["turn"] >= turns else "agent"
+
+    builder = StateGraph(AgentState)
+    builder.add_node("agent", agent)
+    builder.add_node("tools", tools)
+    builder.add_node("human", human)
+    builder.add_edge(START, "agent")
+    builder.add_edge("agent", "tools")
+    builder.add_edge("tools", "human")
+    builder.add_conditional_edges("human", route, ["agent", END])
+    return builder.compile(checkpointer=checkpointer)
+
+
+def first_input() -> dict[str, Any]:
+    """The first invocation's input: the user's request and the small channels' starting values."""
+    return {"messages": [message("human", 0)], "turn": 0, "status": "start", "tool_calls": 0}
+
+
+def resume_value() -> dict[str, Any]:
+    """What the human answers to the interrupt (a message of its own)."""
+    return message("review", 1)
+
+
+# -- metering each saver call (client side) ---------------------------------------------------------------------------
+
+
+class Orchestrator:
+    """The client's end of the metering handshake: a line out before and after each call, a line in to go."""
+
+    def __init__(self, out: IO[str], into: IO[str]) -> None:
+        self._out = out
+        self._in = into
+
+    def send(self, event: dict[str, Any]) -> None:
+        """One JSON line to the orchestrator."""
+        self._out.write(json.dumps(event) + "\n")
+        self._out.flush()
+
+    def before(self, event: dict[str, Any]) -> None:
+        """Announce a call and wait until the meter runs."""
+        self.send(event)
+        line = self._in.readline()
+        if line.strip() != "go":
+            raise RuntimeError(f"the orchestrator answered {line!r}, not go")
+
+
+def _make_metered_saver(base: type) -> type:
+    """`MeteredSaver` on LangGraph's `BaseCheckpointSaver` (imported in the client's environment)."""
+
+    class MeteredSaver(base):  # type: ignore[misc]
+        """Delegates to `inner`, one call at a time, each announced to the orchestrator and metered alone."""
+
+        def __init__(self, inner: Any, orchestrator: Orchestrator, https: Callable[[], int]) -> None:
+            super().__init__(serde=inner.serde)
+            self.inner = inner
+            self.orchestrator = orchestrator
+            self.https = https
+            self.invocation = 0
+            self.early = 0
+            self._lock = threading.Lock()
+            self._put_done = threading.Condition()
+            self._steps: dict[str, int] = {}
+            """checkpoint id -> its `metadata.step`, for every checkpoint put or read."""
+
+        def get_next_version(self, current: Any, channel: Any) -> Any:
+            return self.inner.get_next_version(current, channel)
+
+        def _call(self, kind: str, step: int | None, run: Callable[[], Any]) -> Any:
+            with self._lock:
+                before = self.https()
+                self.orchestrator.before({"event": "call", "kind": kind, "invocation": self.invocation, "step": step})
+                error = None
+                try:
+                    result = run()
+                except Exception as exc:  # reported, then raised: the graph fails as it would
+                    error = f"{type(exc).__name__}: {exc}"[:500]
+                    raise
+                finally:
+                    self.orchestrator.send({"event": "done", "https": self.https() - before, "error": error})
+            return result
+
+        def _remember(self, found: Any) -> Any:
+            if found is not None:
+                with self._put_done:
+                    self._steps[found.checkpoint["id"]] = int(found.metadata.get("step", -1))
+            return found
+
+        def get_tuple(self, config: Any) -> Any:
+            return self._remember(self._call("get_tuple", None, lambda: self.inner.get_tuple(config)))
+
+        def list(self, config: Any, **kwargs: Any) -> Iterator[Any]:
+            found = self._call("list", None, lambda: [*self.inner.list(config, **kwargs)])
+            for item in found:
+                self._remember(item)
+            return iter(found)
+
+        def put(self, config: Any, checkpoint: Any, metadata_: Any, new_versions: Any) -> Any:
+            step = int(metadata_.get("step", -1))
+            stored = self._call("put", step, lambda: self.inner.put(config, checkpoint, metadata_, new_versions))
+            with self._put_done:
+                self._steps[checkpoint["id"]] = step
+                self._put_done.notify_all()
+            return stored
+
+        def put_writes(self, config: Any, writes: Sequence[tuple[str, Any]], task_id: str, task_path: str = "") -> None:
+            checkpoint_id = config["configurable"]["checkpoint_id"]
+            with self._put_done:
+                if checkpoint_id not in self._steps:
+                    # LangGraph's async durability: this step's writes may come before the put of the checkpoint
+                    # they belong to, still in flight on another thread (its step is the next one). They are sent as
+                    # they come, as in production: what a saver pays for them is part of its figures.
+                    self.early += 1
+                    step = max(self._steps.values(), default=-2) + 2
+                else:
+                    step = self._steps[checkpoint_id] + 1
+            self._call("put_writes", step, lambda: self.inner.put_writes(config, writes, task_id, task_path))
+
+    return MeteredSaver
+
+
+# -- Baton in this process ----------------------------------------------------------------------------------------
+
+
+def in_process_transport(host: str) -> Any:
+    """An `httpx` transport that hands requests for `host` to Baton's api handler in this process (the event
+    `baton serve`'s gateway builds, the answer as API Gateway returns it) and sends any other (a presigned URL of
+    the bucket) over the network; it counts both. Like one Lambda container, it handles one request at a time."""
+    import httpx
+
+    from baton.handlers.api import handler
+    from baton.local.gateway import LambdaContext, build_event, to_answer
+
+    class InProcessBaton(httpx.BaseTransport):
+        """Baton's handler as an `httpx` transport."""
+
+        def __init__(self) -> None:
+            self.requests = 0
+            self.downloads = 0
+            self._network = httpx.HTTPTransport()
+            # One request at a time, as a Lambda container handles them (the resolver keeps the current event on
+            # its class): LangGraph calls the saver from several threads.
+            self._container = threading.Lock()
+
+        def handle_request(self, request: httpx.Request) -> httpx.Response:
+            if request.url.host != host:
+                self.downloads += 1
+                return self._network.handle_request(request)
+            self.requests += 1
+            body = request.read()
+            target = request.url.raw_path.decode("ascii")
+            event = build_event(request.method, target, list(request.headers.multi_items()), body, "127.0.0.1")
+            context = LambdaContext(deadline_ms=int(time.time() * 1000) + 30_000)
+            with self._container:
+                answer = to_answer(handler(event, context))
+            return httpx.Response(answer.status, headers=answer.headers, content=answer.body, request=request)
+
+        def close(self) -> None:
+            self._network.close()
+
+    return InProcessBaton()
+
+
+def baton_saver(endpoint: str, table: str, secret: str, bucket: str | None) -> tuple[Any, Callable[[], int]]:
+    """`BatonSaver` (its public constructor, given the in-process transport) and its HTTPS request count."""
+    os.environ["BATON_TABLE_NAME"] = table
+    os.environ["BATON_AWS_ENDPOINT_URL"] = endpoint
+    if bucket:
+        os.environ["BATON_BUCKET_NAME"] = bucket
+    from urllib.parse import urlsplit
+
+    from baton.langgraph import BatonSaver
+
+    transport = in_process_transport(urlsplit(BATON_URL).hostname or "")
+    saver = BatonSaver(BATON_URL, secret, transport=transport)
+    return saver, lambda: int(transport.requests + transport.downloads)
+
+
+def aws_saver(endpoint: str, table: str, gzip: bool) -> Any:
+    """`langgraph-checkpoint-aws`'s `DynamoDBSaver` on a table of its CloudFormation sample's schema (as
+    `clients.py`'s `AwsSaver`), without S3 offload (no value here comes near 350 KB)."""
+    from clients import AwsSaver
+
+    return AwsSaver(endpoint, table, gzip=gzip, bucket=None).saver
+
+
+# -- the client's run -----------------------------------------------------------------------------------------------
+
+
+def run_client(
+    name: str, endpoint: str, table: str, secret: str | None, bucket: str | None, turns: int, thread: str
+) -> int:
+    """Run the graph on `thread`: the first invocation up to the interrupt, the second from the resume to the end,
+    each saver call metered through the handshake on stdin/stdout."""
+    answers = os.fdopen(os.dup(1), "w", buffering=1)
+    os.dup2(2, 1)  # Baton's access log and anything else printed goes to stderr
+    sys.stdout = sys.stderr
+    orchestrator = Orchestrator(answers, sys.stdin)
+
+    from langgraph.checkpoint.base import BaseCheckpointSaver
+    from langgraph.types import Command
+
+    if name == "baton":
+        if not secret:
+            raise SystemExit("baton needs --secret")
+        inner, https = baton_saver(endpoint, table, secret, bucket)
+        versions = {n: metadata.version(n) for n in ("baton", "langgraph", "langgraph-checkpoint", "botocore")}
+    elif name in ("aws", "aws-gzip"):
+        inner, https = aws_saver(endpoint, table, gzip=name == "aws-gzip"), (lambda: 0)
+        names = ("langgraph-checkpoint-aws", "langgraph", "langgraph-checkpoint", "boto3", "botocore")
+        versions = {n: metadata.version(n) for n in names}
+    else:
+        raise SystemExit(f"unknown client {name}")
+    # Unmetered warm-up: the first request of a process reads Baton's API key and builds botocore's clients.
+    inner.get_tuple({"configurable": {"thread_id": f"warm-up-{thread}", "checkpoint_ns": ""}})
+    saver = _make_metered_saver(BaseCheckpointSaver)(inner, orchestrator, https)
+    graph = build_graph(turns, saver)
+    config = {"configurable": {"thread_id": thread}}
+
+    saver.invocation = 1
+    first = graph.invoke(first_input(), config)
+    interrupted = "__interrupt__" in first
+    saver.invocation = 2
+    final = graph.invoke(Command(resume=resume_value()), config)
+    messages = final.get("messages", [])
+    packed = json.dumps(messages, sort_keys=True).encode("utf-8")
+    orchestrator.send(
+        {
+            "event": "finished",
+            "versions": versions,
+            "interrupted": interrupted,
+            "turn": final.get("turn"),
+            "messages": len(messages),
+            "messages_bytes": len(packed),
+            "messages_sha256": hashlib.sha256(packed).hexdigest(),
+            "early": saver.early,
+        }
+    )
+    return 0
+
+
+# -- the orchestrator (bench process) ---------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class ClientSpec:
+    """A measured saver: its name, label, interpreter, table and bucket."""
+
+    name: str
+    label: str
+    python: Path
+    table: str
+    bucket: str | None = None
+
+
+CLIENTS = (
+    ClientSpec("baton", "Baton (`BatonSaver`)", REPO / ".venv" / "bin" / "python", "baton-bench", "baton-bench-blobs"),
+    ClientSpec("aws", "`DynamoDBSaver` (aws)", BENCH / ".venv-peer-aws" / "bin" / "python", "lg-steps-aws"),
+    ClientSpec(
+        "aws-gzip", "`DynamoDBSaver` (aws + gzip)", BENCH / ".venv-peer-aws" / "bin" / "python", "lg-steps-aws-gzip"
+    ),
+)
+
+
+@dataclass
+class CallFigures:
+    """One metered saver call."""
+
+    kind: str
+    invocation: int
+    step: int | None
+    https: int
+    error: str | None
+    requests: dict[str, int]
+    shape: list[str]
+    write_units: int
+    read_units: float
+    growth_bytes: int
+    """Stored item bytes the call added to the table (new image minus old, over every item it wrote)."""
+    s3_requests: dict[str, int]
+    s3_stored_bytes: int
+
+
+@dataclass
+class ClientRun:
+    """Every metered call of one saver's run, and what the client said at the end."""
+
+    name: str
+    calls: list[CallFigures] = field(default_factory=list)
+    finished: dict[str, Any] = field(default_factory=dict)
+    failure: str | None = None
+
+    def steps(self, invocation: int) -> dict[int, list[CallFigures]]:
+        """The calls of the invocation's graph steps (`put_writes` and `put`), by step."""
+        found: dict[int, list[CallFigures]] = {}
+        for call in self.calls:
+            if call.invocation == invocation and call.kind in ("put", "put_writes") and call.step is not None:
+                found.setdefault(call.step, []).append(call)
+        return dict(sorted(found.items()))
+
+
+def _call_figures(announced: dict[str, Any], done: dict[str, Any], metered: Operation) -> CallFigures:
+    figures = metered.figures()
+    growth = sum(w.new_bytes - w.old_bytes for c in metered.calls for w in c.writes)
+    return CallFigures(
+        kind=str(announced["kind"]),
+        invocation=int(announced["invocation"]),
+        step=announced.get("step"),
+        https=int(done.get("https") or 0),
+        error=done.get("error"),
+        requests=figures["requests"],
+        shape=figures["shape"],
+        write_units=figures["write_units"],
+        read_units=figures["read_units"],
+        growth_bytes=growth,
+        s3_requests=figures["s3_requests"],
+        s3_stored_bytes=figures["s3_stored_bytes"],
+    )
+
+
+def run_one(
+    meter: Meter, spec: ClientSpec, endpoint: str, secret: str, turns: int, log: IO[str], env: dict[str, str]
+) -> ClientRun:
+    """Run one client's graph to the end, metering each saver call it announces."""
+    command = [str(spec.python), str(Path(__file__).resolve()), "client", spec.name, "--endpoint", endpoint]
+    command += ["--table", spec.table, "--turns", str(turns), "--thread", f"lg-steps-{spec.name}-{os.getpid()}"]
+    if spec.name == "baton":
+        command += ["--secret", secret]
+    if spec.bucket:
+        command += ["--bucket", spec.bucket]
+    run = ClientRun(spec.name)
+    process = subprocess.Popen(command, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=log, text=True, env=env)
+    assert process.stdin is not None
+    assert process.stdout is not None
+    try:
+        while line := process.stdout.readline():
+            event = json.loads(line)
+            if event["event"] == "finished":
+                run.finished = event
+                break
+            if event["event"] != "call":
+                raise RuntimeError(f"{spec.name}: unexpected {event}")
+            meter.start()
+            process.stdin.write("go\n")
+            process.stdin.flush()
+            done = json.loads(process.stdout.readline() or "{}")
+            metered = meter.stop()
+            run.calls.append(_call_figures(event, done, metered))
+        if not run.finished:
+            run.failure = f"{spec.name} stopped before the end of the graph (see bench/results/langgraph_steps.log)"
+    finally:
+        with contextlib.suppress(BrokenPipeError, OSError):
+            process.stdin.close()
+        try:
+            process.wait(timeout=30)
+        except subprocess.TimeoutExpired:
+            process.kill()
+    if process.returncode and not run.failure:
+        run.failure = f"{spec.name} exited with {process.returncode}"
+    return run
+
+
+def measure(
+    meter: Meter,
+    endpoint: str,
+    secret: str,
+    turns: int = TURNS,
+    env: dict[str, str] | None = None,
+    log_path: Path = BENCH / "results" / "langgraph_steps.log",
+    progress: Callable[[str], None] = print,
+) -> dict[str, Any]:
+    """Run the graph on every saver whose environment exists; the summary `table` renders."""
+    log_path.parent.mkdir(parents=True, exist_ok=True)
+    if env is None:
+        from sidebyside import client_env
+
+        env = client_env()
+    runs: dict[str, ClientRun] = {}
+    missing: dict[str, str] = {}
+    with log_path.open("w", encoding="utf-8") as log:
+        for spec in CLIENTS:
+            if not spec.python.exists():
+                missing[spec.name] = f"no interpreter at {spec.python}"
+                continue
+            try:
+                runs[spec.name] = run_one(meter, spec, endpoint, secret, turns, log, env)
+            except (RuntimeError, ValueError) as exc:
+                missing[spec.name] = f"{type(exc).__name__}: {exc}"[:300]
+            progress(f"  LangGraph graph steps: {spec.name} done")
+    return summarize(runs, missing, turns)
+
+
+def _median_counts(counters: list[dict[str, int]]) -> dict[str, float]:
+    names = sorted({name for c in counters for name in c})
+    return {name: statistics.median(c.get(name, 0) for c in counters) for name in names}
+
+
+def _step_totals(calls: list[CallFigures]) -> dict[str, Any]:
+    requests: Counter[str] = Counter()
+    s3: Counter[str] = Counter()
+    for call in calls:
+        requests.update(call.requests)
+        s3.update(call.s3_requests)
+    return {
+        "requests": dict(requests),
+        "request_count": sum(requests.values()),
+        "write_units": sum(c.write_units for c in calls),
+        "read_units": sum(c.read_units for c in calls),
+        "growth_bytes": sum(c.growth_bytes for c in calls),
+        "s3_requests": dict(s3),
+        "s3_count": sum(s3.values()),
+        "s3_stored_bytes": sum(c.s3_stored_bytes for c in calls),
+        "https": sum(c.https for c in calls),
+        "calls": dict(Counter(c.kind for c in calls)),
+        "shapes": [s for c in calls for s in c.shape],
+    }
+
+
+def summarize(runs: dict[str, ClientRun], missing: dict[str, str], turns: int) -> dict[str, Any]:
+    """Per client: each step's totals, the means over the second invocation's steps, the reads at each
+    invocation's start, the whole run's totals."""
+    clients: dict[str, Any] = {}
+    for name, run in runs.items():
+        steps = {step: _step_totals(calls) for step, calls in run.steps(2).items()}
+        per_step = list(steps.values())
+        scalar = ("request_count", "write_units", "read_units", "growth_bytes", "s3_count", "s3_stored_bytes", "https")
+        # Per step: the second invocation's totals over its steps (one put each). LangGraph's async durability sends
+        # a step's writes before or after the previous put as its threads go, so a step's own calls vary: the mean
+        # over the invocation is what a step costs.
+        second = [c for c in run.calls if c.invocation == 2 and c.kind in ("put", "put_writes")]
+        count = sum(1 for c in second if c.kind == "put")
+        totals = _step_totals(second)
+        medians: dict[str, Any] = {k: totals[k] / count if count else None for k in scalar}
+        for counted in ("requests", "s3_requests", "calls"):
+            medians[counted] = {name: n / count for name, n in totals[counted].items()} if count else {}
+        starts = [_step_totals([c]) for c in run.calls if c.kind == "get_tuple"]
+        clients[name] = {
+            "name": name,
+            "label": next(s.label for s in CLIENTS if s.name == name),
+            "failure": run.failure,
+            "errors": [f"{c.kind} step {c.step}: {c.error}" for c in run.calls if c.error],
+            "finished": run.finished,
+            "steps": {str(k): v for k, v in steps.items()},
+            "first_invocation_steps": len(run.steps(1)),
+            "median_step": medians,
+            "last_step": per_step[-1] if per_step else None,
+            "invocation_start": starts,
+            "whole_run": _step_totals(run.calls),
+            "units_by_kind": {
+                kind: [
+                    statistics.median(c.write_units for c in second) if second else None,
+                    statistics.median(c.growth_bytes for c in second) if second else None,
+                ]
+                for kind in ("put", "put_writes")
+                for second in [[c for c in run.calls if c.invocation == 2 and c.kind == kind]]
+            },
+            "shapes_by_kind": {
+                kind: [c.shape for c in run.calls if c.invocation == 2 and c.kind == kind]
+                for kind in ("put", "put_writes")
+            },
+        }
+    return {"turns": turns, "seed": SEED, "clients": clients, "missing": missing}
+
+
+def _num(value: float | None) -> str:
+    """A count or a median: an integer as one, else one decimal."""
+    if value is None:
+        return "—"
+    return f"{int(value):,}" if float(value).is_integer() else f"{value:,.1f}"
+
+
+def _ops(counts: dict[str, float]) -> str:
+    """`3 UpdateItem + 2 BatchWriteItem`, most first."""
+    shown = [f"{_num(n)} {op}" for op, n in sorted(counts.items(), key=lambda kv: (-kv[1], kv[0])) if n]
+    return " + ".join(shown) or "none"
+
+
+def _ratio(baton: float | None, peer: float | None) -> str:
+    """Baton / peer, marked ✅ when Baton spends at most the peer's."""
+    if baton is None or peer is None:
+        return "—"
+    if peer == 0:
+        return "✅ 0 = 0" if baton == 0 else f"❌ {_num(baton)} vs 0"
+    return f"{'✅' if baton <= peer else '❌'} {baton / peer:.2f}×"
+
+
+def _common_shape(run: dict[str, Any], kind: str) -> str:
+    """The requests most of the second invocation's calls of `kind` made, as `UpdateItem? + GetItem!`."""
+    shapes = Counter(" + ".join(shape) for shape in run.get("shapes_by_kind", {}).get(kind, []))
+    if not shapes:
+        return "—"
+    shape, times = shapes.most_common(1)[0]
+    return f"{shape or 'none'} ({times} of {sum(shapes.values())})"
+
+
+def _rows(client: dict[str, Any]) -> list[str]:
+    """One client's column of the step table, in the order of `STEP_ROWS`."""
+    step = client["median_step"]
+    last = client["last_step"]
+    whole = client["whole_run"]
+    finished = client["finished"]
+    baton = client["name"] == "baton"
+    starts = "; ".join(
+        f"{_ops(s['requests'])}, {_num(s['read_units'])} RU" + (f", {s['https']} HTTPS" if baton else "")
+        for s in client["invocation_start"]
+    )
+    return [
+        f"{len(client['steps'])} ({client['first_invocation_steps']})",
+        _ops(step["calls"]),
+        f"{_num(step['request_count'])}: {_ops(step['requests'])}",
+        _common_shape(client, "put"),
+        _common_shape(client, "put_writes"),
+        _num(step["write_units"]),
+        " / ".join(f"{_num(units)} WU, {_num(grown)} B" for units, grown in client["units_by_kind"].values()),
+        _num(step["read_units"]),
+        _num(step["growth_bytes"]),
+        _ops(step["s3_requests"]),
+        _num(step["https"]) if baton else "none (DynamoDB directly)",
+        f"{last['request_count']} / {last['write_units']} / {last['growth_bytes']:,}" if last else "—",
+        starts or "—",
+        f"{whole['request_count']} / {whole['write_units']} / {_num(whole['read_units'])} / {whole['growth_bytes']:,}",
+        f"{finished.get('messages', '—')} ({_num(finished.get('messages_bytes'))} B)",
+    ]
+
+
+STEP_ROWS = (
+    "graph steps measured (the first invocation's)",
+    "saver calls",
+    "DynamoDB requests",
+    "requests of a `put` (`?` conditional, `!` consistent)",
+    "requests of a `put_writes`",
+    "write units",
+    "write units and stored bytes of a `put` / of a `put_writes` (medians)",
+    "read units",
+    "stored item bytes (table growth)",
+    "S3 requests",
+    "HTTPS round trips",
+    "last step: requests / write units / stored bytes",
+    "start of each invocation (`get_tuple`)",
+    "whole run, both invocations: requests / write units / read units / stored bytes",
+    "messages at the end (JSON bytes)",
+)
+
+
+def _notes(clients: dict[str, Any], names: list[str]) -> list[str]:
+    """What went differently from plan in the run."""
+    notes = []
+    for name in names:
+        client = clients[name]
+        label, finished = client["label"], client["finished"]
+        if client["failure"]:
+            notes.append(f"{label}: {client['failure']}")
+        notes += [f"{label}: {error}" for error in client["errors"]]
+        if finished.get("early"):
+            notes.append(
+                f"{label}: {finished['early']} `put_writes` were called before the `put` of their checkpoint had "
+                "been made (LangGraph's async durability); each was sent as it came"
+            )
+        if finished and not finished.get("interrupted"):
+            notes.append(f"{label}: the first invocation did not stop at the interrupt")
+    digests = {clients[n]["finished"].get("messages_sha256") for n in names if clients[n]["finished"]}
+    if len(digests) > 1:
+        notes.append("the savers ended with different messages: the graph did not run the same on each")
+    return notes
+
+
+def table(summary: dict[str, Any]) -> str:
+    """The report's "LangGraph graph steps" section (Markdown, with its heading)."""
+    clients = summary["clients"]
+    names = [s.name for s in CLIENTS if s.name in clients]
+    seed, turns = summary["seed"], summary["turns"]
+    lines = [
+        "## LangGraph graph steps",
+        "",
+        "One LangGraph graph (`bench/langgraph_steps.py`) run on each saver against the same metered moto: an agent",
+        "loop of three nodes (agent → tools → human), each appending a 1-2 KB message of real text to a `messages`",
+        f"channel (`operator.add`; seed {seed}, the same messages on every saver), and three small channels.",
+        f"`human` calls `interrupt()` on the first turn; a second invocation resumes it and loops to turn {turns}.",
+        "LangGraph's default durability (`async`). Baton: `BatonSaver`, its HTTP requests served in its process by the",
+        "api handler (API Gateway events, one at a time), its DynamoDB and S3 requests metered server side like the",
+        "peer's. A graph step is its tasks' `put_writes` and the `put` of the checkpoint it ends with; figures are",
+        "means over the second invocation's steps (the `messages` value grows by a message a step, so later steps",
+        "cost more: see the last step). Stored bytes: the table's growth (each written item's new size minus its old,",
+        "as DynamoDB sizes items). Each saver call is metered alone (calls are serialized).",
+        "",
+    ]
+    lines += [f"- {name} not measured: {reason}" for name, reason in summary["missing"].items()]
+    if not names:
+        return "\n".join(lines)
+    labels = " | ".join(clients[n]["label"] for n in names)
+    lines += [f"| per graph step (mean over the second invocation) | {labels} |"]
+    lines += ["|---" * (len(names) + 1) + "|"]
+    columns = [_rows(clients[n]) for n in names]
+    for number, title in enumerate(STEP_ROWS):
+        lines.append(f"| {title} | " + " | ".join(column[number] for column in columns) + " |")
+    lines.append("")
+    peers = [n for n in names if n != "baton"]
+    if "baton" in clients and peers:
+        figures = ("request_count", "write_units", "read_units", "growth_bytes")
+        lines += [
+            "Baton / peer (✅: Baton spends at most the peer's):",
+            "",
+            "| peer | per step: DynamoDB requests | write units | read units | stored bytes | whole run: requests | "
+            "write units | read units | stored bytes |",
+            "|---|---|---|---|---|---|---|---|---|",
+        ]
+        baton = clients["baton"]
+        for peer in peers:
+            cells = [_ratio(baton["median_step"][k], clients[peer]["median_step"][k]) for k in figures]
+            cells += [_ratio(baton["whole_run"][k], clients[peer]["whole_run"][k]) for k in figures]
+            lines.append(f"| {clients[peer]['label']} | " + " | ".join(cells) + " |")
+        lines.append("")
+    notes = _notes(clients, names)
+    lines += [f"- {note}" for note in notes] or ["Every saver ran the graph to the end with the same messages."]
+    return "\n".join(lines)
+
+
+def main() -> int:
+    """`client ...` (in a client's environment) or the standalone comparison on a metered moto of its own."""
+    if len(sys.argv) > 1 and sys.argv[1] == "client":
+        parser = argparse.ArgumentParser(description="one saver's run of the graph (driven by the orchestrator)")
+        parser.add_argument("client", choices=("baton", "aws", "aws-gzip"))
+        parser.add_argument("--endpoint", required=True)
+        parser.add_argument("--table", required=True)
+        parser.add_argument("--secret")
+        parser.add_argument("--bucket")
+        parser.add_argument("--turns", type=int, default=TURNS)
+        parser.add_argument("--thread", required=True)
+        args = parser.parse_args(sys.argv[2:])
+        return run_client(args.client, args.endpoint, args.table, args.secret, args.bucket, args.turns, args.thread)
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0] if __doc__ else None)
+    parser.add_argument("--turns", type=int, default=TURNS)
+    parser.add_argument("--quick", action="store_true", help=f"{QUICK_TURNS} turns")
+    parser.add_argument("--json", type=Path, help="write the summary here")
+    args = parser.parse_args()
+    turns = QUICK_TURNS if args.quick else args.turns
+
+    import boto3
+
+    import run as bench_run
+    from meter import MeteredMotoServer
+    from sidebyside import client_env
+
+    os.environ.update({k: v for k, v in client_env().items() if k.startswith("AWS_")})
+    server = MeteredMotoServer()
+    endpoint = server.start()
+    try:
+        from baton.store.aws import s3_client
+        from baton.store.schema import ensure_bucket, ensure_table
+
+        ensure_table(boto3.client("dynamodb", endpoint_url=endpoint, region_name=REGION), bench_run.BATON_TABLE)
+        baton = next(spec for spec in CLIENTS if spec.name == "baton")
+        assert baton.bucket is not None
+        ensure_bucket(s3_client(endpoint), baton.bucket)
+        secret = bench_run.issue_key(endpoint)
+        summary = measure(server.meter, endpoint, secret, turns)
+    finally:
+        server.stop()
+    if args.json:
+        args.json.write_text(json.dumps(summary, indent=1), encoding="utf-8")
+    print(table(summary))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
