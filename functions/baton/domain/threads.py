@@ -16,7 +16,7 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import Annotated, Any, Final, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, StringConstraints, field_validator, model_validator
+from pydantic import BaseModel, ConfigDict, Field, StringConstraints, ValidationInfo, field_validator, model_validator
 
 from baton.domain import limits
 from baton.domain.models import RequestModel
@@ -26,19 +26,21 @@ MAX_NAMESPACE_CHARS: Final = 1_000
 MAX_NAME_CHARS: Final = 200
 """Longest checkpoint id, channel name, task id or run id."""
 MAX_TASK_PATH_CHARS: Final = 1_000
-MAX_METADATA_BYTES: Final = 65_536
+MAX_METADATA_BYTES: Final = 32_768
 """Largest metadata object (compact JSON): metadata is filtered on, so it stays small."""
-MAX_CHECKPOINT_BYTES: Final = 262_144
+MAX_CHECKPOINT_BYTES: Final = 163_840
 """Largest checkpoint (compact JSON, without its channel values): it lives in the checkpoint's item."""
 MAX_WRITES: Final = 1_000
 """Most writes one `put_writes` carries."""
 MAX_THREAD_IDS: Final = 100
 """Most threads one prune names, and most run ids one delete-for-runs names."""
 MAX_TYPE_CHARS: Final = 40
-MAX_CHECKPOINT_VALUE_BYTES: Final = limits.MAX_STATE_BYTES
-"""Most bytes of channel values one checkpoint holds, all channels together: a tuple fits one answer."""
-MAX_PENDING_WRITE_BYTES: Final = 1_000_000
-"""Most bytes of pending-write values one checkpoint holds, all tasks together."""
+MAX_CHECKPOINT_VALUE_BYTES: Final = 2_500_000
+"""Most bytes of channel values one checkpoint holds in the table, all channels together (a value over 350,000 bytes
+lives in the bucket and is answered by URL: it does not count). With `MAX_PENDING_WRITE_BYTES`, the largest tuple
+answers in 4.1 MB of JSON, within Lambda's 6 MB even base64-encoded towards API Gateway."""
+MAX_PENDING_WRITE_BYTES: Final = 500_000
+"""Most bytes of pending-write values one checkpoint holds in the table, all tasks together (the same rule)."""
 DELETE_SECONDS: Final = 15
 """How long a delete, prune or copy works before it leaves the rest to the reaper: well inside API Gateway's 30 s."""
 
@@ -85,11 +87,15 @@ SPECIAL_WRITE_INDEX: Final[Mapping[str, int]] = {
 
 
 def decode_data(data: str) -> bytes:
-    """The bytes of a base64 `data` field (strict: padding and alphabet checked); ValueError when it is not."""
+    """The bytes of a base64 `data` field, strictly: the alphabet, the padding and the unused bits are checked (one
+    text per value: the canonical encoding of its bytes); ValueError when it is not."""
     try:
-        return base64.b64decode(data.encode("ascii"), validate=True)
+        raw = base64.b64decode(data.encode("ascii"), validate=True)
     except (binascii.Error, UnicodeEncodeError):
-        raise ValueError("must be standard base64 (A-Z, a-z, 0-9, +, / and = padding)") from None
+        raw = None
+    if raw is None or base64.b64encode(raw).decode("ascii") != data:
+        raise ValueError("must be standard base64 (A-Z, a-z, 0-9, +, / and = padding), as its bytes encode")
+    return raw
 
 
 class TypedValue(RequestModel):
@@ -124,6 +130,8 @@ class CheckpointBody(BaseModel):
             raise ValueError(
                 "must not carry channel_values: send the values of the channels whose version is new in /values"
             )
+        if len(compact(self.document())) > MAX_CHECKPOINT_BYTES:
+            raise ValueError(f"must be at most {MAX_CHECKPOINT_BYTES} bytes of compact JSON (without its values)")
         return self
 
     def document(self) -> dict[str, Any]:
@@ -150,18 +158,25 @@ class PutCheckpointRequest(RequestModel):
         description=f"The thread's time to live from this put (default {limits.DEFAULT_TTL_SECONDS}, or as before).",
     )
 
-    @model_validator(mode="after")
-    def _values_have_versions(self) -> PutCheckpointRequest:
-        unknown = [c for c in self.values if c not in self.checkpoint.channel_versions]
+    @field_validator("metadata")
+    @classmethod
+    def _small_metadata(cls, metadata: dict[str, Any]) -> dict[str, Any]:
+        if len(compact(metadata)) > MAX_METADATA_BYTES:
+            raise ValueError(f"must be at most {MAX_METADATA_BYTES} bytes of compact JSON")
+        return metadata
+
+    @field_validator("values")
+    @classmethod
+    def _values_have_versions(cls, values: dict[str, TypedValue], info: ValidationInfo) -> dict[str, TypedValue]:
+        checkpoint = info.data.get("checkpoint")
+        if checkpoint is None:  # refused already, with its own error
+            return values
+        unknown = [c for c in values if c not in checkpoint.channel_versions]
         if unknown:
             raise ValueError(
-                f"/values names channels without a version in /checkpoint/channel_versions: {', '.join(unknown[:5])}"
+                f"names channels without a version in /checkpoint/channel_versions: {', '.join(unknown[:5])}"
             )
-        if len(compact(self.metadata)) > MAX_METADATA_BYTES:
-            raise ValueError(f"/metadata must be at most {MAX_METADATA_BYTES} bytes of compact JSON")
-        if len(compact(self.checkpoint.document())) > MAX_CHECKPOINT_BYTES:
-            raise ValueError(f"/checkpoint must be at most {MAX_CHECKPOINT_BYTES} bytes of compact JSON")
-        return self
+        return values
 
     def __repr_args__(self) -> Any:
         # Values are bytes of somebody's state: never in a log line.

@@ -20,6 +20,7 @@ unreferenced items, never a checkpoint without its values.
 
 from __future__ import annotations
 
+import hashlib
 import json
 import time
 import uuid
@@ -48,7 +49,7 @@ from baton.store import codec, layout, schema
 from baton.store.attributes import Item, names_in, to_attr
 from baton.store.batch import batch_get
 from baton.store.cursors import decode_after, encode_after, invalid_cursor, query_binding
-from baton.store.errors import UNAVAILABLE_MESSAGE, Failure, classify, error_code, translated_errors
+from baton.store.errors import UNAVAILABLE_MESSAGE, Failure, classify, translated_errors
 
 if TYPE_CHECKING:
     from mypy_boto3_dynamodb import DynamoDBClient
@@ -57,6 +58,8 @@ if TYPE_CHECKING:
 
 INLINE_VALUE_BYTES: Final = 512
 """Values (and pending writes) of at most this many bytes ride in the checkpoint item; larger ones get an item."""
+MAX_INLINE_VALUE_BYTES: Final = 32_768
+"""Most bytes of small values one checkpoint item holds; the rest get items of their own (the item stays small)."""
 ITEM_VALUE_BYTES: Final = 350_000
 """Most stored bytes a value item holds; a value that packs to more lives in the bucket."""
 PAGE_VALUE_BYTES: Final = 3_000_000
@@ -78,6 +81,7 @@ INLINE: Final = "iv"
 SIZES: Final = "vz"
 WRITES: Final = "w"
 WRITE_BYTES: Final = "wb"
+WRITE_INLINE: Final = "wi"
 TYPE: Final = "t"
 BYTES: Final = "b"
 PACKED: Final = "z"
@@ -103,11 +107,21 @@ _TOUCH_KEEP_TTL: Final = (
 _SAME_HEAD: Final = f"#{GENERATION} = :old_g AND #{EXPIRES_MS} = :old_exp"
 _PUT_CHECKPOINT_SET: Final = (
     f"#{GENERATION} = :g, #{DOCUMENT} = :cp, #{INLINE} = :iv, #{SIZES} = :vz, #{UPDATED} = :now, "
-    f"#{WRITES} = if_not_exists(#{WRITES}, :empty), #{WRITE_BYTES} = if_not_exists(#{WRITE_BYTES}, :zero)"
+    f"#{WRITES} = if_not_exists(#{WRITES}, :empty), #{WRITE_BYTES} = if_not_exists(#{WRITE_BYTES}, :zero), "
+    f"#{WRITE_INLINE} = if_not_exists(#{WRITE_INLINE}, :zero)"
 )
 _EXISTS: Final = f"attribute_exists(#{schema.PK})"
 _SAME_LIFE: Final = f"attribute_not_exists(#{GENERATION}) OR #{GENERATION} = :g"
-_ROOM_FOR_WRITES: Final = f"attribute_exists(#{schema.PK}) AND #{WRITE_BYTES} <= :room"
+_ROOM_FOR_WRITES: Final = (
+    f"attribute_exists(#{schema.PK}) AND #{WRITE_BYTES} <= :room "
+    f"AND (attribute_not_exists(#{WRITE_INLINE}) OR #{WRITE_INLINE} <= :inline_room)"
+)
+WRITES_PER_UPDATE: Final = 40
+"""Writes set by one UpdateItem: DynamoDB takes update expressions of at most 4 KB."""
+ENTRY_BYTES: Final = 32
+"""What a pending write's entry adds to its checkpoint's item besides its strings (attribute names, the size)."""
+MAX_INLINE_WRITE_BYTES: Final = 128_000
+"""Most bytes of pending writes a checkpoint's item holds itself; more go to items of their own."""
 _KEYS_ONLY: Final = f"#{schema.PK}, #{schema.SK}"
 
 
@@ -118,6 +132,17 @@ class Head:
     generation: str
     ttl_ms: int
     expires_ms: int
+
+
+@dataclass(frozen=True)
+class _Write:
+    """One write of a put_writes: its key in the item's map, its index, and its value."""
+
+    name: str
+    index: int
+    channel: str
+    type: str
+    raw: bytes
 
 
 @dataclass
@@ -171,22 +196,27 @@ class ThreadStore:
             if carried and parent_id is not None:
                 self._carry(pk, namespace, parent_id, head.generation, versions, carried, inline, sizes)
             value_items: list[Item] = []
-            total = sum(len(entry[BYTES]) for entry in inline.values()) + sum(int(s[1]) for s in sizes.values())
+            inline_bytes = sum(len(entry[BYTES]) for entry in inline.values())
+            # What a read of this checkpoint answers with: values held in the table (those in the bucket are URLs).
+            answered = inline_bytes + sum(int(s[1]) for s in sizes.values() if not s[2])
             for channel, (type_tag, raw) in values.items():
                 key = version_key(versions[channel])
-                total += len(raw)
-                if len(raw) <= INLINE_VALUE_BYTES:
+                in_bucket = len(raw) > ITEM_VALUE_BYTES
+                answered += 0 if in_bucket else len(raw)
+                if len(raw) <= INLINE_VALUE_BYTES and inline_bytes + len(raw) <= MAX_INLINE_VALUE_BYTES:
                     inline[channel] = {VERSION: key, TYPE: type_tag, BYTES: raw}
+                    inline_bytes += len(raw)
                     continue
-                sizes[channel] = [key, len(raw)]
+                sizes[channel] = [key, len(raw), int(in_bucket)]
                 sk = layout.thread_value_sk(head.generation, namespace, channel, key)
                 value_items.append(self._value_item(pk, sk, tenant_id, type_tag, raw, head.generation))
-            if total > MAX_CHECKPOINT_VALUE_BYTES:
+            if answered > MAX_CHECKPOINT_VALUE_BYTES:
                 raise PayloadTooLarge(
                     field="values",
                     limit_bytes=MAX_CHECKPOINT_VALUE_BYTES,
-                    actual_bytes=total,
-                    what="The channel values of this checkpoint",
+                    actual_bytes=answered,
+                    what=f"The channel values of this checkpoint held in the table (values over {ITEM_VALUE_BYTES} "
+                    "bytes each go to the bucket and do not count)",
                 )
             self._batch_put(value_items)
             self._put_checkpoint(
@@ -292,24 +322,19 @@ class ThreadStore:
                 continue
             large = parent_sizes.get(channel, {}).get("L")
             if large is not None and large[0]["S"] == key:
-                sizes[channel] = [key, int(large[1]["N"])]
+                sizes[channel] = [key, int(large[1]["N"]), int(large[2]["N"]) if len(large) > 2 else 0]
 
     def _value_item(self, pk: str, sk: str, tenant_id: str, type_tag: str, raw: bytes, generation: str) -> Item:
-        """The item of one large value: packed when that pays, its bytes in the bucket when too large for an item."""
-        packed = codec.encode(raw)
-        stored = packed if packed is not None else raw
+        """The item of one large value: packed when that pays; over `ITEM_VALUE_BYTES`, its bytes in the bucket as
+        they are (a read hands out a presigned URL to them, so no answer carries them and none outgrows Lambda's)."""
         item: Item = {
             **layout.key(pk, sk),
             GENERATION: {"S": generation},
             TYPE: {"S": type_tag},
             SIZE: {"N": str(len(raw))},
         }
-        if packed is not None:
-            item[PACKED] = {"BOOL": True}
-        if len(stored) > ITEM_VALUE_BYTES:
-            # The bucket serves a value by presigned URL straight to the client: its bytes as put, never packed.
-            item.pop(PACKED, None)
-            stored = raw
+        stored = raw
+        if len(raw) > ITEM_VALUE_BYTES:
             if self._objects is None:
                 raise PayloadTooLarge(
                     field="values",
@@ -318,8 +343,12 @@ class ThreadStore:
                     what="A value (this deployment has no bucket for larger ones)",
                 )
             item[OBJECT] = {"S": self._objects.put_state(tenant_id, stored)}
-        else:
-            item[BYTES] = {"B": stored}
+            return item
+        packed = codec.encode(raw)
+        if packed is not None:
+            item[PACKED] = {"BOOL": True}
+            stored = packed
+        item[BYTES] = {"B": stored}
         return item
 
     def _put_checkpoint(
@@ -379,8 +408,10 @@ class ThreadStore:
             if classify(exc) is not Failure.CONDITION_FAILED:
                 raise
             # An item of the thread's former life (not reaped yet): nothing of it is kept, its writes least of all.
-            fresh = update.replace(f"#{WRITES} = if_not_exists(#{WRITES}, :empty)", f"#{WRITES} = :empty").replace(
-                f"#{WRITE_BYTES} = if_not_exists(#{WRITE_BYTES}, :zero)", f"#{WRITE_BYTES} = :zero"
+            fresh = (
+                update.replace(f"#{WRITES} = if_not_exists(#{WRITES}, :empty)", f"#{WRITES} = :empty")
+                .replace(f"#{WRITE_BYTES} = if_not_exists(#{WRITE_BYTES}, :zero)", f"#{WRITE_BYTES} = :zero")
+                .replace(f"#{WRITE_INLINE} = if_not_exists(#{WRITE_INLINE}, :zero)", f"#{WRITE_INLINE} = :zero")
             )
             self._client.update_item(
                 TableName=self._table,
@@ -403,32 +434,112 @@ class ThreadStore:
         task_path: str,
         writes: Sequence[tuple[str, str, bytes]],
     ) -> int:
-        """Keep a task's pending writes on its checkpoint: one conditional UpdateItem (after one BatchWriteItem for
-        values too large to ride in the item). A write whose (task_id, idx) is stored already is kept as it was,
-        except the special channels'. Writes that come before their checkpoint get a writes-only item. The count
-        kept."""
+        """Keep a task's pending writes on its checkpoint: one conditional UpdateItem per `WRITES_PER_UPDATE` writes
+        (after one BatchWriteItem for values too large to ride in the item). A write whose (task_id, idx) is stored
+        already is kept as it was, except the special channels'. Writes that come before their checkpoint get a
+        writes-only item. The count kept."""
         pk = layout.thread_pk(tenant_id, agent_id, thread_id)
-        entries: dict[str, tuple[int, dict[str, Any]]] = {}
-        value_items: list[Item] = []
-        added = 0
-        for position, (channel, type_tag, raw) in enumerate(writes):
-            index = write_index(channel, position)
-            entry: dict[str, Any] = {CHANNEL: channel, TYPE: type_tag, TASK_PATH: task_path, SIZE: len(raw)}
-            if len(raw) <= INLINE_VALUE_BYTES:
-                entry[BYTES] = raw
-            else:
-                sk = layout.thread_write_value_sk(namespace, checkpoint_id, uuid.uuid4().hex)
-                value_items.append(self._value_item(pk, sk, tenant_id, type_tag, raw, ""))
-                entry[REFERENCE] = sk
-            entries[json.dumps([task_id, index], ensure_ascii=False)] = (index, entry)
-            added += len(raw)
-        if added > MAX_PENDING_WRITE_BYTES:
-            raise PayloadTooLarge(
-                field="writes", limit_bytes=MAX_PENDING_WRITE_BYTES, actual_bytes=added, what="The pending writes"
+        key = layout.key(pk, layout.thread_checkpoint_sk(namespace, checkpoint_id))
+        prepared = [
+            _Write(
+                json.dumps([task_id, write_index(channel, n)], ensure_ascii=False),
+                write_index(channel, n),
+                channel,
+                type_tag,
+                raw,
             )
+            for n, (channel, type_tag, raw) in enumerate(writes)
+        ]
+        answered = sum(len(w.raw) for w in prepared if len(w.raw) <= ITEM_VALUE_BYTES)
+        if answered > MAX_PENDING_WRITE_BYTES:
+            raise PayloadTooLarge(
+                field="writes", limit_bytes=MAX_PENDING_WRITE_BYTES, actual_bytes=answered, what="The pending writes"
+            )
+        with translated_errors():
+            items = {}
+            for write in prepared:
+                if len(write.raw) > INLINE_VALUE_BYTES:
+                    item = self._write_value_item(pk, tenant_id, namespace, checkpoint_id, write)
+                    items[item[schema.SK]["S"]] = item
+            self._batch_put(list(items.values()))
+            for start in range(0, len(prepared), WRITES_PER_UPDATE):
+                self._keep_writes(
+                    pk, key, tenant_id, namespace, checkpoint_id, task_path, prepared[start : start + WRITES_PER_UPDATE]
+                )
+        return len(prepared)
+
+    def _write_value_item(self, pk: str, tenant_id: str, namespace: str, checkpoint_id: str, write: _Write) -> Item:
+        """The item of a write value too large for the checkpoint's item, keyed by its content: a retry names the
+        same item, and a different value under the same (task_id, idx) another (the first one stays referenced)."""
+        digest = hashlib.sha256(f"{write.name}\x1f{write.type}\x1f".encode() + write.raw).hexdigest()[:32]
+        sk = layout.thread_write_value_sk(namespace, checkpoint_id, digest)
+        return self._value_item(pk, sk, tenant_id, write.type, write.raw, "")
+
+    def _keep_writes(
+        self,
+        pk: str,
+        key: Item,
+        tenant_id: str,
+        namespace: str,
+        checkpoint_id: str,
+        task_path: str,
+        chunk: list[_Write],
+    ) -> None:
+        """Set one chunk of writes on the checkpoint's item (or its writes-only item), within its two budgets: the
+        bytes they keep in the item (`wi`: the item stays under 400 KB) and the bytes a read answers (`wb`). When the
+        item has no room left for inline values, the chunk's values go to items of their own and it is tried again;
+        a chunk whose every write is stored as it is (a retry) is done."""
+        for out_of_line in (False, True):
+            entries = {}
+            for write in chunk:
+                entry: dict[str, Any] = {
+                    CHANNEL: write.channel,
+                    TYPE: write.type,
+                    TASK_PATH: task_path,
+                    SIZE: len(write.raw),
+                }
+                if len(write.raw) <= INLINE_VALUE_BYTES and not out_of_line:
+                    entry[BYTES] = write.raw
+                else:
+                    if len(write.raw) <= INLINE_VALUE_BYTES:  # moved out of a full item
+                        self._batch_put([self._write_value_item(pk, tenant_id, namespace, checkpoint_id, write)])
+                    entry[REFERENCE] = layout.thread_write_value_sk(
+                        namespace,
+                        checkpoint_id,
+                        hashlib.sha256(f"{write.name}\x1f{write.type}\x1f".encode() + write.raw).hexdigest()[:32],
+                    )
+                entries[write.name] = (write.index, entry)
+            inline = sum(_entry_bytes(name, entry) for name, (_, entry) in entries.items())
+            answered = sum(len(w.raw) for w in chunk if len(w.raw) <= ITEM_VALUE_BYTES)
+            outcome = self._update_writes(key, entries, inline, answered)
+            if outcome == "kept":
+                return
+            if outcome == "full" and not out_of_line:
+                continue
+            raise PayloadTooLarge(
+                field="writes",
+                limit_bytes=MAX_PENDING_WRITE_BYTES,
+                actual_bytes=answered,
+                what="The pending writes of this checkpoint, with those stored,",
+            )
+
+    def _update_writes(
+        self, key: Item, entries: dict[str, tuple[int, dict[str, Any]]], inline: int, answered: int
+    ) -> str:
+        """One chunk's UpdateItem: "kept", "full" (no room for inline values) or "over" (the read budget)."""
         sets = []
-        names: dict[str, str] = {f"#{WRITES}": WRITES, f"#{WRITE_BYTES}": WRITE_BYTES, f"#{schema.PK}": schema.PK}
-        values: dict[str, Any] = {":added": {"N": str(added)}, ":room": {"N": str(MAX_PENDING_WRITE_BYTES - added)}}
+        names: dict[str, str] = {
+            f"#{WRITES}": WRITES,
+            f"#{WRITE_BYTES}": WRITE_BYTES,
+            f"#{WRITE_INLINE}": WRITE_INLINE,
+            f"#{schema.PK}": schema.PK,
+        }
+        values: dict[str, Any] = {
+            ":answered": {"N": str(answered)},
+            ":inline": {"N": str(inline)},
+            ":room": {"N": str(MAX_PENDING_WRITE_BYTES - answered)},
+            ":inline_room": {"N": str(MAX_INLINE_WRITE_BYTES - inline)},
+        }
         for number, (name, (index, entry)) in enumerate(entries.items()):
             names[f"#k{number}"] = name
             values[f":v{number}"] = to_attr(entry)
@@ -436,62 +547,51 @@ class ThreadStore:
             sets.append(
                 f"{target} = :v{number}" if overwrites(index) else f"{target} = if_not_exists({target}, :v{number})"
             )
-        update = "SET " + ", ".join(sets) + f" ADD #{WRITE_BYTES} :added"
-        key = layout.key(pk, layout.thread_checkpoint_sk(namespace, checkpoint_id))
-        with translated_errors():
-            self._batch_put(value_items)
-            for _ in range(3):
-                try:
-                    self._client.update_item(
-                        TableName=self._table,
-                        Key=key,
-                        UpdateExpression=update,
-                        ConditionExpression=_ROOM_FOR_WRITES,
-                        ExpressionAttributeNames=names,
-                        ExpressionAttributeValues=values,
-                        ReturnValuesOnConditionCheckFailure="ALL_OLD",
-                    )
-                    return len(entries)
-                except Exception as exc:
-                    old = self._refused_writes(exc, added)
-                if old is not None:
-                    raise PayloadTooLarge(
-                        field="writes",
-                        limit_bytes=MAX_PENDING_WRITE_BYTES,
-                        actual_bytes=int(old[WRITE_BYTES]["N"]) + added,
-                        what="The pending writes of this checkpoint",
-                    )
-                # No item yet: LangGraph stores a checkpoint in the background while the next step runs, so its
-                # writes may come first. They are kept for it in a writes-only item, which DynamoDB's TTL removes
-                # within a day unless the put comes (the put drops its `ttl`). Reads never show one, so a late write
-                # to a deleted thread shows nothing either: the thread stays deleted.
-                if self._early_writes(key, entries, added):
-                    return len(entries)
-            raise Unavailable(UNAVAILABLE_MESSAGE)
+        update = "SET " + ", ".join(sets) + f" ADD #{WRITE_BYTES} :answered, #{WRITE_INLINE} :inline"
+        for _ in range(3):
+            try:
+                self._client.update_item(
+                    TableName=self._table,
+                    Key=key,
+                    UpdateExpression=update,
+                    ConditionExpression=_ROOM_FOR_WRITES,
+                    ExpressionAttributeNames=names,
+                    ExpressionAttributeValues=values,
+                    ReturnValuesOnConditionCheckFailure="ALL_OLD",
+                )
+                return "kept"
+            except Exception as exc:
+                if classify(exc) is not Failure.CONDITION_FAILED:
+                    raise
+                old: Item | None = getattr(exc, "response", {}).get("Item") or None
+            if old is not None:
+                stored = old.get(WRITES, {}).get("M", {})
+                if all(
+                    name in stored and (not overwrites(index) or stored[name] == to_attr(entry))
+                    for name, (index, entry) in entries.items()
+                ):
+                    return "kept"  # a retry: every write is stored as it is
+                inline_now = int(old.get(WRITE_INLINE, {}).get("N", "0"))
+                return "full" if inline_now + inline > MAX_INLINE_WRITE_BYTES else "over"
+            # No item yet: LangGraph stores a checkpoint in the background while the next step runs, so its writes
+            # may come first. They are kept for it in a writes-only item, which DynamoDB's TTL removes within a day
+            # unless the put comes (the put drops its `ttl`). Reads never show one, so a late write to a deleted
+            # thread shows nothing either: the thread stays deleted.
+            if self._early_writes(key, entries, inline, answered):
+                return "kept"
+        raise Unavailable(UNAVAILABLE_MESSAGE)
 
-    def _refused_writes(self, exc: Exception, added: int) -> Item | None:
-        """The item a conditional put_writes found when it had no room (None: there was no item); other failures
-        raise."""
-        if classify(exc) is Failure.CONDITION_FAILED:
-            found: Item | None = getattr(exc, "response", {}).get("Item") or None
-            return found
-        if error_code(exc) == "ValidationException" and "size" in str(exc).lower():
-            raise PayloadTooLarge(
-                field="writes",
-                limit_bytes=MAX_PENDING_WRITE_BYTES,
-                actual_bytes=added,
-                what="The pending writes of this checkpoint",
-            ) from None
-        raise exc
-
-    def _early_writes(self, key: Item, entries: dict[str, tuple[int, dict[str, Any]]], added: int) -> bool:
+    def _early_writes(
+        self, key: Item, entries: dict[str, tuple[int, dict[str, Any]]], inline: int, answered: int
+    ) -> bool:
         """Create the writes-only item of a checkpoint not stored yet; False when an item appeared meanwhile (the
         caller then updates it)."""
         expires_s = int(time.time()) + limits.DEFAULT_TTL_SECONDS
         item = {
             **key,
             WRITES: {"M": {name: to_attr(entry) for name, (_, entry) in entries.items()}},
-            WRITE_BYTES: {"N": str(added)},
+            WRITE_BYTES: {"N": str(answered)},
+            WRITE_INLINE: {"N": str(inline)},
             schema.TTL_ATTRIBUTE: {"N": str(expires_s)},
         }
         try:
@@ -506,8 +606,6 @@ class ThreadStore:
                 return False
             raise
         return True
-
-        return len(entries)
 
     # -- reads --------------------------------------------------------------------------------------------------
 
@@ -935,6 +1033,13 @@ class ThreadStore:
                     break
             else:
                 raise Unavailable(UNAVAILABLE_MESSAGE)
+
+
+def _entry_bytes(name: str, entry: dict[str, Any]) -> int:
+    """What one pending write's entry adds to its checkpoint's item, as DynamoDB sizes it (near enough)."""
+    held = entry.get(BYTES, b"") or entry.get(REFERENCE, "")
+    strings = (name, entry[CHANNEL], entry[TYPE], entry[TASK_PATH])
+    return ENTRY_BYTES + sum(len(text.encode()) for text in strings) + len(held)
 
 
 def _rename_write_values(item: Item, renamed: dict[str, str]) -> None:
