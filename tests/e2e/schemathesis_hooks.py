@@ -14,19 +14,26 @@ fuzzing phases is pointed at a real resource of the fuzz tenant, made through th
   OpenCheckpoint document in the same subject (by id, resume: ready, ambiguous or omitted by what the case asks);
 - a checkpoint of its own for the lease routes, so that a lease never blocks the restores;
 - a fresh checkpoint for each such DELETE by id, and a fresh subject (two checkpoints, one with kept revisions) for
-  each such purge: destructive cases never take away what the others read.
+  each such purge: destructive cases never take away what the others read;
+- a LangGraph thread of three checkpoints (values in the checkpoint's item and in items of their own, pending
+  writes) for get_tuple, list and copy (into a fresh target); a fresh checkpoint of another thread for each
+  put_writes; a fresh thread of two checkpoints (and its run) for each thread delete, prune and delete-for-runs.
 Nothing else reaches those fixtures: a write, lease or delete naming one (schemathesis reuses ids it saw in answers)
-is pointed at an id or subject that nothing has.
+is pointed at an id, subject or thread that nothing has.
+
+A put's `values` may name only channels of its `channel_versions`, a rule between fields that no schema states:
+positive puts are sent without the others (`leave_out_values_without_a_version`).
 
 The run counts its cases per operation and answer, those sent to real resources apart, and what it sent of the
 request headers Baton reads; it writes the counts to the file named by `BATON_SCHEMATHESIS_COUNTS` when it ends,
 for the test to print and check (each real resource answered with success at least once, each purge deleted what
-it was given).
+it was given, each real thread answered what it holds).
 """
 
 from __future__ import annotations
 
 import atexit
+import base64
 import json
 import os
 import re
@@ -35,6 +42,7 @@ import threading
 from collections import Counter
 from dataclasses import dataclass, field
 from typing import Any
+from urllib.parse import quote, unquote
 
 import httpx
 import schemathesis
@@ -80,7 +88,30 @@ RELEASE = "DELETE /v1/checkpoints/{checkpoint_id}/lease"
 RESUME = "POST /v1/resume"
 PURGE = "DELETE /v1/subjects/{subject_id}"
 SAVE = "POST /v1/checkpoints"
-REAL_OPERATIONS = (GET_BY_ID, DELETE_BY_ID, REVISIONS, REVISION, RESTORE, ACQUIRE, RELEASE, RESUME, PURGE)
+THREAD_PUT = "POST /v1/threads/{thread_id}/checkpoints"
+THREAD_WRITES = "POST /v1/threads/{thread_id}/writes"
+THREAD_GET = "GET /v1/threads/{thread_id}/checkpoint"
+THREAD_LIST = "GET /v1/threads/{thread_id}/checkpoints"
+THREAD_DELETE = "DELETE /v1/threads/{thread_id}"
+THREAD_COPY = "POST /v1/threads/{thread_id}/copy"
+THREAD_PRUNE = "POST /v1/threads:prune"
+THREAD_RUNS = "POST /v1/threads:delete-for-runs"
+THREAD_OPERATIONS = (THREAD_WRITES, THREAD_GET, THREAD_LIST, THREAD_DELETE, THREAD_COPY, THREAD_PRUNE, THREAD_RUNS)
+"""The thread operations whose positive cases are sometimes pointed at a real thread (a put needs none)."""
+THREAD_CHECKPOINTS = 3
+"""Checkpoints of the shared thread; a fresh thread (for a delete, prune or delete-for-runs) has 2."""
+REAL_OPERATIONS = (
+    GET_BY_ID,
+    DELETE_BY_ID,
+    REVISIONS,
+    REVISION,
+    RESTORE,
+    ACQUIRE,
+    RELEASE,
+    RESUME,
+    PURGE,
+    *THREAD_OPERATIONS,
+)
 """The operations whose positive cases are sometimes pointed at a real resource."""
 CHANGING_BY_ID = (DELETE_BY_ID, RESTORE, ACQUIRE, RELEASE)
 
@@ -125,6 +156,13 @@ class Fixtures:
     """The history checkpoint's revision: its kept ones are the `KEEP_REVISIONS` before it."""
     lease_token: str | None = None
     """The token of the last lease a real acquire was granted."""
+    thread_id: str = ""
+    """The shared LangGraph thread: `THREAD_CHECKPOINTS` checkpoints, values inline and in items, pending writes."""
+    thread_checkpoints: list[str] = field(default_factory=list)
+    writes_thread: str = ""
+    """The thread whose fresh checkpoints take the pending writes of the real cases."""
+    fresh_threads: dict[str, str] = field(default_factory=dict)
+    """Thread id -> run id of each fresh thread handed to a delete, prune or delete-for-runs."""
     made: int = 0
     positives: Counter[str] = field(default_factory=Counter)
     lock: threading.Lock = field(default_factory=threading.Lock)
@@ -147,6 +185,58 @@ class Fixtures:
             "checkpoint_id"
         ]
         self.lease_id = self.save(self.lease_subject, "task_state", {"lease": "fixture"})["checkpoint_id"]
+        self.thread_id = f"schemathesis-thread-{self.run}"
+        self.writes_thread = f"schemathesis-writes-{self.run}"
+        for step in range(THREAD_CHECKPOINTS):
+            parent = self.thread_checkpoints[-1] if self.thread_checkpoints else None
+            self.thread_checkpoints.append(
+                self.put_checkpoint(self.thread_id, step, parent, run_id=f"run-{self.run}", n=step)
+            )
+        self.put_writes(self.thread_id, self.thread_checkpoints[-1])
+
+    def put_checkpoint(self, thread_id: str, step: int, parent: str | None, **metadata: Any) -> str:
+        """A LangGraph put through the API of checkpoint `step`: a small channel value (in the checkpoint's item) and
+        a large one (an item of its own) at new versions; the checkpoint's id."""
+        checkpoint_id = f"1f0-{step:06d}"
+        body = {
+            "checkpoint": {"v": 4, "id": checkpoint_id, "channel_versions": {"small": step, "large": f"{step}.x"}},
+            "metadata": {"source": "loop", **metadata},
+            "parent_checkpoint_id": parent,
+            "values": {
+                "small": {"type": "msgpack", "data": base64.b64encode(b"small" * 8).decode()},
+                "large": {"type": "bytes", "data": base64.b64encode(secrets.token_bytes(2_000)).decode()},
+            },
+        }
+        answer = self.client.post(f"/v1/threads/{quote(thread_id, safe='')}/checkpoints", json=body)
+        if answer.status_code != 201:
+            raise RuntimeError(f"a fixture put answered {answer.status_code}: {answer.text}")
+        return checkpoint_id
+
+    def put_writes(self, thread_id: str, checkpoint_id: str) -> None:
+        """Pending writes of one task on a checkpoint, through the API."""
+        writes = [{"channel": "small", "type": "json", "data": base64.b64encode(b'{"w": 1}').decode()}]
+        body = {"checkpoint_id": checkpoint_id, "task_id": "fixture-task", "writes": writes}
+        answer = self.client.post(f"/v1/threads/{quote(thread_id, safe='')}/writes", json=body)
+        if answer.status_code != 200:
+            raise RuntimeError(f"a fixture put_writes answered {answer.status_code}: {answer.text}")
+
+    def fresh_writes_checkpoint(self) -> str:
+        """A new checkpoint of the writes thread, for a case's pending writes to land on."""
+        self.made += 1
+        return self.put_checkpoint(self.writes_thread, self.made, None)
+
+    def fresh_thread(self) -> tuple[str, str]:
+        """A thread of 2 checkpoints whose metadata names a run of its own: (thread id, run id)."""
+        thread_id = self.fresh_subject("thread")
+        run_id = f"run-{thread_id}"
+        parent = self.put_checkpoint(thread_id, 0, None, run_id=run_id)
+        self.put_checkpoint(thread_id, 1, parent, run_id=run_id)
+        self.fresh_threads[thread_id] = run_id
+        return thread_id, run_id
+
+    def owns_thread(self, thread_id: Any) -> bool:
+        """A shared thread of the fixtures (a fresh one may be taken by the case it was made for)."""
+        return thread_id in (self.thread_id, self.writes_thread)
 
     def fresh_subject(self, purpose: str) -> str:
         """A subject id of this run that nothing has used yet."""
@@ -239,8 +329,48 @@ def point_at_a_real_resource(case: Any, real: Fixtures) -> bool:
         case.body = body
     elif label == PURGE:
         path["subject_id"] = real.fresh_purge_subject()
+    elif label in THREAD_OPERATIONS:
+        return point_at_a_real_thread(case, real, label, draw)
     else:
         return False
+    return True
+
+
+def point_at_a_real_thread(case: Any, real: Fixtures, label: str, draw: int) -> bool:
+    """Point a positive case of a thread operation at a real thread of the fixture agent: the shared one for reads
+    and copies (what they ask stays as generated but the namespace, the agent and the cursor), a fresh checkpoint
+    for pending writes, a fresh thread for a delete, a prune or a delete-for-runs."""
+    path = case.path_parameters
+    query = case.query if isinstance(case.query, dict) else {}
+    body = case.body if isinstance(case.body, dict) else None
+    for name in ("agent_id", "checkpoint_ns", "cursor"):
+        query.pop(name, None)
+    if label in (THREAD_GET, THREAD_LIST, THREAD_COPY):
+        path["thread_id"] = real.thread_id
+    if label == THREAD_GET:
+        query.pop("checkpoint_id", None)
+        if draw // REAL_EVERY % 2:
+            query["checkpoint_id"] = real.thread_checkpoints[draw % THREAD_CHECKPOINTS]
+    elif label == THREAD_LIST:
+        # `filter` is a JSON object inside a string: a generated one rarely is.
+        query.pop("filter", None)
+        if draw // REAL_EVERY % 2:
+            query["filter"] = json.dumps({"source": "loop", "run_id": f"run-{real.run}"})
+    elif label == THREAD_WRITES and body is not None:
+        path["thread_id"] = real.writes_thread
+        body.pop("checkpoint_ns", None)
+        case.body = {**body, "checkpoint_id": real.fresh_writes_checkpoint()}
+    elif label == THREAD_COPY and body is not None:
+        case.body = {**body, "target_thread_id": real.fresh_subject("copy")}
+    elif label == THREAD_DELETE:
+        path["thread_id"] = real.fresh_thread()[0]
+    elif label == THREAD_PRUNE and body is not None:
+        case.body = {**body, "thread_ids": [real.fresh_thread()[0]]}
+    elif label == THREAD_RUNS and body is not None:
+        case.body = {**body, "run_ids": [real.fresh_thread()[1]]}
+    else:
+        return False
+    case.query = query
     return True
 
 
@@ -255,6 +385,16 @@ def keep_away_from_the_fixtures(case: Any, real: Fixtures) -> None:
         path["subject_id"] = real.fresh_subject("nothing")
     if label == SAVE and isinstance(case.body, dict) and real.owns_subject(case.body.get("subject_id")):
         case.body = {**case.body, "subject_id": real.fresh_subject("elsewhere")}
+    changes_its_thread = (THREAD_PUT, THREAD_WRITES, THREAD_DELETE)
+    if label in changes_its_thread and real.owns_thread(unquote(str(path.get("thread_id", "")))):
+        path["thread_id"] = real.fresh_subject("thread-elsewhere")
+    body = case.body if isinstance(case.body, dict) else {}
+    if label == THREAD_COPY and real.owns_thread(body.get("target_thread_id")):
+        case.body = {**body, "target_thread_id": real.fresh_subject("copy-elsewhere")}
+    if label == THREAD_PRUNE and isinstance(body.get("thread_ids"), list):
+        case.body = {**body, "thread_ids": [t for t in body["thread_ids"] if not real.owns_thread(t)] or ["none"]}
+    if label == THREAD_RUNS and isinstance(body.get("run_ids"), list):
+        case.body = {**body, "run_ids": [r for r in body["run_ids"] if r != f"run-{real.run}"] or ["none"]}
 
 
 REAL_CASES: dict[int, Fixtures] = {}
@@ -283,6 +423,40 @@ def note_what_a_real_resource_answered(case: Any, response: Any, real: Fixtures)
         expected = {"subject_id": case.path_parameters["subject_id"], "deleted_checkpoints": PURGED_CHECKPOINTS}
         if {name: data.get(name) for name in expected} != expected or data.get("complete") is not True:
             PROBLEMS.append(f"a purge of {PURGED_CHECKPOINTS} checkpoints answered {response.text}")
+    if label in THREAD_OPERATIONS:
+        problem = judge_a_real_thread_answer(case, label, data, real)
+        if problem:
+            PROBLEMS.append(f"{label}: {problem}: {response.text[:500]}")
+
+
+def judge_a_real_thread_answer(case: Any, label: str, data: Any, real: Fixtures) -> str | None:
+    """What a real thread's success must hold that schemathesis cannot see; a problem, or None."""
+    body = case.body if isinstance(case.body, dict) else {}
+    asked = (case.query or {}).get("checkpoint_id")
+    if label == THREAD_GET:
+        expected = asked or real.thread_checkpoints[-1]
+        if data.get("checkpoint_id") != expected or set(data.get("channel_values", {})) != {"small", "large"}:
+            return f"a get_tuple of {expected} answered another tuple, or without both its values"
+        writes = [w["task_id"] for w in data.get("pending_writes", [])]
+        if expected == real.thread_checkpoints[-1] and writes != ["fixture-task"]:
+            return f"the latest checkpoint's pending writes are {writes}"
+    elif label == THREAD_LIST:
+        ids = [item.get("checkpoint_id") for item in data]
+        if ids != sorted(ids, reverse=True) or not set(ids) <= set(real.thread_checkpoints):
+            return f"a list answered {ids}, not newest first among {real.thread_checkpoints}"
+    elif label == THREAD_WRITES:
+        if data.get("writes") != len(body.get("writes", [])):
+            return f"{len(body.get('writes', []))} writes sent, {data.get('writes')} kept"
+    elif label == THREAD_COPY:
+        if data.get("copied_checkpoints") != THREAD_CHECKPOINTS:
+            return f"a copy of {THREAD_CHECKPOINTS} checkpoints copied {data.get('copied_checkpoints')}"
+    elif label == THREAD_PRUNE:
+        deleted = 1 if body.get("strategy", "keep_latest") == "keep_latest" else 2
+        if data != {"pruned_threads": 1, "deleted_checkpoints": deleted}:
+            return f"a prune ({body.get('strategy')}) of a thread of 2 checkpoints deleted {deleted} expected"
+    elif label == THREAD_RUNS and data != {"deleted_checkpoints": 2}:
+        return "a delete-for-runs of a run of 2 checkpoints"
+    return None
 
 
 # -- labels -----------------------------------------------------------------------------------------------------
@@ -326,6 +500,23 @@ def leave_out_resources_of_a_positive_save(case: Any) -> None:
         case.body = {**case.body, "resources": []}
 
 
+def leave_out_values_without_a_version(case: Any) -> None:
+    """A put's `values` may only name channels of its `checkpoint.channel_versions` (docs/api.md, LangGraph threads):
+    a rule between two fields, which no schema states, so a schema-valid put naming others is rightly a 400. Positive
+    cases are sent without those values (negative ones keep them: those must be refused); the rule itself is proven
+    by the thread suites."""
+    meta = case.meta
+    if meta is None or not meta.generation.mode.is_positive or label_of(case) != THREAD_PUT:
+        return
+    body = case.body if isinstance(case.body, dict) else None
+    checkpoint = body.get("checkpoint") if body is not None else None
+    if body is None or not isinstance(checkpoint, dict) or not isinstance(body.get("values"), dict):
+        return
+    versions = checkpoint.get("channel_versions")
+    versions = versions if isinstance(versions, dict) else {}
+    case.body = {**body, "values": {c: v for c, v in body["values"].items() if c in versions}}
+
+
 # -- the hooks --------------------------------------------------------------------------------------------------
 
 
@@ -335,6 +526,7 @@ def before_call(context: Any, case: Any, kwargs: Any) -> None:
     point a revocation of a key the run did not create at a well-formed id no key has (a 404 instead)."""
     judge_a_case_with_a_negative_part_as_negative(case)
     leave_out_resources_of_a_positive_save(case)
+    leave_out_values_without_a_version(case)
     real = fixtures()
     if real is not None:
         with real.lock:

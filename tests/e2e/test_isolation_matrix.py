@@ -33,6 +33,11 @@ from tests import proof_counts
 from tests.e2e.planted import plant_secret, plant_state_marker
 from tests.e2e.server_process import BatonServe
 
+T_PUT, T_WRITES = "POST /v1/threads/{thread_id}/checkpoints", "POST /v1/threads/{thread_id}/writes"
+T_GET, T_LIST = "GET /v1/threads/{thread_id}/checkpoint", "GET /v1/threads/{thread_id}/checkpoints"
+T_DELETE, T_COPY = "DELETE /v1/threads/{thread_id}", "POST /v1/threads/{thread_id}/copy"
+T_PRUNE, T_RUNS = "POST /v1/threads:prune", "POST /v1/threads:delete-for-runs"
+"""The LangGraph thread routes (issue 11)."""
 NOT_FOUND_BODY = {"error": {"code": "NOT_FOUND", "message": "Resource was not found."}}
 ROUTES = (
     "POST /v1/checkpoints",
@@ -55,6 +60,14 @@ ROUTES = (
     "GET /v1/health",
     "GET /v1/openapi.json",
     "GET /v1/schemas/{name}",
+    T_PUT,
+    T_WRITES,
+    T_GET,
+    T_LIST,
+    T_DELETE,
+    T_COPY,
+    T_PRUNE,
+    T_RUNS,
 )
 CALLERS = (
     "other_tenant",
@@ -126,6 +139,8 @@ class World:
     """Label -> blob id."""
     leases: dict[str, dict[str, Any]] = field(default_factory=dict)
     """Label of a checkpoint -> its lease as POST .../lease answered it (token included)."""
+    threads: dict[str, PlantedThread] = field(default_factory=dict)
+    """Label -> a LangGraph thread and what was put into it."""
     expiring_at: float = 0.0
 
     def party(self, tenant: str, agent: str | None) -> Party:
@@ -133,6 +148,24 @@ class World:
 
     def mark(self, tenant: str, agent: str | None, *markers: str) -> None:
         self.party(tenant, agent).markers.update(markers)
+
+
+@dataclass
+class PlantedThread:
+    """A LangGraph thread of the set-up: its owner, its checkpoints (oldest first) and its markers."""
+
+    tenant: str
+    agent: str
+    thread_id: str
+    run_id: str
+    checkpoint_ids: list[str]
+    task_id: str
+    value_marker: str
+
+
+def thread_value(marker: str) -> dict[str, str]:
+    """A typed value whose bytes hold `marker` (the answer carries them base64-encoded)."""
+    return {"type": "json", "data": base64.b64encode(json.dumps({"note": marker}).encode()).decode()}
 
 
 class Api:
@@ -202,6 +235,45 @@ class Api:
         data: dict[str, Any] = answer.json()["data"]
         world.leases[label] = data
         world.mark(tenant, agent, holder, data["lease_token"])
+
+    def thread(
+        self, world: World, label: str, secret: str, tenant: str, agent: str, checkpoints: int = 2
+    ) -> PlantedThread:
+        """A LangGraph thread of (tenant, agent), put by `secret` for `agent`: a chain of checkpoints whose metadata
+        names a run, with a channel value and pending writes; its ids, run, task, metadata and the value's bytes (and
+        their base64) become markers of (tenant, agent)."""
+        thread = PlantedThread(
+            tenant=tenant,
+            agent=agent,
+            thread_id=f"thread-{label}-{world.run}",
+            run_id=f"run-{label}-{world.run}",
+            checkpoint_ids=[f"1f0-{label}-{world.run}-{n:03d}" for n in range(checkpoints)],
+            task_id=f"task-{label}-{world.run}",
+            value_marker=plant_state_marker(f"thread-value-{label}-{world.run}"),
+        )
+        meta_marker = f"thread-meta-{label}-{world.run}"
+        path = f"/v1/threads/{thread.thread_id}"
+        parent = None
+        for n, checkpoint_id in enumerate(thread.checkpoint_ids):
+            value = thread_value(f"{thread.value_marker}-{n}")
+            body: dict[str, Any] = {
+                "checkpoint": {"v": 4, "id": checkpoint_id, "channel_versions": {"messages": n + 1}},
+                "metadata": {"source": "loop", "step": n, "run_id": thread.run_id, "marker": meta_marker},
+                "values": {"messages": value},
+                "parent_checkpoint_id": parent,
+            }
+            answer = self.call(secret, "POST", f"{path}/checkpoints", params={"agent_id": agent}, body=body)
+            assert answer.status_code == 201, answer.text
+            world.mark(tenant, agent, checkpoint_id, value["data"])
+            parent = checkpoint_id
+        write = thread_value(f"{thread.value_marker}-write")
+        writes = {"checkpoint_id": parent, "task_id": thread.task_id, "writes": [{"channel": "messages", **write}]}
+        answer = self.call(secret, "POST", f"{path}/writes", params={"agent_id": agent}, body=writes)
+        assert answer.status_code == 200, answer.text
+        world.mark(tenant, agent, thread.thread_id, thread.run_id, thread.task_id, thread.value_marker, meta_marker)
+        world.mark(tenant, agent, write["data"])
+        world.threads[label] = thread
+        return thread
 
 
 @pytest.fixture(scope="module")
@@ -298,6 +370,12 @@ def world(baton: BatonServe) -> Iterator[World]:
     api.save(w, "stranger-purge", stranger_secret, other, w.stranger, w.purge_subject, "task_state")
     api.save(w, "victim-wildcard-purge", admin_secret, victim, w.owner, w.wildcard_purge_subject, "task_state")
     api.save(w, "intruder-wildcard-purge", intruder_secret, victim, w.intruder, w.wildcard_purge_subject, "workflow")
+    # LangGraph threads: the owner's (put by the `*` key on its behalf; the `*` key deletes, prunes, copies and
+    # deletes the runs of the dedicated ones), the intruder's and the other tenant's own.
+    for label in ("victim", "victim-delete", "victim-prune", "victim-runs", "victim-writes"):
+        api.thread(w, label, admin_secret, victim, w.owner, checkpoints=3 if label == "victim-prune" else 2)
+    api.thread(w, "intruder", intruder_secret, victim, w.intruder)
+    api.thread(w, "stranger", stranger_secret, other, w.stranger)
     w.secrets.update(
         other_tenant=stranger_secret,
         other_agent=intruder_secret,
@@ -408,7 +486,7 @@ def state_of(caller: str, world: World) -> dict[str, Any]:
 
 def cases_for(caller: str, w: World) -> list[Case]:
     """Every route, called by `caller`."""
-    return checkpoint_key_and_blob_cases_for(caller, w) + workflow_cases_for(caller, w)
+    return checkpoint_key_and_blob_cases_for(caller, w) + workflow_cases_for(caller, w) + thread_cases_for(caller, w)
 
 
 def checkpoint_key_and_blob_cases_for(caller: str, w: World) -> list[Case]:
@@ -830,6 +908,201 @@ def workflow_cases_for(caller: str, w: World) -> list[Case]:
     ]
 
 
+def thread_answer(expected: dict[str, Any]) -> Callable[[Any], str | None]:
+    """A check that a thread write answered exactly `expected`."""
+    return lambda data: None if data == expected else f"answered {data}, expected {expected}"
+
+
+def tuples_of(thread: PlantedThread, *indexes: int) -> Callable[[Any], str | None]:
+    """A check that a tuple (or a page of them) shows only checkpoints `indexes` of `thread`."""
+    wanted = {thread.checkpoint_ids[n] for n in indexes}
+
+    def check(data: Any) -> str | None:
+        shown = [data] if isinstance(data, dict) else data
+        ids = {item.get("checkpoint_id") for item in shown}
+        threads = {item.get("thread_id") for item in shown}
+        return None if ids <= wanted and threads <= {thread.thread_id} else f"tuples {ids} of {threads}"
+
+    return check
+
+
+def thread_cases_for(caller: str, w: World) -> list[Case]:
+    """The LangGraph thread routes, called by `caller`.
+
+    Foreign callers (another tenant, another agent without `*`, the operator) aim at the owner's threads with
+    everything right but the caller (the thread's own checkpoint ids, run ids): reads, writes, deletes and copies are
+    the 404 of a missing thread, byte for byte (pending writes are kept for the caller's own thread of that id, as
+    for any thread whose checkpoint has not come yet); prune and delete-for-runs act on the caller's own agent only, so
+    naming the owner's threads or runs answers what naming missing ones answers, and the owner's threads survive
+    (test_refused_and_foreign_calls_changed_nothing). A put under the owner's thread id makes a thread of the
+    caller's own, and leaves the owner's as it was.
+    """
+    victim = w.threads["victim"]
+    path = f"/v1/threads/{victim.thread_id}"
+    missing_thread = f"thread-missing-{uuid.uuid4().hex}"
+    missing = f"/v1/threads/{missing_thread}"
+    latest = victim.checkpoint_ids[-1]
+    checkpoint = {"v": 4, "id": latest, "channel_versions": {"messages": 9}}
+    put_body = {
+        "checkpoint": checkpoint,
+        "metadata": {"run_id": victim.run_id, "by": caller},
+        "values": {"messages": thread_value(f"thread-put-by-{caller}-{w.run}")},
+        "parent_checkpoint_id": victim.checkpoint_ids[0],
+    }
+    writes_body = {
+        "checkpoint_id": latest,
+        "task_id": victim.task_id,
+        "writes": [{"channel": "messages", **thread_value(f"thread-write-by-{caller}-{w.run}")}],
+    }
+    copy_body = {"target_thread_id": f"thread-copy-by-{caller}-{w.run}"}
+    prune_body = {"thread_ids": [victim.thread_id, w.threads["victim-prune"].thread_id], "strategy": "delete"}
+    missing_prune = {"thread_ids": [missing_thread], "strategy": "delete"}
+    runs_body = {"run_ids": [victim.run_id, w.threads["victim-runs"].run_id]}
+    missing_runs = {"run_ids": [f"run-missing-{uuid.uuid4().hex}"]}
+    by_id = {"checkpoint_id": victim.checkpoint_ids[0]}
+    if caller in REFUSED:
+        return [
+            Case(T_PUT, "POST", f"{path}/checkpoints", (401,), "UNAUTHENTICATED", body=put_body),
+            Case(T_WRITES, "POST", f"{path}/writes", (401,), "UNAUTHENTICATED", body=writes_body),
+            Case(T_GET, "GET", f"{path}/checkpoint", (401,), "UNAUTHENTICATED"),
+            Case(T_LIST, "GET", f"{path}/checkpoints", (401,), "UNAUTHENTICATED"),
+            Case(T_DELETE, "DELETE", path, (401,), "UNAUTHENTICATED"),
+            Case(T_COPY, "POST", f"{path}/copy", (401,), "UNAUTHENTICATED", body=copy_body),
+            Case(T_PRUNE, "POST", "/v1/threads:prune", (401,), "UNAUTHENTICATED", body=prune_body),
+            Case(T_RUNS, "POST", "/v1/threads:delete-for-runs", (401,), "UNAUTHENTICATED", body=runs_body),
+        ]  # fmt: skip
+
+    if caller == "missing_scope":
+        read_only, write_only = "missing_scope:read_only", "missing_scope:write_only"
+        return [
+            Case(T_PUT, "POST", f"{path}/checkpoints", (403,), "FORBIDDEN", body=put_body, secret_of=read_only),
+            Case(T_WRITES, "POST", f"{path}/writes", (403,), "FORBIDDEN", body=writes_body, secret_of=read_only),
+            Case(T_GET, "GET", f"{path}/checkpoint", (403,), "FORBIDDEN", secret_of=write_only),
+            Case(T_LIST, "GET", f"{path}/checkpoints", (403,), "FORBIDDEN", secret_of=write_only),
+            # Neither holds checkpoints:delete.
+            Case(T_DELETE, "DELETE", path, (403,), "FORBIDDEN", secret_of=write_only),
+            Case(T_COPY, "POST", f"{path}/copy", (403,), "FORBIDDEN", body=copy_body, secret_of=read_only),
+            Case(T_PRUNE, "POST", "/v1/threads:prune", (403,), "FORBIDDEN", body=prune_body, secret_of=write_only),
+            Case(T_RUNS, "POST", "/v1/threads:delete-for-runs", (403,), "FORBIDDEN", body=runs_body,
+                 secret_of=write_only),
+        ]  # fmt: skip
+
+    if caller == "own_wildcard":
+        owner = {"agent_id": w.owner}
+        written = w.threads["victim-writes"]
+        pruned = w.threads["victim-prune"]
+        runs = w.threads["victim-runs"]
+        deleted = w.threads["victim-delete"]
+        return [
+            Case(T_GET, "GET", f"{path}/checkpoint", (200,), params=owner, check=tuples_of(victim, 1),
+                 must_show=(latest, f"thread-meta-victim-{w.run}", victim.task_id)),
+            Case(T_GET, "GET", f"{path}/checkpoint", (200,), params={**owner, **by_id}, check=tuples_of(victim, 0),
+                 must_show=(victim.checkpoint_ids[0],)),
+            # Without agent_id it reads its own agent's thread of that id: there is none.
+            Case(T_GET, "GET", f"{path}/checkpoint", (404,), "NOT_FOUND",
+                 same_as_missing=("GET", f"{missing}/checkpoint", None)),
+            Case(T_LIST, "GET", f"{path}/checkpoints", (200,), params={**owner, "limit": 1}, paginate=True,
+                 check=tuples_of(victim, 0, 1), must_show=tuple(victim.checkpoint_ids)),
+            Case(T_LIST, "GET", f"{path}/checkpoints", (404,), "NOT_FOUND",
+                 same_as_missing=("GET", f"{missing}/checkpoints", None)),
+            Case(T_WRITES, "POST", f"/v1/threads/{written.thread_id}/writes", (200,), params=owner,
+                 body={**writes_body, "checkpoint_id": written.checkpoint_ids[-1], "task_id": "task-by-wildcard"},
+                 check=thread_answer({"thread_id": written.thread_id, "checkpoint_ns": "",
+                                      "checkpoint_id": written.checkpoint_ids[-1], "task_id": "task-by-wildcard",
+                                      "writes": 1})),
+            Case(T_PUT, "POST", f"/v1/threads/{written.thread_id}/checkpoints", (201,), params=owner,
+                 body={**put_body, "checkpoint": {**checkpoint, "id": f"1f1-by-wildcard-{w.run}"},
+                       "parent_checkpoint_id": written.checkpoint_ids[-1]}),
+            Case(T_COPY, "POST", f"{path}/copy", (200,), params=owner, body=copy_body,
+                 check=thread_answer({"thread_id": victim.thread_id, "copied_checkpoints": 2,
+                                      "target_thread_id": copy_body["target_thread_id"]})),
+            Case(T_PRUNE, "POST", "/v1/threads:prune", (200,), params=owner,
+                 body={"thread_ids": [pruned.thread_id, missing_thread], "strategy": "keep_latest"},
+                 check=thread_answer({"pruned_threads": 1, "deleted_checkpoints": 2})),
+            Case(T_RUNS, "POST", "/v1/threads:delete-for-runs", (200,), params=owner,
+                 body={"run_ids": [runs.run_id]}, check=thread_answer({"deleted_checkpoints": 2})),
+            Case(T_DELETE, "DELETE", f"/v1/threads/{deleted.thread_id}", (200,), params=owner,
+                 check=thread_answer({"thread_id": deleted.thread_id, "deleted": True})),
+            Case(T_DELETE, "DELETE", f"/v1/threads/{deleted.thread_id}", (404,), "NOT_FOUND", params=owner,
+                 same_as_missing=("DELETE", missing, owner)),
+        ]  # fmt: skip
+
+    # Another tenant, another agent without `*`, and the operator (in its own tenant).
+    foreign = [
+        Case(T_GET, "GET", f"{path}/checkpoint", (404,), "NOT_FOUND",
+             same_as_missing=("GET", f"{missing}/checkpoint", None)),
+        Case(T_GET, "GET", f"{path}/checkpoint", (404,), "NOT_FOUND", params=by_id,
+             same_as_missing=("GET", f"{missing}/checkpoint", by_id)),
+        Case(T_LIST, "GET", f"{path}/checkpoints", (404,), "NOT_FOUND", params={"limit": 1},
+             same_as_missing=("GET", f"{missing}/checkpoints", {"limit": 1})),
+        Case(T_LIST, "GET", f"{path}/checkpoints", (404,), "NOT_FOUND",
+             params={"filter": json.dumps({"run_id": victim.run_id})},
+             same_as_missing=("GET", f"{missing}/checkpoints", {"filter": json.dumps({"run_id": victim.run_id})})),
+        # Writes to the owner's own checkpoint: kept for a checkpoint of the caller's own thread of that id, which
+        # may come later (writes often arrive before their checkpoint), exactly as for a thread that does not
+        # exist; none lands in the owner's thread (test_refused_and_foreign_calls_changed_nothing).
+        Case(T_WRITES, "POST", f"{path}/writes", (200,), body=writes_body,
+             check=thread_answer({"thread_id": victim.thread_id, "checkpoint_ns": "", "checkpoint_id": latest,
+                                  "task_id": victim.task_id, "writes": 1})),
+        Case(T_DELETE, "DELETE", path, (404,), "NOT_FOUND", same_as_missing=("DELETE", missing, None)),
+        Case(T_COPY, "POST", f"{path}/copy", (404,), "NOT_FOUND", body=copy_body,
+             same_as_missing=("POST", f"{missing}/copy", None)),
+        # The caller's own agent has none of these threads or runs: the answer of missing ones.
+        Case(T_PRUNE, "POST", "/v1/threads:prune", (200,), body=prune_body,
+             check=thread_answer({"pruned_threads": 0, "deleted_checkpoints": 0}),
+             same_as_missing=("POST", "/v1/threads:prune", None), missing_body=missing_prune),
+        Case(T_PRUNE, "POST", "/v1/threads:prune", (200,), body={**prune_body, "strategy": "keep_latest"},
+             check=thread_answer({"pruned_threads": 0, "deleted_checkpoints": 0})),
+        Case(T_RUNS, "POST", "/v1/threads:delete-for-runs", (200,), body=runs_body,
+             check=thread_answer({"deleted_checkpoints": 0}),
+             same_as_missing=("POST", "/v1/threads:delete-for-runs", None), missing_body=missing_runs),
+    ]  # fmt: skip
+    # Last: a put under the owner's thread and checkpoint ids makes the caller's own thread (the reads above would
+    # find it otherwise), and the owner's is untouched.
+    own_put = Case(
+        T_PUT,
+        "POST",
+        f"{path}/checkpoints",
+        (201,),
+        body=put_body,
+        check=lambda data: None if data.get("checkpoint_id") == latest else f"put answered {data}",
+    )
+
+    if caller == "other_tenant":
+        stranger = w.threads["stranger"]
+        return [
+            *foreign,
+            Case(T_GET, "GET", f"/v1/threads/{stranger.thread_id}/checkpoint", (200,), check=tuples_of(stranger, 1),
+                 must_show=(stranger.checkpoint_ids[-1], stranger.task_id)),
+            own_put,
+        ]  # fmt: skip
+
+    if caller == "other_agent":
+        intruder = w.threads["intruder"]
+        owner = {"agent_id": w.owner}
+        return [
+            *foreign,
+            # Naming the owner without `*`: a read is the 404 of a missing thread, a write is refused.
+            Case(T_GET, "GET", f"{path}/checkpoint", (404,), "NOT_FOUND", params=owner,
+                 same_as_missing=("GET", f"{missing}/checkpoint", owner)),
+            Case(T_LIST, "GET", f"{path}/checkpoints", (404,), "NOT_FOUND", params=owner,
+                 same_as_missing=("GET", f"{missing}/checkpoints", owner)),
+            Case(T_DELETE, "DELETE", path, (404,), "NOT_FOUND", params=owner,
+                 same_as_missing=("DELETE", missing, owner)),
+            Case(T_PRUNE, "POST", "/v1/threads:prune", (403,), "FORBIDDEN", params=owner, body=prune_body),
+            Case(T_RUNS, "POST", "/v1/threads:delete-for-runs", (403,), "FORBIDDEN", params=owner, body=runs_body),
+            Case(T_WRITES, "POST", f"{path}/writes", (403,), "FORBIDDEN", params=owner, body=writes_body),
+            Case(T_COPY, "POST", f"{path}/copy", (403,), "FORBIDDEN", params=owner, body=copy_body),
+            Case(T_PUT, "POST", f"{path}/checkpoints", (403,), "FORBIDDEN", params=owner, body=put_body),
+            Case(T_GET, "GET", f"/v1/threads/{intruder.thread_id}/checkpoint", (200,), check=tuples_of(intruder, 1),
+                 must_show=(intruder.checkpoint_ids[-1], intruder.task_id)),
+            own_put,
+        ]  # fmt: skip
+
+    assert caller == "operator", caller
+    return [*foreign, own_put]
+
+
 # -- running them -----------------------------------------------------------------------------------------------
 
 
@@ -1086,8 +1359,36 @@ def test_refused_and_foreign_calls_changed_nothing(baton: BatonServe, world: Wor
         kept = api.call(admin, "GET", f"/v1/checkpoints/{world.checkpoints['victim-history']}/revisions")
         leased = api.call(admin, "GET", f"/v1/checkpoints/{world.checkpoints['victim-leased']}")
         purged = api.call(admin, "GET", f"/v1/subjects/{world.purge_subject}/checkpoints")
+        for_owner = {"agent_id": world.owner}
+        victim_thread = world.threads["victim"]
+        thread_pages = api.call(admin, "GET", f"/v1/threads/{victim_thread.thread_id}/checkpoints", params=for_owner)
+        by_run = api.call(
+            admin,
+            "GET",
+            f"/v1/threads/{victim_thread.thread_id}/checkpoints",
+            params={**for_owner, "filter": json.dumps({"run_id": victim_thread.run_id})},
+        )
+        pruned_thread = world.threads["victim-prune"]
+        pruned_latest = api.call(admin, "GET", f"/v1/threads/{pruned_thread.thread_id}/checkpoint", params=for_owner)
     finally:
         api.client.close()
+    # the owner's thread: no put, write, delete, prune, copy or delete-for-runs of another caller reached it
+    assert thread_pages.status_code == 200, thread_pages.text
+    tuples = thread_pages.json()["data"]
+    assert [t["checkpoint_id"] for t in tuples] == victim_thread.checkpoint_ids[::-1], thread_pages.text
+    latest = tuples[0]
+    assert latest["metadata"]["run_id"] == victim_thread.run_id, latest
+    assert "by" not in latest["metadata"], latest
+    assert latest["channel_values"] == {"messages": thread_value(f"{victim_thread.value_marker}-1")}, latest
+    assert latest["pending_writes"] == [
+        {"task_id": victim_thread.task_id, "channel": "messages", "task_path": "",
+         **thread_value(f"{victim_thread.value_marker}-write")}
+    ], latest  # fmt: skip
+    assert by_run.status_code == 200, by_run.text
+    assert len(by_run.json()["data"]) == 2, by_run.text
+    # another agent's and another tenant's prune (strategy delete) left the latest checkpoint of the pruned one
+    assert pruned_latest.status_code == 200, pruned_latest.text
+    assert pruned_latest.json()["data"]["checkpoint_id"] == pruned_thread.checkpoint_ids[-1]
     assert victim.status_code == 200, victim.text
     assert victim.json()["data"]["revision"] == 1
     assert victim.json()["data"]["state"]["note"] == f"state-victim-task_state-{world.run}"

@@ -7,8 +7,8 @@ with `Allow`, and routes that need a key refuse a request without one.
 The run is the schemathesis CLI (its phases: coverage, fuzzing, stateful), seeded and bounded by time:
 `SCHEMATHESIS_SECONDS` within `make test`, `BATON_FUZZ_SECONDS` (with a fresh seed, or `BATON_FUZZ_SEED`) for
 `make fuzz`. It acts with a key of its own tenant, so what it writes never meets the other end-to-end tests.
-Some positive cases of the id routes are sent to real checkpoints and subjects of that tenant (tests/e2e/
-schemathesis_hooks.py), and each of those routes must have succeeded on one at least: a 404 proves nothing.
+Some positive cases of the id routes are sent to real checkpoints, subjects and LangGraph threads of that tenant
+(tests/e2e/schemathesis_hooks.py), and each of those routes must have succeeded on one at least: a 404 proves nothing.
 """
 
 from __future__ import annotations
@@ -46,6 +46,13 @@ REAL_SUCCESSES = (
     "DELETE /v1/checkpoints/{checkpoint_id}/lease 200",
     "POST /v1/resume 200",
     "DELETE /v1/subjects/{subject_id} 200",
+    "GET /v1/threads/{thread_id}/checkpoint 200",
+    "GET /v1/threads/{thread_id}/checkpoints 200",
+    "POST /v1/threads/{thread_id}/writes 200",
+    "DELETE /v1/threads/{thread_id} 200",
+    "POST /v1/threads/{thread_id}/copy 200",
+    "POST /v1/threads:prune 200",
+    "POST /v1/threads:delete-for-runs 200",
 )
 """The answers each route must have given a case sent to a real resource at least once."""
 

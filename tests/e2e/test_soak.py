@@ -30,13 +30,21 @@ An MCP client (`McpClient`) works the same slots through `tools/call` on `POST /
 acknowledged writes join the ledger and the checks above, and after the run `mcp_replay_probe` replays a tool's
 idempotent save through the route and a route's through the tool.
 
-`make test` runs it for about 15 seconds on 6 threads, 3 lease workers and 1 MCP client; `make soak` sets
-BATON_SOAK_SECONDS for a longer run (BATON_SOAK_THREADS, BATON_SOAK_LEASE_WORKERS, BATON_SOAK_MCP_WORKERS and
-BATON_SOAK_SEED tune it further).
+LangGraph clients (`ThreadClient`) run graphs on threads of their own beside them: puts with parents and only the
+channels whose version is new (values inline, in items of their own, of tens of KB), tasks' pending writes (special
+channels that overwrite among them), get_tuple of the latest and by id, list pages with a cursor and a metadata
+filter, and now and then a thread deleted. Each client is its threads' only writer, as a graph run is, so every
+tuple any read shows must be exactly the one its ledger holds, and after the run every thread lists exactly what
+was put into it (a deleted one answers 404).
+
+`make test` runs it for about 15 seconds on 6 threads, 3 lease workers, 1 MCP client and 2 LangGraph clients;
+`make soak` sets BATON_SOAK_SECONDS for a longer run (BATON_SOAK_THREADS, BATON_SOAK_LEASE_WORKERS,
+BATON_SOAK_MCP_WORKERS, BATON_SOAK_THREAD_WORKERS and BATON_SOAK_SEED tune it further).
 """
 
 from __future__ import annotations
 
+import base64
 import hashlib
 import json
 import os
@@ -1332,6 +1340,258 @@ class LeaseWorker(Client):
 # --- the test ---------------------------------------------------------------------------------------------------
 
 
+# --- an agent running LangGraph graphs on threads -----------------------------------------------------------------
+
+THREAD_WORKERS = 2
+THREAD_CHANNELS = ("messages", "plan", "scratch", "files")
+SPECIAL_WRITES = {"__error__": -1, "__interrupt__": -3}
+"""Special channels a task may write: their write has a fixed index and overwrites (docs/api.md, Put writes)."""
+
+
+@dataclass
+class ThreadLedger:
+    """What one thread client put into its threads: every acknowledged checkpoint as a read must show it."""
+
+    tuples: dict[str, dict[str, dict[str, Any]]] = field(default_factory=dict)
+    """Thread id -> checkpoint id -> the tuple a read must show (its pending writes kept up to date)."""
+    writes: dict[tuple[str, str], dict[tuple[str, int], dict[str, Any]]] = field(default_factory=dict)
+    """(thread, checkpoint) -> (task_id, idx) -> the pending write kept under it."""
+    deleted: set[str] = field(default_factory=set)
+
+
+class ThreadClient(Client):
+    """A LangGraph-like agent: each of its threads is a chain of checkpoints (a put with its parent and only the
+    channels whose version is new, some values small enough to ride in the checkpoint's item, some over 512 bytes,
+    some of tens of KB), tasks' pending writes (special channels among them), reads of the latest, by id and list
+    pages, and now and then a thread deleted and a new one begun. It is its threads' only writer, as a graph run
+    is, so every read must show exactly what its ledger holds: what was put is read back exactly."""
+
+    def __init__(self, baton: BatonServe, ledger: Ledger, run: str, number: int, seed: int) -> None:
+        super().__init__(baton, ledger, [("threads", "langgraph")], number, seed)  # its threads are its own
+        self.soak_run = run
+        self.threads = ThreadLedger()
+        self.live: list[str] = []
+        self.values: dict[str, dict[str, tuple[str, dict[str, str]]]] = {}
+        """Thread id -> channel -> (version, typed value) of its latest checkpoint."""
+        self.made = 0
+        for _ in range(2):
+            self.begin()
+
+    def begin(self) -> None:
+        """A new thread (ids that need escaping now and then)."""
+        self.made += 1
+        name = f"soak-{self.soak_run}-t{self.number}-{self.made}" + ("/é #" if self.made % 3 == 0 else "")
+        self.live.append(name)
+        self.threads.tuples[name] = {}
+        self.values[name] = {}
+
+    def url(self, thread_id: str, tail: str = "") -> str:
+        return f"/v1/threads/{quote(thread_id, safe='')}{tail}"
+
+    def value(self) -> dict[str, str]:
+        """A serialized value: small, over the 512 bytes that ride in the checkpoint's item, or tens of KB."""
+        size = self.rng.choice((0, 12, 200, 513, 2_000, 40_000))
+        raw = self.rng.randbytes(size) if self.rng.random() < 0.5 else (self.rng.choice(TEXTS).encode() * size)[:size]
+        return {"type": self.rng.choice(("msgpack", "json", "bytes")), "data": base64.b64encode(raw).decode()}
+
+    def put(self, _: Slot) -> None:
+        """The next checkpoint of one of its threads: new versions for some channels, the others carried."""
+        thread_id = self.rng.choice(self.live)
+        known = self.threads.tuples[thread_id]
+        parent = max(known) if known else None
+        current = dict(self.values[thread_id])
+        changed = [c for c in THREAD_CHANNELS if c not in current or self.rng.random() < 0.4] or ["messages"]
+        for channel in changed:
+            version = f"{len(known) + 1:032d}.0.{self.rng.random():.16f}"
+            empty = self.rng.random() < 0.05
+            current[channel] = (version, {"type": "empty", "data": ""} if empty else self.value())
+        checkpoint_id = f"{len(known):08d}-{uuid.uuid4().hex[:8]}"
+        checkpoint = {
+            "v": 4,
+            "id": checkpoint_id,
+            "ts": f"2026-12-01T00:00:{len(known) % 60:02d}Z",
+            "channel_versions": {channel: version for channel, (version, _) in current.items()},
+            "versions_seen": {"__input__": {}},
+        }
+        metadata = {"source": "loop", "step": len(known), "run_id": f"run-{thread_id}", "writes": None}
+        body = {
+            "checkpoint": checkpoint,
+            "metadata": metadata,
+            "parent_checkpoint_id": parent,
+            "values": {channel: current[channel][1] for channel in changed},
+        }
+        response = self.send("POST", self.url(thread_id, "/checkpoints"), json=body)
+        if response is None or response.status_code >= 500:
+            return
+        expected = {"thread_id": thread_id, "checkpoint_ns": "", "checkpoint_id": checkpoint_id}
+        if response.status_code != 201 or {k: response.json()["data"].get(k) for k in expected} != expected:
+            self.ledger.problem(f"thread put of {checkpoint_id} answered {response.status_code}: {response.text[:300]}")
+            return
+        self.ledger.count("thread_puts")
+        self.values[thread_id] = current
+        known[checkpoint_id] = {
+            **expected,
+            "parent_checkpoint_id": parent,
+            "checkpoint": checkpoint,
+            "metadata": metadata,
+            "channel_values": {c: typed for c, (_, typed) in current.items() if typed["type"] != "empty"},
+            "pending_writes": [],
+        }
+
+    def put_writes(self, _: Slot) -> None:
+        """A task's writes on the latest checkpoint (now and then on an older one, and a special channel)."""
+        thread_id = self.rng.choice(self.live)
+        known = self.threads.tuples[thread_id]
+        if not known:
+            return
+        checkpoint_id = max(known) if self.rng.random() < 0.8 else self.rng.choice(list(known))
+        task_id = f"task-{self.rng.randint(1, 4)}"
+        task_path = self.rng.choice(("", "~__pregel_pull, agent"))
+        writes = [{"channel": self.rng.choice(THREAD_CHANNELS), **self.value()} for _ in range(self.rng.randint(1, 3))]
+        if self.rng.random() < 0.2:
+            writes.append({"channel": self.rng.choice(list(SPECIAL_WRITES)), **self.value()})
+        body = {"checkpoint_id": checkpoint_id, "task_id": task_id, "task_path": task_path, "writes": writes}
+        response = self.send("POST", self.url(thread_id, "/writes"), json=body)
+        if response is None or response.status_code >= 500:
+            return
+        if response.status_code != 200 or response.json()["data"].get("writes") != len(writes):
+            self.ledger.problem(f"put_writes on {checkpoint_id} answered {response.status_code}: {response.text[:300]}")
+            return
+        self.ledger.count("thread_writes")
+        kept = self.threads.writes.setdefault((thread_id, checkpoint_id), {})
+        for position, write in enumerate(writes):
+            index = SPECIAL_WRITES.get(write["channel"], position)
+            if (task_id, index) not in kept or index < 0:
+                kept[(task_id, index)] = {"task_id": task_id, "task_path": task_path, **write}
+        ordered = sorted(kept.items(), key=lambda item: (item[1]["task_path"], item[0][0], item[0][1]))
+        known[checkpoint_id]["pending_writes"] = [
+            {k: w[k] for k in ("task_id", "channel", "task_path", "type", "data")} for _, w in ordered
+        ]
+
+    def compare(self, shown: Any, thread_id: str, where: str) -> None:
+        """A tuple a read showed must be the acknowledged one, exactly."""
+        expected = self.threads.tuples[thread_id].get(shown.get("checkpoint_id"))
+        if shown != expected:
+            self.ledger.problem(f"{where} of {thread_id} showed {str(shown)[:400]}, put was {str(expected)[:400]}")
+        self.ledger.count("thread_reads_checked")
+
+    def get_latest(self, _: Slot) -> None:
+        """get_tuple without an id: the last checkpoint put."""
+        thread_id = self.rng.choice(self.live)
+        known = self.threads.tuples[thread_id]
+        response = self.send("GET", self.url(thread_id, "/checkpoint"))
+        if response is None or response.status_code >= 500:
+            return
+        if not known:
+            if response.status_code != 404:
+                self.ledger.problem(f"a thread with no checkpoint answered {response.status_code}")
+            return
+        if response.status_code != 200 or response.json()["data"]["checkpoint_id"] != max(known):
+            self.ledger.problem(f"the latest of {thread_id} is not {max(known)}: {response.text[:300]}")
+            return
+        self.compare(response.json()["data"], thread_id, "get_tuple")
+
+    def get_by_id(self) -> None:
+        """get_tuple of an older checkpoint."""
+        thread_id = self.rng.choice(self.live)
+        known = self.threads.tuples[thread_id]
+        if not known:
+            return
+        checkpoint_id = self.rng.choice(list(known))
+        response = self.send("GET", self.url(thread_id, "/checkpoint"), params={"checkpoint_id": checkpoint_id})
+        if response is None or response.status_code >= 500:
+            return
+        if response.status_code != 200:
+            self.ledger.problem(f"get_tuple of {checkpoint_id} answered {response.status_code}: {response.text[:300]}")
+            return
+        self.compare(response.json()["data"], thread_id, "get_tuple by id")
+
+    def list_thread(self, _: Slot) -> None:
+        """list, newest first, in small pages (a cursor walk), now and then filtered on a metadata key."""
+        thread_id = self.rng.choice(self.live)
+        known = self.threads.tuples[thread_id]
+        params: dict[str, Any] = {"limit": self.rng.randint(1, 4)}
+        if self.rng.random() < 0.3:
+            params["filter"] = json.dumps({"run_id": f"run-{thread_id}", "source": "loop"})
+        shown: list[str] = []
+        for _page in range(3):
+            response = self.send("GET", self.url(thread_id, "/checkpoints"), params=params)
+            if response is None or response.status_code >= 500:
+                return
+            if response.status_code != 200:
+                if known or response.status_code != 404:
+                    self.ledger.problem(f"list of {thread_id} answered {response.status_code}: {response.text[:300]}")
+                return
+            page = response.json()
+            for item in page["data"]:
+                self.compare(item, thread_id, "list")
+                shown.append(item["checkpoint_id"])
+            if not page["meta"]["next_cursor"]:
+                if shown != sorted(known, reverse=True)[: len(shown)] or len(shown) != len(known):
+                    self.ledger.problem(f"list of {thread_id} showed {shown}, put were {sorted(known)}")
+                return
+            params["cursor"] = page["meta"]["next_cursor"]
+        if shown != sorted(known, reverse=True)[: len(shown)]:
+            self.ledger.problem(f"list of {thread_id} showed {shown} first, put were {sorted(known)}")
+
+    def delete_thread(self, _: Slot) -> None:
+        """Now and then: delete a thread (it must read as gone at once) and begin another."""
+        thread_id = self.rng.choice(self.live)
+        if len(self.threads.tuples[thread_id]) < 3:
+            return
+        response = self.send("DELETE", self.url(thread_id))
+        if response is None or response.status_code >= 500:
+            return
+        if response.status_code != 200:
+            self.ledger.problem(f"delete of {thread_id} answered {response.status_code}: {response.text[:300]}")
+            return
+        self.ledger.count("thread_deletes")
+        self.live.remove(thread_id)
+        self.threads.deleted.add(thread_id)
+        self.begin()
+        after = self.send("GET", self.url(thread_id, "/checkpoint"))
+        if after is not None and after.status_code != 404:
+            self.ledger.problem(f"{thread_id} deleted, yet get_tuple answered {after.status_code}")
+
+    def operations(self) -> list[tuple[Callable[[Slot], None], int]]:
+        return [
+            (self.put, 30),
+            (self.put_writes, 25),
+            (self.get_latest, 15),
+            (lambda _: self.get_by_id(), 10),
+            (self.list_thread, 12),
+            (self.delete_thread, 2),
+        ]
+
+    def final_check(self, http: httpx.Client) -> list[str]:
+        """After the run: each live thread lists exactly what was put into it (every page), and each deleted one
+        reads as gone."""
+        problems: list[str] = []
+        for thread_id in self.live:
+            expected = [self.threads.tuples[thread_id][c] for c in sorted(self.threads.tuples[thread_id], reverse=True)]
+            shown: list[Any] = []
+            params: dict[str, Any] = {"limit": 50}
+            while True:
+                response = http.get(self.url(thread_id, "/checkpoints"), params=params)
+                if response.status_code == 404 and not expected:
+                    break
+                if response.status_code != 200:
+                    problems.append(f"the final list of {thread_id} answered {response.status_code}")
+                    break
+                shown += response.json()["data"]
+                cursor = response.json()["meta"]["next_cursor"]
+                if not cursor:
+                    break
+                params["cursor"] = cursor
+            if shown != expected:
+                problems.append(f"{thread_id} lists {len(shown)} tuples at the end, not the {len(expected)} put")
+        for thread_id in self.threads.deleted:
+            gone = http.get(self.url(thread_id, "/checkpoints"))
+            if gone.status_code != 404:
+                problems.append(f"{thread_id} was deleted, yet its list answered {gone.status_code}")
+        return problems
+
+
 def soak_settings() -> tuple[float, int, int]:
     """(seconds, threads, seed): short in `make test`, as long as BATON_SOAK_SECONDS says in `make soak`."""
     long_seconds = os.environ.get("BATON_SOAK_SECONDS")
@@ -1501,6 +1761,7 @@ def test_concurrent_clients_lose_no_acknowledged_write(baton: BatonServe, http: 
     seconds, threads, seed = soak_settings()
     lease_workers = int(os.environ.get("BATON_SOAK_LEASE_WORKERS") or LEASE_WORKERS)
     mcp_workers = int(os.environ.get("BATON_SOAK_MCP_WORKERS") or MCP_WORKERS)
+    thread_workers = int(os.environ.get("BATON_SOAK_THREAD_WORKERS") or THREAD_WORKERS)
     run = uuid.uuid4().hex[:12]
     # A few subjects, one with characters that need escaping in keys and paths, so that clients collide.
     subjects = [f"soak-{run}-a", f"soak-{run}-b/c#d", f"soak-{run}-é 日本"]
@@ -1513,6 +1774,8 @@ def test_concurrent_clients_lose_no_acknowledged_write(baton: BatonServe, http: 
     clients = [Client(baton, ledger, slots, number, seed) for number in range(threads)]
     clients += [LeaseWorker(baton, ledger, leases, shared, number, seed) for number in range(lease_workers)]
     clients += [McpClient(baton, ledger, slots, number, seed) for number in range(mcp_workers)]
+    thread_clients = [ThreadClient(baton, ledger, run, number, seed) for number in range(thread_workers)]
+    clients += thread_clients
     workers = [
         threading.Thread(target=client.run, args=(deadline, max_operations), name=f"soak-{client.number}")
         for client in clients
@@ -1531,6 +1794,8 @@ def test_concurrent_clients_lose_no_acknowledged_write(baton: BatonServe, http: 
         mcp_replay_probe(http, ledger)
     lease_problems, fencing_gaps = lease_checks(http, ledger, leases, shared)
     problems = [*ledger.problems, *lease_problems, *final_checks(http, ledger, [*slots, *(s for s, _ in shared)])]
+    for thread_client in thread_clients:
+        problems += thread_client.final_check(http)
     requests = sum(ledger.statuses.values())
     checkpoints = len({a.checkpoint_id for a in ledger.acks})
     mcp_acks = sum(1 for a in ledger.acks if a.how.startswith("mcp "))
@@ -1562,6 +1827,10 @@ def test_concurrent_clients_lose_no_acknowledged_write(baton: BatonServe, http: 
         mcp_replays=ledger.outcomes["mcp_replays"],
         route_replays_of_tool_saves=ledger.outcomes["route_replays_of_tool_saves"],
         cross_replays=ledger.outcomes["cross_replays"],
+        thread_puts=ledger.outcomes["thread_puts"],
+        thread_writes=ledger.outcomes["thread_writes"],
+        thread_reads_checked=ledger.outcomes["thread_reads_checked"],
+        thread_deletes=ledger.outcomes["thread_deletes"],
     )
     print(
         f"\nsoak: seed {seed}, {threads} clients for {elapsed:.1f} s: {requests} requests "
@@ -1572,6 +1841,11 @@ def test_concurrent_clients_lose_no_acknowledged_write(baton: BatonServe, http: 
     print(
         f"soak MCP: {mcp_workers} clients, {ledger.outcomes['mcp_tool_calls']} tool calls, {mcp_acks} writes "
         f"acknowledged, {ledger.outcomes['mcp_replays']} replays through the tool"
+    )
+    print(
+        f"soak threads: {thread_workers} clients, {ledger.outcomes['thread_puts']} puts, "
+        f"{ledger.outcomes['thread_writes']} put_writes, {ledger.outcomes['thread_reads_checked']} tuples read back, "
+        f"{ledger.outcomes['thread_deletes']} threads deleted"
     )
     print(
         f"soak leases: {lease_workers} workers, {len(leases.grants)} leases granted over {len(shared)} checkpoints, "
@@ -1598,6 +1872,11 @@ def test_concurrent_clients_lose_no_acknowledged_write(baton: BatonServe, http: 
         assert len({g.holder for g in leases.grants}) >= 2, leases.grants
         assert any(w.status == 200 and not w.stale for w in leases.writes)
         assert ledger.outcomes["stale_refused"] > 0, ledger.outcomes
+    # The LangGraph clients really put, wrote and read back their threads.
+    if thread_workers:
+        assert ledger.outcomes["thread_puts"] > 0, ledger.outcomes
+        assert ledger.outcomes["thread_writes"] > 0, ledger.outcomes
+        assert ledger.outcomes["thread_reads_checked"] > 0, ledger.outcomes
     assert not fencing_gaps, f"{len(fencing_gaps)} fencing gaps (seed {seed}):\n" + "\n".join(fencing_gaps[:10])
 
 

@@ -168,14 +168,14 @@ def test_requests_per_delete_prune_copy_and_runs(api: ApiDriver, meter: Meter) -
     assert copy == ({"GetItem": 1, "UpdateItem": 1, "Query": 1, "BatchWriteItem": 2}, {"CopyObject": 1})
     # Prune keep_latest: the head, a Query of the checkpoints, keys-only Queries of the two value prefixes, one
     # BatchWriteItem of what goes
-    prune = meter(lambda: post(api, "/v1/threads/prune", {"thread_ids": ["n-prune"], "strategy": "keep_latest"}))
+    prune = meter(lambda: post(api, "/v1/threads:prune", {"thread_ids": ["n-prune"], "strategy": "keep_latest"}))
     assert prune == ({"GetItem": 1, "Query": 3, "BatchWriteItem": 1}, {})
     # Prune delete: the head and a Query to count the checkpoints, then a delete as above
-    everything = meter(lambda: post(api, "/v1/threads/prune", {"thread_ids": ["n-prune-all"], "strategy": "delete"}))
+    everything = meter(lambda: post(api, "/v1/threads:prune", {"thread_ids": ["n-prune-all"], "strategy": "delete"}))
     assert everything == ({"GetItem": 1, "Query": 3, "DeleteItem": 1, "BatchWriteItem": 1}, {})
     # Delete for runs: one gsi1 Query per run id (never a Scan), one BatchWriteItem of the checkpoints found; gsi1 is
     # eventually consistent, which moto is not. run-9 names c1 of each of the 3 threads left that had it
-    runs = meter(lambda: post(api, "/v1/threads/delete-for-runs", {"run_ids": ["run-9"]}))
+    runs = meter(lambda: post(api, "/v1/threads:delete-for-runs", {"run_ids": ["run-9"]}))
     assert runs == ({"Query": 1, "BatchWriteItem": 1}, {})
 
 

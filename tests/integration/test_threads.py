@@ -291,12 +291,12 @@ def test_every_route_answers_its_documented_shape(api: ApiDriver) -> None:
     assert copied.data == {"thread_id": "t-shape", "target_thread_id": "t-shape-copy", "copied_checkpoints": 2}
     assert ids_of(list_page(api, "t-shape-copy")) == ["c2", "c1"]
     assert get_tuple(api, "t-shape-copy").data["pending_writes"] == found.data["pending_writes"]
-    pruned = post(api, "/v1/threads/prune", {"thread_ids": ["t-shape-copy", "nobody"], "strategy": "keep_latest"})
+    pruned = post(api, "/v1/threads:prune", {"thread_ids": ["t-shape-copy", "nobody"], "strategy": "keep_latest"})
     assert pruned.status == 200, pruned.body
     assert pruned.data == {"pruned_threads": 1, "deleted_checkpoints": 1}
     assert ids_of(list_page(api, "t-shape-copy")) == ["c2"]
     assert values_of(get_tuple(api, "t-shape-copy").data) == {"a": ("msgpack", b"one"), "b": ("msgpack", b"two")}
-    runs = post(api, "/v1/threads/delete-for-runs", {"run_ids": ["run-1"]})
+    runs = post(api, "/v1/threads:delete-for-runs", {"run_ids": ["run-1"]})
     assert runs.status == 200, runs.body
     assert runs.data == {"deleted_checkpoints": 1}
     assert ids_of(list_page(api, "t-shape")) == ["c2"]
@@ -313,7 +313,7 @@ def test_prune_delete_strategy_removes_the_named_threads_and_every_item(api: Api
         assert put(api, thread, "c1", {"a": 1}, {"a": typed(os.urandom(4000))}).status == 201
         assert put(api, thread, "c2", {"a": 2}, {"a": typed(os.urandom(4000))}, parent="c1").status == 201
     # When one is pruned with strategy delete
-    pruned = post(api, "/v1/threads/prune", {"thread_ids": ["p-1"], "strategy": "delete"})
+    pruned = post(api, "/v1/threads:prune", {"thread_ids": ["p-1"], "strategy": "delete"})
     assert pruned.data == {"pruned_threads": 1, "deleted_checkpoints": 2}
     # Then it is gone with every item of its partition, the other is untouched
     assert_not_found(get_tuple(api, "p-1"))
@@ -353,7 +353,7 @@ def test_deleting_a_run_keeps_the_values_later_checkpoints_share(api: ApiDriver)
     assert put(api, "t-runs", "c2", {"l": 1, "s": 1, "n": 1}, {"n": typed(b"n")}, parent="c1",
                metadata={"run_id": "r2"}).status == 201  # fmt: skip
     # When r1's checkpoints are deleted
-    assert post(api, "/v1/threads/delete-for-runs", {"run_ids": ["r1", "unknown"]}).data == {"deleted_checkpoints": 1}
+    assert post(api, "/v1/threads:delete-for-runs", {"run_ids": ["r1", "unknown"]}).data == {"deleted_checkpoints": 1}
     # Then c2 reads every value it had, and c1 is gone
     assert ids_of(list_page(api, "t-runs")) == ["c2"]
     assert values_of(get_tuple(api, "t-runs").data) == {
@@ -362,7 +362,7 @@ def test_deleting_a_run_keeps_the_values_later_checkpoints_share(api: ApiDriver)
         "n": ("msgpack", b"n"),
     }
     # And a repeat deletes nothing more
-    assert post(api, "/v1/threads/delete-for-runs", {"run_ids": ["r1"]}).data == {"deleted_checkpoints": 0}
+    assert post(api, "/v1/threads:delete-for-runs", {"run_ids": ["r1"]}).data == {"deleted_checkpoints": 0}
 
 
 def test_prune_keep_latest_keeps_what_the_latest_of_each_namespace_needs(api: ApiDriver, aws: Any) -> None:
@@ -376,7 +376,7 @@ def test_prune_keep_latest_keeps_what_the_latest_of_each_namespace_needs(api: Ap
     assert put(api, "t-keep", "s2", {"z": 2}, {"z": typed(b"z2")}, ns="sub", parent="s1").status == 201
     kept_writes = writes_of(get_tuple(api, "t-keep").data)
     # When pruned to the latest
-    pruned = post(api, "/v1/threads/prune", {"thread_ids": ["t-keep", "t-keep"], "strategy": "keep_latest"})
+    pruned = post(api, "/v1/threads:prune", {"thread_ids": ["t-keep", "t-keep"], "strategy": "keep_latest"})
     assert pruned.data == {"pruned_threads": 1, "deleted_checkpoints": 3}
     # Then the latest of each namespace reads whole, and only the value items it needs are left
     assert sorted(ids_of(list_page(api, "t-keep"))) == ["c3", "s2"]
@@ -387,7 +387,7 @@ def test_prune_keep_latest_keeps_what_the_latest_of_each_namespace_needs(api: Ap
     value_items = [i for i in thread_items(aws, "t-keep") if i["sk"]["S"].startswith(("V#", "W#"))]
     assert len(value_items) == 3  # x@1, y@3 and the write's value
     # And pruning again changes nothing
-    again = post(api, "/v1/threads/prune", {"thread_ids": ["t-keep"], "strategy": "keep_latest"})
+    again = post(api, "/v1/threads:prune", {"thread_ids": ["t-keep"], "strategy": "keep_latest"})
     assert again.data == {"pruned_threads": 1, "deleted_checkpoints": 0}
 
 
@@ -951,9 +951,9 @@ def test_another_agents_key_gets_the_missing_threads_404_on_every_route(callers:
         assert answer.status == 404, name
         assert_not_found(answer)
     # And prune and delete-for-runs act on bob's own threads only
-    pruned = post(callers, "/v1/threads/prune", {"thread_ids": ["t-mine"], "strategy": "delete"}, secret=BOB_SECRET)
+    pruned = post(callers, "/v1/threads:prune", {"thread_ids": ["t-mine"], "strategy": "delete"}, secret=BOB_SECRET)
     assert pruned.data == {"pruned_threads": 0, "deleted_checkpoints": 0}
-    runs = post(callers, "/v1/threads/delete-for-runs", {"run_ids": ["run-x"]}, secret=BOB_SECRET)
+    runs = post(callers, "/v1/threads:delete-for-runs", {"run_ids": ["run-x"]}, secret=BOB_SECRET)
     assert runs.data == {"deleted_checkpoints": 0}
     # A write naming the operator is refused as a write for someone else
     named = put(callers, "t-mine", "c9", {}, secret=BOB_SECRET, agent="operator")
@@ -994,9 +994,9 @@ def test_another_tenant_sees_nothing(callers: ApiDriver, aws: Any) -> None:
         assert answer.status == 404, name
         assert_not_found(answer)
     assert_not_found(get_tuple(callers, "t-acme", secret=STRANGER_SECRET, agent="operator"))
-    runs = post(callers, "/v1/threads/delete-for-runs", {"run_ids": ["r"]}, secret=STRANGER_SECRET)
+    runs = post(callers, "/v1/threads:delete-for-runs", {"run_ids": ["r"]}, secret=STRANGER_SECRET)
     assert runs.data == {"deleted_checkpoints": 0}
-    prune = post(callers, "/v1/threads/prune", {"thread_ids": ["t-acme"]}, secret=STRANGER_SECRET)
+    prune = post(callers, "/v1/threads:prune", {"thread_ids": ["t-acme"]}, secret=STRANGER_SECRET)
     assert prune.data == {"pruned_threads": 0, "deleted_checkpoints": 0}
     assert thread_items(aws, "t-acme") == before
     assert values_of(get_tuple(callers, "t-acme").data) == {"a": ("msgpack", b"acme")}
@@ -1013,12 +1013,12 @@ def test_each_route_needs_its_scope_and_a_refusal_writes_nothing(callers: ApiDri
         "writes": put_writes(callers, "t-scope", "c1", "task", [("a", b"x")], secret=READER_SECRET),
         "copy": post(callers, thread_path("t-scope", "/copy"), {"target_thread_id": "x"}, secret=READER_SECRET),
         "delete": delete_thread(callers, "t-scope", secret=READER_SECRET),
-        "prune": post(callers, "/v1/threads/prune", {"thread_ids": ["t-scope"]}, secret=READER_SECRET),
-        "runs": post(callers, "/v1/threads/delete-for-runs", {"run_ids": ["rs"]}, secret=READER_SECRET),
+        "prune": post(callers, "/v1/threads:prune", {"thread_ids": ["t-scope"]}, secret=READER_SECRET),
+        "runs": post(callers, "/v1/threads:delete-for-runs", {"run_ids": ["rs"]}, secret=READER_SECRET),
         # checkpoints:write is not checkpoints:delete
         "delete by writer": delete_thread(callers, "t-scope", secret=WRITER_SECRET),
-        "prune by writer": post(callers, "/v1/threads/prune", {"thread_ids": ["t-scope"]}, secret=WRITER_SECRET),
-        "runs by writer": post(callers, "/v1/threads/delete-for-runs", {"run_ids": ["rs"]}, secret=WRITER_SECRET),
+        "prune by writer": post(callers, "/v1/threads:prune", {"thread_ids": ["t-scope"]}, secret=WRITER_SECRET),
+        "runs by writer": post(callers, "/v1/threads:delete-for-runs", {"run_ids": ["rs"]}, secret=WRITER_SECRET),
     }
     assert {name: answer.status for name, answer in refused.items()} == dict.fromkeys(refused, 403)
     assert table_items(aws) == before
@@ -1069,9 +1069,9 @@ def _rejections(api: ApiDriver) -> list[tuple[Result, str]]:
         (post(api, thread_path("x" * 201, "/checkpoints"), good), "/thread_id"),
         (post(api, thread_path("t-valid", "/writes"), {**writes, "writes": []}), "/writes"),
         (post(api, thread_path("t-valid", "/writes"), {**writes, "task_id": "bad\ttask"}), "/task_id"),
-        (post(api, "/v1/threads/prune", {"thread_ids": [f"t{n}" for n in range(101)]}), "/thread_ids"),
-        (post(api, "/v1/threads/prune", {"thread_ids": ["t"], "strategy": "all"}), "/strategy"),
-        (post(api, "/v1/threads/delete-for-runs", {"run_ids": []}), "/run_ids"),
+        (post(api, "/v1/threads:prune", {"thread_ids": [f"t{n}" for n in range(101)]}), "/thread_ids"),
+        (post(api, "/v1/threads:prune", {"thread_ids": ["t"], "strategy": "all"}), "/strategy"),
+        (post(api, "/v1/threads:delete-for-runs", {"run_ids": []}), "/run_ids"),
         (post(api, thread_path("t-valid", "/copy"), {"target_thread_id": "a\x7fb"}), "/target_thread_id"),
         (list_page(api, "t-valid", limit=0), "/limit"),
         (list_page(api, "t-valid", limit=201), "/limit"),

@@ -804,3 +804,114 @@ def test_a_revision_path_parameter_is_a_storable_revision_or_a_validation_error(
         assert refused.value.errors[0].pointer == "/revision"
         return
     assert revision_from_path(raw) == int(raw)
+
+
+# -- LangGraph threads -------------------------------------------------------------------------------------------
+
+_TYPED = st.fixed_dictionaries(
+    {
+        "type": st.one_of(st.sampled_from(["msgpack", "json", "null", "empty", "msgpack+aes"]), st.text(max_size=45)),
+        "data": st.one_of(st.binary(max_size=40).map(lambda b: base64.b64encode(b).decode()), st.text(max_size=20)),
+    }
+)
+_VERSIONS = st.one_of(
+    st.integers(-(2**60), 2**60), st.floats(allow_nan=False, allow_infinity=False), st.text(max_size=8)
+)
+THREAD_PUT_BODIES = st.fixed_dictionaries(
+    {
+        "checkpoint": st.one_of(
+            st.fixed_dictionaries(
+                {
+                    "id": st.text(max_size=210),
+                    "channel_versions": st.dictionaries(st.text(max_size=5), _VERSIONS, max_size=4),
+                },
+                optional={
+                    "v": st.integers(0, 5),
+                    "channel_values": json_values(max_leaves=2),
+                    "ts": st.text(max_size=5),
+                },
+            ),
+            json_values(max_leaves=3),
+        ),
+    },
+    optional={
+        "metadata": st.one_of(
+            st.dictionaries(st.text(max_size=6), json_values(max_leaves=3), max_size=4), json_values(max_leaves=2)
+        ),
+        "values": st.one_of(st.dictionaries(st.text(max_size=5), _TYPED, max_size=4), json_values(max_leaves=2)),
+        "checkpoint_ns": st.text(max_size=20),
+        "parent_checkpoint_id": st.one_of(st.none(), st.text(max_size=20)),
+        "ttl_seconds": st.one_of(st.integers(0, 3_000_000), json_values(max_leaves=1)),
+    },
+)
+
+
+@settings(PROFILE, max_examples=examples(400))
+@given(body=st.one_of(THREAD_PUT_BODIES, json_values(max_leaves=5)))
+def test_a_thread_put_body_is_a_request_or_errors_naming_their_fields(body: Any) -> None:
+    from baton.domain.threads import PutCheckpointRequest, version_key
+
+    tried("thread_put_body", body=body)
+    request = validated(body, PutCheckpointRequest)
+    if request is None:
+        return
+    # An accepted put stores every value it names under a version key that reads back one way.
+    for channel, value in request.values.items():
+        assert channel in request.checkpoint.channel_versions
+        assert base64.b64encode(value.raw()).decode() == value.data
+        version_key(request.checkpoint.channel_versions[channel])
+
+
+@settings(PROFILE, max_examples=examples(400))
+@given(data=st.one_of(st.text(max_size=30), st.binary(max_size=30).map(lambda b: base64.b64encode(b).decode())))
+def test_base64_data_is_its_bytes_canonical_encoding_or_refused(data: str) -> None:
+    from baton.domain.threads import decode_data
+
+    tried("thread_base64", data=data)
+    raw, refused = attempt(lambda: decode_data(data), ValueError)
+    if refused is None:
+        assert raw is not None
+        assert base64.b64encode(raw).decode("ascii") == data
+
+
+@settings(PROFILE, max_examples=examples(300))
+@given(first=_VERSIONS, second=_VERSIONS)
+def test_two_versions_share_a_key_only_when_they_are_the_same_number_or_text(first: Any, second: Any) -> None:
+    from baton.domain.threads import version_key
+
+    tried("thread_version_key", first=first, second=second)
+    same_value = type(first) is type(second) and first == second
+    same_number = isinstance(first, int | float) and isinstance(second, int | float) and first == second
+    if version_key(first) == version_key(second):
+        assert same_value or same_number
+    elif same_value:
+        raise AssertionError("one version, two keys")
+
+
+@settings(PROFILE, max_examples=examples(300))
+@given(raw=st.one_of(st.none(), st.text(max_size=40), json_values(max_leaves=4).map(json.dumps)))
+def test_a_filter_parameter_is_an_object_or_refused(raw: str | None) -> None:
+    from baton.domain.threads import parse_filter
+
+    tried("thread_filter", raw=raw)
+    with lambda_stack():
+        found, refused = attempt(lambda: parse_filter(raw), ValueError)
+    if refused is None:
+        assert found is None or isinstance(found, dict)
+
+
+@settings(PROFILE, max_examples=examples(300))
+@given(namespace=st.text(max_size=400), checkpoint_id=st.text(min_size=1, max_size=30))
+def test_a_thread_checkpoint_key_reads_back_to_its_namespace_and_id(namespace: str, checkpoint_id: str) -> None:
+    from baton.store import layout
+
+    tried("thread_keys", namespace=namespace, checkpoint_id=checkpoint_id)
+    sk = layout.thread_checkpoint_sk(namespace, checkpoint_id)
+    # A namespace over 100 bytes is written as its digest (the item names it): the id reads back either way.
+    short = len(namespace.encode()) <= layout.KEY_PART_BYTES
+    assert layout.read_thread_checkpoint_sk(sk) == (namespace if short else None, checkpoint_id)
+    assert len(sk.encode()) <= 2 + 5 + layout.KEY_PART_BYTES + 1 + 4 * len(checkpoint_id)
+    assert sk.startswith(layout.thread_checkpoints(namespace))
+    # No other namespace's prefix covers it (a namespace's Query never reads another's checkpoints).
+    other = namespace + "x"
+    assert not sk.startswith(layout.thread_checkpoints(other))

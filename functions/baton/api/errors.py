@@ -107,6 +107,10 @@ def field_errors(raw: Sequence[Any]) -> list[e.FieldError]:
         path = loc[1:] if source in ("body", "query", "path", "header") else loc
         # A union of a constrained type with None reports its branch names; they are not fields.
         path = tuple(p for p in path if not (isinstance(p, str) and p.startswith(("function-", "constrained-"))))
+        if path and path[-1] == "[key]":
+            # A dict key that breaks its rule (a channel name): pydantic names the key, then marks it; the pointer is
+            # the key's own, as a client wrote it.
+            path = path[:-1]
         if source == "header" and path and isinstance(path[0], str):
             # powertools reads headers lower-cased (HTTP compares them so); name them as the contract writes them
             path = ("-".join(word.capitalize() for word in path[0].split("-")), *path[1:])

@@ -24,7 +24,10 @@ from baton.domain.models import RequestModel
 MAX_THREAD_ID_CHARS: Final = 200
 MAX_NAMESPACE_CHARS: Final = 1_000
 MAX_NAME_CHARS: Final = 200
-"""Longest checkpoint id, channel name, task id or run id."""
+"""Longest channel name, task id or run id."""
+MAX_CHECKPOINT_ID_CHARS: Final = 128
+"""Longest checkpoint id: it is written as itself in sort keys (ids sort by time), which DynamoDB caps at 1 KB."""
+MAX_VERSION_CHARS: Final = 200
 MAX_TASK_PATH_CHARS: Final = 1_000
 MAX_METADATA_BYTES: Final = 32_768
 """Largest metadata object (compact JSON): metadata is filtered on, so it stays small."""
@@ -50,6 +53,9 @@ _NO_CONTROL_NONEMPTY: Final = r"^[^\x00-\x1f\x7f-\x9f]+$"
 ThreadId = Annotated[str, StringConstraints(min_length=1, max_length=MAX_THREAD_ID_CHARS, pattern=_NO_CONTROL_NONEMPTY)]
 Namespace = Annotated[str, StringConstraints(max_length=MAX_NAMESPACE_CHARS, pattern=_NO_CONTROL)]
 Name = Annotated[str, StringConstraints(min_length=1, max_length=MAX_NAME_CHARS, pattern=_NO_CONTROL_NONEMPTY)]
+CheckpointId = Annotated[
+    str, StringConstraints(min_length=1, max_length=MAX_CHECKPOINT_ID_CHARS, pattern=_NO_CONTROL_NONEMPTY)
+]
 TaskPath = Annotated[str, StringConstraints(max_length=MAX_TASK_PATH_CHARS, pattern=_NO_CONTROL)]
 TypeTag = Annotated[
     str,
@@ -65,11 +71,15 @@ Base64Data = Annotated[
     str,
     Field(
         description="The serialized bytes, standard base64 with padding ('' for none).",
-        json_schema_extra={"contentEncoding": "base64", "pattern": r"^[A-Za-z0-9+/]*={0,2}$"},
+        json_schema_extra={
+            "contentEncoding": "base64",
+            # Canonical base64: whole groups, then a last one whose unused bits are zero.
+            "pattern": r"^(?:[A-Za-z0-9+/]{4})*(?:[A-Za-z0-9+/][AQgw]==|[A-Za-z0-9+/]{2}[AEIMQUYcgkosw048]=)?$",
+        },
     ),
 ]
 Version = Annotated[
-    str | int | float,
+    Annotated[str, StringConstraints(max_length=MAX_VERSION_CHARS)] | int | float,
     Field(description="A channel version as LangGraph made it: a string, an integer or a number."),
 ]
 ThreadTtlSeconds = Annotated[int, Field(ge=limits.MIN_TTL_SECONDS, le=limits.MAX_TTL_SECONDS)]
@@ -115,13 +125,17 @@ class TypedValue(RequestModel):
         return base64.b64decode(self.data)
 
 
+JSON_VALUES: Final[dict[str, Any]] = {"$ref": "#/components/schemas/JsonValue"}
+"""How the API description states a field's free JSON: numbers within ±(2^53-1), as every body is read."""
+
+
 class CheckpointBody(BaseModel):
     """A LangGraph checkpoint without its channel values: `id` and `channel_versions` are read, every other field is
     kept as sent."""
 
-    model_config = ConfigDict(strict=True, extra="allow")
+    model_config = ConfigDict(strict=True, extra="allow", json_schema_extra={"additionalProperties": dict(JSON_VALUES)})
 
-    id: Name
+    id: CheckpointId
     channel_versions: dict[Name, Version] = Field(default_factory=dict)
 
     @model_validator(mode="after")
@@ -143,9 +157,13 @@ class PutCheckpointRequest(RequestModel):
     """Body of `POST /v1/threads/{thread_id}/checkpoints` (LangGraph's `put`)."""
 
     checkpoint: CheckpointBody
-    metadata: dict[str, Any] = Field(default_factory=dict)
+    metadata: dict[str, Any] = Field(
+        default_factory=dict,
+        description="The checkpoint's metadata (LangGraph's); list filters match it exactly.",
+        json_schema_extra={"additionalProperties": dict(JSON_VALUES)},
+    )
     checkpoint_ns: Namespace = ""
-    parent_checkpoint_id: Name | None = None
+    parent_checkpoint_id: CheckpointId | None = None
     values: dict[Name, TypedValue] = Field(
         default_factory=dict,
         description=(
@@ -193,7 +211,7 @@ class WriteIn(TypedValue):
 class PutWritesRequest(RequestModel):
     """Body of `POST /v1/threads/{thread_id}/writes` (LangGraph's `put_writes`)."""
 
-    checkpoint_id: Name
+    checkpoint_id: CheckpointId
     task_id: Name
     writes: Annotated[list[WriteIn], Field(min_length=1, max_length=MAX_WRITES)]
     checkpoint_ns: Namespace = ""
@@ -205,7 +223,7 @@ class PutWritesRequest(RequestModel):
 
 
 class PruneRequest(RequestModel):
-    """Body of `POST /v1/threads/prune`."""
+    """Body of `POST /v1/threads:prune`."""
 
     thread_ids: Annotated[list[ThreadId], Field(min_length=1, max_length=MAX_THREAD_IDS)]
     strategy: Literal["keep_latest", "delete"] = "keep_latest"
@@ -218,7 +236,7 @@ class CopyThreadRequest(RequestModel):
 
 
 class DeleteRunsRequest(RequestModel):
-    """Body of `POST /v1/threads/delete-for-runs`."""
+    """Body of `POST /v1/threads:delete-for-runs`."""
 
     run_ids: Annotated[list[Name], Field(min_length=1, max_length=MAX_THREAD_IDS)]
 

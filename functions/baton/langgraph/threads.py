@@ -344,10 +344,10 @@ def copy_thread(source_thread_id: str, target_thread_id: str, agent_id: str | No
 
 
 def prune(thread_ids: Sequence[str], strategy: str, agent_id: str | None) -> Call[Any]:
-    """`POST /v1/threads/prune` for at most `MAX_IDS_PER_CALL` threads."""
+    """`POST /v1/threads:prune` for at most `MAX_IDS_PER_CALL` threads."""
     return Call(
         method="POST",
-        path="/v1/threads/prune",
+        path="/v1/threads:prune",
         params=_with_agent({}, agent_id) or None,
         body={"thread_ids": list(thread_ids), "strategy": strategy},
         has_body=True,
@@ -357,10 +357,10 @@ def prune(thread_ids: Sequence[str], strategy: str, agent_id: str | None) -> Cal
 
 
 def delete_for_runs(run_ids: Sequence[str], agent_id: str | None) -> Call[Any]:
-    """`POST /v1/threads/delete-for-runs` for at most `MAX_IDS_PER_CALL` runs."""
+    """`POST /v1/threads:delete-for-runs` for at most `MAX_IDS_PER_CALL` runs."""
     return Call(
         method="POST",
-        path="/v1/threads/delete-for-runs",
+        path="/v1/threads:delete-for-runs",
         params=_with_agent({}, agent_id) or None,
         body={"run_ids": list(run_ids)},
         has_body=True,

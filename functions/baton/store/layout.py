@@ -47,6 +47,7 @@ while a later save may already have written the next, so one key must never name
 
 from __future__ import annotations
 
+import hashlib
 from typing import Final
 
 from baton.store import schema
@@ -182,13 +183,30 @@ def read_thread_pk(pk: str) -> tuple[str, str, str]:
     return tenant_id, agent_id, thread_id
 
 
+KEY_PART_BYTES: Final = 100
+"""Longest free-form part written as itself in a thread sort key; a longer one is written as its digest, so that no
+sort key passes DynamoDB's 1,024 bytes whatever the characters (the item then names it in full)."""
+HASHED: Final = "h:"
+
+
 def sized(text: str) -> str:
     """A free-form part of a sort key, written length-first so that it parses back one way."""
     return f"{len(text)}:{text}"
 
 
-def read_sized(text: str) -> tuple[str, str]:
-    """(part, rest after its `#`) back from a length-first part at the start of `text`."""
+def part(text: str) -> str:
+    """A free-form part of a thread sort key: length-first, or `h:` and its SHA-256 when over `KEY_PART_BYTES`
+    (a length starts with a digit, so the two forms never meet)."""
+    raw = text.encode("utf-8")
+    return sized(text) if len(raw) <= KEY_PART_BYTES else HASHED + hashlib.sha256(raw).hexdigest()
+
+
+def read_sized(text: str) -> tuple[str | None, str]:
+    """(part, rest after its `#`) back from a part at the start of `text`; the part is None when it was written as
+    its digest."""
+    if text.startswith(HASHED):
+        end = len(HASHED) + 64
+        return None, text[end + 1 :]
     length, _, rest = text.partition(":")
     size = int(length)
     return rest[:size], rest[size + 1 :]
@@ -196,7 +214,7 @@ def read_sized(text: str) -> tuple[str, str]:
 
 def thread_checkpoints(namespace: str | None) -> str:
     """Sort-key prefix of a namespace's checkpoints (None: of every namespace's)."""
-    return THREAD_CHECKPOINT if namespace is None else f"{THREAD_CHECKPOINT}{sized(namespace)}#"
+    return THREAD_CHECKPOINT if namespace is None else f"{THREAD_CHECKPOINT}{part(namespace)}#"
 
 
 def thread_checkpoint_sk(namespace: str, checkpoint_id: str) -> str:
@@ -204,14 +222,15 @@ def thread_checkpoint_sk(namespace: str, checkpoint_id: str) -> str:
     return f"{thread_checkpoints(namespace)}{checkpoint_id}"
 
 
-def read_thread_checkpoint_sk(sk: str) -> tuple[str, str]:
-    """(namespace, checkpoint_id) back from a thread checkpoint's sort key."""
+def read_thread_checkpoint_sk(sk: str) -> tuple[str | None, str]:
+    """(namespace, checkpoint_id) back from a thread checkpoint's sort key (the namespace None when the key holds its
+    digest: the item names it)."""
     return read_sized(sk.removeprefix(THREAD_CHECKPOINT))
 
 
 def thread_value_sk(generation: str, namespace: str, channel: str, version: str) -> str:
     """Sort key of the value of one version of a channel (`version` as `threads.version_key` writes it)."""
-    return f"{THREAD_VALUE}{generation}#{sized(namespace)}#{sized(channel)}#{version}"
+    return f"{THREAD_VALUE}{generation}#{part(namespace)}#{part(channel)}#{part(version)}"
 
 
 def thread_values(generation: str) -> str:
@@ -221,7 +240,7 @@ def thread_values(generation: str) -> str:
 
 def thread_write_value_sk(namespace: str, checkpoint_id: str, value_id: str) -> str:
     """Sort key of a pending write's value too large to ride in its checkpoint's item."""
-    return f"{THREAD_WRITE_VALUE}{sized(namespace)}#{sized(checkpoint_id)}#{value_id}"
+    return f"{THREAD_WRITE_VALUE}{part(namespace)}#{sized(checkpoint_id)}#{value_id}"
 
 
 def run_index_pk(tenant_id: str, agent_id: str, run_id: str) -> str:

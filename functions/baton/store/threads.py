@@ -91,6 +91,8 @@ VERSION: Final = "v"
 CHANNEL: Final = "c"
 TASK_PATH: Final = "p"
 REFERENCE: Final = "r"
+NAMESPACE: Final = "ns"
+"""The namespace in full, on a checkpoint item whose key holds the namespace's digest (a long one)."""
 
 _TOUCH_LIVE: Final = f"attribute_not_exists(#{schema.PK}) OR #{EXPIRES_MS} > :now"
 _TOUCH: Final = (
@@ -378,6 +380,9 @@ class ThreadStore:
             ":zero": {"N": "0"},
         }
         removals = []
+        if layout.part(namespace).startswith(layout.HASHED):
+            update += f", #{NAMESPACE} = :ns"
+            values[":ns"] = {"S": namespace}
         if parent_id is not None:
             update += f", #{PARENT} = :par"
             values[":par"] = {"S": parent_id}
@@ -747,7 +752,8 @@ class ThreadStore:
 
     def _load(self, item: Item) -> _Loaded:
         """A checkpoint item decoded: its document, its inline values and writes, and the keys of the rest."""
-        namespace, checkpoint_id = layout.read_thread_checkpoint_sk(item[schema.SK]["S"])
+        keyed, checkpoint_id = layout.read_thread_checkpoint_sk(item[schema.SK]["S"])
+        namespace = keyed if keyed is not None else item[NAMESPACE]["S"]
         stored = bytes(item[DOCUMENT]["B"])
         text = codec.decode(stored, 8 * limits.MAX_STATE_BYTES) if codec.is_packed(stored) else stored
         document = json.loads(text)
@@ -846,8 +852,12 @@ class ThreadStore:
                 TableName=self._table, Key=layout.key(pk, layout.THREAD_HEAD_SK), ReturnValues="ALL_OLD"
             )
             head = _live_head(answer.get("Attributes"), now_ms)
+            # botocore sent the delete again (the first answer was lost): the first may have deleted the head, so
+            # the old image is gone. Whether the thread existed is then unknown; it is gone now, which is what the
+            # caller asked, and a retry of a landed delete must not answer 404.
+            retried = int(answer.get("ResponseMetadata", {}).get("RetryAttempts", 0)) > 0
             self._delete_partition(pk, deadline)
-        return head is not None
+        return head is not None or retried
 
     def _delete_partition(self, pk: str, deadline: float) -> bool:
         """Delete every item of a partition, page by page, until `deadline`; True when nothing is left."""

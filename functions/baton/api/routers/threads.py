@@ -391,7 +391,7 @@ def copy_thread(
 
 
 @router.post(
-    "/v1/threads/prune",
+    "/v1/threads:prune",
     summary="Prune threads",
     description=(
         "LangGraph's prune: keep_latest keeps the latest checkpoint of each namespace (its pending writes and the "
@@ -415,7 +415,7 @@ def prune_threads(
 
 
 @router.post(
-    "/v1/threads/delete-for-runs",
+    "/v1/threads:delete-for-runs",
     summary="Delete the checkpoints of runs",
     description=(
         "LangGraph's delete_for_runs: every thread checkpoint of the agent whose metadata.run_id is one of run_ids, "
