@@ -650,7 +650,7 @@ def test_many_small_channels_never_make_an_item_over_400_kb(api: ApiDriver, aws:
     # Then it is stored with every item under 400 KB, or refused naming values with nothing written
     items = thread_items(aws, "t-wide")
     if answer.status == 413:
-        assert answer.error["details"]["field"] == "values"
+        assert answer.error["details"]["field"] in ("values", "checkpoint")
         assert items == []
     else:
         assert answer.status == 201, answer.body

@@ -19,6 +19,8 @@ from typing import Annotated, Any, Final, Literal
 from pydantic import BaseModel, ConfigDict, Field, StringConstraints, ValidationInfo, field_validator, model_validator
 
 from baton.domain import limits
+from baton.domain.canonical import parse_strict
+from baton.domain.errors import ValidationFailed
 from baton.domain.models import RequestModel
 
 MAX_THREAD_ID_CHARS: Final = 200
@@ -306,6 +308,8 @@ class ThreadCheckpoint:
     metadata: dict[str, Any]
     values: dict[str, StoredValue]
     writes: list[tuple[PendingWrite, StoredValue]]
+    document_bytes: int = 0
+    """Bytes of the checkpoint and its metadata as stored JSON (what a page counts of them)."""
 
 
 @dataclass(frozen=True)
@@ -353,9 +357,10 @@ def parse_filter(raw: str | None) -> dict[str, Any] | None:
     if raw is None:
         return None
     try:
-        value = json.loads(raw)
-    except (ValueError, RecursionError):
-        raise ValueError("must be a JSON object, URL-encoded") from None
+        # Read as every body is read: no NaN or Infinity, no duplicate keys, numbers within ±(2^53-1).
+        value = parse_strict(raw)
+    except (ValidationFailed, RecursionError):
+        raise ValueError("must be a JSON object, URL-encoded, read as bodies are (no NaN, no duplicate keys)") from None
     if not isinstance(value, dict):
         raise ValueError("must be a JSON object, URL-encoded")
     return value

@@ -148,7 +148,7 @@ def put_body(
             values[channel] = {"type": "empty", "data": ""}
     body: dict[str, Any] = {
         "checkpoint": fields,
-        "metadata": dict(get_serializable_checkpoint_metadata(config, metadata)),
+        "metadata": json_safe(dict(get_serializable_checkpoint_metadata(config, metadata))),
         "checkpoint_ns": namespace_of(config),
         "values": values,
     }
@@ -221,10 +221,43 @@ def tuple_from(data: Any, serde: SerializerProtocol, downloads: Mapping[str, byt
     )
 
 
+MAX_SAFE_INTEGER = 2**53 - 1
+"""Largest integer Baton's JSON carries exactly (RFC 8785, I-JSON): its bodies refuse larger ones."""
+
+
+def json_safe(value: Any) -> Any:
+    """`value` with every integer beyond ±(2^53-1) written as its decimal string. LangGraph copies a config's
+    integers into metadata (a user id of 19 digits, say), which Baton's JSON cannot carry exactly; as a string it
+    round-trips digit for digit, and a filter naming it is converted the same way, so it still matches."""
+    if isinstance(value, bool):
+        return value
+    if isinstance(value, int) and abs(value) > MAX_SAFE_INTEGER:
+        return str(value)
+    if isinstance(value, dict):
+        return {key: json_safe(item) for key, item in value.items()}
+    if isinstance(value, list | tuple):
+        return [json_safe(item) for item in value]
+    return value
+
+
+def _same(left: Any, right: Any) -> bool:
+    """JSON equality as the server compares: numbers by value, booleans only with booleans, containers deeply."""
+    if isinstance(left, bool) or isinstance(right, bool):
+        return isinstance(left, bool) and isinstance(right, bool) and left == right
+    if isinstance(left, int | float) and isinstance(right, int | float):
+        return left == right
+    if isinstance(left, dict) and isinstance(right, dict):
+        return left.keys() == right.keys() and all(_same(left[k], right[k]) for k in left)
+    if isinstance(left, list) and isinstance(right, list):
+        return len(left) == len(right) and all(_same(a, b) for a, b in zip(left, right, strict=True))
+    return type(left) is type(right) and bool(left == right)
+
+
 def metadata_matches(metadata: Mapping[str, Any], filter: Mapping[str, Any] | None) -> bool:
-    """Whether every key of `filter` is in `metadata` with an equal value (the server's rule, for the one case the
-    saver checks itself: a list addressed to one checkpoint id)."""
-    return all(key in metadata and metadata[key] == value for key, value in (filter or {}).items())
+    """Whether every key of `filter` is in `metadata` with an equal JSON value (the server's rule, for the one case
+    the saver checks itself: a list addressed to one checkpoint id)."""
+    wanted = json_safe(dict(filter or {}))
+    return all(key in metadata and _same(metadata[key], value) for key, value in wanted.items())
 
 
 # -- the calls ------------------------------------------------------------------------------------------------------
@@ -298,7 +331,9 @@ def list_page(
     if before is not None:
         params["before"] = before
     if filter:
-        params["filter"] = json.dumps(filter, ensure_ascii=False, separators=(",", ":"), allow_nan=False)
+        params["filter"] = json.dumps(
+            json_safe(dict(filter)), ensure_ascii=False, separators=(",", ":"), allow_nan=False
+        )
     if limit is not None:
         params["limit"] = limit
     if cursor is not None:

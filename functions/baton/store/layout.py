@@ -245,7 +245,7 @@ def thread_write_value_sk(namespace: str, checkpoint_id: str, value_id: str) -> 
 
 def run_index_pk(tenant_id: str, agent_id: str, run_id: str) -> str:
     """gsi1 partition key under which an agent's thread checkpoints of one run are found."""
-    return f"R#{tenant_id}#{agent_id}#{run_id}"
+    return f"R#{tenant_id}#{agent_id}#{part(run_id)}"
 
 
 def key(pk: str, sk: str) -> Item:

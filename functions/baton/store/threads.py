@@ -59,11 +59,16 @@ if TYPE_CHECKING:
 INLINE_VALUE_BYTES: Final = 512
 """Values (and pending writes) of at most this many bytes ride in the checkpoint item; larger ones get an item."""
 MAX_INLINE_VALUE_BYTES: Final = 32_768
-"""Most bytes of small values one checkpoint item holds; the rest get items of their own (the item stays small)."""
+"""Most bytes of small values one checkpoint item holds (with their names and versions); the rest get items of their
+own (the item stays small)."""
+MAX_CHANNEL_INDEX_BYTES: Final = 65_536
+"""Most bytes a checkpoint item keeps of its channels (names, versions, small values): with the checkpoint (at most
+196 KB of JSON with its metadata) and its pending writes (128 KB), the item stays under DynamoDB's 400 KB."""
 ITEM_VALUE_BYTES: Final = 350_000
 """Most stored bytes a value item holds; a value that packs to more lives in the bucket."""
-PAGE_VALUE_BYTES: Final = 3_000_000
-"""A list page stops (with a cursor) once the values it carries pass this many bytes: every answer fits Lambda."""
+PAGE_ANSWER_BYTES: Final = 4_200_000
+"""A list page stops (with a cursor) before its answer passes this many bytes of JSON (checkpoints, metadata, and
+values as base64): base64-encoded again towards API Gateway, it still fits Lambda's 6 MB. One tuple always fits."""
 WRITE_ROUNDS: Final = 4
 """BatchWriteItem rounds for what DynamoDB leaves unprocessed (then 503)."""
 WRITE_BACKOFF_SECONDS: Final = 0.05
@@ -91,6 +96,10 @@ VERSION: Final = "v"
 CHANNEL: Final = "c"
 TASK_PATH: Final = "p"
 REFERENCE: Final = "r"
+MAX_KEY_BYTES: Final = 1_024
+"""DynamoDB's longest sort key (a cursor's position beyond it is not one this store made)."""
+NO_ITEM: Final[Item] = {}
+"""What a refused conditional write found when there was no item."""
 NAMESPACE: Final = "ns"
 """The namespace in full, on a checkpoint item whose key holds the namespace's digest (a long one)."""
 
@@ -155,6 +164,7 @@ class _Loaded:
     namespace: str
     checkpoint_id: str
     document: dict[str, Any]
+    document_bytes: int
     values: dict[str, StoredValue] = field(default_factory=dict)
     missing: dict[str, str] = field(default_factory=dict)
     """Channel -> sort key of its value item, for values not inline."""
@@ -191,27 +201,31 @@ class ThreadStore:
         pk = layout.thread_pk(tenant_id, agent_id, thread_id)
         versions: dict[str, Any] = document.get("channel_versions", {})
         with translated_errors():
-            head = self._touch(pk, ttl_seconds, now_ms)
+            # Everything is decided, and checked against the limits, before anything is written: a refused put
+            # changes nothing (not even the thread's expiry).
+            carried = [c for c in versions if c not in values]
+            source = self._carry_source(pk, namespace, parent_id) if carried else None
             inline: dict[str, Any] = {}
             sizes: dict[str, Any] = {}
-            carried = [c for c in versions if c not in values]
-            if carried and parent_id is not None:
-                self._carry(pk, namespace, parent_id, head.generation, versions, carried, inline, sizes)
-            value_items: list[Item] = []
-            inline_bytes = sum(len(entry[BYTES]) for entry in inline.values())
+            if source is not None:
+                _carry(source, versions, carried, inline, sizes)
+            out_of_line: list[tuple[str, str, str, bytes]] = []
+            index = sum(_index_bytes(c, e[VERSION], e[TYPE], len(e[BYTES])) for c, e in inline.items())
+            index += sum(_index_bytes(c, e[0]) for c, e in sizes.items())
             # What a read of this checkpoint answers with: values held in the table (those in the bucket are URLs).
-            answered = inline_bytes + sum(int(s[1]) for s in sizes.values() if not s[2])
+            answered = sum(len(e[BYTES]) for e in inline.values()) + sum(int(e[1]) for e in sizes.values() if not e[2])
             for channel, (type_tag, raw) in values.items():
                 key = version_key(versions[channel])
                 in_bucket = len(raw) > ITEM_VALUE_BYTES
                 answered += 0 if in_bucket else len(raw)
-                if len(raw) <= INLINE_VALUE_BYTES and inline_bytes + len(raw) <= MAX_INLINE_VALUE_BYTES:
+                entry_bytes = _index_bytes(channel, key, type_tag, len(raw))
+                if len(raw) <= INLINE_VALUE_BYTES and index + entry_bytes <= MAX_INLINE_VALUE_BYTES:
                     inline[channel] = {VERSION: key, TYPE: type_tag, BYTES: raw}
-                    inline_bytes += len(raw)
+                    index += entry_bytes
                     continue
                 sizes[channel] = [key, len(raw), int(in_bucket)]
-                sk = layout.thread_value_sk(head.generation, namespace, channel, key)
-                value_items.append(self._value_item(pk, sk, tenant_id, type_tag, raw, head.generation))
+                index += _index_bytes(channel, key)
+                out_of_line.append((channel, key, type_tag, raw))
             if answered > MAX_CHECKPOINT_VALUE_BYTES:
                 raise PayloadTooLarge(
                     field="values",
@@ -220,6 +234,30 @@ class ThreadStore:
                     what=f"The channel values of this checkpoint held in the table (values over {ITEM_VALUE_BYTES} "
                     "bytes each go to the bucket and do not count)",
                 )
+            if index > MAX_CHANNEL_INDEX_BYTES:
+                raise PayloadTooLarge(
+                    field="checkpoint",
+                    limit_bytes=MAX_CHANNEL_INDEX_BYTES,
+                    actual_bytes=index,
+                    what="What this checkpoint's item keeps of its channels (names, versions and small values)",
+                )
+            head = self._touch(pk, ttl_seconds, now_ms)
+            if source is not None and source.get(GENERATION, {}).get("S") != head.generation:
+                # What was carried belongs to a former life of the thread: none of it is this one's.
+                for channel in carried:
+                    inline.pop(channel, None)
+                    sizes.pop(channel, None)
+            value_items = [
+                self._value_item(
+                    pk,
+                    layout.thread_value_sk(head.generation, namespace, channel, key),
+                    tenant_id,
+                    tag,
+                    raw,
+                    head.generation,
+                )
+                for channel, key, tag, raw in out_of_line
+            ]
             self._batch_put(value_items)
             self._put_checkpoint(
                 pk, namespace, document, metadata, parent_id, inline, sizes, head, (tenant_id, agent_id), now_ms
@@ -290,41 +328,33 @@ class ThreadStore:
             raise
         return head
 
-    def _carry(
-        self,
-        pk: str,
-        namespace: str,
-        parent_id: str,
-        generation: str,
-        versions: dict[str, Any],
-        carried: list[str],
-        inline: dict[str, Any],
-        sizes: dict[str, Any],
-    ) -> None:
-        """Copy from the parent's item what a child keeps: small values and the sizes of large ones whose version
-        did not change (one consistent GetItem of two attributes)."""
+    def _carry_source(self, pk: str, namespace: str, parent_id: str | None) -> Item | None:
+        """The item a put carries small values (and the sizes of large ones) from: its parent (one consistent GetItem
+        of three attributes), or, without one or when it is gone, the namespace's latest checkpoint (one Query)."""
         projection = f"#{GENERATION}, #{INLINE}, #{SIZES}"
-        answer = self._client.get_item(
+        if parent_id is not None:
+            answer = self._client.get_item(
+                TableName=self._table,
+                Key=layout.key(pk, layout.thread_checkpoint_sk(namespace, parent_id)),
+                ProjectionExpression=projection,
+                ExpressionAttributeNames=names_in(projection),
+                ConsistentRead=True,
+            )
+            if answer.get("Item"):
+                return answer["Item"]
+        condition = f"#{schema.PK} = :pk AND begins_with(#{schema.SK}, :prefix)"
+        latest = self._client.query(
             TableName=self._table,
-            Key=layout.key(pk, layout.thread_checkpoint_sk(namespace, parent_id)),
+            KeyConditionExpression=condition,
             ProjectionExpression=projection,
-            ExpressionAttributeNames=names_in(projection),
+            ExpressionAttributeNames=names_in(condition, projection),
+            ExpressionAttributeValues={":pk": {"S": pk}, ":prefix": {"S": layout.thread_checkpoints(namespace)}},
             ConsistentRead=True,
+            ScanIndexForward=False,
+            Limit=1,
         )
-        parent = answer.get("Item")
-        if not parent or parent.get(GENERATION, {}).get("S") != generation:
-            return
-        parent_inline = parent.get(INLINE, {}).get("M", {})
-        parent_sizes = parent.get(SIZES, {}).get("M", {})
-        for channel in carried:
-            key = version_key(versions[channel])
-            small = parent_inline.get(channel, {}).get("M")
-            if small is not None and small[VERSION]["S"] == key:
-                inline[channel] = {VERSION: key, TYPE: small[TYPE]["S"], BYTES: bytes(small[BYTES]["B"])}
-                continue
-            large = parent_sizes.get(channel, {}).get("L")
-            if large is not None and large[0]["S"] == key:
-                sizes[channel] = [key, int(large[1]["N"]), int(large[2]["N"]) if len(large) > 2 else 0]
+        found: list[Item] = latest.get("Items", [])
+        return found[0] if found else None
 
     def _value_item(self, pk: str, sk: str, tenant_id: str, type_tag: str, raw: bytes, generation: str) -> Item:
         """The item of one large value: packed when that pays; over `ITEM_VALUE_BYTES`, its bytes in the bucket as
@@ -439,10 +469,14 @@ class ThreadStore:
         task_path: str,
         writes: Sequence[tuple[str, str, bytes]],
     ) -> int:
-        """Keep a task's pending writes on its checkpoint: one conditional UpdateItem per `WRITES_PER_UPDATE` writes
-        (after one BatchWriteItem for values too large to ride in the item). A write whose (task_id, idx) is stored
-        already is kept as it was, except the special channels'. Writes that come before their checkpoint get a
-        writes-only item. The count kept."""
+        """Keep a task's pending writes on its checkpoint (after one BatchWriteItem for values too large to ride in
+        the item). A write whose (task_id, idx) is stored already is kept as it was, except the special channels'.
+
+        The first UpdateItem reserves the whole call's room (so a call that does not fit writes nothing) and is
+        conditioned on the call's first write being new: when it is stored already (a retry), only what is missing is
+        written, and a retry of a call that landed writes nothing and counts nothing. The other writes follow,
+        `WRITES_PER_UPDATE` per UpdateItem. Writes that come before their checkpoint get a writes-only item (one
+        PutItem, all of them at once). The count in the call."""
         pk = layout.thread_pk(tenant_id, agent_id, thread_id)
         key = layout.key(pk, layout.thread_checkpoint_sk(namespace, checkpoint_id))
         prepared = [
@@ -455,96 +489,124 @@ class ThreadStore:
             )
             for n, (channel, type_tag, raw) in enumerate(writes)
         ]
-        answered = sum(len(w.raw) for w in prepared if len(w.raw) <= ITEM_VALUE_BYTES)
-        if answered > MAX_PENDING_WRITE_BYTES:
-            raise PayloadTooLarge(
-                field="writes", limit_bytes=MAX_PENDING_WRITE_BYTES, actual_bytes=answered, what="The pending writes"
-            )
         with translated_errors():
-            items = {}
-            for write in prepared:
-                if len(write.raw) > INLINE_VALUE_BYTES:
-                    item = self._write_value_item(pk, tenant_id, namespace, checkpoint_id, write)
-                    items[item[schema.SK]["S"]] = item
-            self._batch_put(list(items.values()))
-            for start in range(0, len(prepared), WRITES_PER_UPDATE):
-                self._keep_writes(
-                    pk, key, tenant_id, namespace, checkpoint_id, task_path, prepared[start : start + WRITES_PER_UPDATE]
-                )
-        return len(prepared)
+            for out_of_line in (False, True):
+                entries = self._entries(pk, tenant_id, namespace, checkpoint_id, task_path, prepared, out_of_line)
+                outcome = self._keep(key, entries, prepared)
+                if outcome != "full":
+                    return len(prepared)
+            raise PayloadTooLarge(
+                field="writes",
+                limit_bytes=MAX_INLINE_WRITE_BYTES,
+                actual_bytes=sum(_entry_bytes(name, entry) for name, (_, entry) in entries.items()),
+                what="The pending writes this checkpoint's item would keep",
+            )
 
-    def _write_value_item(self, pk: str, tenant_id: str, namespace: str, checkpoint_id: str, write: _Write) -> Item:
-        """The item of a write value too large for the checkpoint's item, keyed by its content: a retry names the
-        same item, and a different value under the same (task_id, idx) another (the first one stays referenced)."""
-        digest = hashlib.sha256(f"{write.name}\x1f{write.type}\x1f".encode() + write.raw).hexdigest()[:32]
-        sk = layout.thread_write_value_sk(namespace, checkpoint_id, digest)
-        return self._value_item(pk, sk, tenant_id, write.type, write.raw, "")
-
-    def _keep_writes(
+    def _entries(
         self,
         pk: str,
-        key: Item,
         tenant_id: str,
         namespace: str,
         checkpoint_id: str,
         task_path: str,
-        chunk: list[_Write],
-    ) -> None:
-        """Set one chunk of writes on the checkpoint's item (or its writes-only item), within its two budgets: the
-        bytes they keep in the item (`wi`: the item stays under 400 KB) and the bytes a read answers (`wb`). When the
-        item has no room left for inline values, the chunk's values go to items of their own and it is tried again;
-        a chunk whose every write is stored as it is (a retry) is done."""
-        for out_of_line in (False, True):
-            entries = {}
-            for write in chunk:
-                entry: dict[str, Any] = {
-                    CHANNEL: write.channel,
-                    TYPE: write.type,
-                    TASK_PATH: task_path,
-                    SIZE: len(write.raw),
-                }
-                if len(write.raw) <= INLINE_VALUE_BYTES and not out_of_line:
-                    entry[BYTES] = write.raw
-                else:
-                    if len(write.raw) <= INLINE_VALUE_BYTES:  # moved out of a full item
-                        self._batch_put([self._write_value_item(pk, tenant_id, namespace, checkpoint_id, write)])
-                    entry[REFERENCE] = layout.thread_write_value_sk(
-                        namespace,
-                        checkpoint_id,
-                        hashlib.sha256(f"{write.name}\x1f{write.type}\x1f".encode() + write.raw).hexdigest()[:32],
-                    )
-                entries[write.name] = (write.index, entry)
-            inline = sum(_entry_bytes(name, entry) for name, (_, entry) in entries.items())
-            answered = sum(len(w.raw) for w in chunk if len(w.raw) <= ITEM_VALUE_BYTES)
-            outcome = self._update_writes(key, entries, inline, answered)
-            if outcome == "kept":
-                return
-            if outcome == "full" and not out_of_line:
+        prepared: list[_Write],
+        out_of_line: bool,
+    ) -> dict[str, tuple[int, dict[str, Any]]]:
+        """Each write's entry in its checkpoint's map (by name), writing first the items of values that do not ride
+        in it: those over `INLINE_VALUE_BYTES`, or every one when the item has no room left."""
+        entries: dict[str, tuple[int, dict[str, Any]]] = {}
+        items: dict[str, Item] = {}
+        for write in prepared:
+            entry: dict[str, Any] = {
+                CHANNEL: write.channel,
+                TYPE: write.type,
+                TASK_PATH: task_path,
+                SIZE: len(write.raw),
+            }
+            if len(write.raw) <= INLINE_VALUE_BYTES and not out_of_line:
+                entry[BYTES] = write.raw
+            else:
+                item = self._write_value_item(pk, tenant_id, namespace, checkpoint_id, write)
+                items[item[schema.SK]["S"]] = item
+                entry[REFERENCE] = item[schema.SK]["S"]
+            entries[write.name] = (write.index, entry)
+        self._batch_put(list(items.values()))
+        return entries
+
+    def _write_value_item(self, pk: str, tenant_id: str, namespace: str, checkpoint_id: str, write: _Write) -> Item:
+        """The item of a write value that does not ride in the checkpoint's item, keyed by its content: a retry names
+        the same item, and another value under the same (task_id, idx) another (the first one stays referenced)."""
+        digest = hashlib.sha256(f"{write.name}\x1f{write.type}\x1f".encode() + write.raw).hexdigest()[:32]
+        sk = layout.thread_write_value_sk(namespace, checkpoint_id, digest)
+        return self._value_item(pk, sk, tenant_id, write.type, write.raw, "")
+
+    def _keep(self, key: Item, entries: dict[str, tuple[int, dict[str, Any]]], prepared: list[_Write]) -> str:
+        """Write `entries` on the item at `key`: "kept", or "full" when the item has no room for them inline."""
+        answered = sum(len(w.raw) for w in prepared if len(w.raw) <= ITEM_VALUE_BYTES)
+        inline = sum(_entry_bytes(name, entry) for name, (_, entry) in entries.items())
+        if answered > MAX_PENDING_WRITE_BYTES:
+            raise PayloadTooLarge(
+                field="writes", limit_bytes=MAX_PENDING_WRITE_BYTES, actual_bytes=answered, what="The pending writes"
+            )
+        if inline > MAX_INLINE_WRITE_BYTES:
+            return "full"
+        names = list(entries)
+        first_new = next((name for name in names if not overwrites(entries[name][0])), None)
+        for _ in range(3):
+            refused = self._update_writes(
+                key, {n: entries[n] for n in names[:WRITES_PER_UPDATE]}, inline, answered, first_new
+            )
+            if refused is None:
+                for start in range(WRITES_PER_UPDATE, len(names), WRITES_PER_UPDATE):
+                    chunk = {n: entries[n] for n in names[start : start + WRITES_PER_UPDATE]}
+                    if self._update_writes(key, chunk, 0, 0, None) is not None:
+                        return "kept"  # the item went meanwhile (its thread deleted): nothing of it is shown
+                return "kept"
+            if refused is NO_ITEM:
+                # No item yet: LangGraph stores a checkpoint in the background while the next step runs, so its
+                # writes may come first. They are kept for it in a writes-only item, which DynamoDB's TTL removes
+                # within a day unless the put comes (the put drops its `ttl`). Reads never show one, so a late write
+                # to a deleted thread shows nothing either: the thread stays deleted.
+                if self._early_writes(key, entries, inline, answered):
+                    return "kept"
                 continue
+            stored = refused.get(WRITES, {}).get("M", {})
+            if first_new is not None and first_new in stored:
+                # A retry (or the same task's writes again): what is stored stays; only what is missing is written.
+                missing = [
+                    n
+                    for n in names
+                    if n not in stored or (overwrites(entries[n][0]) and stored[n] != to_attr(entries[n][1]))
+                ]
+                if not missing:
+                    return "kept"
+                kept = {n: entries[n] for n in missing}
+                left = [w for w in prepared if w.name in kept]
+                return self._keep(key, kept, left)
+            if int(refused.get(WRITE_INLINE, {}).get("N", "0")) + inline > MAX_INLINE_WRITE_BYTES:
+                return "full"
             raise PayloadTooLarge(
                 field="writes",
                 limit_bytes=MAX_PENDING_WRITE_BYTES,
-                actual_bytes=answered,
+                actual_bytes=int(refused.get(WRITE_BYTES, {}).get("N", "0")) + answered,
                 what="The pending writes of this checkpoint, with those stored,",
             )
+        raise Unavailable(UNAVAILABLE_MESSAGE)
 
     def _update_writes(
-        self, key: Item, entries: dict[str, tuple[int, dict[str, Any]]], inline: int, answered: int
-    ) -> str:
-        """One chunk's UpdateItem: "kept", "full" (no room for inline values) or "over" (the read budget)."""
+        self,
+        key: Item,
+        entries: dict[str, tuple[int, dict[str, Any]]],
+        inline: int,
+        answered: int,
+        first_new: str | None,
+    ) -> Item | None:
+        """One UpdateItem setting `entries` and adding (`inline`, `answered`) to the item's two budgets, on the
+        condition that the item exists, that the budgets have room, and (with `first_new`) that that write is not
+        stored yet. None when it landed; else the item as it was (`NO_ITEM` when there was none)."""
         sets = []
-        names: dict[str, str] = {
-            f"#{WRITES}": WRITES,
-            f"#{WRITE_BYTES}": WRITE_BYTES,
-            f"#{WRITE_INLINE}": WRITE_INLINE,
-            f"#{schema.PK}": schema.PK,
-        }
-        values: dict[str, Any] = {
-            ":answered": {"N": str(answered)},
-            ":inline": {"N": str(inline)},
-            ":room": {"N": str(MAX_PENDING_WRITE_BYTES - answered)},
-            ":inline_room": {"N": str(MAX_INLINE_WRITE_BYTES - inline)},
-        }
+        names: dict[str, str] = {f"#{WRITES}": WRITES, f"#{schema.PK}": schema.PK}
+        values: dict[str, Any] = {}
         for number, (name, (index, entry)) in enumerate(entries.items()):
             names[f"#k{number}"] = name
             values[f":v{number}"] = to_attr(entry)
@@ -552,39 +614,37 @@ class ThreadStore:
             sets.append(
                 f"{target} = :v{number}" if overwrites(index) else f"{target} = if_not_exists({target}, :v{number})"
             )
-        update = "SET " + ", ".join(sets) + f" ADD #{WRITE_BYTES} :answered, #{WRITE_INLINE} :inline"
-        for _ in range(3):
-            try:
-                self._client.update_item(
-                    TableName=self._table,
-                    Key=key,
-                    UpdateExpression=update,
-                    ConditionExpression=_ROOM_FOR_WRITES,
-                    ExpressionAttributeNames=names,
-                    ExpressionAttributeValues=values,
-                    ReturnValuesOnConditionCheckFailure="ALL_OLD",
-                )
-                return "kept"
-            except Exception as exc:
-                if classify(exc) is not Failure.CONDITION_FAILED:
-                    raise
-                old: Item | None = getattr(exc, "response", {}).get("Item") or None
-            if old is not None:
-                stored = old.get(WRITES, {}).get("M", {})
-                if all(
-                    name in stored and (not overwrites(index) or stored[name] == to_attr(entry))
-                    for name, (index, entry) in entries.items()
-                ):
-                    return "kept"  # a retry: every write is stored as it is
-                inline_now = int(old.get(WRITE_INLINE, {}).get("N", "0"))
-                return "full" if inline_now + inline > MAX_INLINE_WRITE_BYTES else "over"
-            # No item yet: LangGraph stores a checkpoint in the background while the next step runs, so its writes
-            # may come first. They are kept for it in a writes-only item, which DynamoDB's TTL removes within a day
-            # unless the put comes (the put drops its `ttl`). Reads never show one, so a late write to a deleted
-            # thread shows nothing either: the thread stays deleted.
-            if self._early_writes(key, entries, inline, answered):
-                return "kept"
-        raise Unavailable(UNAVAILABLE_MESSAGE)
+        update = "SET " + ", ".join(sets)
+        condition = f"attribute_exists(#{schema.PK})"
+        if inline or answered:
+            update += f" ADD #{WRITE_BYTES} :answered, #{WRITE_INLINE} :inline"
+            condition = _ROOM_FOR_WRITES
+            names |= {f"#{WRITE_BYTES}": WRITE_BYTES, f"#{WRITE_INLINE}": WRITE_INLINE}
+            values |= {
+                ":answered": {"N": str(answered)},
+                ":inline": {"N": str(inline)},
+                ":room": {"N": str(MAX_PENDING_WRITE_BYTES - answered)},
+                ":inline_room": {"N": str(MAX_INLINE_WRITE_BYTES - inline)},
+            }
+        if first_new is not None:
+            names["#first"] = first_new
+            condition += f" AND attribute_not_exists(#{WRITES}.#first)"
+        try:
+            self._client.update_item(
+                TableName=self._table,
+                Key=key,
+                UpdateExpression=update,
+                ConditionExpression=condition,
+                ExpressionAttributeNames=names,
+                ExpressionAttributeValues=values,
+                ReturnValuesOnConditionCheckFailure="ALL_OLD",
+            )
+        except Exception as exc:
+            if classify(exc) is not Failure.CONDITION_FAILED:
+                raise
+            found: Item | None = getattr(exc, "response", {}).get("Item") or None
+            return found if found is not None else NO_ITEM
+        return None
 
     def _early_writes(
         self, key: Item, entries: dict[str, tuple[int, dict[str, Any]]], inline: int, answered: int
@@ -684,7 +744,8 @@ class ThreadStore:
             if before is not None and namespace is not None:
                 bound = layout.thread_checkpoint_sk(namespace, before)
                 below = bound if below is None else min(below, bound)
-            if below is not None and not below.startswith(layout.thread_checkpoints(namespace)):
+            prefix = layout.thread_checkpoints(namespace)
+            if below is not None and (not below.startswith(prefix) or len(below.encode()) > MAX_KEY_BYTES):
                 raise invalid_cursor()
             page_size = min(limit + 1, 100)
             for item in self._checkpoints(pk, head, namespace, below, newest_first=True, page_size=page_size):
@@ -700,8 +761,8 @@ class ThreadStore:
             page: list[ThreadCheckpoint] = []
             carried = 0
             for checkpoint in self._resolve(thread_id, pk, chosen):
-                size = sum(v.size for v in checkpoint.values.values()) + sum(v.size for _, v in checkpoint.writes)
-                if page and carried + size > PAGE_VALUE_BYTES:
+                size = _answer_bytes(checkpoint)
+                if page and carried + size > PAGE_ANSWER_BYTES:
                     more = True
                     break
                 carried += size
@@ -757,7 +818,7 @@ class ThreadStore:
         stored = bytes(item[DOCUMENT]["B"])
         text = codec.decode(stored, 8 * limits.MAX_STATE_BYTES) if codec.is_packed(stored) else stored
         document = json.loads(text)
-        loaded = _Loaded(item, namespace, checkpoint_id, document)
+        loaded = _Loaded(item, namespace, checkpoint_id, document, len(text))
         versions: dict[str, Any] = document["c"].get("channel_versions", {})
         inline = item.get(INLINE, {}).get("M", {})
         generation = item[GENERATION]["S"]
@@ -825,6 +886,7 @@ class ThreadStore:
                     metadata=one.document.get("m", {}),
                     values=values,
                     writes=writes,
+                    document_bytes=one.document_bytes,
                 )
             )
         return result
@@ -910,11 +972,38 @@ class ThreadStore:
                 latest[loaded.namespace] = loaded
         needed = {sk for one in latest.values() for sk in one.missing.values()}
         needed |= {value for one in latest.values() for _, value in one.writes if isinstance(value, str)}
+        needed |= self._early_references(pk)
         for item in self._partition_items(pk, (layout.thread_values(head.generation), layout.THREAD_WRITE_VALUE)):
             if layout.identity(item)[1] not in needed:
                 doomed.append(layout.key(*layout.identity(item)))
         self._batch_delete(doomed)
         return sum(1 for key in doomed if layout.identity(key)[1].startswith(layout.THREAD_CHECKPOINT))
+
+    def _early_references(self, pk: str) -> set[str]:
+        """The write values that writes-only items reference: writes that came before their checkpoint, which is on
+        its way (a prune must not take them from it)."""
+        condition = f"#{schema.PK} = :pk AND begins_with(#{schema.SK}, :prefix)"
+        projection = f"#{GENERATION}, #{WRITES}"
+        request: dict[str, Any] = {
+            "TableName": self._table,
+            "KeyConditionExpression": condition,
+            "ProjectionExpression": projection,
+            "ExpressionAttributeNames": names_in(condition, projection),
+            "ExpressionAttributeValues": {":pk": {"S": pk}, ":prefix": {"S": layout.THREAD_CHECKPOINT}},
+            "ConsistentRead": True,
+        }
+        found: set[str] = set()
+        while True:
+            answer = self._client.query(**request)
+            for item in answer.get("Items", []):
+                if GENERATION in item:
+                    continue
+                for entry in item.get(WRITES, {}).get("M", {}).values():
+                    if REFERENCE in entry["M"]:
+                        found.add(entry["M"][REFERENCE]["S"])
+            if not answer.get("LastEvaluatedKey"):
+                return found
+            request["ExclusiveStartKey"] = answer["LastEvaluatedKey"]
 
     def _partition_items(self, pk: str, prefixes: Sequence[str]) -> Iterator[Item]:
         """Keys of the partition's items under each prefix (consistent Queries of keys only)."""
@@ -1043,6 +1132,38 @@ class ThreadStore:
                     break
             else:
                 raise Unavailable(UNAVAILABLE_MESSAGE)
+
+
+def _answer_bytes(checkpoint: ThreadCheckpoint) -> int:
+    """About what one tuple adds to an answer: its checkpoint and metadata as JSON, its values and writes as base64,
+    and their names."""
+    values = sum(v.size for v in checkpoint.values.values()) + sum(v.size for _, v in checkpoint.writes)
+    names = sum(len(c) + 40 for c in checkpoint.values) + sum(
+        len(w.task_id) + len(w.task_path) + 80 for w, _ in checkpoint.writes
+    )
+    return checkpoint.document_bytes + values * 4 // 3 + names + 200
+
+
+def _carry(
+    source: Item, versions: dict[str, Any], carried: list[str], inline: dict[str, Any], sizes: dict[str, Any]
+) -> None:
+    """Copy from `source` what a child keeps: small values and the sizes of large ones whose version it shares."""
+    source_inline = source.get(INLINE, {}).get("M", {})
+    source_sizes = source.get(SIZES, {}).get("M", {})
+    for channel in carried:
+        key = version_key(versions[channel])
+        small = source_inline.get(channel, {}).get("M")
+        if small is not None and small[VERSION]["S"] == key:
+            inline[channel] = {VERSION: key, TYPE: small[TYPE]["S"], BYTES: bytes(small[BYTES]["B"])}
+            continue
+        large = source_sizes.get(channel, {}).get("L")
+        if large is not None and large[0]["S"] == key:
+            sizes[channel] = [key, int(large[1]["N"]), int(large[2]["N"]) if len(large) > 2 else 0]
+
+
+def _index_bytes(channel: str, version: str, type_tag: str = "", size: int = 0) -> int:
+    """What one channel adds to its checkpoint's item (`iv` or `vz`): its name, version, type and small value."""
+    return len(channel.encode()) + len(version.encode()) + len(type_tag) + size + 24
 
 
 def _entry_bytes(name: str, entry: dict[str, Any]) -> int:
