@@ -359,7 +359,15 @@ def point_at_a_real_thread(case: Any, real: Fixtures, label: str, draw: int) -> 
     elif label == THREAD_WRITES and body is not None:
         path["thread_id"] = real.writes_thread
         body.pop("checkpoint_ns", None)
-        case.body = {**body, "checkpoint_id": real.fresh_writes_checkpoint()}
+        # A generated blob_id names no blob this run uploaded (a 400 by a rule on server-side state): real cases
+        # carry their bytes as data.
+        writes = [
+            {**{k: v for k, v in w.items() if k != "blob_id"}, "data": w.get("data") or ""}
+            if isinstance(w, dict)
+            else w
+            for w in body.get("writes", [])
+        ]
+        case.body = {**body, "writes": writes, "checkpoint_id": real.fresh_writes_checkpoint()}
     elif label == THREAD_COPY and body is not None:
         case.body = {**body, "target_thread_id": real.fresh_subject("copy")}
     elif label == THREAD_DELETE:

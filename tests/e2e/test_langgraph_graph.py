@@ -36,7 +36,8 @@ def agent_key(baton: BatonServe) -> str:
     """A key of an agent of its own, with the scopes a checkpointer needs."""
     with Baton(baton.url, baton.key) as operator:
         created = operator.create_key(
-            f"graph-{uuid.uuid4().hex[:12]}", ["checkpoints:read", "checkpoints:write", "checkpoints:delete"]
+            f"graph-{uuid.uuid4().hex[:12]}",
+            ["checkpoints:read", "checkpoints:write", "checkpoints:delete", "blobs:write"],
         )
     return created.secret
 
@@ -159,3 +160,38 @@ def test_a_fork_from_an_older_checkpoint_reads_its_own_values_not_its_siblings(
         on_baton = forked_notes(saver, thread)
     assert on_baton == forked_notes(InMemorySaver(), {"configurable": {"thread_id": "reference"}})
     assert on_baton[0] != on_baton[1]
+
+
+def test_values_at_the_state_limit_travel_as_blobs_and_read_back_exact(baton: BatonServe, agent_key: str) -> None:
+    # Given a channel value of 3,000,000 serialized bytes (the contract's state limit: a body cannot carry its
+    # base64) and a pending write of 2,500,000, through the saver's sync and async methods
+    big = os.urandom(3_000_000)
+    write = os.urandom(2_500_000)
+    thread_id = f"big-{uuid.uuid4().hex[:8]}"
+    config: Any = {"configurable": {"thread_id": thread_id, "checkpoint_ns": ""}}
+    checkpoint: Any = {
+        "v": 4,
+        "id": "1f0-big",
+        "ts": "2026-12-01T00:00:00+00:00",
+        "channel_values": {"blob": big, "n": 1},
+        "channel_versions": {"blob": "1", "n": "1"},
+        "versions_seen": {},
+        "updated_channels": ["blob", "n"],
+    }
+    with BatonSaver(baton.url, agent_key) as saver:
+        stored = saver.put(config, checkpoint, {"source": "loop", "step": 0}, {"blob": "1", "n": "1"})
+        saver.put_writes(stored, [("blob", write)], "task-1")
+        found = saver.get_tuple(stored)
+    # Then the tuple gives both back, byte for byte, and a new async saver reads the same
+    assert found is not None
+    assert found.checkpoint["channel_values"] == {"blob": big, "n": 1}
+    assert found.pending_writes == [("task-1", "blob", write)]
+
+    async def read_async() -> Any:
+        async with BatonSaver(baton.url, agent_key) as saver:
+            return await saver.aget_tuple(stored)
+
+    again = asyncio.run(read_async())
+    assert again is not None
+    assert again.checkpoint["channel_values"]["blob"] == big
+    record("langgraph graph (e2e)", blob_values=2)

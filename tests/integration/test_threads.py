@@ -9,6 +9,7 @@ before and after.
 from __future__ import annotations
 
 import base64
+import hashlib
 import json
 import os
 from collections.abc import Iterator
@@ -1120,3 +1121,57 @@ def test_every_rejection_names_its_field_and_writes_nothing(api: ApiDriver, aws:
     assert table_items(aws) == before
     assert values_of(get_tuple(api, "t-valid").data) == {"a": ("msgpack", b"x")}
     record("threads", rejections=len(rejected))
+
+
+def upload_value(api: ApiDriver, raw: bytes, *, secret: str | None = None) -> str:
+    """Declare a blob of `raw` and PUT it to its presigned URL (how a value too large for a body travels)."""
+    declared = post(
+        api,
+        "/v1/blobs",
+        {"sha256": hashlib.sha256(raw).hexdigest(), "size": len(raw), "media_type": "application/octet-stream"},
+        secret=secret,
+    )
+    assert declared.status == 201, declared.body
+    upload = declared.data["upload"]
+    assert requests.put(upload["url"], data=raw, headers=upload["headers"], timeout=30).status_code == 200
+    return str(declared.data["blob_id"])
+
+
+def test_a_value_at_the_state_limit_travels_as_a_blob_and_reads_back_byte_exact(api: ApiDriver, aws: Any) -> None:
+    # Given a value of 3,000,000 bytes (the contract's state limit: its base64 does not fit a 3.1 MB body),
+    # uploaded as a blob, and a pending write of the same size
+    big = os.urandom(3_000_000)
+    blob_id = upload_value(api, big)
+    body = put_body("c1", {"huge": 1, "small": 1}, {"huge": {"type": "msgpack", "blob_id": blob_id}})
+    body["values"]["small"] = typed(b"s")
+    assert post(api, thread_path("t-blob-value", "/checkpoints"), body).status == 201
+    write_blob = upload_value(api, big[::-1])
+    write = {"channel": "huge", "type": "msgpack", "blob_id": write_blob}
+    writes = {"checkpoint_id": "c1", "task_id": "task", "writes": [write]}
+    assert post(api, thread_path("t-blob-value", "/writes"), writes).status == 200
+    # Then the tuple gives both back byte for byte (by URL), and no item holds their bytes
+    found = get_tuple(api, "t-blob-value").data
+    assert values_of(found) == {"huge": ("msgpack", big), "small": ("msgpack", b"s")}
+    assert [(w[2], w[3]) for w in writes_of(found)] == [("huge", big[::-1])]
+    assert max(len(json.dumps(i, default=str)) for i in thread_items(aws, "t-blob-value")) < 10_000
+
+
+def test_a_blob_value_must_be_the_callers_uploaded_and_unattached_blob(api: ApiDriver, aws: Any) -> None:
+    raw = os.urandom(1_000)
+    # A blob declared but never uploaded, one of another tenant, one of another agent than the thread's, and one
+    # that is no blob at all are each refused naming the value's blob_id, and nothing is written
+    declared = post(
+        api, "/v1/blobs", {"sha256": hashlib.sha256(raw).hexdigest(), "size": len(raw), "media_type": "text/plain"}
+    )
+    not_uploaded = str(declared.data["blob_id"])
+    of_globex = upload_value(api, raw, secret=STRANGER_SECRET)
+    of_operator = upload_value(api, raw)
+    before = table_items(aws)
+    for blob_id, agent in ((not_uploaded, None), (of_globex, None), (of_operator, "bob"), ("blob_" + "0" * 32, None)):
+        body = put_body("c1", {"v": 1}, {"v": {"type": "msgpack", "blob_id": blob_id}})
+        answer = post(api, thread_path("t-blob-refused", "/checkpoints"), body, agent=agent)
+        assert field_errors(answer) == ["/values/v/blob_id"], answer.body
+    # Both data and blob_id, or neither, is refused too
+    both = put_body("c1", {"v": 1}, {"v": {**typed(raw), "blob_id": of_operator}})
+    assert post(api, thread_path("t-blob-refused", "/checkpoints"), both).status == 400
+    assert table_items(aws) == before

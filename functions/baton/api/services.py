@@ -66,7 +66,9 @@ class Services:
         )
         object.__setattr__(self, "leases", LeaseStore(self.dynamodb, self.settings.table_name))
         object.__setattr__(self, "purger", SubjectPurger(self.dynamodb, self.settings.table_name))
-        object.__setattr__(self, "threads", ThreadStore(self.dynamodb, self.settings.table_name, self.objects))
+        object.__setattr__(
+            self, "threads", ThreadStore(self.dynamodb, self.settings.table_name, self.objects, self.blobs)
+        )
 
 
 def build_services(config: Settings, client: "DynamoDBClient | None" = None) -> Services:

@@ -21,6 +21,7 @@ from pydantic import BaseModel, ConfigDict, Field, StringConstraints, Validation
 from baton.domain import limits
 from baton.domain.canonical import parse_strict
 from baton.domain.errors import ValidationFailed
+from baton.domain.ids import BLOB_ID_PATTERN
 from baton.domain.models import RequestModel
 
 MAX_THREAD_ID_CHARS: Final = 200
@@ -110,21 +111,55 @@ def decode_data(data: str) -> bytes:
     return raw
 
 
+@dataclass(frozen=True)
+class BlobRef:
+    """A value whose bytes were uploaded as a blob (`POST /v1/blobs`): too large for a request body."""
+
+    blob_id: str
+
+
 class TypedValue(RequestModel):
-    """One serialized value: the serializer's type tag and its bytes."""
+    """One serialized value: the serializer's type tag, and its bytes (`data`) or the blob they were uploaded as
+    (`blob_id`, for a value too large for a request body)."""
 
     type: TypeTag
-    data: Base64Data
+    data: Base64Data | None = None
+    blob_id: Annotated[
+        str | None,
+        Field(
+            description=(
+                "A blob the caller declared and uploaded (POST /v1/blobs) holding the value's bytes, instead of "
+                f"data: for values up to {limits.MAX_STATE_BYTES:,} bytes that a body cannot carry."
+            ),
+            json_schema_extra={"pattern": r"^blob_[0-9a-f]{32}$"},
+        ),
+    ] = None
 
     @field_validator("data")
     @classmethod
-    def _base64(cls, data: str) -> str:
-        decode_data(data)
+    def _base64(cls, data: str | None) -> str | None:
+        if data is not None:
+            decode_data(data)
         return data
 
-    def raw(self) -> bytes:
-        """The value's bytes."""
-        return base64.b64decode(self.data)
+    @field_validator("blob_id")
+    @classmethod
+    def _blob_id(cls, blob_id: str | None) -> str | None:
+        if blob_id is not None and not BLOB_ID_PATTERN.match(blob_id):
+            raise ValueError("must be blob_ followed by 32 lowercase hex digits")
+        return blob_id
+
+    @model_validator(mode="after")
+    def _one_source(self) -> TypedValue:
+        if (self.data is None) == (self.blob_id is None):
+            raise ValueError("must carry exactly one of data (the bytes, base64) and blob_id (an uploaded blob)")
+        return self
+
+    def raw(self) -> bytes | BlobRef:
+        """The value's bytes, or the blob that holds them."""
+        if self.blob_id is not None:
+            return BlobRef(self.blob_id)
+        return base64.b64decode(self.data or "")
 
 
 JSON_VALUES: Final[dict[str, Any]] = {"$ref": "#/components/schemas/JsonValue"}

@@ -3,12 +3,14 @@
 from __future__ import annotations
 
 import asyncio
+import base64
 import contextlib
+import hashlib
 import os
 import random
 import threading
 import time
-from collections.abc import AsyncIterator, Iterator, Sequence
+from collections.abc import AsyncIterator, Callable, Iterator, Sequence
 from types import TracebackType
 from typing import Any, Self, TypeVar
 
@@ -23,7 +25,9 @@ from langgraph.checkpoint.base import (
 )
 from langgraph.checkpoint.serde.base import SerializerProtocol
 
+from baton.client import _routes as routes
 from baton.client._core import Call, ClientCore, Outcome, RetryPolicy, Sleep, default_headers, resolve_settings
+from baton.client.blobs import upload_call
 from baton.client.errors import BatonConnectionError, NotFoundError, error_from_answer
 from baton.langgraph import threads
 from baton.langgraph.threads import Listing, checkpoint_id_of, namespace_of, thread_id_of, tuple_config
@@ -34,6 +38,10 @@ NO_GLOBAL_SEARCH = (
     "BatonSaver.list needs a config naming a thread (config['configurable']['thread_id']): Baton lists the "
     "checkpoints of one thread at a time and has no search across threads."
 )
+
+
+BLOB_MEDIA_TYPE = "application/octet-stream"
+"""How a value sent as a blob is declared (the serializer's type travels with the value, not the blob)."""
 
 
 class BatonSaver(BaseCheckpointSaver[str]):
@@ -151,9 +159,25 @@ class BatonSaver(BaseCheckpointSaver[str]):
             raise _download_failed(error) from None
         return _downloaded(response)
 
-    def _run(self, call: Call[T]) -> T:
+    def _as_blobs(self, body: dict[str, Any]) -> None:
+        """Send the values too large for a body as blobs first (two requests each: declare, upload), and name them
+        in `body` by `blob_id` (Baton copies each into the thread's own storage)."""
+        for value in threads.oversized(body):
+            raw = base64.b64decode(value.pop("data"))
+            blob = self._run(routes.declare_blob(hashlib.sha256(raw).hexdigest(), len(raw), BLOB_MEDIA_TYPE))
+            self._run(upload_call(blob.upload, len(raw), _bytes_of(raw)), self._presigned())
+            value["blob_id"] = blob.blob_id
+
+    async def _aas_blobs(self, body: dict[str, Any]) -> None:
+        for value in threads.oversized(body):
+            raw = base64.b64decode(value.pop("data"))
+            blob = await self._arun(routes.declare_blob(hashlib.sha256(raw).hexdigest(), len(raw), BLOB_MEDIA_TYPE))
+            await self._arun(upload_call(blob.upload, len(raw), _bytes_of(raw)), self._async_presigned())
+            value["blob_id"] = blob.blob_id
+
+    def _run(self, call: Call[T], http: httpx.Client | None = None) -> T:
         """Drive `call`'s exchange on the synchronous client: send each request, sleep each wait."""
-        client = self._http()
+        client = http or self._http()
         steps = self._core.exchange(client, call)
         outcome: Outcome = None
         while True:
@@ -170,9 +194,9 @@ class BatonSaver(BaseCheckpointSaver[str]):
             except httpx.TransportError as error:
                 outcome = error
 
-    async def _arun(self, call: Call[T]) -> T:
+    async def _arun(self, call: Call[T], http: httpx.AsyncClient | None = None) -> T:
         """Drive `call`'s exchange on the asynchronous client."""
-        client = self._async_http()
+        client = http or self._async_http()
         steps = self._core.exchange(client, call)
         outcome: Outcome = None
         while True:
@@ -302,6 +326,7 @@ class BatonSaver(BaseCheckpointSaver[str]):
         `config` names; the config of the stored checkpoint."""
         thread_id = thread_id_of(config)
         body = threads.put_body(config, checkpoint, metadata, new_versions, self.serde, ttl_seconds=self.ttl_seconds)
+        self._as_blobs(body)
         self._run(threads.put(thread_id, body, self.agent_id))
         return tuple_config(thread_id, body["checkpoint_ns"], checkpoint["id"])
 
@@ -317,6 +342,7 @@ class BatonSaver(BaseCheckpointSaver[str]):
         if not writes:
             return
         body = threads.writes_body(config, writes, task_id, task_path, self.serde)
+        self._as_blobs(body)
         self._run(threads.put_writes(thread_id_of(config), body, self.agent_id))
 
     def delete_thread(self, thread_id: str) -> None:
@@ -388,6 +414,7 @@ class BatonSaver(BaseCheckpointSaver[str]):
         """`put`, awaited."""
         thread_id = thread_id_of(config)
         body = threads.put_body(config, checkpoint, metadata, new_versions, self.serde, ttl_seconds=self.ttl_seconds)
+        await self._aas_blobs(body)
         await self._arun(threads.put(thread_id, body, self.agent_id))
         return tuple_config(thread_id, body["checkpoint_ns"], checkpoint["id"])
 
@@ -402,6 +429,7 @@ class BatonSaver(BaseCheckpointSaver[str]):
         if not writes:
             return
         body = threads.writes_body(config, writes, task_id, task_path, self.serde)
+        await self._aas_blobs(body)
         await self._arun(threads.put_writes(thread_id_of(config), body, self.agent_id))
 
     async def adelete_thread(self, thread_id: str) -> None:
@@ -423,6 +451,11 @@ class BatonSaver(BaseCheckpointSaver[str]):
         """`prune`, awaited."""
         for chunk in threads.chunks(thread_ids):
             await self._arun(threads.prune(chunk, strategy, self.agent_id))
+
+
+def _bytes_of(raw: bytes) -> Callable[[], bytes]:
+    """The body of an upload, the same on every attempt."""
+    return lambda: raw
 
 
 def _download_failed(error: httpx.TransportError) -> BatonConnectionError:

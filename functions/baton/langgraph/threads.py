@@ -253,6 +253,29 @@ def _same(left: Any, right: Any) -> bool:
     return type(left) is type(right) and bool(left == right)
 
 
+BLOB_VALUE_BYTES = 1_000_000
+"""A value whose base64 is longer than this travels as a blob (declared, uploaded, then named by `blob_id`)."""
+BODY_VALUE_BYTES = 2_000_000
+"""Most base64 of values one body carries (Baton takes bodies of 3,100,000 bytes); the largest values beyond it go
+as blobs too."""
+
+
+def oversized(body: dict[str, Any]) -> list[dict[str, Any]]:
+    """The typed values of a put or put_writes body that must travel as blobs: each over `BLOB_VALUE_BYTES` of
+    base64, then the largest others until the body's values fit `BODY_VALUE_BYTES`. The dicts themselves, so that
+    the caller replaces their `data` with the `blob_id` it uploaded them as."""
+    typed: list[dict[str, Any]] = [*body.get("values", {}).values(), *body.get("writes", [])]
+    typed.sort(key=lambda value: len(value.get("data") or ""), reverse=True)
+    chosen: list[dict[str, Any]] = []
+    total = sum(len(value.get("data") or "") for value in typed)
+    for value in typed:
+        size = len(value.get("data") or "")
+        if size > BLOB_VALUE_BYTES or total > BODY_VALUE_BYTES:
+            chosen.append(value)
+            total -= size
+    return chosen
+
+
 def metadata_matches(metadata: Mapping[str, Any], filter: Mapping[str, Any] | None) -> bool:
     """Whether every key of `filter` is in `metadata` with an equal JSON value (the server's rule, for the one case
     the saver checks itself: a list addressed to one checkpoint id)."""

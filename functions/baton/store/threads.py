@@ -29,11 +29,13 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Final
 
 from baton.domain import limits
-from baton.domain.errors import NotFound, PayloadTooLarge, Unavailable
+from baton.domain.canonical import pointer
+from baton.domain.errors import NotFound, PayloadTooLarge, Unavailable, ValidationFailed
 from baton.domain.threads import (
     EMPTY_TYPE,
     MAX_CHECKPOINT_VALUE_BYTES,
     MAX_PENDING_WRITE_BYTES,
+    BlobRef,
     Page,
     PendingWrite,
     PutResult,
@@ -54,6 +56,7 @@ from baton.store.errors import UNAVAILABLE_MESSAGE, Failure, classify, translate
 if TYPE_CHECKING:
     from mypy_boto3_dynamodb import DynamoDBClient
 
+    from baton.store.blobs import BlobStore
     from baton.store.objects import ObjectStore
 
 INLINE_VALUE_BYTES: Final = 512
@@ -153,7 +156,30 @@ class _Write:
     index: int
     channel: str
     type: str
-    raw: bytes
+    raw: bytes | Uploaded
+
+    @property
+    def size(self) -> int:
+        return self.raw.size if isinstance(self.raw, Uploaded) else len(self.raw)
+
+    @property
+    def small(self) -> bool:
+        """It may ride in the checkpoint's item."""
+        return isinstance(self.raw, bytes) and len(self.raw) <= INLINE_VALUE_BYTES
+
+    @property
+    def answered(self) -> int:
+        """What it adds to a read's answer as bytes (a value in the bucket is answered by URL)."""
+        return 0 if isinstance(self.raw, Uploaded) or len(self.raw) > ITEM_VALUE_BYTES else len(self.raw)
+
+
+@dataclass(frozen=True)
+class Uploaded:
+    """A value uploaded as a blob, checked: its size, SHA-256 (hex) and the object that holds its bytes."""
+
+    size: int
+    sha256: str
+    source: str
 
 
 @dataclass
@@ -175,10 +201,49 @@ class _Loaded:
 class ThreadStore:
     """LangGraph threads in one DynamoDB table (and the bucket, for values too large for an item)."""
 
-    def __init__(self, client: DynamoDBClient, table_name: str, objects: ObjectStore | None) -> None:
+    def __init__(
+        self, client: DynamoDBClient, table_name: str, objects: ObjectStore | None, blobs: BlobStore | None = None
+    ) -> None:
         self._client = client
         self._table = table_name
         self._objects = objects
+        self._blobs = blobs
+
+    def _bucket(self) -> ObjectStore:
+        if self._objects is None:
+            raise PayloadTooLarge(
+                field="values",
+                limit_bytes=ITEM_VALUE_BYTES,
+                actual_bytes=ITEM_VALUE_BYTES + 1,
+                what="A value in a blob (this deployment has no bucket)",
+            )
+        return self._objects
+
+    def _uploaded(self, tenant_id: str, agent_id: str, ref: BlobRef, where: str, now_ms: int) -> Uploaded:
+        """The blob a value names, checked: declared by this agent, not attached to a checkpoint, uploaded with the
+        declared bytes (one GetItem and one HeadObject), at most the state limit. Else 400 naming `where`."""
+        refused = ValidationFailed.single(
+            where,
+            f"{where} must name a blob this agent declared (POST /v1/blobs), uploaded with its declared size and "
+            "SHA-256, and attached to no checkpoint.",
+        )
+        if self._blobs is None:
+            raise refused
+        try:
+            blob = self._blobs.get(tenant_id, ref.blob_id, now_ms)
+        except NotFound:
+            raise refused from None
+        if blob.agent_id != agent_id or blob.owner is not None:
+            raise refused
+        source = layout.blob_object(tenant_id, ref.blob_id)
+        found = self._bucket().head(source)
+        if found is None or found.size != blob.size or (found.sha256 is not None and found.sha256 != blob.sha256):
+            raise refused
+        if blob.size > limits.MAX_STATE_BYTES:
+            raise PayloadTooLarge(
+                field=where.lstrip("/"), limit_bytes=limits.MAX_STATE_BYTES, actual_bytes=blob.size, what="A value"
+            )
+        return Uploaded(blob.size, blob.sha256, source)
 
     # -- put ----------------------------------------------------------------------------------------------------
 
@@ -191,7 +256,7 @@ class ThreadStore:
         document: dict[str, Any],
         metadata: dict[str, Any],
         parent_id: str | None,
-        values: dict[str, tuple[str, bytes]],
+        values: dict[str, tuple[str, bytes | BlobRef]],
         ttl_seconds: int | None,
         now_ms: int,
     ) -> PutResult:
@@ -209,21 +274,30 @@ class ThreadStore:
             sizes: dict[str, Any] = {}
             if source is not None:
                 _carry(source, versions, carried, inline, sizes)
-            out_of_line: list[tuple[str, str, str, bytes]] = []
+            resolved: dict[str, tuple[str, bytes | Uploaded]] = {}
+            for channel, (type_tag, given) in values.items():
+                if isinstance(given, BlobRef):
+                    where = pointer("values", channel, "blob_id")
+                    resolved[channel] = (type_tag, self._uploaded(tenant_id, agent_id, given, where, now_ms))
+                else:
+                    resolved[channel] = (type_tag, given)
+            out_of_line: list[tuple[str, str, str, bytes | Uploaded]] = []
             index = sum(_index_bytes(c, e[VERSION], e[TYPE], len(e[BYTES])) for c, e in inline.items())
             index += sum(_index_bytes(c, e[0]) for c, e in sizes.items())
             # What a read of this checkpoint answers with: values held in the table (those in the bucket are URLs).
             answered = sum(len(e[BYTES]) for e in inline.values()) + sum(int(e[1]) for e in sizes.values() if not e[2])
-            for channel, (type_tag, raw) in values.items():
+            for channel, (type_tag, raw) in resolved.items():
                 key = version_key(versions[channel])
-                in_bucket = len(raw) > ITEM_VALUE_BYTES
-                answered += 0 if in_bucket else len(raw)
-                entry_bytes = _index_bytes(channel, key, type_tag, len(raw))
-                if len(raw) <= INLINE_VALUE_BYTES and index + entry_bytes <= MAX_INLINE_VALUE_BYTES:
+                size = raw.size if isinstance(raw, Uploaded) else len(raw)
+                in_bucket = isinstance(raw, Uploaded) or size > ITEM_VALUE_BYTES
+                answered += 0 if in_bucket else size
+                entry_bytes = _index_bytes(channel, key, type_tag, size)
+                small = isinstance(raw, bytes) and size <= INLINE_VALUE_BYTES
+                if small and index + entry_bytes <= MAX_INLINE_VALUE_BYTES:
                     inline[channel] = {VERSION: key, TYPE: type_tag, BYTES: raw}
                     index += entry_bytes
                     continue
-                sizes[channel] = [key, len(raw), int(in_bucket)]
+                sizes[channel] = [key, size, int(in_bucket)]
                 index += _index_bytes(channel, key)
                 out_of_line.append((channel, key, type_tag, raw))
             if answered > MAX_CHECKPOINT_VALUE_BYTES:
@@ -356,15 +430,22 @@ class ThreadStore:
         found: list[Item] = latest.get("Items", [])
         return found[0] if found else None
 
-    def _value_item(self, pk: str, sk: str, tenant_id: str, type_tag: str, raw: bytes, generation: str) -> Item:
+    def _value_item(
+        self, pk: str, sk: str, tenant_id: str, type_tag: str, raw: bytes | Uploaded, generation: str
+    ) -> Item:
         """The item of one large value: packed when that pays; over `ITEM_VALUE_BYTES`, its bytes in the bucket as
         they are (a read hands out a presigned URL to them, so no answer carries them and none outgrows Lambda's)."""
         item: Item = {
             **layout.key(pk, sk),
             GENERATION: {"S": generation},
             TYPE: {"S": type_tag},
-            SIZE: {"N": str(len(raw))},
+            SIZE: {"N": str(raw.size if isinstance(raw, Uploaded) else len(raw))},
         }
+        if isinstance(raw, Uploaded):
+            # The uploaded blob's bytes, copied to an object of this value's own (the blob itself is never attached:
+            # its record expires and the lifecycle rule removes its object).
+            item[OBJECT] = {"S": self._bucket().copy_state(tenant_id, raw.source)}
+            return item
         stored = raw
         if len(raw) > ITEM_VALUE_BYTES:
             if self._objects is None:
@@ -467,7 +548,8 @@ class ThreadStore:
         checkpoint_id: str,
         task_id: str,
         task_path: str,
-        writes: Sequence[tuple[str, str, bytes]],
+        writes: Sequence[tuple[str, str, bytes | BlobRef]],
+        now_ms: int = 0,
     ) -> int:
         """Keep a task's pending writes on its checkpoint (after one BatchWriteItem for values too large to ride in
         the item). A write whose (task_id, idx) is stored already is kept as it was, except the special channels'.
@@ -479,17 +561,19 @@ class ThreadStore:
         PutItem, all of them at once). The count in the call."""
         pk = layout.thread_pk(tenant_id, agent_id, thread_id)
         key = layout.key(pk, layout.thread_checkpoint_sk(namespace, checkpoint_id))
-        prepared = [
-            _Write(
-                json.dumps([task_id, write_index(channel, n)], ensure_ascii=False),
-                write_index(channel, n),
-                channel,
-                type_tag,
-                raw,
-            )
-            for n, (channel, type_tag, raw) in enumerate(writes)
-        ]
         with translated_errors():
+            prepared = [
+                _Write(
+                    json.dumps([task_id, write_index(channel, n)], ensure_ascii=False),
+                    write_index(channel, n),
+                    channel,
+                    type_tag,
+                    self._uploaded(tenant_id, agent_id, raw, pointer("writes", n, "blob_id"), now_ms)
+                    if isinstance(raw, BlobRef)
+                    else raw,
+                )
+                for n, (channel, type_tag, raw) in enumerate(writes)
+            ]
             for out_of_line in (False, True):
                 entries = self._entries(pk, tenant_id, namespace, checkpoint_id, task_path, prepared, out_of_line)
                 outcome = self._keep(key, entries, prepared)
@@ -521,9 +605,9 @@ class ThreadStore:
                 CHANNEL: write.channel,
                 TYPE: write.type,
                 TASK_PATH: task_path,
-                SIZE: len(write.raw),
+                SIZE: write.size,
             }
-            if len(write.raw) <= INLINE_VALUE_BYTES and not out_of_line:
+            if write.small and not out_of_line:
                 entry[BYTES] = write.raw
             else:
                 item = self._write_value_item(pk, tenant_id, namespace, checkpoint_id, write)
@@ -536,13 +620,14 @@ class ThreadStore:
     def _write_value_item(self, pk: str, tenant_id: str, namespace: str, checkpoint_id: str, write: _Write) -> Item:
         """The item of a write value that does not ride in the checkpoint's item, keyed by its content: a retry names
         the same item, and another value under the same (task_id, idx) another (the first one stays referenced)."""
-        digest = hashlib.sha256(f"{write.name}\x1f{write.type}\x1f".encode() + write.raw).hexdigest()[:32]
+        content = write.raw.sha256.encode() if isinstance(write.raw, Uploaded) else write.raw
+        digest = hashlib.sha256(f"{write.name}\x1f{write.type}\x1f".encode() + content).hexdigest()[:32]
         sk = layout.thread_write_value_sk(namespace, checkpoint_id, digest)
         return self._value_item(pk, sk, tenant_id, write.type, write.raw, "")
 
     def _keep(self, key: Item, entries: dict[str, tuple[int, dict[str, Any]]], prepared: list[_Write]) -> str:
         """Write `entries` on the item at `key`: "kept", or "full" when the item has no room for them inline."""
-        answered = sum(len(w.raw) for w in prepared if len(w.raw) <= ITEM_VALUE_BYTES)
+        answered = sum(w.answered for w in prepared)
         inline = sum(_entry_bytes(name, entry) for name, (_, entry) in entries.items())
         if answered > MAX_PENDING_WRITE_BYTES:
             raise PayloadTooLarge(

@@ -256,6 +256,7 @@ def put_writes(
         request.task_id,
         request.task_path,
         [(w.channel, w.type, w.raw()) for w in request.writes],
+        call.now_ms,
     )
     answer = WritesAnswer.model_construct(
         thread_id=thread,
