@@ -38,7 +38,7 @@ import threading
 import time
 import uuid
 from collections import OrderedDict
-from collections.abc import Callable, Generator, Mapping
+from collections.abc import Awaitable, Callable, Generator, Mapping
 from dataclasses import dataclass, field, replace
 from typing import Any, Generic, TypeVar
 
@@ -451,3 +451,50 @@ def next_cursor_of(answer: Answer) -> str | None:
     meta = answer.body.get("meta") if isinstance(answer.body, Mapping) else None
     cursor = meta.get("next_cursor") if isinstance(meta, Mapping) else None
     return cursor if isinstance(cursor, str) else None
+
+
+def drive(core: ClientCore, client: httpx.Client, call: Call[T], sleep: Callable[[float], None] = time.sleep) -> T:
+    """Run `call`'s exchange on a synchronous client: send each request, sleep each wait, return its result (the
+    one loop the synchronous client and the LangGraph saver share)."""
+    steps = core.exchange(client, call)
+    outcome: Outcome = None
+    while True:
+        try:
+            action = steps.send(outcome)
+        except StopIteration as done:
+            return done.value  # type: ignore[no-any-return]
+        if isinstance(action, Sleep):
+            sleep(action.seconds)
+            outcome = None
+            continue
+        try:
+            outcome = client.send(action.request)
+        except httpx.TransportError as error:
+            outcome = error
+
+
+async def adrive(
+    core: ClientCore,
+    client: httpx.AsyncClient,
+    call: Call[T],
+    sleep: Callable[[float], Awaitable[None]] | None = None,
+) -> T:
+    """`drive` on an asynchronous client, awaiting each request and wait (`asyncio.sleep` by default)."""
+    import asyncio
+
+    pause = sleep or asyncio.sleep
+    steps = core.exchange(client, call)
+    outcome: Outcome = None
+    while True:
+        try:
+            action = steps.send(outcome)
+        except StopIteration as done:
+            return done.value  # type: ignore[no-any-return]
+        if isinstance(action, Sleep):
+            await pause(action.seconds)
+            outcome = None
+            continue
+        try:
+            outcome = await client.send(action.request)
+        except httpx.TransportError as error:
+            outcome = error

@@ -14,7 +14,7 @@ from typing import Any, Self, TypeVar
 import httpx
 
 from baton.client import _routes as routes
-from baton.client._core import Call, ClientCore, Outcome, RetryPolicy, Sleep, default_headers, resolve_settings
+from baton.client._core import Call, ClientCore, RetryPolicy, adrive, default_headers, resolve_settings
 from baton.client._routes import ResourceInput, SourceInput
 from baton.client.blobs import CHUNK_SIZE, DownloadSink, Progress, file_chunks, file_sha256, media_type_of, upload_call
 from baton.client.errors import error_from_answer
@@ -89,22 +89,7 @@ class AsyncBaton:
 
     async def _run(self, call: Call[T], http: httpx.AsyncClient | None = None) -> T:
         """Drive `call`'s exchange: send each request, sleep each wait, return its result."""
-        client = http or self._http
-        steps = self._core.exchange(client, call)
-        outcome: Outcome = None
-        while True:
-            try:
-                action = steps.send(outcome)
-            except StopIteration as done:
-                return done.value  # type: ignore[no-any-return]
-            if isinstance(action, Sleep):
-                await self._sleep(action.seconds)
-                outcome = None
-                continue
-            try:
-                outcome = await client.send(action.request)
-            except httpx.TransportError as error:
-                outcome = error
+        return await adrive(self._core, http or self._http, call, self._sleep)
 
     def _presigned(self) -> httpx.AsyncClient:
         """The client for S3's presigned URLs: no Baton key, no base URL."""

@@ -14,7 +14,7 @@ from typing import Any, Self, TypeVar
 import httpx
 
 from baton.client import _routes as routes
-from baton.client._core import Call, ClientCore, Outcome, RetryPolicy, Sleep, default_headers, resolve_settings
+from baton.client._core import Call, ClientCore, RetryPolicy, default_headers, drive, resolve_settings
 from baton.client._routes import ResourceInput, SourceInput
 from baton.client.blobs import CHUNK_SIZE, DownloadSink, Progress, file_chunks, file_sha256, media_type_of, upload_call
 from baton.client.errors import error_from_answer
@@ -72,22 +72,7 @@ class Baton:
 
     def _run(self, call: Call[T], http: httpx.Client | None = None) -> T:
         """Drive `call`'s exchange: send each request, sleep each wait, return its result."""
-        client = http or self._http
-        steps = self._core.exchange(client, call)
-        outcome: Outcome = None
-        while True:
-            try:
-                action = steps.send(outcome)
-            except StopIteration as done:
-                return done.value  # type: ignore[no-any-return]
-            if isinstance(action, Sleep):
-                self._sleep(action.seconds)
-                outcome = None
-                continue
-            try:
-                outcome = client.send(action.request)
-            except httpx.TransportError as error:
-                outcome = error
+        return drive(self._core, http or self._http, call, self._sleep)
 
     def _presigned(self) -> httpx.Client:
         """The client for S3's presigned URLs: no Baton key, no base URL."""

@@ -9,7 +9,6 @@ import hashlib
 import os
 import random
 import threading
-import time
 from collections.abc import AsyncIterator, Callable, Iterator, Sequence
 from types import TracebackType
 from typing import Any, Self, TypeVar
@@ -26,7 +25,7 @@ from langgraph.checkpoint.base import (
 from langgraph.checkpoint.serde.base import SerializerProtocol
 
 from baton.client import _routes as routes
-from baton.client._core import Call, ClientCore, Outcome, RetryPolicy, Sleep, default_headers, resolve_settings
+from baton.client._core import Call, ClientCore, RetryPolicy, adrive, default_headers, drive, resolve_settings
 from baton.client.blobs import upload_call
 from baton.client.errors import BatonConnectionError, NotFoundError, error_from_answer
 from baton.langgraph import threads
@@ -176,42 +175,12 @@ class BatonSaver(BaseCheckpointSaver[str]):
             value["blob_id"] = blob.blob_id
 
     def _run(self, call: Call[T], http: httpx.Client | None = None) -> T:
-        """Drive `call`'s exchange on the synchronous client: send each request, sleep each wait."""
-        client = http or self._http()
-        steps = self._core.exchange(client, call)
-        outcome: Outcome = None
-        while True:
-            try:
-                action = steps.send(outcome)
-            except StopIteration as done:
-                return done.value  # type: ignore[no-any-return]
-            if isinstance(action, Sleep):
-                time.sleep(action.seconds)
-                outcome = None
-                continue
-            try:
-                outcome = client.send(action.request)
-            except httpx.TransportError as error:
-                outcome = error
+        """Drive `call`'s exchange on the synchronous client (the SDK's loop): send each request, sleep each wait."""
+        return drive(self._core, http or self._http(), call)
 
     async def _arun(self, call: Call[T], http: httpx.AsyncClient | None = None) -> T:
         """Drive `call`'s exchange on the asynchronous client."""
-        client = http or self._async_http()
-        steps = self._core.exchange(client, call)
-        outcome: Outcome = None
-        while True:
-            try:
-                action = steps.send(outcome)
-            except StopIteration as done:
-                return done.value  # type: ignore[no-any-return]
-            if isinstance(action, Sleep):
-                await asyncio.sleep(action.seconds)
-                outcome = None
-                continue
-            try:
-                outcome = await client.send(action.request)
-            except httpx.TransportError as error:
-                outcome = error
+        return await adrive(self._core, http or self._async_http(), call)
 
     def close(self) -> None:
         """Close the synchronous clients' connections."""
