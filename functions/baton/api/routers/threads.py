@@ -300,10 +300,11 @@ def get_checkpoint(
     "/v1/threads/<thread_id>/checkpoints",
     summary="List a thread's checkpoints",
     description=(
-        "LangGraph's list: tuples newest first (descending checkpoint_id) within checkpoint_ns (every namespace when "
-        "absent), before keeps strictly older ids, filter (a URL-encoded JSON object) keeps checkpoints whose "
-        "metadata has every key with an equal value, applied on the server. A page also stops early (with a cursor) "
-        "once the values it carries pass 3 MB. A value kept in the bucket comes as {type, url}: a presigned GET."
+        "LangGraph's list: tuples newest first (descending checkpoint_id) within checkpoint_ns (without it, every "
+        "namespace, one after another), before keeps strictly older ids, filter (a URL-encoded JSON object) keeps "
+        "checkpoints whose metadata has every key with an equal value, applied on the server. A page also stops early "
+        "(with a cursor) before its answer passes about 4.2 MB of JSON. A value kept in the bucket comes as "
+        "{type, url}: a presigned GET."
     ),
     openapi_extensions=needs("checkpoints:read"),
     responses=responses(
