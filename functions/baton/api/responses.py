@@ -31,6 +31,15 @@ def ok(data: BaseModel, request_id: str, status: int = 200, headers: dict[str, s
     )
 
 
+def plain(data: Any, request_id: str, next_cursor: Any = ...) -> Response[str]:
+    """A success envelope around data that is already plain JSON (lists and dicts), without a response model: for
+    answers too large to build as models cheaply (a page of LangGraph tuples). With `next_cursor`, a page's."""
+    meta: dict[str, Any] = {"request_id": request_id}
+    if next_cursor is not ...:
+        meta["next_cursor"] = next_cursor
+    return Response(status_code=200, content_type=JSON, body=dumps({"data": data, "meta": meta}))
+
+
 def record_json(summary: BaseModel, state_text: bytes) -> str:
     """A checkpoint record as compact JSON: its summary's fields, then `state` written as the canonical JSON the
     store holds, spliced in as it is (parsing a 2 MB state only to serialize it again cost ~25 ms a read)."""

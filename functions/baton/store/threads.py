@@ -68,7 +68,7 @@ MAX_CHANNEL_INDEX_BYTES: Final = 65_536
 """Most bytes a checkpoint item keeps of its channels (names, versions, small values): with the checkpoint (at most
 196 KB of JSON with its metadata) and its pending writes (128 KB), the item stays under DynamoDB's 400 KB."""
 ITEM_VALUE_BYTES: Final = 350_000
-"""Most stored bytes a value item holds; a value that packs to more lives in the bucket."""
+"""Most bytes of a value kept in the table; a larger one lives in the bucket, as it is (answered by URL)."""
 PAGE_ANSWER_BYTES: Final = 4_200_000
 """A list page stops (with a cursor) before its answer passes this many bytes of JSON (checkpoints, metadata, and
 values as base64): base64-encoded again towards API Gateway, it still fits Lambda's 6 MB. One tuple always fits."""
@@ -124,7 +124,6 @@ _PUT_CHECKPOINT_SET: Final = (
     f"#{WRITES} = if_not_exists(#{WRITES}, :empty), #{WRITE_BYTES} = if_not_exists(#{WRITE_BYTES}, :zero), "
     f"#{WRITE_INLINE} = if_not_exists(#{WRITE_INLINE}, :zero)"
 )
-_EXISTS: Final = f"attribute_exists(#{schema.PK})"
 _SAME_LIFE: Final = f"attribute_not_exists(#{GENERATION}) OR #{GENERATION} = :g"
 _ROOM_FOR_WRITES: Final = (
     f"attribute_exists(#{schema.PK}) AND #{WRITE_BYTES} <= :room "
@@ -209,13 +208,14 @@ class ThreadStore:
         self._objects = objects
         self._blobs = blobs
 
-    def _bucket(self) -> ObjectStore:
+    def _bucket(self, size: int) -> ObjectStore:
+        """The bucket a value of `size` bytes goes to; 413 where the deployment has none (only the table's limit)."""
         if self._objects is None:
             raise PayloadTooLarge(
                 field="values",
                 limit_bytes=ITEM_VALUE_BYTES,
-                actual_bytes=ITEM_VALUE_BYTES + 1,
-                what="A value in a blob (this deployment has no bucket)",
+                actual_bytes=size,
+                what="A value (this deployment has no bucket for larger ones)",
             )
         return self._objects
 
@@ -236,7 +236,7 @@ class ThreadStore:
         if blob.agent_id != agent_id or blob.owner is not None:
             raise refused
         source = layout.blob_object(tenant_id, ref.blob_id)
-        found = self._bucket().head(source)
+        found = self._bucket(blob.size).head(source)
         if found is None or found.size != blob.size or (found.sha256 is not None and found.sha256 != blob.sha256):
             raise refused
         if blob.size > limits.MAX_STATE_BYTES:
@@ -444,18 +444,11 @@ class ThreadStore:
         if isinstance(raw, Uploaded):
             # The uploaded blob's bytes, copied to an object of this value's own (the blob itself is never attached:
             # its record expires and the lifecycle rule removes its object).
-            item[OBJECT] = {"S": self._bucket().copy_state(tenant_id, raw.source)}
+            item[OBJECT] = {"S": self._bucket(raw.size).copy_state(tenant_id, raw.source)}
             return item
         stored = raw
         if len(raw) > ITEM_VALUE_BYTES:
-            if self._objects is None:
-                raise PayloadTooLarge(
-                    field="values",
-                    limit_bytes=ITEM_VALUE_BYTES,
-                    actual_bytes=len(stored),
-                    what="A value (this deployment has no bucket for larger ones)",
-                )
-            item[OBJECT] = {"S": self._objects.put_state(tenant_id, stored)}
+            item[OBJECT] = {"S": self._bucket(len(raw)).put_state(tenant_id, raw)}
             return item
         packed = codec.encode(raw)
         if packed is not None:
@@ -1040,21 +1033,49 @@ class ThreadStore:
                     continue
                 threads += 1
                 if strategy == "delete":
-                    deleted += sum(1 for _ in self._checkpoints(pk, head, None, None, newest_first=False))
+                    deleted += self._count_checkpoints(pk, head)
                     self.delete(tenant_id, agent_id, thread_id, now_ms, deadline)
                     continue
                 deleted += self._keep_latest(pk, head)
         return threads, deleted
 
+    def _count_checkpoints(self, pk: str, head: Head) -> int:
+        """How many checkpoints the thread's current life holds (Queries that count, reading no item back)."""
+        condition = f"#{schema.PK} = :pk AND begins_with(#{schema.SK}, :prefix)"
+        mine = f"#{GENERATION} = :g"
+        request: dict[str, Any] = {
+            "TableName": self._table,
+            "KeyConditionExpression": condition,
+            "FilterExpression": mine,
+            "ExpressionAttributeNames": names_in(condition, mine),
+            "ExpressionAttributeValues": {
+                ":pk": {"S": pk},
+                ":prefix": {"S": layout.THREAD_CHECKPOINT},
+                ":g": {"S": head.generation},
+            },
+            "Select": "COUNT",
+            "ConsistentRead": True,
+        }
+        counted = 0
+        while True:
+            answer = self._client.query(**request)
+            counted += int(answer.get("Count", 0))
+            if not answer.get("LastEvaluatedKey"):
+                return counted
+            request["ExclusiveStartKey"] = answer["LastEvaluatedKey"]
+
     def _keep_latest(self, pk: str, head: Head) -> int:
+        """Delete every checkpoint but the latest of each namespace, and the values and write values only they held;
+        the checkpoints deleted. Only the kept checkpoints are decoded."""
         latest: dict[str, _Loaded] = {}
         doomed: list[Item] = []
         for item in self._checkpoints(pk, head, None, None, newest_first=True):
-            loaded = self._load(item)
-            if loaded.namespace in latest:
+            keyed, _ = layout.read_thread_checkpoint_sk(item[schema.SK]["S"])
+            namespace = keyed if keyed is not None else item[NAMESPACE]["S"]
+            if namespace in latest:
                 doomed.append(layout.key(*layout.identity(item)))
             else:
-                latest[loaded.namespace] = loaded
+                latest[namespace] = self._load(item)
         needed = {sk for one in latest.values() for sk in one.missing.values()}
         needed |= {value for one in latest.values() for _, value in one.writes if isinstance(value, str)}
         needed |= self._early_references(pk)
@@ -1119,7 +1140,7 @@ class ThreadStore:
             if head is None:
                 raise NotFound()
             if source_id == target_id:
-                return sum(1 for _ in self._checkpoints(source_pk, head, None, None, newest_first=False))
+                return self._count_checkpoints(source_pk, head)
             target = self._touch(target_pk, head.ttl_ms // 1000, now_ms)
             copies: list[Item] = []
             checkpoints: list[Item] = []

@@ -18,7 +18,7 @@ from pydantic import Field
 from baton.api.openapi import AUTHENTICATED_ERRORS, CursorParameter, responses
 from baton.api.paths import ThreadIdParameter, thread_from_path
 from baton.api.resolver import Call, CurrentCall, needs
-from baton.api.responses import JSON, dumps, ok
+from baton.api.responses import ok, plain
 from baton.api.schemas import DataEnvelope, ListEnvelope, ResponseModel
 from baton.api.services import Wired
 from baton.domain import limits, threads
@@ -36,7 +36,6 @@ from baton.domain.threads import (
     PutWritesRequest,
     StoredValue,
     ThreadCheckpoint,
-    ThreadId,
 )
 
 router = Router()
@@ -153,13 +152,6 @@ def _tuple(checkpoint: ThreadCheckpoint) -> dict[str, Any]:
             for w, value in checkpoint.writes
         ],
     }
-
-
-def _data(data: Any, request_id: str, status: int = 200, next_cursor: Any = ...) -> Response[str]:
-    meta: dict[str, Any] = {"request_id": request_id}
-    if next_cursor is not ...:
-        meta["next_cursor"] = next_cursor
-    return Response(status_code=status, content_type=JSON, body=dumps({"data": data, "meta": meta}))
 
 
 def _owner(call: Call, agent_id: str | None, write: bool) -> tuple[str, str]:
@@ -293,7 +285,7 @@ def get_checkpoint(
     thread = thread_from_path(thread_id)
     tenant, agent = _owner(call, agent_id, write=False)
     found = services.threads.get(tenant, agent, thread, checkpoint_ns, checkpoint_id, call.now_ms)
-    return _data(_tuple(found), call.request_id)
+    return plain(_tuple(found), call.request_id)
 
 
 @router.get(
@@ -331,7 +323,7 @@ def list_checkpoints(
         raise ValidationFailed.single("/filter", f"The query parameter filter {exc}.", "query") from None
     tenant, agent = _owner(call, agent_id, write=False)
     found = services.threads.page(tenant, agent, thread, checkpoint_ns, before, wanted, limit, cursor, call.now_ms)
-    return _data([_tuple(c) for c in found.checkpoints], call.request_id, next_cursor=found.next_cursor)
+    return plain([_tuple(c) for c in found.checkpoints], call.request_id, found.next_cursor)
 
 
 @router.delete(
@@ -438,6 +430,3 @@ def delete_for_runs(
     tenant, agent = _owner(call, agent_id, write=True)
     deleted = services.threads.delete_for_runs(tenant, agent, request.run_ids)
     return ok(RunsDeleted.model_construct(deleted_checkpoints=deleted), call.request_id)
-
-
-__all__ = ["ThreadId", "router"]
