@@ -17,7 +17,7 @@ from baton import __version__
 from baton.api.errors import field_errors, headers_of, status_of
 from baton.api.resolver import CALL_CONTEXT, PUBLIC, BatonResolver
 from baton.api.responses import JSON, error
-from baton.api.routers import blobs, checkpoints, history, keys, leases, mcp, meta, resume, subjects, threads
+from baton.api.routers import blobs, checkpoints, console, history, keys, leases, mcp, meta, resume, subjects, threads
 from baton.api.services import Services, from_environment
 from baton.domain.errors import (
     MAX_REPORTED_ERRORS,
@@ -45,6 +45,7 @@ def create_app(services: Callable[[], Services]) -> BatonResolver:
     app.include_router(resume.router)
     app.include_router(threads.router)
     app.include_router(mcp.router)
+    app.include_router(console.router)
     _add_error_map(app)
     return app
 

@@ -41,6 +41,8 @@ SCOPE_EXTENSION = "x-baton-scope"
 PUBLIC_EXTENSION = "x-baton-public"
 ACTS_FOR_EXTENSION = "x-baton-acts-for"
 """Body fields (`agent_id`, `tenant_id`) that say whom the request acts for: authority, checked before validation."""
+ANY_SCOPE_EXTENSION = "x-baton-any-scope"
+"""The route needs a valid key and no particular scope (the caller's own identity)."""
 FRESH_KEY_EXTENSION = "x-baton-fresh-key"
 """The route reads the caller's key record fresh, never from the container's cache (key management)."""
 RAW_BODY_EXTENSION = "x-baton-raw-body"
@@ -63,6 +65,8 @@ def needs(scope: str, acts_for: tuple[str, ...] = (), fresh_key: bool = False) -
 
 PUBLIC: dict[str, Any] = {PUBLIC_EXTENSION: True}
 """Route metadata: the route answers without an API key."""
+ANY_SCOPE: dict[str, Any] = {ANY_SCOPE_EXTENSION: True}
+"""Route metadata: the route answers any valid key, whatever its scopes."""
 
 RESOLVER_CONTEXT: Final = "resolver"
 """Where the resolver's context keeps the resolver serving the request (the MCP route reaches its twin there)."""
@@ -181,7 +185,8 @@ class BatonResolver(APIGatewayHttpResolver):
             )
             call = replace(call, principal=principal)
             self._record(call)  # a request refused from here on is still logged with its caller
-            principal.require(extensions[SCOPE_EXTENSION])
+            if not extensions.get(ANY_SCOPE_EXTENSION):
+                principal.require(extensions[SCOPE_EXTENSION])
         if route.method in BODY_METHODS and extensions.get(RAW_BODY_EXTENSION):
             self._raw_body()
         elif route.method in BODY_METHODS:

@@ -14,7 +14,7 @@ from pydantic import BaseModel, ConfigDict, Field, StringConstraints
 from pydantic.json_schema import SkipJsonSchema
 
 from baton.domain import limits
-from baton.domain.access import KeyRecord, Scope
+from baton.domain.access import KeyRecord, Principal, Scope, effective_scopes
 from baton.domain.blobs import Blob
 from baton.domain.checkpoints import Checkpoint, Saved
 from baton.domain.clock import format_ms
@@ -259,6 +259,32 @@ class KeyInfo(ResponseModel):
             description=record.description,
             created_at=format_ms(record.created_ms),
             **extra,
+        )
+
+
+class Caller(ResponseModel):
+    """The key a request was made with, as the gate knows it: whom it acts for and what it may do."""
+
+    key_id: KeyId
+    tenant_id: Identifier
+    agent_id: Identifier
+    scopes: Annotated[list[Scope], Field(min_length=1, description="The scopes the key was issued with.")]
+    effective_scopes: Annotated[
+        list[Scope],
+        Field(description="Every scope the key holds, `*` expanded: what the key may do, route by route."),
+    ]
+    expires_at: Time | None
+
+    @classmethod
+    def of(cls, principal: Principal) -> Any:
+        """The caller as answered."""
+        return cls.model_construct(
+            key_id=principal.key_id,
+            tenant_id=principal.tenant_id,
+            agent_id=principal.agent_id,
+            scopes=sorted(principal.scopes),
+            effective_scopes=sorted(effective_scopes(principal.scopes)),
+            expires_at=format_ms(principal.expires_ms) if principal.expires_ms is not None else None,
         )
 
 

@@ -9,9 +9,9 @@ from aws_lambda_powertools.event_handler.api_gateway import Router
 from aws_lambda_powertools.event_handler.openapi.params import Body, Path, Query
 
 from baton.api.openapi import AUTHENTICATED_ERRORS, CursorParameter, responses
-from baton.api.resolver import CurrentCall, needs
+from baton.api.resolver import ANY_SCOPE, CurrentCall, needs
 from baton.api.responses import ok, page
-from baton.api.schemas import CreatedKey, DataEnvelope, KeyDeleted, KeyInfo, ListEnvelope
+from baton.api.schemas import Caller, CreatedKey, DataEnvelope, KeyDeleted, KeyInfo, ListEnvelope
 from baton.api.services import Wired
 from baton.domain import limits
 from baton.domain.access import check_can_issue, check_can_revoke, issue_key, key_validity
@@ -62,6 +62,22 @@ def create_key(call: CurrentCall, services: Wired, request: Annotated[CreateKeyR
     )
     services.keys.put(issued.record)
     return ok(CreatedKey.of(issued.record, secret=issued.secret), call.request_id, status=201)
+
+
+@router.get(
+    "/v1/whoami",
+    summary="The calling key",
+    description=(
+        "Whom the key acts for (tenant, agent), its scopes as issued and as they apply (`*` expanded), and when it "
+        "expires: what a client, such as the console, may offer. Any valid key may ask; nothing else is read."
+    ),
+    openapi_extensions=ANY_SCOPE,
+    responses=responses({200: ("The calling key", DataEnvelope[Caller])}, (401, 503)),
+    tags=["keys"],
+)
+def whoami(call: CurrentCall) -> Response[str]:
+    """The calling key."""
+    return ok(Caller.of(call.caller), call.request_id)
 
 
 @router.get(
