@@ -11,7 +11,7 @@ STAGE ?= dev
 # The CDK CLI passes context to the app in CDK_CONTEXT_JSON; `make synth` does the same without the CLI.
 SYNTH_CONTEXT := {"stage": "$(STAGE)"}
 
-.PHONY: help serve test lint types unit integration e2e infrastructure fuzz soak bench openapi synth deploy destroy clean
+.PHONY: help serve test lint types unit integration e2e infrastructure browser screenshots fuzz soak bench openapi synth deploy destroy clean
 
 help:
 	@echo "make serve    run Baton on http://127.0.0.1:8787 against embedded moto (prints a dev key)"
@@ -20,6 +20,7 @@ help:
 	@echo "make soak     concurrent clients against baton serve for SOAK_SECONDS (default 300)"
 	@echo "make bench    Baton beside the LangGraph DynamoDB savers, its CPU and cold request: bench/report.md"
 	@echo "make openapi  regenerate docs/openapi.json"
+	@echo "make screenshots  the console's browser tests, writing their screenshots into docs/console/"
 	@echo "make synth    synthesize the CDK app into cdk.out/ (STAGE=dev|prod)"
 	@echo "make deploy   deploy it with your AWS credentials (STAGE=dev|prod); make destroy removes it"
 
@@ -41,8 +42,19 @@ $(LOCAL_STAMP): pyproject.toml
 serve: $(LOCAL_STAMP)
 	$(BIN)/baton serve $(ARGS)
 
-test: lint types
+test: lint types browser
 	$(BIN)/pytest
+
+# The console's browser tests drive Debian's Chromium through Playwright for Python (Playwright's own browser
+# download cannot reach its servers here): installed from Debian's packages when the machine has none.
+SUDO := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
+APT_CHROMIUM := DEBIAN_FRONTEND=noninteractive $(SUDO) apt-get install -y --no-install-recommends chromium
+
+browser:
+	@command -v chromium >/dev/null 2>&1 || [ -n "$$BATON_CHROMIUM" ] || $(APT_CHROMIUM) || { $(SUDO) apt-get update && $(APT_CHROMIUM); }
+
+screenshots: $(STAMP) browser
+	BATON_SCREENSHOTS=docs $(BIN)/pytest tests/e2e/console -q
 
 lint: $(STAMP)
 	$(BIN)/ruff check functions infra tests bench

@@ -1,0 +1,64 @@
+"""The console's JSON tree (json-tree.js) in a real browser: text stays text, branches open lazily, search opens
+the way to every match."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from tests.e2e.server_process import BatonServe
+
+MOUNT = """async (value) => {
+  const {jsonTree} = await import('/console/json-tree.js');
+  const holder = document.createElement('div');
+  holder.id = 'under-test';
+  document.body.replaceChildren(holder);
+  holder.append(jsonTree(value, {label: 'state', open: 1}));
+}"""
+
+
+def mount(page: Any, baton: BatonServe, value: Any) -> Any:
+    page.goto(f"{baton.url}/console")
+    page.evaluate(MOUNT, value)
+    return page.locator("#under-test")
+
+
+def test_markup_in_a_state_is_shown_as_text(page: Any, baton: BatonServe) -> None:
+    hostile = {"<img src=x onerror=window.pwned=1>": "<script>window.pwned=1</script>", "b": ["<b>bold</b>"]}
+    tree = mount(page, baton, hostile)
+    tree.get_by_role("button", name="Expand shown").click()
+    text = tree.inner_text()
+    assert '"<script>window.pwned=1</script>"' in text
+    assert '"<img src=x onerror=window.pwned=1>"' in text
+    assert tree.locator("script, img, b").count() == 0
+    assert page.evaluate("window.pwned") is None
+
+
+def test_search_opens_the_branches_that_lead_to_each_match(page: Any, baton: BatonServe) -> None:
+    value = {"plan": {"steps": [{"name": "fetch"}, {"name": "parse", "detail": {"deep": {"needle": "Found it"}}}]}}
+    tree = mount(page, baton, value)
+    # Only the first level is open: the deep value is not even built yet.
+    assert "Found it" not in tree.inner_text()
+    search = tree.get_by_label("Search the state")
+    search.fill("found")
+    search.press("Enter")
+    mark = tree.locator("mark")
+    mark.first.wait_for()
+    assert mark.first.inner_text() == "Found"
+    assert "1 match" in tree.inner_text()
+    # A key matches too, and clearing the search leaves the tree as it was.
+    search.fill("needle")
+    search.press("Enter")
+    tree.locator("mark", has_text="needle").wait_for()
+    search.fill("")
+    search.press("Enter")
+    assert tree.locator("mark").count() == 0
+
+
+def test_a_long_array_is_shown_in_chunks(page: Any, baton: BatonServe) -> None:
+    tree = mount(page, baton, {"items": list(range(450))})
+    tree.locator("summary", has_text="items").click()
+    assert tree.locator("li[data-pointer^='/items/']").count() == 200
+    tree.get_by_role("button", name="Show 200 more of 250").click()
+    assert tree.locator("li[data-pointer^='/items/']").count() == 400
+    tree.get_by_role("button", name="Show 50 more of 50").click()
+    assert tree.locator("li[data-pointer^='/items/']").count() == 450
