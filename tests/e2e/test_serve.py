@@ -223,6 +223,33 @@ def test_an_invalid_dev_key_is_refused_at_start() -> None:
     assert "Baton is serving" not in done.stdout
 
 
+def test_a_table_name_the_api_cannot_use_is_refused_at_start(moto_endpoint: str) -> None:
+    # Given a table name of one character (DynamoDB's names are 3 to 255)
+    # When `baton serve --table x` is started
+    done = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "baton.cli.main",
+            "serve",
+            "--port",
+            "0",
+            "--aws-endpoint",
+            moto_endpoint,
+            "--table",
+            "x",
+        ],
+        cwd=REPO,
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    # Then it exits at once naming the setting and the rule, rather than serving a 500 to every request
+    assert done.returncode == 2, done.stderr
+    assert "BATON_TABLE_NAME: must be 3 to 255 characters, got 1" in done.stderr
+    assert "Baton is serving" not in done.stdout
+
+
 def test_a_chunked_request_body_reaches_the_api_whole(http: httpx.Client) -> None:
     # Given a save whose body is sent in chunks (as `curl -T -` or a streaming client does)
     body = json.dumps({"subject_id": f"chunked-{uuid.uuid4()}", "kind": "task_state", "state": {"step": 1}}).encode()

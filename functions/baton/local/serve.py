@@ -110,6 +110,16 @@ def serve(options: ServeOptions, out: TextIO = sys.stdout) -> int:
     else:
         endpoint = options.aws_endpoint
     _prepare_environment(options, endpoint, embedded=moto is not None)
+    from baton.settings import SettingsError, load_settings
+
+    try:
+        # What every request's container will read: refused here, before serving, not as a 500 per request.
+        load_settings(dict(os.environ))
+    except SettingsError as exc:
+        print(f"baton serve: {exc} (from --table, --bucket or the environment)", file=sys.stderr)
+        if moto is not None:
+            moto.stop()
+        return 2
 
     from baton.store.aws import dynamodb_client, s3_client
     from baton.store.keys import KeyStore
@@ -169,6 +179,7 @@ def serve(options: ServeOptions, out: TextIO = sys.stdout) -> int:
         '-d \'{"subject_id":"demo","kind":"task_state","state":{"step":1}}\'',
         file=out,
     )
+    print(f"Console: {url}/console (sign in with the key above)", file=out)
     print("Press Ctrl-C to stop.", file=out, flush=True)
     try:
         server.serve_forever(poll_interval=0.2)
