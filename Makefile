@@ -11,7 +11,7 @@ STAGE ?= dev
 # The CDK CLI passes context to the app in CDK_CONTEXT_JSON; `make synth` does the same without the CLI.
 SYNTH_CONTEXT := {"stage": "$(STAGE)"}
 
-.PHONY: help serve test lint types unit integration e2e infrastructure browser screenshots fuzz soak bench openapi synth deploy destroy clean
+.PHONY: help serve test lint types unit integration e2e infrastructure browser screenshots console-vendor fuzz soak bench openapi synth deploy destroy clean
 
 help:
 	@echo "make serve    run Baton on http://127.0.0.1:8787 against embedded moto (prints a dev key)"
@@ -52,6 +52,21 @@ APT_CHROMIUM := DEBIAN_FRONTEND=noninteractive $(SUDO) apt-get install -y --no-i
 
 browser:
 	@command -v chromium >/dev/null 2>&1 || [ -n "$$BATON_CHROMIUM" ] || $(APT_CHROMIUM) || { $(SUDO) apt-get update && $(APT_CHROMIUM); }
+
+# The console's one library, committed in the package so that nothing is fetched at deploy time: MessagePack's
+# browser build (to show LangGraph's msgpack values), taken verbatim from the npm tarball whose integrity is pinned
+# here; tests/unit/test_console_files.py pins the file's SHA-256. `make console-vendor` takes it again.
+MSGPACK_VERSION := 3.1.3
+MSGPACK_INTEGRITY := sha512-47XIizs9XZXvuJgoaJUIE2lFoID8ugvc0jzSHP+Ptfk8nTbnR8g788wv48N03Kx0UkAv559HWRQ3yzOgzlRNUA==
+MSGPACK_FILE := functions/baton/console/msgpack-$(MSGPACK_VERSION).min.js
+
+console-vendor:
+	@work=$$(mktemp -d) && \
+	(cd $$work && npm pack --silent @msgpack/msgpack@$(MSGPACK_VERSION) >/dev/null) && \
+	tarball=$$work/msgpack-msgpack-$(MSGPACK_VERSION).tgz && \
+	test "sha512-$$(openssl dgst -sha512 -binary $$tarball | base64 -w0)" = "$(MSGPACK_INTEGRITY)" && \
+	tar -xzf $$tarball -C $$work package/dist.umd/msgpack.min.js && \
+	cp $$work/package/dist.umd/msgpack.min.js $(MSGPACK_FILE) && rm -rf $$work && echo "$(MSGPACK_FILE) written"
 
 screenshots: $(STAMP) browser
 	BATON_SCREENSHOTS=docs $(BIN)/pytest tests/e2e/console -q

@@ -281,7 +281,13 @@ def test_every_route_answers_its_documented_shape(api: ApiDriver) -> None:
                                "metadata", "channel_values", "pending_writes"}  # fmt: skip
     assert found.data["checkpoint"] == checkpoint_doc("c2", {"a": 1, "b": 1})
     assert found.data["parent_checkpoint_id"] == "c1"
-    assert found.data["pending_writes"][0] == {"task_id": "task-1", "channel": "a", "task_path": "", **typed(b"w0")}
+    assert found.data["pending_writes"][0] == {
+        "task_id": "task-1",
+        "idx": 0,
+        "channel": "a",
+        "task_path": "",
+        **typed(b"w0"),
+    }
     assert values_of(found.data) == {"a": ("msgpack", b"one"), "b": ("msgpack", b"two")}
     listed = list_page(api, "t-shape")
     assert ids_of(listed) == ["c2", "c1"]

@@ -9,10 +9,8 @@ and styles only from this origin, no inline script, no framing, requests only to
 
 from __future__ import annotations
 
-import hashlib
 from dataclasses import dataclass
 from functools import cache
-from importlib import resources
 from typing import Annotated, Final
 
 from aws_lambda_powertools.event_handler import Response
@@ -68,6 +66,9 @@ class Asset:
 @cache
 def assets() -> dict[str, Asset]:
     """Every file of the console, by name, read from the package at the first request that asks for one."""
+    import hashlib  # here, not at import: a container that never serves the console never pays for it
+    from importlib import resources
+
     found: dict[str, Asset] = {}
     for entry in resources.files("baton").joinpath("console").iterdir():
         media_type = MEDIA_TYPES.get("." + entry.name.rpartition(".")[2])

@@ -60,6 +60,7 @@ class PendingWriteOut(TypedValueOut):
     """A pending write of a task."""
 
     task_id: str
+    idx: Annotated[int, Field(description="The write's index within its task (LangGraph's special channels: negative).")]
     channel: str
     task_path: str
 
@@ -148,7 +149,7 @@ def _tuple(checkpoint: ThreadCheckpoint) -> dict[str, Any]:
         "metadata": checkpoint.metadata,
         "channel_values": {channel: _value(value) for channel, value in checkpoint.values.items()},
         "pending_writes": [
-            {"task_id": w.task_id, "channel": w.channel, "task_path": w.task_path, **_value(value)}
+            {"task_id": w.task_id, "idx": w.index, "channel": w.channel, "task_path": w.task_path, **_value(value)}
             for w, value in checkpoint.writes
         ],
     }
