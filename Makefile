@@ -55,10 +55,13 @@ browser:
 
 # The console's one library, committed in the package so that nothing is fetched at deploy time: MessagePack's
 # browser build (to show LangGraph's msgpack values), taken verbatim from the npm tarball whose integrity is pinned
-# here; tests/unit/test_console_files.py pins the file's SHA-256. `make console-vendor` takes it again.
+# here, after a line with its licence's notice; tests/unit/test_console_files.py pins the SHA-256 of the rest.
+# `make console-vendor` takes it again.
 MSGPACK_VERSION := 3.1.3
 MSGPACK_INTEGRITY := sha512-47XIizs9XZXvuJgoaJUIE2lFoID8ugvc0jzSHP+Ptfk8nTbnR8g788wv48N03Kx0UkAv559HWRQ3yzOgzlRNUA==
 MSGPACK_FILE := functions/baton/console/msgpack-$(MSGPACK_VERSION).min.js
+# The licence's notice travels with the file to every browser (ISC); the full text is beside it.
+MSGPACK_NOTICE := /*! @msgpack/msgpack $(MSGPACK_VERSION) | ISC License | Copyright 2019 The MessagePack Community | msgpack-$(MSGPACK_VERSION).LICENSE.txt */
 
 console-vendor:
 	@work=$$(mktemp -d) && \
@@ -66,7 +69,8 @@ console-vendor:
 	tarball=$$work/msgpack-msgpack-$(MSGPACK_VERSION).tgz && \
 	test "sha512-$$(openssl dgst -sha512 -binary $$tarball | base64 -w0)" = "$(MSGPACK_INTEGRITY)" && \
 	tar -xzf $$tarball -C $$work package/dist.umd/msgpack.min.js && \
-	cp $$work/package/dist.umd/msgpack.min.js $(MSGPACK_FILE) && rm -rf $$work && echo "$(MSGPACK_FILE) written"
+	{ echo '$(MSGPACK_NOTICE)'; cat $$work/package/dist.umd/msgpack.min.js; } > $(MSGPACK_FILE) && \
+	rm -rf $$work && echo "$(MSGPACK_FILE) written"
 
 screenshots: $(STAMP) browser
 	BATON_SCREENSHOTS=docs $(BIN)/pytest tests/e2e/console -q

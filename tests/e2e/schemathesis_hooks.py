@@ -41,6 +41,7 @@ import secrets
 import threading
 from collections import Counter
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 from urllib.parse import quote, unquote
 
@@ -98,6 +99,13 @@ THREAD_PRUNE = "POST /v1/threads:prune"
 THREAD_RUNS = "POST /v1/threads:delete-for-runs"
 THREAD_OPERATIONS = (THREAD_WRITES, THREAD_GET, THREAD_LIST, THREAD_DELETE, THREAD_COPY, THREAD_PRUNE, THREAD_RUNS)
 """The thread operations whose positive cases are sometimes pointed at a real thread (a put needs none)."""
+CONSOLE_PAGE = "GET /console"
+CONSOLE_ASSET = "GET /console/{asset}"
+CONSOLE_OPERATIONS = (CONSOLE_PAGE, CONSOLE_ASSET)
+"""The console's routes: public, no key needed; their real cases name a file the console ships."""
+CONSOLE_DIRECTORY = Path(__file__).resolve().parents[2] / "functions" / "baton" / "console"
+CONSOLE_MEDIA_TYPES = {".js": "text/javascript", ".css": "text/css", ".svg": "image/svg+xml"}
+"""The console's files besides its page (served at /console itself), by suffix: what each must be served as."""
 THREAD_CHECKPOINTS = 3
 """Checkpoints of the shared thread; a fresh thread (for a delete, prune or delete-for-runs) has 2."""
 REAL_OPERATIONS = (
@@ -111,6 +119,7 @@ REAL_OPERATIONS = (
     RESUME,
     PURGE,
     *THREAD_OPERATIONS,
+    *CONSOLE_OPERATIONS,
 )
 """The operations whose positive cases are sometimes pointed at a real resource."""
 CHANGING_BY_ID = (DELETE_BY_ID, RESTORE, ACQUIRE, RELEASE)
@@ -163,6 +172,8 @@ class Fixtures:
     """The thread whose fresh checkpoints take the pending writes of the real cases."""
     fresh_threads: dict[str, str] = field(default_factory=dict)
     """Thread id -> run id of each fresh thread handed to a delete, prune or delete-for-runs."""
+    console_tags: dict[str, str] = field(default_factory=dict)
+    """The console's current ETag by file name ("" for the page), as `GET /console[/name]` answers it."""
     made: int = 0
     positives: Counter[str] = field(default_factory=Counter)
     lock: threading.Lock = field(default_factory=threading.Lock)
@@ -219,6 +230,16 @@ class Fixtures:
         answer = self.client.post(f"/v1/threads/{quote(thread_id, safe='')}/writes", json=body)
         if answer.status_code != 200:
             raise RuntimeError(f"a fixture put_writes answered {answer.status_code}: {answer.text}")
+
+    def console_tag(self, name: str) -> str:
+        """The current ETag of the console's file `name` ("" for the page), asked of Baton once."""
+        if name not in self.console_tags:
+            base = str(self.client.base_url).rstrip("/")
+            answer = httpx.get(f"{base}/console{'/' + name if name else ''}", timeout=30)  # without a key
+            if answer.status_code != 200 or not answer.headers.get("etag"):
+                raise RuntimeError(f"the console's {name or 'page'} answered {answer.status_code}: {answer.headers}")
+            self.console_tags[name] = answer.headers["etag"]
+        return self.console_tags[name]
 
     def fresh_writes_checkpoint(self) -> str:
         """A new checkpoint of the writes thread, for a case's pending writes to land on."""
@@ -331,9 +352,54 @@ def point_at_a_real_resource(case: Any, real: Fixtures) -> bool:
         path["subject_id"] = real.fresh_purge_subject()
     elif label in THREAD_OPERATIONS:
         return point_at_a_real_thread(case, real, label, draw)
+    elif label in CONSOLE_OPERATIONS:
+        point_at_a_console_file(case, real, label, draw)
     else:
         return False
     return True
+
+
+def console_files() -> list[str]:
+    """The console's files served under /console/ (its page is served at /console only), sorted."""
+    return sorted(p.name for p in CONSOLE_DIRECTORY.iterdir() if p.suffix in CONSOLE_MEDIA_TYPES and p.is_file())
+
+
+def point_at_a_console_file(case: Any, real: Fixtures, label: str, draw: int) -> None:
+    """A real file of the console: the page with its current ETag (a 304); or a file, each in turn, half the time
+    with its current ETag (a 304), else with none (a 200)."""
+    turn = draw // REAL_EVERY
+    headers = {k: v for k, v in (case.headers or {}).items() if k.lower() != "if-none-match"}
+    if label == CONSOLE_PAGE:
+        headers["If-None-Match"] = real.console_tag("")
+    else:
+        files = console_files()
+        name = files[turn // 2 % len(files)]
+        case.path_parameters["asset"] = name
+        if turn % 2:  # each file twice in a row: without a tag (200), then with its current one (304)
+            headers["If-None-Match"] = real.console_tag(name)
+    case.headers = headers
+
+
+def header(response: Any, name: str) -> str:
+    """A response header's value ("" when absent): schemathesis keeps each header as a list of its values."""
+    value = response.headers.get(name) or response.headers.get(name.title()) or ""
+    return str(value[0] if isinstance(value, list) and value else value or "")
+
+
+def judge_a_console_answer(case: Any, label: str, response: Any) -> str | None:
+    """What a real console file's answer must hold that the document does not say: the CSP, its media type and a
+    body on a 200, an empty body on a 304."""
+    policy = header(response, "content-security-policy")
+    if "default-src 'none'" not in policy or "frame-ancestors 'none'" not in policy:
+        return f"no strict Content-Security-Policy: {policy!r}"
+    media_type = header(response, "content-type").split(";")[0].strip()
+    if response.status_code == 304:
+        return None if not response.content else f"a 304 with a body of {len(response.content)} bytes"
+    asset = (case.path_parameters or {}).get("asset", "")
+    expected = "text/html" if label == CONSOLE_PAGE else CONSOLE_MEDIA_TYPES[Path(asset).suffix]
+    if media_type != expected or not response.content:
+        return f"served as {media_type!r} with {len(response.content)} bytes, expected {expected!r} and a body"
+    return None
 
 
 def point_at_a_real_thread(case: Any, real: Fixtures, label: str, draw: int) -> bool:
@@ -413,6 +479,11 @@ def note_what_a_real_resource_answered(case: Any, response: Any, real: Fixtures)
     """Count the answer; follow the history checkpoint's revision and the lease's token; check a purge's count."""
     label = label_of(case)
     REAL_COUNTS[f"{label} {response.status_code}"] += 1
+    if label in CONSOLE_OPERATIONS:
+        problem = judge_a_console_answer(case, label, response)
+        if problem:
+            PROBLEMS.append(f"{label} ({case.path_parameters or {}}): {problem}")
+        return
     if response.status_code >= 300:
         return
     data = response.json().get("data") or {}

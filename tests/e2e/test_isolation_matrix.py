@@ -38,6 +38,18 @@ T_GET, T_LIST = "GET /v1/threads/{thread_id}/checkpoint", "GET /v1/threads/{thre
 T_DELETE, T_COPY = "DELETE /v1/threads/{thread_id}", "POST /v1/threads/{thread_id}/copy"
 T_PRUNE, T_RUNS = "POST /v1/threads:prune", "POST /v1/threads:delete-for-runs"
 """The LangGraph thread routes (issue 11)."""
+WHOAMI = "GET /v1/whoami"
+CONSOLE_PAGE, CONSOLE_ASSET, CONSOLE_SLASH = "GET /console", "GET /console/{asset}", "GET /console/"
+"""The caller's own identity (any valid key) and the console's page and files (public; issue 12)."""
+HOLDING_NO_DATA = (
+    "GET /v1/health",
+    "GET /v1/openapi.json",
+    "GET /v1/schemas/{name}",
+    CONSOLE_PAGE,
+    CONSOLE_ASSET,
+    CONSOLE_SLASH,
+)
+"""Routes whose answers hold nothing of any tenant, whoever calls them."""
 NOT_FOUND_BODY = {"error": {"code": "NOT_FOUND", "message": "Resource was not found."}}
 ROUTES = (
     "POST /v1/checkpoints",
@@ -68,6 +80,10 @@ ROUTES = (
     T_COPY,
     T_PRUNE,
     T_RUNS,
+    WHOAMI,
+    CONSOLE_PAGE,
+    CONSOLE_ASSET,
+    CONSOLE_SLASH,
 )
 CALLERS = (
     "other_tenant",
@@ -460,10 +476,16 @@ class Case:
     """Request headers besides Authorization (sent with the missing one's request too)."""
     missing_body: Any = None
     """The body of the missing one's request, when it is not the same as this one's."""
+    own_markers: tuple[str, ...] = ()
+    """Markers of the caller's own key the answer may show (whoami names its key, tenant and agent)."""
+    same_without_key: bool = False
+    """The answer must be byte for byte the one a request without a key gets (status, headers, body)."""
 
 
 def visible(world: World, caller: str, route: str, params: dict[str, Any] | None) -> set[tuple[str, str | None]]:
     """The (tenant, agent) parties whose markers `caller` may see in the answer of `route`."""
+    if route in HOLDING_NO_DATA or route == WHOAMI:
+        return set()  # whoami shows the caller's own key only: its `own_markers`
     every = set(world.parties)
     victim = {p for p in every if p[0] == world.victim}
     other = {p for p in every if p[0] == world.other}
@@ -486,7 +508,60 @@ def state_of(caller: str, world: World) -> dict[str, Any]:
 
 def cases_for(caller: str, w: World) -> list[Case]:
     """Every route, called by `caller`."""
-    return checkpoint_key_and_blob_cases_for(caller, w) + workflow_cases_for(caller, w) + thread_cases_for(caller, w)
+    return (
+        checkpoint_key_and_blob_cases_for(caller, w)
+        + workflow_cases_for(caller, w)
+        + thread_cases_for(caller, w)
+        + identity_and_console_cases_for(caller, w)
+    )
+
+
+WILDCARD_GRANTS = {"checkpoints:read", "checkpoints:write", "checkpoints:delete", "leases:write", "keys:manage"}
+"""Scopes a `*` key holds (docs: api-v1.md, Scopes), whatever else it holds too."""
+CALLER_KEYS = {"other_tenant": "stranger", "other_agent": "intruder-1", "missing_scope": "owner-read-only"}
+"""The world's key (its label) behind each caller's secret; `own_wildcard` is `admin`, the operator is none of them."""
+
+
+def identity_and_console_cases_for(caller: str, w: World) -> list[Case]:
+    """GET /v1/whoami (the caller's own identity, nothing else) and the console's page and files (the same bytes as
+    without a key, for every caller: they hold no data)."""
+    console = [
+        Case(CONSOLE_PAGE, "GET", "/console", (200,), same_without_key=True),
+        Case(CONSOLE_SLASH, "GET", "/console/", (308,), same_without_key=True),
+        Case(CONSOLE_ASSET, "GET", "/console/app.js", (200,), same_without_key=True),
+        Case(CONSOLE_ASSET, "GET", "/console/console.css", (200,), same_without_key=True),
+        Case(CONSOLE_ASSET, "GET", f"/console/missing-{uuid.uuid4().hex[:8]}.js", (404,), "NOT_FOUND"),
+        Case(CONSOLE_ASSET, "GET", "/console/index.html", (404,), "NOT_FOUND"),
+    ]
+    if caller in REFUSED:
+        return [Case(WHOAMI, "GET", "/v1/whoami", (401,), "UNAUTHENTICATED"), *console]
+    if caller == "operator":
+        world_keys = {key["key_id"] for key in w.keys.values()}
+
+        def is_the_operator(data: Any) -> str | None:
+            if data["key_id"] in world_keys or data["tenant_id"] in (w.victim, w.other):
+                return f"the operator's whoami names a key or tenant of the world: {data}"
+            return None if "tenants:manage" in data["scopes"] else f"the operator's key without tenants:manage: {data}"
+
+        return [Case(WHOAMI, "GET", "/v1/whoami", (200,), check=is_the_operator), *console]
+    key = w.keys[CALLER_KEYS.get(caller, "admin")]
+    expected = {name: key[name] for name in ("key_id", "tenant_id", "agent_id", "expires_at")}
+    expected["scopes"] = sorted(key["scopes"])
+
+    def is_the_caller(data: Any) -> str | None:
+        shown = {name: data.get(name) for name in expected}
+        if shown != expected:
+            return f"whoami answered {shown}, not the caller's key {expected}"
+        effective = set(data.get("effective_scopes", []))
+        scopes = set(key["scopes"])
+        # `*` grants every scope but tenants:manage; any other key exactly the scopes it was issued with
+        wanted_ok = (WILDCARD_GRANTS | scopes) <= effective if "*" in scopes else effective == scopes
+        if not wanted_ok or ("tenants:manage" in effective) != ("tenants:manage" in scopes):
+            return f"effective scopes {sorted(effective)} for scopes {sorted(scopes)}"
+        return None
+
+    own = (key["key_id"], key["tenant_id"], key["agent_id"])
+    return [Case(WHOAMI, "GET", "/v1/whoami", (200,), check=is_the_caller, own_markers=own), *console]
 
 
 def checkpoint_key_and_blob_cases_for(caller: str, w: World) -> list[Case]:
@@ -1111,6 +1186,7 @@ def run_case(api: Api, w: World, caller: str, case: Case) -> tuple[list[str], in
     secret = w.secrets[case.secret_of or caller]
     allowed = visible(w, caller, case.route, case.params)
     forbidden = {m for party, p in w.parties.items() if party not in allowed for m in p.markers}
+    forbidden -= set(case.own_markers)
     problems: list[str] = []
     shown = ""
     params = dict(case.params or {})
@@ -1128,7 +1204,20 @@ def run_case(api: Api, w: World, caller: str, case: Case) -> tuple[list[str], in
         leaked = sorted(m for m in forbidden if m in text and m not in asked)
         if leaked:
             problems.append(f"{label}: page {page_number + 1} holds {leaked}: {text}")
-        body = response.json() if response.content else None
+        is_json = response.headers.get("content-type", "").startswith("application/json")
+        body = response.json() if response.content and is_json else None
+        if case.same_without_key:
+            anonymous = api.call(None, case.method, case.path, params=params or None, headers=case.headers)
+            requests += 1
+            if (anonymous.status_code, comparable_headers(anonymous), anonymous.content) != (
+                response.status_code,
+                comparable_headers(response),
+                response.content,
+            ):
+                problems.append(
+                    f"{label}: answers differently than without a key: {response.status_code} "
+                    f"{comparable_headers(response)} vs {anonymous.status_code} {comparable_headers(anonymous)}"
+                )
         if case.code is not None:
             code = (body or {}).get("error", {}).get("code")
             if code != case.code:
@@ -1381,7 +1470,7 @@ def test_refused_and_foreign_calls_changed_nothing(baton: BatonServe, world: Wor
     assert "by" not in latest["metadata"], latest
     assert latest["channel_values"] == {"messages": thread_value(f"{victim_thread.value_marker}-1")}, latest
     assert latest["pending_writes"] == [
-        {"task_id": victim_thread.task_id, "channel": "messages", "task_path": "",
+        {"task_id": victim_thread.task_id, "idx": 0, "channel": "messages", "task_path": "",
          **thread_value(f"{victim_thread.value_marker}-write")}
     ], latest  # fmt: skip
     assert by_run.status_code == 200, by_run.text

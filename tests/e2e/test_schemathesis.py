@@ -53,8 +53,19 @@ REAL_SUCCESSES = (
     "POST /v1/threads/{thread_id}/copy 200",
     "POST /v1/threads:prune 200",
     "POST /v1/threads:delete-for-runs 200",
+    "GET /console 304",
+    "GET /console/{asset} 200",
+    "GET /console/{asset} 304",
 )
 """The answers each route must have given a case sent to a real resource at least once."""
+ANSWERED = (
+    "GET /console 200",
+    "GET /console/{asset} 404",
+    "GET /v1/whoami 200",
+)
+"""Answers of routes without real resources that the run must have seen: the console's page, an unknown file of the
+console, and the calling key's identity (its refusal without a key is the `ignored_auth` check's, which every
+operation that needs a key gets, and the isolation matrix's)."""
 
 
 @pytest.fixture(scope="module")
@@ -229,5 +240,9 @@ def test_schemathesis_finds_nothing_the_document_does_not_say(baton: BatonServe,
     missed = [answer for answer in REAL_SUCCESSES if real_counts.get(answer, 0) == 0]
     assert not missed, f"no case sent to a real resource answered {missed}: {real_counts}"
     assert resume_answers.get("ready", 0) > 0, f"no resume of the real subject was ready: {resume_answers}"
+    # and the console's routes and whoami were run, with the answers that prove them
+    assert {answer.rpartition(" ")[0] for answer in ANSWERED} <= declared, "run `make openapi`"
+    unseen = [answer for answer in ANSWERED if operation_counts.get(answer, 0) == 0]
+    assert not unseen, f"no case answered {unseen}: {operation_counts}"
     assert not counts.get("problems"), counts["problems"]
     assert done.returncode == 0, output

@@ -37,6 +37,10 @@ filter, and now and then a thread deleted. Each client is its threads' only writ
 tuple any read shows must be exactly the one its ledger holds, and after the run every thread lists exactly what
 was put into it (a deleted one answers 404).
 
+The plain clients also ask `GET /v1/whoami`, each with a key of its own (the operator's tenant, agent and scopes),
+which must name that key whatever the others send at the same time, and fetch the console's files (issue 12), which
+must answer 200 (or 304 to the ETag they had) with the strict Content-Security-Policy.
+
 `make test` runs it for about 15 seconds on 6 threads, 3 lease workers, 1 MCP client and 2 LangGraph clients;
 `make soak` sets BATON_SOAK_SECONDS for a longer run (BATON_SOAK_THREADS, BATON_SOAK_LEASE_WORKERS,
 BATON_SOAK_MCP_WORKERS, BATON_SOAK_THREAD_WORKERS and BATON_SOAK_SEED tune it further).
@@ -183,11 +187,33 @@ def etag(checkpoint_id: str, revision: int) -> str:
     return f'W/"{checkpoint_id}:{revision}"'
 
 
+@dataclass(frozen=True)
+class OwnKey:
+    """A key of a plain client's own: the operator's tenant, agent and scopes under another key id, so that a
+    whoami answering another client's key (a request mixed up with a concurrent one) is seen."""
+
+    secret: str
+    key_id: str
+    tenant_id: str
+    agent_id: str
+
+
+CONSOLE_FILES = ("/console", "/console/app.js", "/console/console.css", "/console/api.js")
+"""What a plain client fetches of the console (public: its key changes nothing of the answer)."""
+
+
 class Client:
     """One soak client: its own connection, its own random stream, and what it last wrote and read per slot."""
 
-    def __init__(self, baton: BatonServe, ledger: Ledger, slots: list[Slot], number: int, seed: int) -> None:
-        self.http = httpx.Client(base_url=baton.url, headers={"Authorization": f"Bearer {baton.key}"}, timeout=30)
+    def __init__(
+        self, baton: BatonServe, ledger: Ledger, slots: list[Slot], number: int, seed: int, key: OwnKey | None = None
+    ) -> None:
+        secret = key.secret if key is not None else baton.key
+        self.http = httpx.Client(base_url=baton.url, headers={"Authorization": f"Bearer {secret}"}, timeout=30)
+        self.key = key
+        """The client's own key (a plain client's), which whoami must name; None: the operator's."""
+        self.console_tags: dict[str, str] = {}
+        """The ETag of each console file this client fetched, sent back now and then (a 304)."""
         self.s3 = httpx.Client(timeout=30)
         """A client of the presigned URLs: no API key goes to S3."""
         self.ledger = ledger
@@ -700,6 +726,41 @@ class Client:
             if downloaded.status_code != 200 or downloaded.content != uploaded:
                 self.ledger.problem(f"blob {declared['blob_id']} downloads as {downloaded.status_code}, not its bytes")
 
+    def whoami(self, _: Slot) -> None:
+        """GET /v1/whoami: the client's own key, whatever the other clients send at the same time."""
+        response = self.send("GET", "/v1/whoami")
+        if response is None or response.status_code >= 500 or self.key is None:
+            return
+        self.ledger.count("whoami")
+        data = response.json().get("data") or {}
+        shown = {name: data.get(name) for name in ("key_id", "tenant_id", "agent_id")}
+        own = {"key_id": self.key.key_id, "tenant_id": self.key.tenant_id, "agent_id": self.key.agent_id}
+        if response.status_code != 200 or shown != own:
+            self.ledger.problem(f"client {self.number}: whoami answered {response.status_code} {shown}, not {own}")
+
+    def console_file(self, _: Slot) -> None:
+        """A file of the console (now and then with the ETag it had, a 304): served with the strict CSP."""
+        again = bool(self.console_tags) and self.rng.random() < 0.5
+        path = self.rng.choice(sorted(self.console_tags) if again else CONSOLE_FILES)
+        tag = self.console_tags[path] if again else None
+        response = self.send("GET", path, headers={"If-None-Match": tag} if tag else {})
+        if response is None or response.status_code >= 500:
+            return
+        self.ledger.count("console_files")
+        policy = response.headers.get("content-security-policy", "")
+        expected = 304 if tag else 200
+        strict = all(d in policy for d in ("default-src 'none'", "script-src 'self'", "frame-ancestors 'none'"))
+        if response.status_code != expected or not strict or "unsafe-" in policy:
+            self.ledger.problem(f"GET {path} (If-None-Match {tag}) answered {response.status_code}, CSP {policy!r}")
+            return
+        if response.status_code == 200:
+            if not response.content or not response.headers.get("etag"):
+                self.ledger.problem(f"GET {path} answered 200 without a body or an ETag")
+                return
+            self.console_tags[path] = response.headers["etag"]
+        else:
+            self.ledger.count("console_not_modified")
+
     # -- the loop ----------------------------------------------------------------------------------------------
 
     def operations(self) -> list[tuple[Callable[[Slot], None], int]]:
@@ -718,6 +779,8 @@ class Client:
             (self.resume, 5),
             (lambda _: self.get_by_id(), 7),
             (lambda _: self.replay_earlier(), 7),
+            (self.whoami, 2),
+            (self.console_file, 2),
         ]
 
     def run(self, pace: Pace) -> None:
@@ -1495,7 +1558,8 @@ class ThreadClient(Client):
                 kept[(task_id, index)] = {"task_id": task_id, "task_path": task_path, **write}
         ordered = sorted(kept.items(), key=lambda item: (item[1]["task_path"], item[0][0], item[0][1]))
         known[checkpoint_id]["pending_writes"] = [
-            {k: w[k] for k in ("task_id", "channel", "task_path", "type", "data")} for _, w in ordered
+            {"idx": key[1], **{k: w[k] for k in ("task_id", "channel", "task_path", "type", "data")}}
+            for key, w in ordered
         ]
 
     def compare(self, shown: Any, thread_id: str, where: str) -> None:
@@ -1800,6 +1864,8 @@ def shortfalls(
             "a replay": outcomes["replays"] > 0,
             "a blob declared": bool(ledger.blobs),
             "a blob read": outcomes["blob_reads"] > 0,
+            "a whoami": outcomes["whoami"] > 0,
+            "a console file": outcomes["console_files"] > 0,
         }
         if mcp_workers:
             wanted["an MCP tool call"] = outcomes["mcp_tool_calls"] > 0
@@ -1833,7 +1899,8 @@ def test_concurrent_clients_lose_no_acknowledged_write(baton: BatonServe, http: 
         max_operations=int(seconds * OPERATIONS_PER_SECOND_PER_THREAD),
         shortfalls=lambda: shortfalls(ledger, leases, mcp_workers, lease_workers, thread_workers),
     )
-    clients = [Client(baton, ledger, slots, number, seed) for number in range(threads)]
+    keys = own_keys(http, threads, run)
+    clients = [Client(baton, ledger, slots, number, seed, keys[number]) for number in range(threads)]
     clients += [LeaseWorker(baton, ledger, leases, shared, number, seed) for number in range(lease_workers)]
     clients += [McpClient(baton, ledger, slots, number, seed) for number in range(mcp_workers)]
     thread_clients = [ThreadClient(baton, ledger, run, number, seed) for number in range(thread_workers)]
@@ -1890,6 +1957,9 @@ def test_concurrent_clients_lose_no_acknowledged_write(baton: BatonServe, http: 
         thread_writes=ledger.outcomes["thread_writes"],
         thread_reads_checked=ledger.outcomes["thread_reads_checked"],
         thread_deletes=ledger.outcomes["thread_deletes"],
+        whoami=ledger.outcomes["whoami"],
+        console_files=ledger.outcomes["console_files"],
+        console_not_modified=ledger.outcomes["console_not_modified"],
     )
     print(
         f"\nsoak: seed {seed}, {threads} clients for {elapsed:.1f} s: {requests} requests "
@@ -1924,6 +1994,22 @@ def test_concurrent_clients_lose_no_acknowledged_write(baton: BatonServe, http: 
     if mcp_workers:
         assert ledger.outcomes["cross_replays"] == 2, ledger.outcomes
     assert not fencing_gaps, f"{len(fencing_gaps)} fencing gaps (seed {seed}):\n" + "\n".join(fencing_gaps[:10])
+
+
+def own_keys(http: httpx.Client, clients: int, run: str) -> list[OwnKey]:
+    """A key for each plain client: the operator's tenant, agent and scopes (so the client does what it did with
+    the operator's key), a key id of its own."""
+    me = http.get("/v1/whoami")
+    assert me.status_code == 200, me.text
+    operator = me.json()["data"]
+    keys = []
+    for number in range(clients):
+        body = {"agent_id": operator["agent_id"], "scopes": operator["scopes"], "description": f"soak {run} {number}"}
+        created = http.post("/v1/keys", json=body)
+        assert created.status_code == 201, created.text
+        data = created.json()["data"]
+        keys.append(OwnKey(data["secret"], data["key_id"], data["tenant_id"], data["agent_id"]))
+    return keys
 
 
 def takeover_probe(http: httpx.Client, ledger: Ledger) -> None:

@@ -35,7 +35,7 @@ import json
 import re
 import types
 import uuid
-from collections import defaultdict
+from collections import Counter, defaultdict
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
@@ -354,6 +354,33 @@ def prepare_new_caller(ctx: Context) -> None:
     secret = f"btn_fault_caller_{uuid.uuid4().hex}"
     put_key(ctx.account.services, secret, TENANT, AGENT, {"*"}, f"key_{uuid.uuid4().hex}")
     ctx.api = ApiDriver(secret)
+
+
+def prepare_whoami_caller(ctx: Context) -> None:
+    """A caller with only `checkpoints:read` whose key this container has never read: whoami's one DynamoDB call
+    is the GetItem that authenticates it."""
+    secret = f"btn_fault_whoami_{uuid.uuid4().hex}"
+    ctx.key_id = f"key_{uuid.uuid4().hex}"
+    put_key(ctx.account.services, secret, TENANT, "reader", {"checkpoints:read"}, ctx.key_id)
+    ctx.api = ApiDriver(secret)
+
+
+def send_whoami(ctx: Context) -> Result:
+    return ctx.api.invoke("health", path="/v1/whoami")
+
+
+def named_the_caller(ctx: Context, before: Snapshot, after: Snapshot, answer: Result | None) -> None:
+    """GET /v1/whoami wrote nothing, and named the caller's own key."""
+    assert after == before, "whoami wrote"
+    if answer is not None:
+        assert answer.data == {
+            "key_id": ctx.key_id,
+            "tenant_id": TENANT,
+            "agent_id": "reader",
+            "scopes": ["checkpoints:read"],
+            "effective_scopes": ["checkpoints:read"],
+            "expires_at": None,
+        }, answer.raw_body
 
 
 def prepare_checkpoint(ctx: Context) -> None:
@@ -1006,6 +1033,8 @@ LOST_ANSWERS_ONLY = frozenset({Phase.AFTER})
 
 SCENARIOS = (
     Scenario("auth_cold", ("GetItem",), prepare_new_caller, send_plain_save, 201, saved_once(1, True, False)),
+    # GET /v1/whoami (issue 12): any valid key, no scope; its one read is the key's, and its client retries a 503
+    Scenario("whoami", ("GetItem",), prepare_whoami_caller, send_whoami, 200, named_the_caller, retried=True),
     Scenario("save_create", ("UpdateItem",), prepare_nothing, send_plain_save, 201, saved_once(1, True, False)),
     Scenario(
         "save_update",
@@ -1876,9 +1905,20 @@ def expected_tuple(thread_id: str, step: int, writes: list[tuple[str, str, bytes
             "docs": typed(thread_bytes("docs", 0)),
         },
         "pending_writes": [
-            {"task_id": task, "channel": channel, "task_path": "", **typed(raw)} for task, channel, raw in writes
+            {"task_id": task, "idx": idx, "channel": channel, "task_path": "", **typed(raw)}
+            for task, idx, channel, raw in indexed(writes)
         ],
     }
+
+
+def indexed(writes: list[tuple[str, str, bytes]]) -> list[tuple[str, int, str, bytes]]:
+    """Each write with its index within its task: its place among the task's writes (one put_writes per task)."""
+    seen: Counter[str] = Counter()
+    found = []
+    for task, channel, raw in writes:
+        found.append((task, seen[task], channel, raw))
+        seen[task] += 1
+    return found
 
 
 ThreadState = dict[str, list[dict[str, Any]] | None]

@@ -19,6 +19,8 @@ ROOT = Path(__file__).resolve().parents[2]
 COMMITTED = ROOT / "docs" / "openapi.json"
 SCOPE = "x-baton-scope"
 PUBLIC = "x-baton-public"
+ANY_SCOPE = "x-baton-any-scope"
+"""A route any valid key may call, whatever its scopes (GET /v1/whoami): it needs a key, so it is not public."""
 
 
 def test_the_committed_openapi_document_equals_the_generated_one() -> None:
@@ -50,6 +52,29 @@ def test_the_committed_document_describes_every_route_except_its_own() -> None:
     assert not missing, f"routes missing from docs/openapi.json: {missing}; run `make openapi`"
 
 
+def undeclared_routes(routes: list[Any]) -> dict[str, list[str]]:
+    """The routes that do not say who may call them, by what is wrong: `undeclared` (neither public, nor a scope,
+    nor any valid key), `ambiguous` (more than one of those), `unknown` (a scope the contract does not have),
+    `malformed` (a marker that is not `true`)."""
+    found: dict[str, list[str]] = {"undeclared": [], "ambiguous": [], "unknown": [], "malformed": []}
+    for route in routes:
+        extensions = route.openapi_extensions or {}
+        name = f"{route.method} {route.path}"
+        is_public = extensions.get(PUBLIC) is True
+        any_scope = extensions.get(ANY_SCOPE) is True
+        scope = extensions.get(SCOPE)
+        if any(marker in extensions and extensions[marker] is not True for marker in (PUBLIC, ANY_SCOPE)):
+            found["malformed"].append(name)
+        declared = [is_public, any_scope, scope is not None]
+        if sum(declared) == 0:
+            found["undeclared"].append(name)
+        elif sum(declared) > 1:
+            found["ambiguous"].append(name)
+        elif scope is not None and scope not in SCOPES:
+            found["unknown"].append(f"{name}: {scope}")
+    return found
+
+
 def test_every_route_declares_a_known_scope_or_is_public() -> None:
     # Given every route of the resolver
     from baton.api.app import app
@@ -57,22 +82,47 @@ def test_every_route_declares_a_known_scope_or_is_public() -> None:
     routes = app._static_routes + app._dynamic_routes
     assert routes
     # When their OpenAPI extensions are read
-    undeclared, both, unknown = [], [], []
-    for route in routes:
-        extensions = route.openapi_extensions or {}
-        name = f"{route.method} {route.path}"
-        is_public = extensions.get(PUBLIC) is True
-        scope = extensions.get(SCOPE)
-        if is_public and scope is not None:
-            both.append(name)
-        elif not is_public and scope is None:
-            undeclared.append(name)
-        elif scope is not None and scope not in SCOPES:
-            unknown.append(f"{name}: {scope}")
-    # Then each route is either public or needs exactly one scope of the contract's list
-    assert not undeclared, f"routes with neither {SCOPE} nor {PUBLIC}: {undeclared}"
-    assert not both, f"routes both public and scoped: {both}"
-    assert not unknown, f"routes naming a scope the contract does not have: {unknown}"
+    found = undeclared_routes(routes)
+    # Then each route is public, or needs any valid key (whoami), or needs exactly one scope of the contract's list
+    assert not found["undeclared"], f"routes with none of {SCOPE}, {PUBLIC}, {ANY_SCOPE}: {found['undeclared']}"
+    assert not found["ambiguous"], f"routes declaring more than one of them: {found['ambiguous']}"
+    assert not found["unknown"], f"routes naming a scope the contract does not have: {found['unknown']}"
+    assert not found["malformed"], f"routes whose {PUBLIC} or {ANY_SCOPE} is not true: {found['malformed']}"
+    # and the one route any key may call is the caller's own identity
+    assert [f"{r.method} {r.path}" for r in routes if (r.openapi_extensions or {}).get(ANY_SCOPE)] == ["GET /v1/whoami"]
+
+
+def test_the_declaration_check_fails_for_a_route_that_declares_nothing() -> None:
+    # Given routes like the resolver's, one of them declaring nothing, or two things, or a false marker
+    from types import SimpleNamespace
+
+    def route(path: str, **extensions: Any) -> Any:
+        return SimpleNamespace(method="GET", path=path, openapi_extensions=extensions)
+
+    routes = [
+        route("/v1/health", **{PUBLIC: True}),
+        route("/v1/whoami", **{ANY_SCOPE: True}),
+        route("/v1/keys", **{SCOPE: "keys:manage"}),
+        route("/v1/new"),
+        route("/v1/both", **{PUBLIC: True, ANY_SCOPE: True}),
+        route("/v1/odd", **{SCOPE: "console:read"}),
+        route("/v1/false", **{ANY_SCOPE: False}),
+    ]
+    # When the check reads them
+    found = undeclared_routes(routes)
+    # Then it names each offender, and only them
+    assert found == {
+        "undeclared": ["GET /v1/new", "GET /v1/false"],
+        "ambiguous": ["GET /v1/both"],
+        "unknown": ["GET /v1/odd: console:read"],
+        "malformed": ["GET /v1/false"],
+    }
+    record("openapi route declarations", mutants=4)
+
+
+CONSOLE_ROUTES = {("GET", "/console"), ("GET", "/console/"), ("GET", "/console/<asset>")}
+"""The console's page, its redirect from a trailing slash, and its files (docs/console.md): they hold no data, the
+page signs in with a key itself."""
 
 
 def test_only_the_documented_public_routes_are_public() -> None:
@@ -82,10 +132,13 @@ def test_only_the_documented_public_routes_are_public() -> None:
     routes = app._static_routes + app._dynamic_routes
     # When the public ones are collected
     public = {(r.method, r.path) for r in routes if (r.openapi_extensions or {}).get(PUBLIC)}
-    # Then they are the ones the contract exempts from a key (health, the OpenAPI document, schemas)
-    allowed = {("GET", "/v1/health"), ("GET", "/v1/openapi.json")}
+    # Then they are the ones the contract exempts from a key (health, the OpenAPI document, schemas) and the
+    # console's page and files
+    allowed = {("GET", "/v1/health"), ("GET", "/v1/openapi.json"), *CONSOLE_ROUTES}
     schemas = {(m, p) for m, p in public if m == "GET" and p.startswith("/v1/schemas/")}
     assert public - schemas == allowed
+    # and whoami is not among them: it answers only a valid key
+    assert ("GET", "/v1/whoami") not in public
 
 
 def _operations(document: dict[str, Any]) -> list[tuple[str, str, dict[str, Any]]]:
@@ -101,6 +154,12 @@ def test_public_routes_need_no_key_and_every_other_route_needs_the_bearer_key() 
         # Then public operations override it with "no key", and no other operation overrides it
         if operation.get(PUBLIC):
             assert operation.get("security") == [], f"{method} {path}"
+            assert not {"401", "403"} & set(operation["responses"]), f"{method} {path}"
+        elif operation.get(ANY_SCOPE):
+            # any valid key: refused without one (401), never for a missing scope (403)
+            assert "security" not in operation, f"{method} {path}"
+            assert "401" in operation["responses"], f"{method} {path}"
+            assert "403" not in operation["responses"], f"{method} {path}"
         else:
             assert "security" not in operation, f"{method} {path}"
             assert {"401", "403"} <= set(operation["responses"]), f"{method} {path}"
@@ -210,6 +269,8 @@ _HEADERS = {
     ("/v1/checkpoints/{checkpoint_id}/restore", "post"): ("Idempotency-Key",),
     ("/v1/checkpoints/{checkpoint_id}/lease", "post"): ("Idempotency-Key",),
     ("/v1/checkpoints/{checkpoint_id}/lease", "delete"): ("Lease-Token",),
+    ("/console", "get"): ("If-None-Match",),
+    ("/console/{asset}", "get"): ("If-None-Match",),
 }
 
 

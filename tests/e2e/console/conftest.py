@@ -45,11 +45,17 @@ def chromium_path() -> str:
     return found
 
 
+WAIT_MS = 20_000
+"""How long an action or a web-first assertion waits for the page: a loaded CI runner has answered 3 requests a
+second, and Playwright's own 5 s for `expect` would fail a page that is only slow."""
+
+
 @pytest.fixture(scope="session")
 def browser() -> Iterator[Any]:
     """One headless Chromium for the session."""
-    from playwright.sync_api import sync_playwright
+    from playwright.sync_api import expect, sync_playwright
 
+    expect.set_options(timeout=WAIT_MS)
     with sync_playwright() as playwright:
         launched = playwright.chromium.launch(executable_path=chromium_path(), headless=True, args=CHROMIUM_FLAGS)
         yield launched
@@ -83,7 +89,7 @@ class Watched:
 def open_page(browser: Any, viewport: dict[str, int] = LAPTOP) -> Watched:
     """A fresh browser context (its own sessionStorage) and page."""
     context = browser.new_context(viewport=viewport, locale="en-GB", timezone_id="UTC")
-    context.set_default_timeout(15_000)
+    context.set_default_timeout(WAIT_MS)
     return Watched(context.new_page())
 
 

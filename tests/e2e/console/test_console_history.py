@@ -10,6 +10,7 @@ from typing import Any
 
 import httpx
 import pytest
+from playwright.sync_api import expect
 
 from tests import proof_counts
 from tests.e2e.console.conftest import PHONE, Watched, open_page, shot, sign_in
@@ -155,8 +156,8 @@ def test_the_timeline_lists_the_revisions_and_compares_two(page: Any, baton: Bat
     shot(page, "history-diff")
     # Both states whole, as trees with their own search.
     result.get_by_text("Both states as trees").click()
-    assert result.get_by_label("Search the state of revision 1").is_visible()
-    assert result.get_by_label("Search the state of revision 4").is_visible()
+    expect(result.get_by_label("Search the state of revision 1")).to_be_visible()
+    expect(result.get_by_label("Search the state of revision 4")).to_be_visible()
 
     # A kept revision against another, through its link: a string holding markup is shown as its characters.
     page.goto(f"{baton.url}/console#/history/{checkpoint_id}?from=3&to=2")

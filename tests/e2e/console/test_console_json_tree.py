@@ -5,6 +5,8 @@ from __future__ import annotations
 
 from typing import Any
 
+from playwright.sync_api import expect
+
 from tests.e2e.server_process import BatonServe
 
 MOUNT = """async (value) => {
@@ -56,9 +58,11 @@ def test_search_opens_the_branches_that_lead_to_each_match(page: Any, baton: Bat
 
 def test_a_long_array_is_shown_in_chunks(page: Any, baton: BatonServe) -> None:
     tree = mount(page, baton, {"items": list(range(450))})
+    items = tree.locator("li[data-pointer^='/items/']")
+    # The branch is built when it opens (the toggle event comes after the click): wait for it.
     tree.locator("summary", has_text="items").click()
-    assert tree.locator("li[data-pointer^='/items/']").count() == 200
+    expect(items).to_have_count(200)
     tree.get_by_role("button", name="Show 200 more of 250").click()
-    assert tree.locator("li[data-pointer^='/items/']").count() == 400
+    expect(items).to_have_count(400)
     tree.get_by_role("button", name="Show 50 more of 50").click()
-    assert tree.locator("li[data-pointer^='/items/']").count() == 450
+    expect(items).to_have_count(450)

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from functools import cache
-from typing import Annotated, Final
+from typing import Annotated, Any, Final
 
 from aws_lambda_powertools.event_handler import Response
 from aws_lambda_powertools.event_handler.api_gateway import Router
@@ -89,17 +89,24 @@ def _serve(name: str, if_none_match: str | None) -> Response[str]:
     return Response(status_code=200, content_type=asset.media_type, body=asset.body, headers=headers)
 
 
-def _file_responses(media_type: str, what: str) -> dict[int, OpenAPIResponse]:
+def _file_responses(media_types: list[str], what: str) -> dict[int, OpenAPIResponse]:
+    headers: dict[str, Any] = {
+        "Content-Security-Policy": {"description": "Always sent.", "schema": {"type": "string"}},
+        "ETag": {"description": "Always sent.", "schema": {"type": "string"}},
+    }
     documented: dict[int, OpenAPIResponse] = {
         200: {
             "description": what,
-            "content": {media_type: {"schema": {"type": "string"}}},
-            "headers": {
-                "Content-Security-Policy": {"description": "Always sent.", "schema": {"type": "string"}},
-                "ETag": {"description": "Always sent.", "schema": {"type": "string"}},
-            },
+            # Keyed by the media type alone: the charset parameter is the answer's detail, not another type.
+            "content": {t.partition(";")[0]: {"schema": {"type": "string"}} for t in media_types},
+            "headers": headers,
         },
-        304: {"description": "Not modified: the file is the one If-None-Match names"},
+        # An empty content map: no body (powertools would otherwise describe one).
+        304: {
+            "description": "Not modified: the file is the one If-None-Match names",
+            "content": {},
+            "headers": headers,
+        },
     }
     return documented
 
@@ -119,7 +126,7 @@ IfNoneMatch = Annotated[
         "the page holds no data."
     ),
     openapi_extensions=PUBLIC,
-    responses=_file_responses("text/html", "The console's page"),
+    responses=_file_responses([MEDIA_TYPES[".html"]], "The console's page"),
     tags=["console"],
 )
 def console_page(if_none_match: IfNoneMatch = None) -> Response[str]:
@@ -128,12 +135,31 @@ def console_page(if_none_match: IfNoneMatch = None) -> Response[str]:
 
 
 @router.get(
+    "/console/",
+    summary="The console, with a trailing slash",
+    description="A permanent redirect to /console, where the page's relative links mean one thing.",
+    openapi_extensions=PUBLIC,
+    responses={
+        308: {
+            "description": "Go to /console",
+            "content": {},
+            "headers": {"Location": {"description": "Always /console.", "schema": {"type": "string"}}},
+        }
+    },
+    tags=["console"],
+)
+def console_slash() -> Response[str]:
+    """Where a person typing the address with a slash belongs."""
+    return Response(status_code=308, content_type=None, body="", headers={**SECURITY_HEADERS, "Location": "/console"})
+
+
+@router.get(
     "/console/<asset>",
     summary="A file of the console",
     description="A script, style sheet or image of the console; any other name answers 404.",
     openapi_extensions=PUBLIC,
     responses={
-        **_file_responses("text/javascript", "The file"),
+        **_file_responses([t for name, t in MEDIA_TYPES.items() if name != ".html"], "The file"),
         **responses({}, (404,), described={404: "NOT_FOUND: the console has no file of this name"}),
     },
     tags=["console"],
