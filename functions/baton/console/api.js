@@ -11,8 +11,14 @@ export function signIn(key) {
   sessionStorage.setItem(STORAGE, key);
 }
 
+/**
+ * Forget the key and everything this tab kept while it was signed in (the subjects and threads opened): the next
+ * key to sign in here may belong to another agent or tenant. Views drop what they hold in memory (lease tokens) on
+ * the `baton:session-ended` event.
+ */
 export function signOut() {
-  sessionStorage.removeItem(STORAGE);
+  sessionStorage.clear();
+  window.dispatchEvent(new CustomEvent('baton:session-ended'));
 }
 
 /** An error answer of the API: its status, the contract's code and message, and its details. */

@@ -35,7 +35,12 @@ export function href(section, parts = [], parameters = {}) {
 function parseHash() {
   const raw = location.hash.replace(/^#\/?/, '');
   const [pathText, searchText = ''] = raw.split('?');
-  const parts = pathText.split('/').filter(Boolean).map((p) => decodeURIComponent(p));
+  let parts;
+  try {
+    parts = pathText.split('/').filter(Boolean).map((p) => decodeURIComponent(p));
+  } catch {
+    return {section: '', parts: [], params: new URLSearchParams(), malformed: true};
+  }
   return {section: parts[0] || '', parts: parts.slice(1), params: new URLSearchParams(searchText)};
 }
 
@@ -82,6 +87,7 @@ function leave(message) {
 }
 
 function showSignIn(notice) {
+  rendering += 1; // a view still waiting for an answer must not draw over the sign-in
   stopView();
   const input = h('input', {
     type: 'password',
@@ -130,18 +136,50 @@ function showSignIn(notice) {
 function stopView() {
   for (const stop of leaving) stop();
   leaving = [];
+  // A confirmation left open (Back pressed while it asked) belongs to the view being left: it answers "cancel".
+  for (const dialog of document.querySelectorAll('dialog[open]')) dialog.close('cancel');
 }
 
-async function route() {
+/** After a view is drawn for a navigation, put the focus on its heading (or the view), so that a keyboard or
+ * screen-reader user starts there, unless the view already placed it inside itself. */
+function focusView() {
+  if (view.contains(document.activeElement) && document.activeElement !== view) return;
+  const heading = view.querySelector('h1');
+  if (heading) {
+    heading.setAttribute('tabindex', '-1');
+    heading.focus({preventScroll: false});
+  } else {
+    view.focus();
+  }
+}
+
+async function route(focusAfter = false) {
   if (!signedInKey() || !caller) return;
   const ticket = ++rendering;
   stopView();
   renderNav();
   announce('');
-  const {section, parts, params} = parseHash();
-  const found = SECTIONS.find((s) => s.name === section) || SECTIONS.find((s) => !s.hidden && can(s.scope));
-  if (!found || !can(found.scope)) {
+  const {section, parts, params, malformed} = parseHash();
+  if (malformed) {
+    replace(view, h('h1', {}, 'Not found'), h('p', {}, 'This address is not one the console knows.'),
+      h('p', {}, h('a', {href: '#/'}, 'Go to the start')));
+    focusView();
+    return;
+  }
+  const named = SECTIONS.find((s) => s.name === section);
+  const found = named || SECTIONS.find((s) => !s.hidden && can(s.scope));
+  if (!found) {
     replace(view, h('h1', {}, 'Nothing to show'), h('p', {}, 'This key holds none of the scopes the console shows.'));
+    focusView();
+    return;
+  }
+  if (!can(found.scope)) {
+    replace(
+      view,
+      h('h1', {}, `No access to ${found.label.toLowerCase()}`),
+      h('p', {}, `This key lacks the scope ${found.scope}, which ${found.label.toLowerCase()} needs.`),
+    );
+    focusView();
     return;
   }
   replace(view, loading());
@@ -165,6 +203,7 @@ async function route() {
   };
   try {
     await module.render(root, context);
+    if (ticket === rendering && focusAfter) focusView();
   } catch (failure) {
     if (ticket !== rendering) return;
     if (failure instanceof ApiError && failure.status === 401) return; // signed out: the event shows the sign-in
@@ -178,7 +217,15 @@ window.addEventListener('baton:signed-out', (event) => {
   renderNav();
   showSignIn(errorNote(event.detail));
 });
-window.addEventListener('hashchange', () => route());
+window.addEventListener('hashchange', () => {
+  // Only the console's own addresses (`#/…`) are routes; any other fragment is left to the page.
+  if (location.hash === '' || location.hash.startsWith('#/')) route(true);
+});
+// "Skip to content" moves the focus to the view without touching the address (which holds the route).
+document.querySelector('.skip').addEventListener('click', (event) => {
+  event.preventDefault();
+  view.focus();
+});
 
 async function start() {
   if (!signedInKey()) {

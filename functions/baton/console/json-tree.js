@@ -40,10 +40,27 @@ function marked(text, needle) {
   const lower = text.toLowerCase();
   const parts = [];
   let at = 0;
-  for (let next = lower.indexOf(needle); next !== -1; next = lower.indexOf(needle, at)) {
-    if (next > at) parts.push(text.slice(at, next));
-    parts.push(h('mark', {}, text.slice(next, next + needle.length)));
-    at = next + needle.length;
+  const mark = (start, end) => {
+    if (start > at) parts.push(text.slice(at, start));
+    parts.push(h('mark', {}, text.slice(start, end)));
+    at = end;
+  };
+  if (lower.length === text.length) {
+    // Lower-casing kept every offset: find the matches in the lower-cased copy.
+    for (let next = lower.indexOf(needle); next !== -1; next = lower.indexOf(needle, at)) mark(next, next + needle.length);
+  } else {
+    // Some character lower-cases to more (İ to i̇): compare the text itself, place by place.
+    for (let start = 0; start < text.length; ) {
+      let end = start;
+      let folded = '';
+      while (end < text.length && folded.length < needle.length) folded += text[end++].toLowerCase();
+      if (folded === needle) {
+        mark(start, end);
+        start = end;
+      } else {
+        start += 1;
+      }
+    }
   }
   if (at < text.length) parts.push(text.slice(at));
   return parts;
@@ -100,6 +117,14 @@ export function jsonTree(value, {label = 'state', open = 1, search: withSearch =
     details.append(list);
     if (depth < open || state.paths.has(pointer)) details.open = true;
     if (details.open && entries.length) more();
+    // A search match past the first chunk: build the chunks up to the last child on a match's way.
+    if (state.paths.has(pointer) && state.needle) {
+      let last = -1;
+      entries.forEach(([childKey], index) => {
+        if (state.paths.has(pointerOf([...parts, childKey]))) last = index;
+      });
+      while (shown <= last) more();
+    }
     if (state.matches.has(pointer)) summary.classList.add('match');
     return h('li', {dataset: {pointer}}, details);
   };

@@ -19,8 +19,10 @@ const OPENCHECKPOINT = 'opencheckpoint/0.1';
 const FINISHED = new Set(['done', 'completed', 'cancelled', 'failed']);
 const LEASE_TTL = {min: 10, max: 86400, default: 300};
 
-// Lease tokens this tab was given, by checkpoint id: kept in memory only (never stored), so "Release" can send it.
+// Lease tokens this tab was given, by checkpoint id: kept in memory only (never stored), so "Release" can send it;
+// forgotten when the tab signs out (the next key to sign in must not be handed another holder's token).
 const leaseTokens = new Map();
+window.addEventListener('baton:session-ended', () => leaseTokens.clear());
 
 /** The view: the list of a subject's checkpoints, or one checkpoint when the hash names it. */
 export async function render(root, ctx) {
@@ -117,7 +119,7 @@ function subjectForm(ctx, filters) {
   );
   form.addEventListener('submit', (event) => {
     event.preventDefault();
-    const subject = input.value.trim();
+    const subject = input.value; // as typed: a subject id may begin or end with spaces
     if (!subject) return;
     ctx.navigate(listHref(ctx, {...listFilters(ctx), subject, cursor: ''}));
   });
@@ -601,7 +603,9 @@ function deletePanel(ctx, record, etag) {
   button.addEventListener('click', async () => {
     const headers = {};
     if (etag) headers['If-Match'] = etag;
-    if (record.lease && leaseTokens.has(id)) headers['Lease-Token'] = leaseTokens.get(id);
+    // A live lease makes Baton refuse a delete without its token: say so, and ask for it (prefilled when this tab
+    // took the lease).
+    const token = record.lease ? textInput('lease_token', leaseTokens.get(id) || '', {required: true}) : null;
     const confirmed = await confirmAction({
       title: 'Delete this checkpoint',
       body: h(
@@ -621,10 +625,20 @@ function deletePanel(ctx, record, etag) {
           'The checkpoint, its kept revisions and its resources go; this cannot be undone. ',
           etag ? 'If it changed since this page loaded, Baton refuses.' : '',
         ),
+        record.lease
+          ? h(
+              'div',
+              {class: 'note warn'},
+              h('p', {}, `Leased by ${record.lease.holder} until ${record.lease.expires_at} (${until(record.lease.expires_at)}): `,
+                'Baton deletes it only with the lease’s token.'),
+              field('Lease token', token, leaseTokens.has(id) ? 'The token this tab was given.' : 'Paste the holder’s token.'),
+            )
+          : null,
       ),
       confirmLabel: 'Delete',
     });
     if (!confirmed || !ctx.current()) return;
+    if (token && token.value.trim()) headers['Lease-Token'] = token.value.trim();
     try {
       await del(`/v1/checkpoints/${path(id)}`, {headers});
       leaseTokens.delete(id);

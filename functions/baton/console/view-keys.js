@@ -174,7 +174,7 @@ export async function render(root, ctx) {
               'This is the key this console is signed in with: revoking it signs the console out at once.',
             )
           : null,
-        h('p', {}, 'Whoever holds it is refused from then on. A revoked key cannot be restored.'),
+        h('p', {}, 'Baton refuses it at once in the container that answers this request, and everywhere within a minute (each container trusts a key it checked for up to 60 s). A revoked key cannot be restored.'),
       ),
       confirmLabel: 'Revoke key',
       danger: true,

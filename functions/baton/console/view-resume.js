@@ -252,7 +252,7 @@ export async function render(root, ctx) {
   form.addEventListener('submit', (event) => {
     event.preventDefault();
     const target = ctx.href('resume', [], {
-      subject: subject.value.trim(),
+      subject: subject.value, // as typed: a subject id may begin or end with spaces
       kind: kind.value,
       agent: agent.value.trim(),
       checkpoint: checkpoint.value.trim(),

@@ -346,11 +346,11 @@ function parentLink(ctx, threadId, agentId, tuple, entries) {
 function versionsSet(tuple, entries) {
   const versions = tuple.checkpoint?.channel_versions || {};
   const updated = tuple.checkpoint?.updated_channels;
-  if (Array.isArray(updated)) return updated.filter((c) => c in versions).map((c) => [c, versions[c]]);
+  if (Array.isArray(updated)) return updated.filter((c) => Object.hasOwn(versions, c)).map((c) => [c, versions[c]]);
   const parent = entries.get(entryKey(tuple.checkpoint_ns, tuple.parent_checkpoint_id || ''));
   const before = parent?.checkpoint?.channel_versions;
   const all = Object.entries(versions);
-  return before ? all.filter(([c, v]) => before[c] !== v) : all;
+  return before ? all.filter(([c, v]) => !Object.hasOwn(before, c) || before[c] !== v) : all;
 }
 
 function channelsSet(tuple, entries) {
@@ -375,7 +375,7 @@ function channelsSet(tuple, entries) {
           set.map(([channel, version]) =>
             h('tr', {}, h('td', {}, h('code', {}, channel)),
               h('td', {}, h('code', {class: 'thread-version'}, text(version))),
-              h('td', {}, values[channel] ? valueSummary(values[channel]) : h('span', {class: 'muted'}, 'none kept'))),
+              h('td', {}, Object.hasOwn(values, channel) ? valueSummary(values[channel]) : h('span', {class: 'muted'}, 'none kept'))),
           ),
         ),
       ),
@@ -457,8 +457,8 @@ function valueSummary(value) {
 }
 
 function downloadLink(value) {
-  // A presigned GET of the value's bytes (15 minutes), on the bucket's origin: a plain link, no referrer.
-  return h('a', {href: value.url, download: '', rel: 'noopener noreferrer', referrerpolicy: 'no-referrer'},
+  // A presigned GET of the value's bytes (15 minutes), on the bucket's origin: a new tab, no opener, no referrer.
+  return h('a', {href: value.url, target: '_blank', rel: 'noopener noreferrer', referrerpolicy: 'no-referrer'},
     'download (in the bucket)');
 }
 
@@ -534,7 +534,7 @@ async function renderCheckpoint(root, ctx, threadId, checkpointId) {
                 {},
                 h('h3', {}, h('code', {}, channel)),
                 h('p', {class: 'muted'}, 'version ', h('code', {class: 'thread-version'}, text(version))),
-                values[channel]
+                Object.hasOwn(values, channel)
                   ? valueDetail(values[channel], channel)
                   : h('span', {class: 'muted'}, 'No value kept (empty, or never stored).'),
               ),
