@@ -40,9 +40,18 @@ function textInput(name, value, extra = {}) {
   return h('input', {type: 'text', name, value, autocomplete: 'off', spellcheck: 'false', ...extra});
 }
 
-/** A table's head row of column titles. */
-function headRow(titles) {
-  return h('thead', {}, h('tr', {}, titles.map((title) => h('th', {scope: 'col'}, title))));
+/** A table that scrolls sideways on its own when narrow: column titles, then one row of cells per item. */
+function table(className, titles, items, cells) {
+  return h(
+    'div',
+    {class: 'table-wrap'},
+    h(
+      'table',
+      {class: className},
+      h('thead', {}, h('tr', {}, titles.map((title) => h('th', {scope: 'col'}, title)))),
+      h('tbody', {}, items.map((item) => h('tr', {}, cells(item).map((cell) => h('td', {}, cell))))),
+    ),
+  );
 }
 
 let panels = 0;
@@ -384,30 +393,13 @@ function openCheckpointPanel(documentState) {
     ]),
     h('h3', {}, `Pending operations (${pending.length} of ${operations.length})`),
     pending.length
-      ? h(
-          'div',
-          {class: 'table-wrap'},
-          h(
-            'table',
-            {class: 'ckpt-operations'},
-            headRow(['Kind', 'Status', 'Description', 'Owner', 'Safe to repeat']),
-            h(
-              'tbody',
-              {},
-              pending.map((op) =>
-                h(
-                  'tr',
-                  {},
-                  h('td', {}, asText(op.kind)),
-                  h('td', {}, h('span', {class: 'badge'}, asText(op.status))),
-                  h('td', {}, asText(op.description)),
-                  h('td', {}, asText(op.owner) ?? '—'),
-                  h('td', {}, op.repeat_safe === undefined ? '—' : op.repeat_safe ? 'yes' : 'no'),
-                ),
-              ),
-            ),
-          ),
-        )
+      ? table('ckpt-operations', ['Kind', 'Status', 'Description', 'Owner', 'Safe to repeat'], pending, (op) => [
+          asText(op.kind),
+          h('span', {class: 'badge'}, asText(op.status)),
+          asText(op.description),
+          asText(op.owner) ?? '—',
+          op.repeat_safe === undefined ? '—' : op.repeat_safe ? 'yes' : 'no',
+        ])
       : h('p', {class: 'muted'}, 'No pending operation.'),
     h('h3', {}, 'Stop conditions'),
     stops.length
@@ -421,46 +413,25 @@ function resourcesPanel(resources) {
   if (!resources.length) return section('Resources', h('p', {class: 'muted'}, 'No resource is attached.'));
   return section(
     'Resources',
-    h(
-      'div',
-      {class: 'table-wrap'},
-      h(
-        'table',
-        {class: 'ckpt-resources'},
-        headRow(['Name', 'Media type', 'Size', 'SHA-256', 'Download']),
-        h(
-          'tbody',
-          {},
-          resources.map((resource) =>
-            h(
-              'tr',
-              {},
-              h('td', {}, resource.name),
-              h('td', {}, resource.media_type),
-              h('td', {}, bytes(resource.size)),
-              h('td', {}, h('code', {class: 'ckpt-hash'}, resource.sha256)),
-              h(
-                'td',
-                {},
-                resource.download_url
-                  ? h(
-                      'a',
-                      {
-                        href: resource.download_url,
-                        target: '_blank',
-                        rel: 'noopener noreferrer',
-                        'aria-label': `Download ${resource.name}`,
-                      },
-                      'Download',
-                    )
-                  : '—',
-              ),
-            ),
-          ),
-        ),
-      ),
-      h('p', {class: 'muted'}, 'Download links are presigned and valid for 15 minutes from this page’s load.'),
-    ),
+    table('ckpt-resources', ['Name', 'Media type', 'Size', 'SHA-256', 'Download'], resources, (resource) => [
+      resource.name,
+      resource.media_type,
+      bytes(resource.size),
+      h('code', {class: 'ckpt-hash'}, resource.sha256),
+      resource.download_url
+        ? h(
+            'a',
+            {
+              href: resource.download_url,
+              target: '_blank',
+              rel: 'noopener noreferrer',
+              'aria-label': `Download ${resource.name}`,
+            },
+            'Download',
+          )
+        : '—',
+    ]),
+    h('p', {class: 'muted'}, 'Download links are presigned and valid for 15 minutes from this page’s load.'),
   );
 }
 

@@ -5,6 +5,11 @@ Playwright's own browser download cannot reach its servers here, so the tests la
 (`/usr/bin/chromium`, or `BATON_CHROMIUM`); `make test` installs it. Each page fails its test on any console error
 or uncaught exception (a Content-Security-Policy violation is a console error). Screenshots go to a temporary
 folder, or to `docs/console/` under `make screenshots` (`BATON_SCREENSHOTS=docs`).
+
+`BATON_CONSOLE_SLOWDOWN=<n>` (a whole number, 2 or more) makes every page slow on purpose, to shake out tests that
+pass only on a fast machine: Chromium runs the page's scripts n times slower and delays each request by n × 100 ms
+(at 4, close to the CI runner that answered 3 requests a second). A test that reads the page before it has drawn
+fails there; a web-first assertion waits.
 """
 
 from __future__ import annotations
@@ -86,11 +91,36 @@ class Watched:
             self.errors.append(f"console: {message.text}")
 
 
+def slowdown() -> int:
+    """The factor of BATON_CONSOLE_SLOWDOWN, or 1 (full speed)."""
+    text = os.environ.get("BATON_CONSOLE_SLOWDOWN", "").strip()
+    if not text:
+        return 1
+    if not text.isdigit() or int(text) < 1:
+        pytest.fail(f"BATON_CONSOLE_SLOWDOWN is a whole number of 1 or more, not {text!r}")
+    return int(text)
+
+
+def slow_down(page: Any, factor: int) -> None:
+    """Throttle the page's CPU by `factor` and add `factor` × 100 ms to each request (Chrome DevTools Protocol)."""
+    session = page.context.new_cdp_session(page)
+    session.send("Emulation.setCPUThrottlingRate", {"rate": factor})
+    session.send("Network.enable")
+    session.send(
+        "Network.emulateNetworkConditions",
+        {"offline": False, "latency": 100 * factor, "downloadThroughput": -1, "uploadThroughput": -1},
+    )
+
+
 def open_page(browser: Any, viewport: dict[str, int] = LAPTOP) -> Watched:
-    """A fresh browser context (its own sessionStorage) and page."""
+    """A fresh browser context (its own sessionStorage) and page; slowed down under BATON_CONSOLE_SLOWDOWN."""
     context = browser.new_context(viewport=viewport, locale="en-GB", timezone_id="UTC")
     context.set_default_timeout(WAIT_MS)
-    return Watched(context.new_page())
+    page = context.new_page()
+    factor = slowdown()
+    if factor > 1:
+        slow_down(page, factor)
+    return Watched(page)
 
 
 @pytest.fixture

@@ -28,10 +28,12 @@ def test_markup_in_a_state_is_shown_as_text(page: Any, baton: BatonServe) -> Non
     hostile = {"<img src=x onerror=window.pwned=1>": "<script>window.pwned=1</script>", "b": ["<b>bold</b>"]}
     tree = mount(page, baton, hostile)
     tree.get_by_role("button", name="Expand shown").click()
-    text = tree.inner_text()
-    assert '"<script>window.pwned=1</script>"' in text
-    assert '"<img src=x onerror=window.pwned=1>"' in text
-    assert tree.locator("script, img, b").count() == 0
+    # The array's items are built by the toggle event that follows the click: wait for them, so that the absence
+    # of elements below is checked on the whole tree.
+    expect(tree).to_contain_text('"<b>bold</b>"')
+    expect(tree).to_contain_text('"<script>window.pwned=1</script>"')
+    expect(tree).to_contain_text('"<img src=x onerror=window.pwned=1>"')
+    expect(tree.locator("script, img, b")).to_have_count(0)
     assert page.evaluate("window.pwned") is None
 
 
@@ -39,21 +41,23 @@ def test_search_opens_the_branches_that_lead_to_each_match(page: Any, baton: Bat
     value = {"plan": {"steps": [{"name": "fetch"}, {"name": "parse", "detail": {"deep": {"needle": "Found it"}}}]}}
     tree = mount(page, baton, value)
     # Only the first level is open: the deep value is not even built yet.
+    expect(tree.get_by_text('"plan"')).to_be_visible()
     assert "Found it" not in tree.inner_text()
     search = tree.get_by_label("Search the state")
     search.fill("found")
     search.press("Enter")
     mark = tree.locator("mark")
-    mark.first.wait_for()
-    assert mark.first.inner_text() == "Found"
-    assert "1 match" in tree.inner_text()
+    expect(mark).to_have_text(["Found"])
+    expect(tree).to_contain_text("1 match")
     # A key matches too, and clearing the search leaves the tree as it was.
     search.fill("needle")
     search.press("Enter")
     tree.locator("mark", has_text="needle").wait_for()
     search.fill("")
     search.press("Enter")
-    assert tree.locator("mark").count() == 0
+    expect(tree.locator("mark")).to_have_count(0)
+    expect(tree).not_to_contain_text("match")
+    expect(tree).not_to_contain_text("Found it")
 
 
 def test_a_long_array_is_shown_in_chunks(page: Any, baton: BatonServe) -> None:

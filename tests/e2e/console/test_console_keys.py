@@ -11,6 +11,7 @@ from typing import Any
 
 import httpx
 import pytest
+from playwright.sync_api import expect
 
 from tests.e2e.console.conftest import PHONE, open_page, shot, sign_in
 from tests.e2e.server_process import BatonServe
@@ -82,8 +83,8 @@ def test_a_key_is_issued_shown_once_and_revoked_after_a_cancel(page: Any, keys_b
     sign_in(page, keys_baton)
     open_keys(page)
     own = page.locator("tr.own-key")
-    assert own.count() == 1
-    assert "this console" in own.inner_text()
+    expect(own).to_have_count(1)
+    expect(own).to_contain_text("this console")
     shot(page, "keys-list")
 
     # Given a key for another agent, with two scopes and a validity of one day
@@ -96,22 +97,22 @@ def test_a_key_is_issued_shown_once_and_revoked_after_a_cancel(page: Any, keys_b
     page.get_by_role("button", name="Create key").click()
     # The confirmation says what will be issued; nothing is issued before it is confirmed
     dialog = page.get_by_role("dialog", name="Issue this key?")
-    dialog.wait_for()
-    said = dialog.inner_text()
     for shown in (agent, "checkpoints:read", "keys:manage"):
-        assert shown in said
-    assert "mcp:call" not in said
+        expect(dialog).to_contain_text(shown)
+    expect(dialog).not_to_contain_text("mcp:call")
     assert listed(keys_baton, agent) == []
     dialog.get_by_role("button", name="Issue key").click()
 
     # Then the secret is shown once, with a copy button and the warning
     panel = page.locator(".key-secret")
-    panel.wait_for()
+    expect(panel.locator(".key-secret-value")).to_have_text(SECRET)
     secret = panel.locator(".key-secret-value").inner_text()
     assert SECRET.fullmatch(secret)
-    assert "will not be shown again" in panel.inner_text()
+    expect(panel).to_contain_text("will not be shown again")
     copy = panel.get_by_role("button", name="Copy secret")
     copy.click()
+    # The copy is asynchronous (navigator.clipboard.writeText): the status line says when it is done.
+    expect(page.locator("#status")).to_have_text("Copied to the clipboard.")
     assert page.evaluate("navigator.clipboard.readText()") == secret
     assert secret not in storage_text(page)
     assert secret not in page.url
@@ -130,24 +131,22 @@ def test_a_key_is_issued_shown_once_and_revoked_after_a_cancel(page: Any, keys_b
 
     # "Done" drops the secret from the page; the list shows the new key
     page.get_by_role("button", name="Done").click()
-    assert panel.count() == 0
+    expect(panel).to_have_count(0)
+    row = page.locator("tr", has=page.get_by_text(key_id, exact=True))
+    expect(row).to_contain_text(agent)
     assert secret not in page.content()
     assert secret not in storage_text(page)
-    row = page.locator("tr", has=page.get_by_text(key_id, exact=True))
-    row.wait_for()
-    assert agent in row.inner_text()
 
     # Revoking asks first: cancelled, the key still lists and works
     revoke = page.get_by_role("button", name=f"Revoke {key_id}")
     revoke.click()
     confirm = page.get_by_role("dialog", name=f"Revoke {key_id}?")
-    confirm.wait_for()
-    said = confirm.inner_text()
     for shown in (key_id, agent, "checkpoints:read", "keys:manage"):
-        assert shown in said
-    assert "signs the console out" not in said
+        expect(confirm).to_contain_text(shown)
+    expect(confirm).not_to_contain_text("signs the console out")
     confirm.get_by_role("button", name="Cancel").click()
-    assert confirm.count() == 0
+    expect(confirm).to_have_count(0)
+    expect(page.locator("#status")).to_have_text(f"Nothing was revoked: {key_id} still works.")
     assert listed(keys_baton, agent) == [key_id]
     assert httpx.get(f"{keys_baton.url}/v1/whoami", headers={"Authorization": f"Bearer {secret}"}).status_code == 200
 
@@ -179,37 +178,43 @@ def test_a_narrower_key_is_offered_only_its_own_and_is_signed_out_when_it_revoke
     try:
         sign_in(page, baton, narrow["secret"])
         open_keys(page)
-        # Only its own agent, only the scopes it holds
-        assert page.get_by_label("Agent", exact=True).count() == 1
-        assert page.get_by_label("Agent", exact=True).get_attribute("readonly") is not None
-        assert page.get_by_label("Agent", exact=True).input_value() == agent
+        # Only its own agent, only the scopes it holds (the create form is drawn with the view's heading)
+        agent_field = page.get_by_label("Agent", exact=True)
+        expect(agent_field).to_have_count(1)
+        expect(agent_field).to_have_attribute("readonly", re.compile(".*"))
+        expect(agent_field).to_have_value(agent)
         offered = page.locator(".key-scope-choice input[type=checkbox]")
+        expect(offered).to_have_count(2)
         assert sorted(offered.evaluate_all("boxes => boxes.map((b) => b.value)")) == [
             "checkpoints:read",
             "keys:manage",
         ]
-        assert page.get_by_label("Tenant").count() == 0
+        expect(page.get_by_label("Tenant")).to_have_count(0)
 
         # A key issued here is shown once; leaving the view drops it
         page.get_by_label("checkpoints:read", exact=True).check()
         page.get_by_role("button", name="Create key").click()
         page.get_by_role("dialog").get_by_role("button", name="Issue key").click()
+        expect(page.locator(".key-secret-value")).to_have_text(SECRET)
         secret = page.locator(".key-secret-value").inner_text()
         assert SECRET.fullmatch(secret)
         page.get_by_role("navigation", name="Sections").get_by_role("link", name="Resume preview").click()
         page.get_by_role("heading", name="Resume preview").wait_for()
         page.go_back()
         page.get_by_role("heading", name="Live keys").wait_for()
+        # Drawn again, list included (the new key listed): the secret is not on the page.
+        expect(page.locator(".keys-table")).to_contain_text(narrow["key_id"])
+        expect(page.locator(".key-secret")).to_have_count(0)
         assert secret not in page.content()
         assert secret not in storage_text(page)
 
         # Revoking its own key warns, then signs the console out
         page.get_by_role("button", name=f"Revoke {narrow['key_id']}").click()
         confirm = page.get_by_role("dialog")
-        assert "signs the console out" in confirm.inner_text()
+        expect(confirm).to_contain_text("signs the console out")
         confirm.get_by_role("button", name="Revoke key").click()
         page.get_by_label("API key").wait_for()
-        assert narrow["key_id"] in page.get_by_role("alert").inner_text()
+        expect(page.get_by_role("alert")).to_contain_text(narrow["key_id"])
         assert page.evaluate("sessionStorage.getItem('baton.key')") is None
         assert narrow["key_id"] not in listed(baton, agent)
         assert not watched.errors, watched.errors
@@ -238,11 +243,9 @@ def test_a_refused_create_shows_the_contracts_message(browser: Any, baton: Baton
         page.get_by_role("dialog").get_by_role("button", name="Issue key").click()
         # Then Baton's refusal is shown with its code and the field it names, and nothing was issued
         alert = page.locator(".key-create").get_by_role("alert")
-        alert.wait_for()
-        said = alert.inner_text()
-        assert "VALIDATION_ERROR" in said
-        assert "/expires_at" in said
-        assert page.locator(".key-secret").count() == 0
+        expect(alert).to_contain_text("VALIDATION_ERROR")
+        expect(alert).to_contain_text("/expires_at")
+        expect(page.locator(".key-secret")).to_have_count(0)
         keys = http.get("/v1/keys", params={"agent_id": agent}).json()["data"]
         assert [k["key_id"] for k in keys] == [short["key_id"]]
         assert watched.refusals, "the refusal was an answer of the API"

@@ -3,10 +3,12 @@ OpenCheckpoint document's pending operations and stop conditions, `ambiguous`, `
 
 from __future__ import annotations
 
+import re
 import uuid
 from typing import Any
 
 import httpx
+from playwright.sync_api import expect
 
 from tests.builders import SEED_DOCUMENT
 from tests.e2e.console.conftest import PHONE, open_page, shot, sign_in
@@ -29,14 +31,19 @@ def preview(page: Any, subject_id: str, budget: str = "") -> Any:
     """Fill the form, ask, and wait for the answer; the answer's panel."""
     page.get_by_role("navigation", name="Sections").get_by_role("link", name="Resume preview").click()
     page.wait_for_url("**#/resume")
+    # The address changes before the router draws the view: wait for the resume form itself (not the form of the
+    # view before, whose "Subject id" would match a loose "Subject"), and for any earlier answer to be gone.
+    page.get_by_role("heading", name="Resume preview", exact=True).wait_for()
     page.locator(".resume-answer").wait_for(state="detached")
-    page.get_by_label("Subject").fill(subject_id)
+    page.get_by_label("Subject", exact=True).fill(subject_id)
     page.get_by_label("Budget (bytes)").fill(budget)
     page.get_by_role("button", name="Preview resume").click()
     return answered(page)
 
 
 def answered(page: Any) -> Any:
+    """The answer's panel, once it holds an answer (callers that follow a link wait for the answer they expect:
+    the panel of the page before may still be on it)."""
     answer = page.locator(".resume-answer")
     answer.get_by_role("heading", name="Answer:").wait_for()
     return answer
@@ -49,20 +56,22 @@ def test_ready_lays_out_an_opencheckpoint_documents_pending_work(
     checkpoint_id = save(http, subject, state=SEED_DOCUMENT, format=OPENCHECKPOINT)
     sign_in(page, baton)
     answer = preview(page, subject, budget="100000")
-    assert answer.get_by_role("heading").first.inner_text() == "Answer: ready"
+    expect(answer.get_by_role("heading").first).to_have_text("Answer: ready")
     # The request is in the hash: the preview can be linked, and the key is not in it
-    assert f"subject={subject}" in page.url
-    assert "budget=100000" in page.url
+    expect(page).to_have_url(re.compile(f"subject={re.escape(subject)}"))
+    expect(page).to_have_url(re.compile("budget=100000"))
     assert baton.key not in page.url
     link = answer.get_by_role("link", name=checkpoint_id, exact=True)
-    assert link.get_attribute("href") == f"#/checkpoints/{checkpoint_id}"
-    text = answer.inner_text()
-    assert "Billing lead approves refunding ch_2." in text
-    assert "awaiting" in text
-    assert "Never refund both charges." in text
-    assert "of the budget of" in text
+    expect(link).to_have_attribute("href", f"#/checkpoints/{checkpoint_id}")
+    for shown in (
+        "Billing lead approves refunding ch_2.",
+        "awaiting",
+        "Never refund both charges.",
+        "of the budget of",
+    ):
+        expect(answer).to_contain_text(shown)
     expected = http.post("/v1/resume", json={"subject_id": subject}).json()["data"]
-    assert expected["pending_operations"][0]["description"] in text
+    expect(answer).to_contain_text(expected["pending_operations"][0]["description"])
     shot(page, "resume-ready")
     record("console resume (e2e)", ready=1)
 
@@ -73,22 +82,23 @@ def test_two_agents_work_is_ambiguous_and_one_can_be_picked(page: Any, baton: Ba
     second = save(http, subject, agent_id="executor", state={"step": 5})
     sign_in(page, baton)
     answer = preview(page, subject)
-    assert answer.get_by_role("heading").first.inner_text() == "Answer: ambiguous"
-    assert "2 checkpoints match" in answer.inner_text()
+    expect(answer.get_by_role("heading").first).to_have_text("Answer: ambiguous")
+    expect(answer).to_contain_text("2 checkpoints match")
     rows = answer.locator("tbody tr")
-    assert rows.count() == 2
+    expect(rows).to_have_count(2)
     # Newest first, as Baton answers them, each linking to its checkpoint
     for row, (checkpoint_id, agent) in enumerate(((second, "executor"), (first, "planner"))):
-        assert checkpoint_id in rows.nth(row).inner_text()
-        assert agent in rows.nth(row).inner_text()
-    assert answer.get_by_role("link", name=first, exact=True).get_attribute("href") == f"#/checkpoints/{first}"
+        expect(rows.nth(row)).to_contain_text(checkpoint_id)
+        expect(rows.nth(row)).to_contain_text(agent)
+    expect(answer.get_by_role("link", name=first, exact=True)).to_have_attribute("href", f"#/checkpoints/{first}")
     shot(page, "resume-ambiguous")
     # Picking one previews resuming that checkpoint
     answer.get_by_role("link", name=f"Preview resuming {first}").click()
     page.wait_for_url(f"**checkpoint={first}**")
     answer = answered(page)
     answer.get_by_role("heading", name="Answer: ready").wait_for()
-    assert "planner" in answer.inner_text()
+    expect(answer).to_contain_text("planner")
+    expect(answer).not_to_contain_text("executor")
     record("console resume (e2e)", ambiguous=1, ready=1)
 
 
@@ -101,10 +111,9 @@ def test_a_small_budget_is_omitted_and_a_subject_without_work_is_none(
     assert required["status"] == "omitted"
     sign_in(page, baton)
     answer = preview(page, subject, budget="1024")
-    assert answer.get_by_role("heading").first.inner_text() == "Answer: omitted"
-    text = answer.inner_text()
-    assert f"{required['required_bytes']} bytes" in text
-    assert "1024 bytes" in text
+    expect(answer.get_by_role("heading").first).to_have_text("Answer: omitted")
+    expect(answer).to_contain_text(f"{required['required_bytes']} bytes")
+    expect(answer).to_contain_text("1024 bytes")
     # The hint raises the budget to what the answer needs, and then it is ready
     answer.get_by_role("link", name=f"Preview with a budget of {required['required_bytes']} bytes").click()
     page.wait_for_url(f"**budget={required['required_bytes']}**")
@@ -113,7 +122,7 @@ def test_a_small_budget_is_omitted_and_a_subject_without_work_is_none(
     nobody = f"console-resume-{uuid.uuid4().hex}"
     answer = preview(page, nobody)
     answer.get_by_role("heading", name="Answer: none").wait_for()
-    assert "No live checkpoint matches" in answer.inner_text()
+    expect(answer).to_contain_text("No live checkpoint matches")
     record("console resume (e2e)", omitted=1, ready=1, none=1)
 
 
@@ -121,10 +130,8 @@ def test_a_refused_request_shows_the_contracts_message(page: Any, baton: BatonSe
     sign_in(page, baton)
     page.goto(f"{baton.url}/console#/resume?subject=anything&checkpoint=not-a-checkpoint-id")
     alert = page.locator(".resume-answer").get_by_role("alert")
-    alert.wait_for()
-    said = alert.inner_text()
-    assert "VALIDATION_ERROR" in said
-    assert "/checkpoint_id" in said
+    expect(alert).to_contain_text("VALIDATION_ERROR")
+    expect(alert).to_contain_text("/checkpoint_id")
     record("console resume (e2e)", refused=1)
 
 

@@ -8,6 +8,7 @@ import base64
 import json
 import operator
 import os
+import re
 import uuid
 from dataclasses import dataclass
 from typing import Annotated, Any, TypedDict
@@ -142,13 +143,23 @@ def entry(page: Any, checkpoint_id: str, ns: str = "") -> Any:
 
 
 def open_thread(page: Any, thread_id: str, agent_id: str | None = None) -> None:
-    """Through the start form, as a person does."""
+    """Through the start form, as a person does; waits for the thread's timeline."""
     page.get_by_role("navigation", name="Sections").get_by_role("link", name="LangGraph threads").click()
     page.get_by_label("Thread id").fill(thread_id)
     if agent_id is not None:
         page.get_by_label("Agent").fill(agent_id)
     page.get_by_role("button", name="Open thread").click()
+    expect(page.get_by_role("heading", name=f"Thread {thread_id}")).to_be_visible()
     page.locator("ul.timeline").wait_for()
+
+
+def expect_entries(page: Any, checkpoint_ids: list[str]) -> None:
+    """The timeline shows exactly these checkpoints, in this order; waits for them (the timeline of the address
+    before may still be on the page for a moment)."""
+    items = page.locator("ul.timeline > li")
+    expect(items).to_have_count(len(checkpoint_ids))
+    for index, checkpoint_id in enumerate(checkpoint_ids):
+        expect(items.nth(index)).to_have_attribute("data-checkpoint-id", checkpoint_id)
 
 
 def test_the_timeline_lists_every_checkpoint_newest_first_with_parent_links_and_writes_per_task(
@@ -156,9 +167,8 @@ def test_the_timeline_lists_every_checkpoint_newest_first_with_parent_links_and_
 ) -> None:
     sign_in(page, baton)
     open_thread(page, graph_thread.thread_id)
-    entries = page.locator("ul.timeline > li")
     expected = [t["checkpoint_id"] for t in graph_thread.tuples]
-    assert entries.evaluate_all("items => items.map(i => i.dataset.checkpointId)") == expected
+    expect_entries(page, expected)
     assert expected == sorted(expected, reverse=True)
 
     # The fork's parent is the checkpoint before `draft`, not the one next to it in the list: its link goes there.
@@ -167,11 +177,11 @@ def test_the_timeline_lists_every_checkpoint_newest_first_with_parent_links_and_
     assert parent == graph_thread.by_source("loop")[1]["checkpoint_id"]
     entry(page, fork["checkpoint_id"]).get_by_role("link", name=parent).click()
     expect(entry(page, parent)).to_be_focused()
-    assert f"at={parent}" in page.url
+    expect(page).to_have_url(re.compile(f"at={re.escape(parent)}"))
     # Every parent link names an entry on the page (the whole thread fits one page).
     for tuple_ in graph_thread.tuples:
         if tuple_["parent_checkpoint_id"]:
-            assert entry(page, tuple_["parent_checkpoint_id"]).count() == 1
+            expect(entry(page, tuple_["parent_checkpoint_id"])).to_have_count(1)
         else:
             expect(entry(page, tuple_["checkpoint_id"])).to_contain_text("none: the thread starts here")
 
@@ -189,9 +199,8 @@ def test_the_timeline_lists_every_checkpoint_newest_first_with_parent_links_and_
     draft_task = (
         entry(page, before_draft["checkpoint_id"]).locator(".thread-task").filter(has_text=draft_writes[0]["task_id"])
     )
-    channels = draft_task.locator("tbody tr td:first-child").all_inner_texts()
-    assert channels == [w["channel"] for w in draft_writes]
-    assert draft_task.locator("tbody tr td:nth-child(2)").all_inner_texts() == [str(i) for i in range(len(channels))]
+    expect(draft_task.locator("tbody tr td:first-child")).to_have_text([w["channel"] for w in draft_writes])
+    expect(draft_task.locator("tbody tr td:nth-child(2)")).to_have_text([str(i) for i in range(len(draft_writes))])
     # The channel versions the interrupted step set, from updated_channels
     versions = entry(page, interrupted["checkpoint_id"]).locator(".thread-block").first
     for channel in interrupted["checkpoint"]["updated_channels"]:
@@ -200,7 +209,7 @@ def test_the_timeline_lists_every_checkpoint_newest_first_with_parent_links_and_
 
     # The thread is remembered in this tab, as a link back to it.
     page.get_by_role("link", name="← Threads").click()
-    expect(page.get_by_role("link", name=graph_thread.thread_id)).to_be_visible()
+    expect(page.locator("ul.thread-recent").get_by_role("link", name=graph_thread.thread_id)).to_be_visible()
     recent = json.loads(page.evaluate("sessionStorage.getItem('baton.recent-threads')"))
     assert recent[0]["thread_id"] == graph_thread.thread_id
     record(SUITE, checkpoints_shown=len(expected))
@@ -216,6 +225,7 @@ def test_a_checkpoint_shows_its_metadata_and_values_as_text_and_trees(
     # The parent of the newest is on this page; the bucket value is answered as a download link.
     newest = entry(page, second)
     link = newest.get_by_role("link", name="download (in the bucket)")
+    expect(link).to_have_attribute("href", re.compile("^https?://"))
     downloaded = httpx.get(link.get_attribute("href") or "")
     assert downloaded.status_code == 200
     assert len(downloaded.content) == 360_000
@@ -228,7 +238,7 @@ def test_a_checkpoint_shows_its_metadata_and_values_as_text_and_trees(
     doc = page.get_by_role("region", name="doc").first
     expect(doc).to_contain_text(HOSTILE)
     expect(doc).to_contain_text("items")
-    assert page.locator("main script, main img").count() == 0
+    expect(page.locator("main script, main img")).to_have_count(0)
     assert page.evaluate("window.__pwned") is None
     # Pending writes of two tasks, each with its path; the json write opened as a tree
     writes = page.locator(".thread-task")
@@ -264,21 +274,19 @@ def test_a_page_boundary_says_where_the_parent_is_and_a_bad_filter_shows_the_con
     sign_in(page, baton)
     thread = quote(graph_thread.thread_id, safe="")
     page.goto(f"{baton.url}/console#/threads/{thread}?limit=2")
-    page.locator("ul.timeline").wait_for()
-    shown = [t["checkpoint_id"] for t in graph_thread.tuples[:2]]
-    assert page.locator("ul.timeline > li").evaluate_all("items => items.map(i => i.dataset.checkpointId)") == shown
+    expect_entries(page, [t["checkpoint_id"] for t in graph_thread.tuples[:2]])
     # The second's parent is the third: on the next page.
     second = graph_thread.tuples[1]
     expect(entry(page, second["checkpoint_id"])).to_contain_text("is on another page")
     page.get_by_role("button", name="Next page").click()
-    expect(page.locator("ul.timeline > li").first).to_have_attribute(
-        "data-checkpoint-id", graph_thread.tuples[2]["checkpoint_id"]
-    )
+    expect_entries(page, [t["checkpoint_id"] for t in graph_thread.tuples[2:]])
 
-    # A metadata filter is matched on the server; a filter that is not JSON is the API's 400, named.
+    # A metadata filter is matched on the server; a filter that is not JSON is the API's 400, named. The page
+    # before also shows two checkpoints: the ids, not the count, prove the filtered page is drawn (and that its
+    # form, not the one about to be replaced, is filled next).
     page.get_by_label("Metadata filter (JSON)").fill('{"source": "loop"}')
     page.get_by_role("button", name="Show").click()
-    expect(page.locator("ul.timeline > li")).to_have_count(2)
+    expect_entries(page, [t["checkpoint_id"] for t in graph_thread.by_source("loop")])
     page.get_by_label("Metadata filter (JSON)").fill("{not json")
     page.get_by_role("button", name="Show").click()
     alert = page.get_by_role("alert")
@@ -306,9 +314,11 @@ def test_deleting_a_thread_of_another_agent_is_confirmed_first(page: Any, baton:
 
     page.get_by_role("button", name="Delete thread").click()
     page.get_by_role("dialog").get_by_role("button", name="Delete thread").click()
-    expect(page.get_by_role("status")).to_contain_text(f"Thread {thread_id} deleted.")
+    expect(page.locator("#status")).to_contain_text(f"Thread {thread_id} deleted.")
     assert listed(baton, thread_id, agent_id=agent).status_code == 404
-    # Gone from the threads opened in this tab too
+    # Gone from the threads opened in this tab too: the status line is written before the start page is drawn,
+    # so wait for the list of threads opened in this tab first.
+    page.get_by_role("heading", name="Opened in this tab").wait_for()
     expect(page.get_by_role("link", name=thread_id)).to_have_count(0)
     record(SUITE, deletes=1)
 
@@ -327,13 +337,12 @@ def test_a_reader_is_not_offered_delete_and_the_phone_width_fits(
         page = watched.page
         sign_in(page, baton, issued.json()["data"]["secret"])
         page.goto(f"{baton.url}/console#/threads/{quote(graph_thread.thread_id, safe='')}")
-        page.locator("ul.timeline > li").first.wait_for()
-        expect(page.locator("ul.timeline > li")).to_have_count(len(graph_thread.tuples))
-        assert page.get_by_role("button", name="Delete thread").count() == 0
+        expect_entries(page, [t["checkpoint_id"] for t in graph_thread.tuples])
+        expect(page.get_by_role("button", name="Delete thread")).to_have_count(0)
         # A key without `*` names no other agent: no agent field.
         page.get_by_role("link", name="← Threads").click()
         page.get_by_label("Thread id").wait_for()
-        assert page.get_by_label("Agent").count() == 0
+        expect(page.get_by_label("Agent")).to_have_count(0)
         page.goto(f"{baton.url}/console#/threads/{quote(graph_thread.thread_id, safe='')}")
         page.locator("ul.timeline > li").first.wait_for()
         assert page.evaluate("document.documentElement.scrollWidth") <= PHONE["width"]
