@@ -155,5 +155,7 @@ def shot(page: Any, name: str, tmp_path_factory: pytest.TempPathFactory | None =
         folder = Path(os.environ.get("BATON_SCREENSHOT_DIR") or "/tmp/baton-console-shots")
     folder.mkdir(parents=True, exist_ok=True)
     target = folder / f"{name}.png"
-    page.screenshot(path=str(target), full_page=True, animations="disabled", caret="hide")
+    # A modal dialog dims the viewport only: show just the viewport then, as a person sees it.
+    whole = page.locator("dialog[open]").count() == 0
+    page.screenshot(path=str(target), full_page=whole, animations="disabled", caret="hide")
     return target
