@@ -119,6 +119,23 @@ def test_authentication_costs_one_get_item_until_the_key_is_cached_then_none(
     assert second_calls == {"Query": 1}
 
 
+def test_whoami_costs_only_the_authentication(api: ApiDriver, counter: CallCounter) -> None:
+    # A container that has not seen the key reads its record (one GetItem); then the cached key answers alone
+    first = api.invoke("whoami")
+    first_calls = dict(counter.calls)
+    counter.reset()
+    second = api.invoke("whoami")
+    assert first.status == second.status == 200
+    assert first_calls == {"GetItem": 1}
+    assert counter.total == 0
+
+
+def test_the_console_touches_no_aws(api: ApiDriver, counter: CallCounter) -> None:
+    page = api.invoke("console_page", headers={"authorization": None})
+    assert page.status == 200
+    assert counter.total == 0
+
+
 def test_health_touches_no_aws(api: ApiDriver, counter: CallCounter) -> None:
     health = api.invoke("health", headers={"authorization": None})
     assert health.status == 200

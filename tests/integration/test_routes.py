@@ -167,6 +167,8 @@ EXPECTED_STATUS = {
     "purge_subject": 200,
     "resume": 200,
     "mcp_tools_call": 200,
+    "whoami": 200,
+    "console_page": 200,
 }
 HISTORY_EVENTS = frozenset({"list_revisions", "get_revision", "restore_checkpoint"})
 """Samples that need a kept revision: the checkpoint is saved again (revision 2, keeping revision 1)."""
@@ -199,6 +201,9 @@ def test_each_sample_event_succeeds_once_its_ids_name_real_things(api: ApiDriver
     if name == "mcp_tools_call":
         # A JSON-RPC answer (no envelope): the tool's result, not an error
         assert answer.body["result"]["isError"] is False, answer.raw_body
+    elif name == "console_page":
+        # The console's page: HTML, not the envelope
+        assert answer.headers["Content-Type"].startswith("text/html"), answer.headers
     elif name != "openapi":
         assert answer.body["meta"]["request_id"] == event["requestContext"]["requestId"]
 
