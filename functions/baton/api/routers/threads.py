@@ -60,7 +60,9 @@ class PendingWriteOut(TypedValueOut):
     """A pending write of a task."""
 
     task_id: str
-    idx: Annotated[int, Field(description="The write's index within its task (LangGraph's special channels: negative).")]
+    idx: Annotated[
+        int, Field(description="The write's index within its task (LangGraph's special channels: negative).")
+    ]
     channel: str
     task_path: str
 
