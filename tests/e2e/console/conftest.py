@@ -55,9 +55,10 @@ WAIT_MS = 20_000
 second, and Playwright's own 5 s for `expect` would fail a page that is only slow."""
 
 
-@pytest.fixture(scope="session")
+@pytest.fixture(scope="package")
 def browser() -> Iterator[Any]:
-    """One headless Chromium for the session."""
+    """One headless Chromium for the console's tests, stopped when they end: Playwright's sync API keeps an asyncio
+    loop running in the main thread while it is open, and every later `asyncio.run` of the session would fail."""
     from playwright.sync_api import expect, sync_playwright
 
     expect.set_options(timeout=WAIT_MS)
