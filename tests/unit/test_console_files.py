@@ -2,6 +2,11 @@
 (its Content-Security-Policy would refuse it, and a checkpoint's text must never become markup), nothing is loaded
 from another origin, and every module a script imports is a file the console ships.
 
+Text enters the page in one place: dom.js, whose `append` draws each string in a `<bdi>` of its own when it holds a
+character that can reorder the text around it (right-to-left letters, the bidi controls), so that stored text
+reorders only itself. No other module creates text (text nodes, `textContent`, a string given to `append`), and the
+helper's character class holds every character Unicode gives a right-to-left or explicit bidi class.
+
 The checks read code with its comments taken out (a comment saying "no innerHTML" is no use of it) and keep string
 literals (`el['innerHTML']` is one). Each check is also run on a small sample that breaks it, so that a check that
 could never fail would be seen.
@@ -10,6 +15,7 @@ could never fail would be seen.
 from __future__ import annotations
 
 import re
+import unicodedata
 from html.parser import HTMLParser
 from pathlib import Path
 
@@ -41,6 +47,21 @@ CODE_SINKS: dict[str, re.Pattern[str]] = {
         r"""setAttribute\s*\(\s*['"](?:on\w+|style)['"]|[{,]\s*['"]?(?:on(?!ce\b)[a-z]+|style)['"]?\s*:"""
     ),
 }
+# What creates text without dom.js (whose `append` isolates each string's direction): text nodes, text written into an
+# element, or a string handed to a DOM method that makes it a text node.
+TEXT_SINKS: dict[str, re.Pattern[str]] = {
+    "createTextNode": re.compile(r"\bcreateTextNode\b"),
+    "text written into an element": re.compile(
+        r"\.\s*(?:textContent|innerText|outerText|nodeValue)\s*(?:\+?=(?!=))|\binsertAdjacentText\b"
+    ),
+    "a string given to a DOM method": re.compile(
+        r"\.\s*(?:append|prepend|before|after|replaceWith|replaceChildren|appendChild|insertBefore)\s*\(\s*['\"`]"
+    ),
+}
+TEXT_MAKER = "dom.js"
+"""The one module that creates text."""
+OWN_SCRIPTS = [name for name in SCRIPTS if not name.startswith("msgpack-")]
+"""The console's own scripts (the vendored MessagePack build decodes bytes; it builds nothing of the page)."""
 # What names another origin: an absolute http(s) URL, or a protocol-relative one where a URL is loaded.
 OTHER_ORIGIN = re.compile(r"""https?://[^\s'"`)<>]*|(?:src|href|action)\s*=\s*['"]?//|url\(\s*['"]?//|@import""")
 STATIC_IMPORT = re.compile(r"""\b(?:import|export)\b[^'"`;]*?\bfrom\s*(['"])([^'"]+)\1|\bimport\s*(['"])([^'"]+)\3""")
@@ -111,6 +132,24 @@ def sinks_in(name: str, text: str) -> list[str]:
     """Which of the code sinks a file uses."""
     code = code_of(name, text)
     return [sink for sink, pattern in CODE_SINKS.items() if pattern.search(code)]
+
+
+def text_sinks_in(name: str, text: str) -> list[str]:
+    """Which of the ways of creating text without dom.js a file uses."""
+    code = code_of(name, text)
+    return [sink for sink, pattern in TEXT_SINKS.items() if pattern.search(code)]
+
+
+def bidi_class_of(text: str) -> re.Pattern[str]:
+    """dom.js's class of the characters that reorder text around them (`const BIDI = /[…]/u`), as a Python pattern."""
+    found = re.search(r"const BIDI = /(\[[^\]]*\])/u;", text)
+    assert found, "dom.js defines no `const BIDI = /[…]/u`"
+    return re.compile(re.sub(r"\\u\{([0-9a-fA-F]+)\}", lambda m: f"\\U{int(m.group(1), 16):08x}", found.group(1)))
+
+
+REORDERING = {"R", "AL", "AN", "LRE", "LRO", "RLE", "RLO", "PDF", "LRI", "RLI", "FSI", "PDI"}
+"""Bidi classes that can move the text around a character: right-to-left letters and Arabic numbers, and the explicit
+embeddings, overrides and isolates (Unicode's Bidi_Class; RLM is R, ALM is AL)."""
 
 
 def other_origins_in(name: str, text: str) -> list[str]:
@@ -272,6 +311,38 @@ def test_the_app_loads_each_sections_view_by_a_name_it_ships() -> None:
         assert (CONSOLE / specifier[2:]).is_file(), specifier
 
 
+@pytest.mark.parametrize("name", [n for n in OWN_SCRIPTS if n != TEXT_MAKER])
+def test_no_console_script_but_dom_js_creates_text(name: str) -> None:
+    # Given a script of the console other than dom.js
+    text = (CONSOLE / name).read_text(encoding="utf-8")
+    # Then it creates no text itself: every string reaches the page through dom.js, which isolates its direction
+    found = text_sinks_in(name, text)
+    assert not found, f"{name} creates text without dom.js: {found} (use h(), append() or replace())"
+    record("console files", files=1)
+
+
+def test_dom_js_isolates_every_character_that_reorders_text() -> None:
+    # Given dom.js's class of the characters for which a string is drawn in a <bdi> of its own
+    text = (CONSOLE / TEXT_MAKER).read_text(encoding="utf-8")
+    pattern = bidi_class_of(text)
+    # Then it holds every code point whose bidi class can move the text around it, and no left-to-right letter
+    missed, taken = [], []
+    for point in range(0x110000):
+        if 0xD800 <= point <= 0xDFFF:
+            continue
+        kind = unicodedata.bidirectional(chr(point))
+        matched = pattern.match(chr(point)) is not None
+        if kind in REORDERING and not matched:
+            missed.append(f"U+{point:04X} {kind}")
+        elif kind == "L" and matched:
+            taken.append(f"U+{point:04X}")
+    assert not missed, f"dom.js would draw these without isolating them: {missed[:20]}"
+    assert not taken, f"dom.js takes left-to-right letters for reordering ones: {taken[:20]}"
+    # and every string `append` draws goes through the isolating helper
+    assert "parent.append(isolated(String(child)))" in text
+    record("console files", files=1)
+
+
 # -- the checks themselves: each finds what it is for --------------------------------------------------------------
 
 BROKEN_SCRIPTS = {
@@ -310,6 +381,35 @@ def test_the_sink_check_keeps_strings_and_regular_expressions_intact() -> None:
         "h('button', {class: 'x', on: {click: go}}); el.addEventListener('x', f, {once: true}); setTimeout(run, 150);"
     )
     assert sinks_in("x.js", clean) == []
+
+
+BROKEN_TEXT = {
+    "createTextNode": "row.append(document.createTextNode(record.subject_id));",
+    "text written into an element": "title.textContent = `History of ${subject}`; x.innerText += holder;",
+    "a string given to a DOM method": "cell.append(`held by ${holder}`); p.replaceChildren('Subject ', id);",
+}
+
+
+@pytest.mark.parametrize("sink", sorted(BROKEN_TEXT))
+def test_the_text_check_finds_text_made_outside_dom_js(sink: str) -> None:
+    code = BROKEN_TEXT[sink]
+    assert sink in text_sinks_in("x.js", f"const a = 1;\n{code}\n"), code
+    assert text_sinks_in("x.js", f"// {code}\n") == [], code
+    record("console files", check_mutants=1)
+
+
+def test_the_text_check_lets_nodes_and_reads_through() -> None:
+    clean = "list.append(branch(x)); results.prepend(errorNote(e)); if (a.textContent === b) go(); n = el.textContent;"
+    assert text_sinks_in("x.js", clean) == []
+
+
+def test_the_bidi_class_check_reads_the_class_as_written() -> None:
+    pattern = bidi_class_of("const BIDI = /[\\u0590-\\u08ff\\u202e\\u{10800}-\\u{10fff}]/u;")
+    for inside in ("\u05d0", "\u202e", "\U00010900"):
+        assert pattern.match(inside), f"U+{ord(inside):04X}"
+    for outside in ("a", "\u202d"):
+        assert not pattern.match(outside), f"U+{ord(outside):04X}"
+    record("console files", check_mutants=1)
 
 
 @pytest.mark.parametrize(

@@ -3,7 +3,7 @@
 // parameters, and helpers to link and to move between views.
 
 import {ApiError, get, signIn, signOut, signedInKey} from './api.js';
-import {field, h, replace} from './dom.js';
+import {field, h, phrase, replace} from './dom.js';
 import {announce, errorNote, loading} from './ui.js';
 
 /** The sections, the scope each needs (a key without it is not offered the section), and their modules. */
@@ -72,7 +72,7 @@ function renderNav() {
   );
   replace(
     who,
-    h('span', {class: 'identity', title: `key ${caller.key_id}`}, `${caller.tenant_id} / ${caller.agent_id}`),
+    h('span', {class: 'identity', title: `key ${caller.key_id}`}, phrase`${caller.tenant_id} / ${caller.agent_id}`),
     h('button', {type: 'button', on: {click: () => leave('Signed out.')}}, 'Sign out'),
   );
   nav.hidden = false;
@@ -81,6 +81,9 @@ function renderNav() {
 
 function leave(message) {
   signOut();
+  // The address names what the previous key was looking at (a subject, a thread): the next key to sign in starts
+  // from the console's start, not from there (its view would open, and remember, the previous key's subject).
+  history.replaceState(null, '', location.pathname + location.search);
   caller = null;
   renderNav();
   showSignIn(message ? h('div', {class: 'note'}, message) : null);

@@ -1,9 +1,10 @@
 // A structural diff of two JSON values, and a list that shows it. `diffJson` is a pure function (no DOM): it walks
 // both values together and names each difference by its RFC 6901 pointer. Objects are compared key by key, arrays
 // index by index (no move detection: an insertion at the front shows as changes down the array, which is what was
-// stored), and a value whose type differs is one change. Values are shown as JSON text, never as HTML.
+// stored), and a value whose type differs is one change. Values are shown as JSON text, never as HTML, each string
+// of it (and each token of a pointer) a run of its own, so that stored text reorders only itself (dom.js, `append`).
 
-import {h} from './dom.js';
+import {h, jsonText} from './dom.js';
 
 /** The longest value text shown whole in a change; longer ones are cut and can be opened. */
 export const SHOWN_CHARACTERS = 120;
@@ -68,21 +69,29 @@ export function diffJson(before, after) {
 /** A value as JSON text: whole when short, else cut with an ellipsis in a <details> that opens to the whole. */
 export function valueText(value, className) {
   const compact = JSON.stringify(value);
-  if (compact.length <= SHOWN_CHARACTERS) return h('code', {class: className}, compact);
+  if (compact.length <= SHOWN_CHARACTERS) return h('code', {class: className}, jsonText(value));
   return h(
     'details',
     {class: `value-long ${className}`},
     h(
       'summary',
       {},
-      h('code', {}, `${compact.slice(0, SHOWN_CHARACTERS)}…`),
+      h('code', {}, jsonText(value, undefined, SHOWN_CHARACTERS), '…'),
       h('span', {class: 'muted'}, ` (${compact.length.toLocaleString('en')} characters)`),
     ),
-    h('pre', {}, JSON.stringify(value, null, 2)),
+    h('pre', {}, jsonText(value, 2)),
   );
 }
 
 const WORDS = {added: 'added', removed: 'removed', changed: 'changed'};
+
+/** A pointer as text: its slashes, and each reference token a run of its own. */
+export function pointerText(pointer) {
+  return pointer
+    .split('/')
+    .flatMap((token, index) => (index === 0 ? [token] : ['/', token]))
+    .filter((part) => part !== '');
+}
 
 /** The changes as `ul.diff`, one item per change (class added, removed or changed), at most LISTED_CHANGES. */
 export function renderDiff(changes, {label = 'Changes'} = {}) {
@@ -96,7 +105,7 @@ export function renderDiff(changes, {label = 'Changes'} = {}) {
         {class: change.op, dataset: {pointer: change.pointer}},
         h('span', {class: 'op'}, WORDS[change.op]),
         ' ',
-        h('code', {class: 'pointer'}, change.pointer === '' ? '(the whole state)' : change.pointer),
+        h('code', {class: 'pointer'}, change.pointer === '' ? '(the whole state)' : pointerText(change.pointer)),
         h(
           'div',
           {class: 'values'},

@@ -1,8 +1,10 @@
 // A JSON value as a collapsible tree with a search box. Every key and value is shown as text (a state holding
-// `<script>` shows those characters). Children are built when their branch is first opened, so a 3 MB state
-// costs only what is shown; a search walks the value itself and opens the branches that lead to each match.
+// `<script>` shows those characters), the inside of each string a run of its own between its quotes, so that a key
+// or value holding bidi controls reorders only itself (dom.js, `append`). Children are built when their branch is
+// first opened, so a 3 MB state costs only what is shown; a search walks the value itself and opens the branches
+// that lead to each match.
 
-import {field, h, replace} from './dom.js';
+import {field, h, phrase, replace} from './dom.js';
 
 const CHUNK = 200;
 const MAX_MATCHES = 500;
@@ -66,16 +68,20 @@ function marked(text, needle) {
   return parts;
 }
 
+/** A string as JSON writes it: its quotes around its escaped inside, which is a run (or runs, when marked) of its own. */
+function quoted(text, needle) {
+  return ['"', marked(JSON.stringify(text).slice(1, -1), needle), '"'];
+}
+
 function primitive(value, needle) {
   if (value === null) return h('span', {class: 'null'}, 'null');
   const kind = typeof value;
-  const text = kind === 'string' ? JSON.stringify(value) : String(value);
-  return h('span', {class: kind}, marked(text, needle));
+  return h('span', {class: kind}, kind === 'string' ? quoted(value, needle) : marked(String(value), needle));
 }
 
 function keyLabel(key, isIndex, needle) {
   if (key === undefined) return null;
-  return [h('span', {class: 'key'}, isIndex ? `${key}` : marked(JSON.stringify(String(key)), needle)), ': '];
+  return [h('span', {class: 'key'}, isIndex ? `${key}` : quoted(String(key), needle)), ': '];
 }
 
 /**
@@ -145,9 +151,9 @@ export function jsonTree(value, {label = 'state', open = 1, search: withSearch =
         const segments = pointer.split('/').slice(1);
         for (let i = 0; i <= segments.length; i += 1) state.paths.add(segments.slice(0, i).map((s) => '/' + s).join(''));
       }
-      count.textContent = found.length >= MAX_MATCHES ? `${MAX_MATCHES}+ matches` : `${found.length} match${found.length === 1 ? '' : 'es'}`;
+      replace(count, found.length >= MAX_MATCHES ? `${MAX_MATCHES}+ matches` : `${found.length} match${found.length === 1 ? '' : 'es'}`);
     } else {
-      count.textContent = '';
+      replace(count);
     }
     draw();
   };
@@ -171,7 +177,7 @@ export function jsonTree(value, {label = 'state', open = 1, search: withSearch =
   const tools = h(
     'div',
     {class: 'tree-tools'},
-    field(`Search the ${label}`, input),
+    field(phrase`Search the ${label}`, input),
     h('button', {type: 'button', on: {click: () => setAll(true)}}, 'Expand shown'),
     h('button', {type: 'button', on: {click: () => setAll(false)}}, 'Collapse all'),
     count,

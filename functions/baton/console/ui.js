@@ -1,8 +1,8 @@
 // Shared pieces of the views: confirmations, error notes, copy buttons, pagers, the status line.
 
-import {h, replace} from './dom.js';
+import {h, phrase, replace, uid} from './dom.js';
 
-/** Say something in the status line (read out by screen readers). */
+/** Say something in the status line (read out by screen readers): text, or children (phrase`… ${data} …`). */
 export function announce(text) {
   const status = document.getElementById('status');
   replace(status, text ? h('p', {}, text) : null);
@@ -10,7 +10,7 @@ export function announce(text) {
 
 /** An error answer as a note: the contract's code and message, and each named field. */
 export function errorNote(error) {
-  const fields = (error.details?.errors || []).map((e) => h('li', {}, `${e.pointer || '(body)'}: ${e.message}`));
+  const fields = (error.details?.errors || []).map((e) => h('li', {}, phrase`${e.pointer || '(body)'}: ${e.message}`));
   return h(
     'div',
     {class: 'note error', role: 'alert'},
@@ -30,8 +30,11 @@ export function confirmAction({title, body, confirmLabel, danger = true}) {
   return new Promise((resolve) => {
     const cancel = h('button', {type: 'button', value: 'cancel'}, 'Cancel');
     const confirm = h('button', {type: 'submit', value: 'confirm', class: danger ? 'danger' : 'primary'}, confirmLabel);
-    const form = h('form', {method: 'dialog'}, h('h2', {}, title), h('div', {class: 'dialog-body'}, body), h('menu', {}, cancel, confirm));
-    const dialog = h('dialog', {'aria-label': title}, form);
+    // Named by its heading: a title may be words with data (phrase`…`), each value isolated in the heading.
+    const titleId = uid('dialog-title');
+    const heading = h('h2', {id: titleId}, title);
+    const form = h('form', {method: 'dialog'}, heading, h('div', {class: 'dialog-body'}, body), h('menu', {}, cancel, confirm));
+    const dialog = h('dialog', {'aria-labelledby': titleId}, form);
     cancel.addEventListener('click', () => dialog.close('cancel'));
     dialog.addEventListener('close', () => {
       dialog.remove();
@@ -49,13 +52,13 @@ export function copyButton(text, label = 'Copy') {
   button.addEventListener('click', async () => {
     try {
       await navigator.clipboard.writeText(text);
-      button.textContent = 'Copied';
+      replace(button, 'Copied');
       announce('Copied to the clipboard.');
     } catch {
-      button.textContent = 'Copy failed: select the text';
+      replace(button, 'Copy failed: select the text');
     }
     setTimeout(() => {
-      button.textContent = label;
+      replace(button, label);
     }, 2000);
   });
   return button;

@@ -3,7 +3,7 @@
 // deletion. Everything goes through the public API; everything a checkpoint holds is shown as text.
 
 import {del, get, path, post, query} from './api.js';
-import {bytes, duration, facts, field, h, replace, select, time, until} from './dom.js';
+import {bytes, duration, facts, field, h, jsonText, phrase, replace, select, time, until} from './dom.js';
 import {jsonTree} from './json-tree.js';
 import {announce, confirmAction, copyButton, errorNote, loading, pager, section} from './ui.js';
 
@@ -302,7 +302,7 @@ async function renderList(root, ctx) {
     replace(
       results,
       section(
-        `Subject ${filters.subject}`,
+        phrase`Subject ${filters.subject}`,
         filterForm(ctx, filters),
         errorNote(failure),
         first ? pager(null, () => {}, first) : null,
@@ -317,7 +317,7 @@ async function renderList(root, ctx) {
   replace(
     results,
     section(
-      `Subject ${filters.subject}`,
+      phrase`Subject ${filters.subject}`,
       filterForm(ctx, filters),
       summaries.length
         ? checkpointTable(ctx, summaries)
@@ -342,7 +342,7 @@ function countdowns(ctx) {
   let live = [];
   const timer = setInterval(() => {
     if (!ctx.current()) return;
-    for (const [span, iso] of live) span.textContent = until(iso);
+    for (const [span, iso] of live) replace(span, until(iso));
   }, 1000);
   ctx.onLeave(() => clearInterval(timer));
   return {
@@ -362,9 +362,10 @@ function textList(items, empty) {
   return h('ul', {class: 'ckpt-items'}, items.map((item) => h('li', {}, asText(item))));
 }
 
+/** A value of a document as text: a string as it is, anything else as JSON (each string of it a run of its own). */
 function asText(value) {
   if (value === null || value === undefined) return null;
-  return typeof value === 'string' ? value : JSON.stringify(value);
+  return typeof value === 'string' ? value : jsonText(value);
 }
 
 /** An OpenCheckpoint 0.1 document laid out: the task, the pending operations and the stop conditions. */
@@ -520,7 +521,7 @@ function takeLeaseForm(ctx, id, problem, redraw) {
       const answer = await post(`/v1/checkpoints/${path(id)}/lease`, body);
       leaseTokens.set(id, answer.data.lease_token);
       if (!ctx.current()) return;
-      announce(`Lease taken by ${answer.data.holder}.`);
+      announce(phrase`Lease taken by ${answer.data.holder}.`);
       await redraw(answer.data);
     } catch (failure) {
       if (ctx.current()) replace(problem, errorNote(failure));
@@ -600,7 +601,7 @@ function deletePanel(ctx, record, etag) {
           ? h(
               'div',
               {class: 'note warn'},
-              h('p', {}, `Leased by ${record.lease.holder} until ${record.lease.expires_at} (${until(record.lease.expires_at)}): `,
+              h('p', {}, phrase`Leased by ${record.lease.holder} until ${record.lease.expires_at} (${until(record.lease.expires_at)}): `,
                 'Baton deletes it only with the lease’s token.'),
               field('Lease token', token, leaseTokens.has(id) ? 'The token this tab was given.' : 'Paste the holder’s token.'),
             )
@@ -614,7 +615,7 @@ function deletePanel(ctx, record, etag) {
       await del(`/v1/checkpoints/${path(id)}`, {headers});
       leaseTokens.delete(id);
       if (!ctx.current()) return;
-      announce(`Checkpoint ${id} deleted.`);
+      announce(phrase`Checkpoint ${id} deleted.`);
       ctx.navigate(ctx.href('checkpoints', [], {subject: record.subject_id}));
     } catch (failure) {
       if (ctx.current()) replace(problem, errorNote(failure));
@@ -689,7 +690,7 @@ function drawCheckpoint(root, ctx, timers, record, etag, justTaken) {
     h(
       'p',
       {class: 'ckpt-back'},
-      h('a', {href: subjectHref}, `All checkpoints of ${record.subject_id}`),
+      h('a', {href: subjectHref}, phrase`All checkpoints of ${record.subject_id}`),
     ),
     h('h1', {}, 'Checkpoint ', h('code', {class: 'ckpt-id'}, record.checkpoint_id)),
     metadataPanel(ctx, record, etag, countdown),

@@ -6,7 +6,7 @@
 import {get, path, post, query} from './api.js';
 import {diffJson, renderDiff} from './diff.js';
 import {jsonTree} from './json-tree.js';
-import {bytes, facts, field, h, replace, time} from './dom.js';
+import {bytes, facts, field, h, phrase, replace, time} from './dom.js';
 import {announce, confirmAction, errorNote, loading, pager, section} from './ui.js';
 
 const PAGE_SIZE = 20;
@@ -121,7 +121,7 @@ export async function render(root, ctx) {
             'Format',
             target.format === current.format
               ? target.format ?? 'none (plain JSON)'
-              : `${current.format ?? 'none'} → ${target.format ?? 'none'}`,
+              : phrase`${current.format ?? 'none'} → ${target.format ?? 'none'}`,
           ],
           ['Resources', `${target.resources.length}${target.resources.length === current.resources.length ? '' : ` (now ${current.resources.length})`}`],
           ['State', `${bytes(target.state_bytes)}, SHA-256 ${target.state_hash.slice(0, 12)}…`],
@@ -134,7 +134,7 @@ export async function render(root, ctx) {
           ? field(
               'Lease token',
               leaseToken,
-              `Leased by ${current.lease.holder} until ${current.lease.expires_at}: a restore must carry the lease's token.`,
+              phrase`Leased by ${current.lease.holder} until ${current.lease.expires_at}: a restore must carry the lease's token.`,
             )
           : null,
       );
@@ -206,7 +206,7 @@ export async function render(root, ctx) {
       );
 
     // A redrawing after a click puts the focus on what it says (the button pressed is gone).
-    const heading = h('h1', {tabindex: '-1'}, `History of ${current.subject_id}`);
+    const heading = h('h1', {tabindex: '-1'}, phrase`History of ${current.subject_id}`);
     const firstPage = !cursor;
     const items = [firstPage ? entry(current, true) : null, kept.map((summary) => entry(summary, false))];
     let keptNote = null;
@@ -276,12 +276,12 @@ export async function render(root, ctx) {
         {class: 'panel', 'aria-label': 'Checkpoint'},
         facts([
           ['Checkpoint', h('code', {}, current.checkpoint_id)],
-          ['Agent and kind', `${current.agent_id} · ${current.kind}`],
+          ['Agent and kind', phrase`${current.agent_id} · ${current.kind}`],
           ['Status', h('span', {class: `badge ${current.status}`}, current.status)],
           ['Current revision', h('span', {}, `${current.revision} · ETag `, h('code', {}, answer.headers.get('ETag') || '—'))],
           ['Keeps revisions', current.keep_revisions ? `the last ${current.keep_revisions} superseded` : 'none (keep_revisions 0)'],
           ['Updated', time(current.updated_at)],
-          current.lease ? ['Lease', h('span', {}, `held by ${current.lease.holder} until `, time(current.lease.expires_at))] : ['Lease', 'none'],
+          current.lease ? ['Lease', h('span', {}, phrase`held by ${current.lease.holder} until `, time(current.lease.expires_at))] : ['Lease', 'none'],
         ]),
         h(
           'div',

@@ -3,7 +3,7 @@
 // stored, and it is dropped when the user presses "Done" or leaves the view.
 
 import {ApiError, del, get, path, post, query, signOut} from './api.js';
-import {facts, field, h, replace, time, until} from './dom.js';
+import {facts, field, h, phrase, replace, time, until} from './dom.js';
 import {announce, confirmAction, copyButton, errorNote, loading, pager} from './ui.js';
 
 /** Every scope, in the order the form offers them (the caller is offered only those it holds). */
@@ -66,7 +66,7 @@ export async function render(root, ctx) {
   const filters = h(
     'form',
     {class: 'filters', 'aria-label': 'Filter keys'},
-    operator ? field('Tenant', tenantFilter, `Empty: your own (${caller.tenant_id}).`) : null,
+    operator ? field('Tenant', tenantFilter, phrase`Empty: your own (${caller.tenant_id}).`) : null,
     wildcard ? field('Agent', agentFilter, 'Empty: every agent.') : null,
     h('div', {class: 'field'}, h('button', {type: 'submit'}, 'Show keys')),
   );
@@ -102,7 +102,7 @@ export async function render(root, ctx) {
         'tr',
         {class: own ? 'own-key' : null},
         h('td', {}, h('code', {}, key.key_id), own ? [' ', h('span', {class: 'badge own'}, 'this console')] : null),
-        h('td', {}, h('code', {}, key.agent_id), key.tenant_id !== caller.tenant_id ? ` (${key.tenant_id})` : null),
+        h('td', {}, h('code', {}, key.agent_id), key.tenant_id !== caller.tenant_id ? phrase` (${key.tenant_id})` : null),
         h('td', {}, scopeList(key.scopes)),
         h('td', {class: 'wide'}, key.description || h('span', {class: 'muted'}, '—')),
         h('td', {class: 'wide'}, key.not_before ? time(key.not_before) : h('span', {class: 'muted'}, 'at once')),
@@ -124,7 +124,7 @@ export async function render(root, ctx) {
           h(
             'table',
             {class: 'keys-table'},
-            h('caption', {class: 'muted'}, `Live keys, oldest first${tenant ? ` (tenant ${tenant})` : ''}`),
+            h('caption', {class: 'muted'}, 'Live keys, oldest first', tenant ? phrase` (tenant ${tenant})` : null),
             h(
               'thead',
               {},
@@ -213,7 +213,7 @@ export async function render(root, ctx) {
       'section',
       {class: 'panel', 'aria-labelledby': 'keys-live'},
       h('h2', {id: 'keys-live'}, 'Live keys'),
-      wildcard ? null : h('p', {class: 'muted'}, `This key sees and issues only agent ${caller.agent_id}'s keys.`),
+      wildcard ? null : h('p', {class: 'muted'}, phrase`This key sees and issues only agent ${caller.agent_id}'s keys.`),
       operator || wildcard ? filters : null,
       listProblem,
       listSlot,
@@ -264,7 +264,7 @@ function createPanel(ctx, {operator, wildcard, held, secretSlot, refresh}) {
     h(
       'div',
       {class: 'filters'},
-      operator ? field('Tenant', tenantInput, `Empty: your own (${caller.tenant_id}).`) : null,
+      operator ? field('Tenant', tenantInput, phrase`Empty: your own (${caller.tenant_id}).`) : null,
       field(
         'Agent',
         agentInput,

@@ -3,7 +3,7 @@
 // names a subject: a preview can be linked and Back works.
 
 import {post} from './api.js';
-import {bytes, facts, field, h, replace, select, time, until} from './dom.js';
+import {bytes, facts, field, h, jsonText, phrase, replace, select, time, until} from './dom.js';
 import {jsonTree} from './json-tree.js';
 import {errorNote, loading} from './ui.js';
 
@@ -50,13 +50,13 @@ function summary(ctx, checkpoint) {
     ['State', `${bytes(checkpoint.state_bytes)} (${checkpoint.state_bytes} bytes)`],
     ['Updated', time(checkpoint.updated_at)],
     ['Expires', [time(checkpoint.expires_at), ' ', h('small', {class: 'muted'}, until(checkpoint.expires_at))]],
-    ['Lease', lease ? [`held by ${lease.holder || 'an unnamed holder'}, until `, time(lease.expires_at)] : 'none'],
+    ['Lease', lease ? [phrase`held by ${lease.holder || 'an unnamed holder'}, until `, time(lease.expires_at)] : 'none'],
   ]);
 }
 
-/** A value of the document, as text: an object's fields one per line. */
+/** A value of the document, as text: an object's fields one per line (each string of it a run of its own). */
 function plain(value) {
-  return h('pre', {}, JSON.stringify(value, null, 2));
+  return h('pre', {}, jsonText(value, 2));
 }
 
 /** Pending operations of an OpenCheckpoint document, as a table of their usual fields (the rest as JSON). */
@@ -76,7 +76,7 @@ function operationsTable(operations) {
         operations.map((operation) => {
           const rest = Object.fromEntries(Object.entries(operation).filter(([name]) => !known.includes(name)));
           const text = (value) =>
-            value === undefined ? '—' : typeof value === 'string' ? value : JSON.stringify(value);
+            value === undefined ? '—' : typeof value === 'string' ? value : jsonText(value);
           return h(
             'tr',
             {},
@@ -244,7 +244,7 @@ export async function render(root, ctx) {
     {class: 'filters', 'aria-label': 'Resume request'},
     field('Subject', subject),
     field('Kind', kind),
-    field('Agent', agent, ctx.can('*') ? 'Empty: every agent.' : `Empty: yours (${ctx.caller.agent_id}).`),
+    field('Agent', agent, ctx.can('*') ? 'Empty: every agent.' : phrase`Empty: yours (${ctx.caller.agent_id}).`),
     field('Checkpoint id', checkpoint),
     field('Budget (bytes)', budget, `${BUDGET_MIN}–${BUDGET_MAX}; empty: none.`),
     h('div', {class: 'field'}, h('button', {type: 'submit', class: 'primary'}, 'Preview resume')),

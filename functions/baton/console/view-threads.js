@@ -10,7 +10,7 @@
 // bucket as a download link.
 
 import {del, get, path, query} from './api.js';
-import {bytes, facts, field, h, replace, time} from './dom.js';
+import {bytes, facts, field, h, jsonText, phrase, replace, time} from './dom.js';
 import {jsonTree} from './json-tree.js';
 import {decodeValue} from './values.js';
 import {announce, confirmAction, errorNote, loading, pager, section} from './ui.js';
@@ -77,7 +77,7 @@ function renderStart(root, ctx) {
     'form',
     {class: 'filters', 'aria-label': 'Open a thread'},
     field('Thread id', threadInput, 'The thread_id the graph ran with (configurable.thread_id).'),
-    agentInput ? field('Agent', agentInput, `Empty: this key's agent (${ctx.caller.agent_id}).`) : null,
+    agentInput ? field('Agent', agentInput, phrase`Empty: this key's agent (${ctx.caller.agent_id}).`) : null,
     field('Namespace', nsInput, 'checkpoint_ns; empty is the root graph.'),
     h('div', {class: 'actions'}, h('button', {type: 'submit', class: 'primary'}, 'Open thread')),
   );
@@ -111,8 +111,8 @@ function renderStart(root, ctx) {
                 'li',
                 {},
                 h('a', {href: ctx.href('threads', [t.thread_id], {agent_id: t.agent_id, ns: t.ns})}, t.thread_id),
-                t.agent_id ? h('span', {class: 'muted'}, ` agent ${t.agent_id}`) : null,
-                t.ns ? h('span', {class: 'muted'}, ` namespace ${t.ns}`) : null,
+                t.agent_id ? h('span', {class: 'muted'}, phrase` agent ${t.agent_id}`) : null,
+                t.ns ? h('span', {class: 'muted'}, phrase` namespace ${t.ns}`) : null,
               ),
             ),
           )
@@ -281,9 +281,9 @@ function timelineEntry(ctx, threadId, agentId, tuple, entries) {
       {class: 'thread-entry-title'},
       h('a', {href: detail}, h('code', {}, id)),
       ' ',
-      metadata.source !== undefined ? h('span', {class: 'badge'}, `source ${text(metadata.source)}`) : null,
+      metadata.source !== undefined ? h('span', {class: 'badge'}, phrase`source ${text(metadata.source)}`) : null,
       ' ',
-      metadata.step !== undefined ? h('span', {class: 'badge'}, `step ${text(metadata.step)}`) : null,
+      metadata.step !== undefined ? h('span', {class: 'badge'}, phrase`step ${text(metadata.step)}`) : null,
     ),
     facts([
       ['Namespace', nsLabel(ns)],
@@ -295,8 +295,9 @@ function timelineEntry(ctx, threadId, agentId, tuple, entries) {
   );
 }
 
+/** A stored value as text: a string as it is, anything else as JSON (each string of it a run of its own). */
 function text(value) {
-  return typeof value === 'string' ? value : JSON.stringify(value);
+  return typeof value === 'string' ? value : jsonText(value);
 }
 
 function parentLink(ctx, threadId, agentId, tuple, entries) {
@@ -469,7 +470,7 @@ function valueDetail(value, label) {
   const holder = h('div', {}, summary, h('span', {class: 'muted'}, ' decoding…'));
   decodeValue(value).then((result) => {
     if (result.decoded) replace(holder, summary, jsonTree(result.value, {label, search: false, open: 1}));
-    else replace(holder, summary, h('span', {class: 'muted'}, ` (${result.reason})`));
+    else replace(holder, summary, h('span', {class: 'muted'}, phrase` (${result.reason})`));
   });
   return holder;
 }
@@ -561,7 +562,7 @@ async function deleteThread(ctx, threadId, agentId, tuples, answer) {
   const body = h(
     'div',
     {},
-    h('p', {}, 'This deletes thread ', h('code', {}, threadId), ` of agent ${agentOf(ctx, agentId)}: `,
+    h('p', {}, 'This deletes thread ', h('code', {}, threadId), phrase` of agent ${agentOf(ctx, agentId)}: `,
       'every checkpoint in every namespace, their channel values and their pending writes. It cannot be undone; ' +
       'a graph resuming this thread starts it anew.'),
     h('p', {}, extent),
@@ -583,6 +584,6 @@ async function deleteThread(ctx, threadId, agentId, tuples, answer) {
   }
   forget(threadId, agentId);
   // The router clears the status line when the address changes: say it once the next view has started.
-  window.addEventListener('hashchange', () => announce(`Thread ${threadId} deleted.`), {once: true});
+  window.addEventListener('hashchange', () => announce(phrase`Thread ${threadId} deleted.`), {once: true});
   ctx.navigate(ctx.href('threads', [], {agent_id: agentId}));
 }
