@@ -38,6 +38,7 @@ class BatonStack(Stack):
             config=config,
             http_api=self.api.http_api,
             function=self.functions.api,
+            log_group=self.functions.log_group,
             table=self.storage.table,
         )
         self.reaper = Reaper(self, "Reaper", config=config, table=self.storage.table, bucket=self.storage.bucket)

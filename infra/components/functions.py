@@ -50,6 +50,12 @@ BUCKET_ACTIONS = (
     "s3:PutObjectTagging",
 )
 """Reading and writing blobs and their pending/attached tag; deleting what a checkpoint let go of is the reaper's."""
+LIST_ACTIONS = ("s3:ListBucket",)
+"""On the bucket itself, with no condition: S3 answers a GET or HEAD of a missing key `404 NoSuchKey` only to a
+principal that may list the bucket, and `403 AccessDenied` to any other, which the store cannot tell from a real
+denial. A missing spilled state (a defect) must be a 503 naming the defect, and a blob whose upload has not landed a
+400 naming the blob: both need the 404. Listing shows keys only (blob ids, random state ids) of objects the function
+may read anyway. (A condition on `s3:prefix` would not do: a GET carries no prefix for S3 to check it against.)"""
 DISCARD_ACTIONS = ("s3:DeleteObject",)
 """Only on spilled states (`blobs/<tenant>/states/*`): a save refused after it spilled its state removes the object
 no item came to reference, so a refused request leaves nothing behind."""
@@ -156,6 +162,9 @@ class Functions(Construct):
             iam.PolicyStatement(
                 sid="BlobPrefix", actions=list(BUCKET_ACTIONS), resources=[f"{bucket_arn}/{schema.BLOB_PREFIX}*"]
             )
+        )
+        self.role.add_to_policy(
+            iam.PolicyStatement(sid="MissingKeysAre404", actions=list(LIST_ACTIONS), resources=[bucket_arn])
         )
         self.role.add_to_policy(
             iam.PolicyStatement(

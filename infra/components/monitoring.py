@@ -1,4 +1,6 @@
-"""Alarms on what hurts callers: 5xx answers, function errors and throttles, table throttling, p99 latency."""
+"""Alarms on what hurts callers: 5xx answers, function errors and throttles, table throttling, p99 latency; and on
+every line the functions log at ERROR (a defect Baton caught and answered: a response over Lambda's limit, a
+missing state object, an unreadable key record, an unhandled exception)."""
 
 from __future__ import annotations
 
@@ -10,6 +12,7 @@ from aws_cdk import aws_dynamodb as dynamodb
 from aws_cdk import aws_iam as iam
 from aws_cdk import aws_kms as kms
 from aws_cdk import aws_lambda as lambda_
+from aws_cdk import aws_logs as logs
 from aws_cdk import aws_sns as sns
 from aws_cdk import aws_sns_subscriptions as subscriptions
 from constructs import Construct
@@ -17,6 +20,12 @@ from constructs import Construct
 from infra.config import StageConfig
 
 PERIOD = Duration.minutes(1)
+LOG_METRICS_NAMESPACE = "Baton"
+"""Where the metrics counted from log lines go (each named after its stack and function, so that two stages in one
+account and region never add up)."""
+ERROR_LEVELS = ("ERROR", "CRITICAL")
+"""The `level` values of the JSON lines counted as errors: powertools writes `"level":"ERROR"` (and `CRITICAL`), as
+Lambda does for a runtime error in the JSON log format."""
 TABLE_OPERATIONS = (
     dynamodb.Operation.GET_ITEM,
     dynamodb.Operation.BATCH_GET_ITEM,
@@ -40,6 +49,7 @@ class Monitoring(Construct):
         config: StageConfig,
         http_api: apigwv2.HttpApi,
         function: lambda_.Function,
+        log_group: logs.ILogGroup,
         table: dynamodb.Table,
     ) -> None:
         super().__init__(scope, construct_id)
@@ -105,12 +115,15 @@ class Monitoring(Construct):
                 config,
                 "The api function's p99 duration is over the threshold.",
             ),
+            self._notify(error_lines_alarm(self, "ErrorLines", log_group, config, "api")),
         ]
 
     def _alarm(
         self, name: str, metric: cloudwatch.IMetric, threshold: float, config: StageConfig, description: str
     ) -> cloudwatch.Alarm:
-        alarm = stage_alarm(self, name, metric, threshold, config, description)
+        return self._notify(stage_alarm(self, name, metric, threshold, config, description))
+
+    def _notify(self, alarm: cloudwatch.Alarm) -> cloudwatch.Alarm:
         if self.topic is not None:
             alarm.add_alarm_action(actions.SnsAction(self.topic))
             alarm.add_ok_action(actions.SnsAction(self.topic))
@@ -118,18 +131,62 @@ class Monitoring(Construct):
 
 
 def stage_alarm(
-    scope: Construct, name: str, metric: cloudwatch.IMetric, threshold: float, config: StageConfig, description: str
+    scope: Construct,
+    name: str,
+    metric: cloudwatch.IMetric,
+    threshold: float,
+    config: StageConfig,
+    description: str,
+    datapoints_to_alarm: int | None = None,
 ) -> cloudwatch.Alarm:
-    """An alarm as every alarm of the stack is made: at or over `threshold` for the stage's evaluation periods,
-    missing data is not breaching, described with the stage's name."""
+    """An alarm as every alarm of the stack is made: at or over `threshold` for the stage's evaluation periods (all
+    of them, unless `datapoints_to_alarm` says how many), missing data is not breaching, described with the stage's
+    name."""
     return cloudwatch.Alarm(
         scope,
         name,
         metric=metric,
         threshold=threshold,
         evaluation_periods=config.alarm_evaluation_periods,
-        datapoints_to_alarm=config.alarm_evaluation_periods,
+        datapoints_to_alarm=datapoints_to_alarm or config.alarm_evaluation_periods,
         comparison_operator=cloudwatch.ComparisonOperator.GREATER_THAN_OR_EQUAL_TO_THRESHOLD,
         treat_missing_data=cloudwatch.TreatMissingData.NOT_BREACHING,
         alarm_description=f"Baton {config.name}: {description}",
+    )
+
+
+def error_lines_filter() -> logs.IFilterPattern:
+    """The JSON lines whose `level` is one of `ERROR_LEVELS`: `{ ($.level = "ERROR") || ($.level = "CRITICAL") }`."""
+    return logs.FilterPattern.any(*(logs.FilterPattern.string_value("$.level", "=", level) for level in ERROR_LEVELS))
+
+
+def error_lines_alarm(
+    scope: Construct, name: str, log_group: logs.ILogGroup, config: StageConfig, function: str
+) -> cloudwatch.Alarm:
+    """A metric filter counting the ERROR lines of a function's log group, and an alarm on the count.
+
+    Baton logs at ERROR only what is a defect of its own that it caught and answered (a 500, a 503 for a state
+    object that is gone, a response over Lambda's limit): each is worth a look, and none shows in the function's
+    Errors metric, which counts only invocations that failed. So the alarm fires on one line within the stage's
+    evaluation periods, not only when every period has one, and clears once a whole window passed without any.
+    """
+    metric_name = f"{Stack.of(scope).stack_name}-{function.capitalize()}ErrorLines"
+    metric_filter = logs.MetricFilter(
+        scope,
+        f"{name}Filter",
+        log_group=log_group,
+        filter_pattern=error_lines_filter(),
+        metric_namespace=LOG_METRICS_NAMESPACE,
+        metric_name=metric_name,
+        metric_value="1",
+    )
+    metric = metric_filter.metric(period=PERIOD, statistic="Sum")
+    return stage_alarm(
+        scope,
+        name,
+        metric,
+        1,
+        config,
+        f"the {function} function logged a line at ERROR (a defect it caught: find it by `level` in its log group).",
+        datapoints_to_alarm=1,
     )

@@ -1,9 +1,11 @@
 """The reaper function: consumes the table's stream and keeps the bucket in step with it (`baton.store.reaping`).
 
-Same code asset, runtime and architecture as the api function; its own log group and its own role, which may only
-read and delete what the reaper reads and deletes: a checkpoint or blob record (GetItem, DeleteItem), the items of a
-LangGraph thread (Query, DeleteItem, BatchWriteItem), objects under the blob prefix (DeleteObject, PutObjectTagging),
-the stream (granted by the event source) and the failure queue.
+Same code asset, runtime and architecture as the api function, traced with X-Ray as it is; its own log group and its
+own role, which may only read and delete what the reaper reads and deletes: a checkpoint or blob record (GetItem,
+DeleteItem), the items of a LangGraph thread (Query, DeleteItem, BatchWriteItem), objects under the blob prefix
+(DeleteObject, PutObjectTagging; ListBucket on the bucket so that a missing key is a 404), the stream (granted by the
+event source) and the failure queue. Its alarms: records given up on, records that could not even be given up on,
+the function failing, lag behind the stream, and any ERROR line it logs.
 """
 
 from __future__ import annotations
@@ -23,8 +25,8 @@ from constructs import Construct
 from baton.settings import environment_name
 from baton.store import schema
 from baton.store.reaping import STREAM_EVENT_NAMES, STREAM_ITEM_PREFIXES
-from infra.components.functions import RUNTIME, function_code
-from infra.components.monitoring import stage_alarm
+from infra.components.functions import LIST_ACTIONS, RUNTIME, function_code
+from infra.components.monitoring import error_lines_alarm, stage_alarm
 from infra.config import StageConfig
 from infra.nag import acknowledge, logical_id
 
@@ -90,6 +92,11 @@ class Reaper(Construct):
             )
         )
         self.role.add_to_policy(
+            # As the api's: so that retagging an object already gone is `NoSuchKey`, which the reaper expects, and
+            # not `AccessDenied`, which would fail the record until it is given up on (`functions.LIST_ACTIONS`).
+            iam.PolicyStatement(sid="MissingKeysAre404", actions=list(LIST_ACTIONS), resources=[bucket.bucket_arn])
+        )
+        self.role.add_to_policy(
             iam.PolicyStatement(
                 sid="Logs",
                 actions=["logs:CreateLogStream", "logs:PutLogEvents"],
@@ -117,6 +124,9 @@ class Reaper(Construct):
             role=self.role,
             log_group=self.log_group,
             logging_format=lambda_.LoggingFormat.JSON,
+            # As the api function: each batch's invocation and its AWS calls show in X-Ray (CDK grants the two
+            # X-Ray writes, which support no resource-level permissions).
+            tracing=lambda_.Tracing.ACTIVE,
             environment={
                 environment_name("table_name"): table.table_name,
                 environment_name("bucket_name"): bucket.bucket_name,
@@ -154,6 +164,25 @@ class Reaper(Construct):
                 config,
                 "the reaper is more than an hour behind the table's stream.",
             ),
+            stage_alarm(
+                self,
+                "Errors",
+                self.function.metric_errors(period=ALARM_PERIOD, statistic="Sum"),
+                1,
+                config,
+                "the reaper function failed (a crash or a timeout: it reports a failing record without failing); "
+                "its batch is retried, bisected, and given up on to the failure queue.",
+            ),
+            stage_alarm(
+                self,
+                "FailureDeliveries",
+                self.function.metric("DestinationDeliveryFailures", period=ALARM_PERIOD, statistic="Sum"),
+                1,
+                config,
+                "records the reaper gave up on could not be sent to its failure queue: their objects may be left "
+                "behind with no trace but this alarm.",
+            ),
+            error_lines_alarm(self, "ErrorLines", self.log_group, config, "reaper"),
         ]
         self._acknowledge(bucket)
 
@@ -180,5 +209,6 @@ class Reaper(Construct):
         acknowledge(
             self.role,
             "AwsSolutions-IAM5[Resource::*]",
-            "dynamodb:ListStreams, which the stream event source grants, supports no resource-level permissions.",
+            "dynamodb:ListStreams, which the stream event source grants, and X-Ray's PutTraceSegments and "
+            "PutTelemetryRecords, which active tracing grants, support no resource-level permissions.",
         )

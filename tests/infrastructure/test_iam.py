@@ -41,17 +41,19 @@ LIST_STREAMS = "dynamodb:ListStreams"
 
 SERVICES = {
     "api": frozenset({"dynamodb", "s3", "logs", "xray"}),
-    "reaper": frozenset({"dynamodb", "s3", "logs", "sqs"}),
+    "reaper": frozenset({"dynamodb", "s3", "logs", "sqs", "xray"}),
 }
-"""The services each function's role may be granted: the api traces to X-Ray; the reaper sends what it gives up on
-to its SQS failure queue."""
+"""The services each function's role may be granted: both trace to X-Ray; the reaper sends what it gives up on to
+its SQS failure queue."""
 
 ROLES = tuple(SERVICES)
 
 OBJECT_ACTIONS = frozenset(
     {"s3:GetObject", "s3:PutObject", "s3:DeleteObject", "s3:GetObjectTagging", "s3:PutObjectTagging"}
 )
-"""Object-level S3 actions: what the store does with blobs (no listing, no bucket configuration)."""
+"""Object-level S3 actions: what the store does with blobs (no bucket configuration)."""
+LIST_BUCKET = "s3:ListBucket"
+"""The one bucket-level S3 action: without it S3 answers a missing key 403 AccessDenied instead of 404 NoSuchKey."""
 
 
 def _statements(synthesized: Synthesized) -> Iterator[tuple[str, dict[str, Any]]]:
@@ -243,15 +245,38 @@ def test_s3_actions_reach_only_the_blob_prefix_of_batons_bucket(synthesized: Syn
     bucket_id = synthesized.logical_id(synthesized.stack.storage.bucket)
     prefix_arn = "${" + bucket_id + ".Arn}/" + schema.BLOB_PREFIX + "*"
     states_arn = "${" + bucket_id + ".Arn}/" + schema.BLOB_PREFIX + "*/" + layout.STATES + "/*"
+    bucket_arn = "${" + bucket_id + ".Arn}"
     # When the statements granting S3 actions are picked
     grants = _actions_of(synthesized, "s3:")
     assert grants
     for actions, resources in grants:
-        # Then they are object actions on that prefix only (or a folder inside it): never the whole bucket, never
-        # another bucket
+        if actions == [LIST_BUCKET]:
+            # Then listing stands alone, on Baton's bucket itself (it shows keys, never bytes)
+            assert resources == {bucket_arn}, resources
+            continue
+        # And every other is an object action on that prefix only (or a folder inside it): never the whole bucket,
+        # never another bucket
         assert set(actions) <= OBJECT_ACTIONS, actions
         assert resources in ({prefix_arn}, {states_arn}), resources
     assert schema.BLOB_PREFIX.endswith("/")
+
+
+@pytest.mark.parametrize("which", ROLES)
+def test_each_role_may_list_the_bucket_so_that_a_missing_key_is_a_404(synthesized: Synthesized, which: str) -> None:
+    # Given the role of a function that reads (the api: GetObject, HeadObject) or retags (the reaper) objects that may
+    # be gone: S3 answers a missing key 404 only to a principal with s3:ListBucket on the bucket, else 403, which
+    # the store cannot tell from a real denial (a missing spilled state would be a 500, not the 503 naming it)
+    bucket_arn = "${" + synthesized.logical_id(synthesized.stack.storage.bucket) + ".Arn}"
+    listing = [
+        statement for statement in _role_statements(synthesized, which) if LIST_BUCKET in as_list(statement["Action"])
+    ]
+    # Then it holds s3:ListBucket on Baton's bucket, with no condition (a GET carries no prefix a condition could
+    # match, so a conditioned grant would not count)
+    assert len(listing) == 1, listing
+    (statement,) = listing
+    assert as_list(statement["Action"]) == [LIST_BUCKET]
+    assert {render(r) for r in as_list(statement["Resource"])} == {bucket_arn}
+    assert "Condition" not in statement
 
 
 def test_the_api_may_delete_only_spilled_states(synthesized: Synthesized) -> None:
@@ -294,10 +319,13 @@ def test_only_x_ray_writes_are_granted_on_every_resource(synthesized: Synthesize
     for statement in star:
         assert as_list(statement["Resource"]) == ["*"]
         assert set(as_list(statement["Action"])) <= XRAY_ACTIONS
-    # And the reaper role's grant DynamoDB's ListStreams alone (the stream grant's; no resource-level permission)
-    for statement in (s for s in _role_statements(synthesized, "reaper") if "*" in as_list(s["Resource"])):
+    # And the reaper role's grant X-Ray's trace writes (it is traced too) and DynamoDB's ListStreams (the stream
+    # grant's), none of which has resource-level permissions
+    reaper_star = [s for s in _role_statements(synthesized, "reaper") if "*" in as_list(s["Resource"])]
+    for statement in reaper_star:
         assert as_list(statement["Resource"]) == ["*"]
-        assert set(as_list(statement["Action"])) <= {LIST_STREAMS}
+        assert set(as_list(statement["Action"])) <= XRAY_ACTIONS | {LIST_STREAMS}
+    assert {a for s in reaper_star for a in as_list(s["Action"])} == XRAY_ACTIONS | {LIST_STREAMS}
     # And no other resource has a wildcard outside the blob prefix (and its tenants' states folders)
     blob_prefix = "${" + synthesized.logical_id(synthesized.stack.storage.bucket) + ".Arn}/" + schema.BLOB_PREFIX + "*"
     states = f"{blob_prefix}/{layout.STATES}/*"

@@ -1,5 +1,6 @@
-"""Alarms on 5xx rate, function errors and throttles, table throttling and p99 latency, and the reaper's two (failed
-stream records, stream lag); SNS only with an email."""
+"""Alarms on 5xx rate, function errors and throttles, table throttling and p99 latency, the reaper's (failed stream
+records, records that missed the failure queue, its errors, stream lag), and on the ERROR lines each function logs
+(a metric filter on its log group); SNS only with an email."""
 
 from __future__ import annotations
 
@@ -75,15 +76,55 @@ def _expression(alarm: dict[str, Any]) -> str:
 
 
 def _simple(synthesized: Synthesized, namespace: str, metric: str) -> dict[str, Any]:
-    """The one alarm on a single metric of the function."""
-    found = [
-        a for a in _alarms(synthesized).values() if (a.get("Namespace"), a.get("MetricName")) == (namespace, metric)
-    ]
-    assert len(found) == 1, f"expected one alarm on {namespace} {metric}, found {len(found)}"
-    alarm = found[0]
+    """The one alarm on a single metric of the api function."""
     function_id = synthesized.logical_id(synthesized.stack.functions.api)
-    assert alarm["Dimensions"] == [{"Name": "FunctionName", "Value": {"Ref": function_id}}]
-    return alarm
+    found = [
+        a
+        for a in _alarms(synthesized).values()
+        if (a.get("Namespace"), a.get("MetricName")) == (namespace, metric)
+        and a.get("Dimensions") == [{"Name": "FunctionName", "Value": {"Ref": function_id}}]
+    ]
+    assert len(found) == 1, f"expected one alarm on the api function's {namespace} {metric}, found {len(found)}"
+    return found[0]
+
+
+def _reaper_simple(synthesized: Synthesized, metric: str) -> dict[str, Any]:
+    """The one alarm on a single AWS/Lambda metric of the reaper (test_reaper.py checks each in detail)."""
+    reaper_id = synthesized.logical_id(synthesized.stack.reaper.function)
+    found = [
+        a
+        for a in _alarms(synthesized).values()
+        if (a.get("Namespace"), a.get("MetricName")) == ("AWS/Lambda", metric)
+        and a.get("Dimensions") == [{"Name": "FunctionName", "Value": {"Ref": reaper_id}}]
+    ]
+    assert len(found) == 1, f"expected one alarm on the reaper's {metric}, found {len(found)}"
+    return found[0]
+
+
+def _metric_filters(synthesized: Synthesized) -> dict[str, dict[str, Any]]:
+    """log group logical id -> its metric filter's properties (one each)."""
+    filters: dict[str, dict[str, Any]] = {}
+    for properties in (f["Properties"] for f in synthesized.of_type("AWS::Logs::MetricFilter").values()):
+        group = properties["LogGroupName"]["Ref"]
+        assert group not in filters, f"two metric filters on {group}"
+        filters[group] = properties
+    return filters
+
+
+def _error_lines(synthesized: Synthesized, which: str) -> tuple[dict[str, Any], dict[str, Any]]:
+    """(the metric filter counting the ERROR lines of one function's log group, the alarm on its metric)."""
+    stack = synthesized.stack
+    log_group = {"api": stack.functions.log_group, "reaper": stack.reaper.log_group}[which]
+    metric_filter = _metric_filters(synthesized)[synthesized.logical_id(log_group)]
+    (transformation,) = metric_filter["MetricTransformations"]
+    found = [
+        a
+        for a in _alarms(synthesized).values()
+        if (a.get("Namespace"), a.get("MetricName"))
+        == (transformation["MetricNamespace"], transformation["MetricName"])
+    ]
+    assert len(found) == 1, f"expected one alarm on the {which} function's ERROR lines, found {len(found)}"
+    return metric_filter, found[0]
 
 
 def _server_error_rate(synthesized: Synthesized) -> dict[str, Any]:
@@ -217,12 +258,13 @@ def _reaper_iterator_age(synthesized: Synthesized) -> dict[str, Any]:
     return found[0]
 
 
-def test_seven_alarms_exist_in_every_stage(synthesized: Synthesized) -> None:
+def test_eleven_alarms_exist_in_every_stage(synthesized: Synthesized) -> None:
     # Given the template's alarms
     alarms = _alarms(synthesized)
     # Then there are the five named by the issue: 5xx rate, errors, throttles, table throttles, p99 latency
-    # And the reaper's two: records it gave up on, and its lag behind the table's stream
-    assert len(alarms) == 7
+    # And the reaper's four: records it gave up on, records that missed the failure queue, its errors, its lag
+    # And one per function on the lines it logs at ERROR
+    assert len(alarms) == 11
     found = [
         _server_error_rate(synthesized),
         _simple(synthesized, "AWS/Lambda", "Errors"),
@@ -231,11 +273,61 @@ def test_seven_alarms_exist_in_every_stage(synthesized: Synthesized) -> None:
         _p99_duration(synthesized),
         _reaper_failed_records(synthesized),
         _reaper_iterator_age(synthesized),
+        _reaper_simple(synthesized, "Errors"),
+        _reaper_simple(synthesized, "DestinationDeliveryFailures"),
+        _error_lines(synthesized, "api")[1],
+        _error_lines(synthesized, "reaper")[1],
     ]
     # And each is a different alarm: together they are all of them
     assert sorted(json.dumps(a, sort_keys=True) for a in found) == sorted(
         json.dumps(a, sort_keys=True) for a in alarms.values()
     )
+
+
+ERROR_LINES_PATTERN = '{ ($.level = "ERROR") || ($.level = "CRITICAL") }'
+
+
+@pytest.mark.parametrize("which", ["api", "reaper"])
+def test_a_metric_filter_counts_each_functions_error_lines_and_an_alarm_fires_on_one(
+    synthesized: Synthesized, which: str
+) -> None:
+    # Given the metric filter on the function's own log group, and the alarm on what it counts
+    metric_filter, alarm = _error_lines(synthesized, which)
+    (transformation,) = metric_filter["MetricTransformations"]
+    # Then it counts every JSON line at ERROR (or CRITICAL), one per line
+    assert metric_filter["FilterPattern"] == ERROR_LINES_PATTERN
+    assert transformation["MetricValue"] == "1"
+    # In a metric of its own: named after the stack and the function, so two stages never add up
+    assert transformation["MetricNamespace"] == "Baton"
+    assert transformation["MetricName"] == f"{synthesized.stack.stack_name}-{which.capitalize()}ErrorLines"
+    # And the alarm fires on a single line within the stage's evaluation window (a caught defect writes one line
+    # and answers: requiring a line in every period would never fire on it)
+    assert (alarm["Statistic"], alarm["Threshold"], alarm["DatapointsToAlarm"]) == ("Sum", 1, 1)
+    assert alarm["EvaluationPeriods"] == synthesized.config.alarm_evaluation_periods
+    assert alarm["TreatMissingData"] == "notBreaching"
+
+
+def test_the_error_lines_filter_matches_what_the_service_logger_writes() -> None:
+    # Given a line the service logger writes at ERROR, as a defect caught by the store writes it
+    import io
+    import logging
+
+    from baton.observability import logger
+
+    handler = logger().logger_handler
+    assert isinstance(handler, logging.StreamHandler)
+    buffer = io.StringIO()
+    previous = handler.setStream(buffer)
+    try:
+        logger().error("a spilled state's object is missing", extra={"defect": "state_object_missing"})
+        logger().info("request")
+    finally:
+        handler.setStream(previous)
+    lines = [json.loads(line) for line in buffer.getvalue().splitlines()]
+    # Then its `level` field is what the filter selects, and an INFO line's is not
+    assert [line["level"] for line in lines] == ["ERROR", "INFO"]
+    assert '$.level = "ERROR"' in ERROR_LINES_PATTERN
+    assert '"INFO"' not in ERROR_LINES_PATTERN
 
 
 @pytest.mark.parametrize("name", ["dev", "prod"])

@@ -91,6 +91,10 @@ def test_the_reaper_has_its_own_role_and_log_group(synthesized: Synthesized) -> 
     assert log_group["DeletionPolicy"] == api_log_group["DeletionPolicy"]
 
 
+def test_the_reaper_is_traced_with_x_ray_as_the_api_is(synthesized: Synthesized) -> None:
+    assert _reaper(synthesized)["TracingConfig"] == {"Mode": "Active"} == _api(synthesized)["TracingConfig"]
+
+
 def test_the_reaper_is_configured_by_the_settings_it_reads(dev: Synthesized) -> None:
     variables = _reaper(dev)["Environment"]["Variables"]
     table_id, bucket_id = _id(dev, dev.stack.storage.table), _id(dev, dev.stack.storage.bucket)
@@ -210,7 +214,8 @@ def test_the_reapers_role_grants_exactly_what_the_reaper_does(dev: Synthesized) 
     stack = dev.stack
     table = "${" + _id(dev, stack.storage.table) + ".Arn}"
     stream = "${" + _id(dev, stack.storage.table) + ".StreamArn}"
-    blob_prefix = "${" + _id(dev, stack.storage.bucket) + ".Arn}/" + schema.BLOB_PREFIX + "*"
+    bucket = "${" + _id(dev, stack.storage.bucket) + ".Arn}"
+    blob_prefix = bucket + "/" + schema.BLOB_PREFIX + "*"
     log_group = "${" + _id(dev, stack.reaper.log_group) + ".Arn}"
     queue = "${" + _id(dev, stack.reaper.failures) + ".Arn}"
     assert _grants(dev, stack.reaper.role) == {
@@ -222,6 +227,12 @@ def test_the_reapers_role_grants_exactly_what_the_reaper_does(dev: Synthesized) 
         # Only under the blob prefix: delete what the table let go of, retag what it took up; no read, no write
         "s3:DeleteObject": {blob_prefix},
         "s3:PutObjectTagging": {blob_prefix},
+        # And list the bucket, so that retagging an object already gone is NoSuchKey (which the reaper expects),
+        # not AccessDenied
+        "s3:ListBucket": {bucket},
+        # Its traces (X-Ray's writes have no resource-level permission)
+        "xray:PutTraceSegments": {"*"},
+        "xray:PutTelemetryRecords": {"*"},
         # The event source's: reading the stream (ListStreams has no resource-level permission)
         "dynamodb:DescribeStream": {stream},
         "dynamodb:GetRecords": {stream},
@@ -254,7 +265,7 @@ def test_the_api_gains_nothing_from_the_reaper(dev: Synthesized) -> None:
 # -- what to watch ----------------------------------------------------------------------------------------------
 
 
-@pytest.mark.parametrize("alarm", ["FailedRecords", "StreamBehind"])
+@pytest.mark.parametrize("alarm", ["FailedRecords", "StreamBehind", "Errors", "FailureDeliveries", "ErrorLines"])
 def test_the_reapers_alarms_notify_the_alarm_topic_when_there_is_one(
     dev: Synthesized, overrides: Synthesized, alarm: str
 ) -> None:
@@ -276,5 +287,38 @@ def test_the_failed_records_alarm_watches_the_failure_queue(dev: Synthesized) ->
     assert properties["MetricName"] == "ApproximateNumberOfMessagesVisible"
     assert properties["Dimensions"] == [
         {"Name": "QueueName", "Value": {"Fn::GetAtt": [_id(dev, dev.stack.reaper.failures), "QueueName"]}}
+    ]
+    assert properties["Threshold"] == 1
+
+
+def _reaper_alarm(synthesized: Synthesized, name: str) -> dict[str, Any]:
+    (alarm,) = [a for a in synthesized.stack.reaper.alarms if a.node.id == name]
+    return dict(synthesized.resource(alarm)["Properties"])
+
+
+def test_the_errors_alarm_counts_the_reapers_failed_invocations(synthesized: Synthesized) -> None:
+    properties = _reaper_alarm(synthesized, "Errors")
+    assert (properties["Namespace"], properties["MetricName"], properties["Statistic"]) == (
+        "AWS/Lambda",
+        "Errors",
+        "Sum",
+    )
+    assert properties["Dimensions"] == [
+        {"Name": "FunctionName", "Value": {"Ref": _id(synthesized, synthesized.stack.reaper.function)}}
+    ]
+    assert properties["Threshold"] == 1
+
+
+def test_the_failure_deliveries_alarm_counts_records_that_missed_the_failure_queue(synthesized: Synthesized) -> None:
+    # Records given up on go to the failure queue (FailedRecords watches it); those Lambda could not send there are
+    # lost but for this metric
+    properties = _reaper_alarm(synthesized, "FailureDeliveries")
+    assert (properties["Namespace"], properties["MetricName"], properties["Statistic"]) == (
+        "AWS/Lambda",
+        "DestinationDeliveryFailures",
+        "Sum",
+    )
+    assert properties["Dimensions"] == [
+        {"Name": "FunctionName", "Value": {"Ref": _id(synthesized, synthesized.stack.reaper.function)}}
     ]
     assert properties["Threshold"] == 1
