@@ -10,6 +10,7 @@ import subprocess
 import sys
 import threading
 import time
+from collections.abc import Callable
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[2]
@@ -71,3 +72,30 @@ class BatonServe:
                 self.process.kill()
                 self.process.wait()
         return self.process.returncode
+
+    def wait_for(self, pattern: str, timeout: float = 60.0) -> str:
+        """Wait (at most `timeout` seconds) for a line of its output matching `pattern`, among those printed so far
+        or to come; the pattern's first group."""
+        return self._wait_for(pattern, timeout)
+
+    def wait_until(self, condition: Callable[[list[str]], bool], timeout: float) -> bool:
+        """Wait (at most `timeout` seconds) until `condition` holds of its output so far, looked at again as each line
+        arrives; True when it holds, False when the time is up or the process ended without it."""
+        deadline = time.monotonic() + timeout
+        while not condition(self.lines):
+            left = deadline - time.monotonic()
+            if left <= 0:
+                return False
+            try:
+                self._queue.get(timeout=min(left, 1.0))
+            except queue.Empty:
+                if self.process.poll() is not None:
+                    return condition(self.lines)
+        return True
+
+    def stop_timed(self, sig: int = signal.SIGINT, timeout: float = 60.0) -> tuple[int, float]:
+        """Stop it (Ctrl-C by default) and wait at most `timeout` seconds; its exit status (negative: it had to be
+        killed) and the seconds from the signal to its exit."""
+        started = time.monotonic()
+        status = self.stop(sig, timeout)
+        return status, time.monotonic() - started

@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
+import logging
 import os
 import re
 import signal
 import sys
+import threading
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, TextIO
 
@@ -22,6 +24,8 @@ DEFAULT_TABLE = "baton-local"
 DEFAULT_BUCKET = "baton-local"
 DEV_KEY_LIFETIME_SECONDS = 12 * 3600
 """How long the development key lives in a table other than embedded moto's (restarting renews it)."""
+STOP_GRACE_SECONDS = 5.0
+"""How long requests in flight at Ctrl-C may take to finish, before and after embedded moto refuses their calls."""
 _DEV_KEY_PATTERN = re.compile(r"[\x21-\x7e]{16,200}\Z")
 
 
@@ -186,11 +190,43 @@ def serve(options: ServeOptions, out: TextIO = sys.stdout) -> int:
     except KeyboardInterrupt:
         pass
     finally:
-        server.server_close()
-        if reaper is not None and not reaper.stop():
-            print("baton serve: the reaper did not stop in time; a batch was abandoned", file=out, flush=True)
-        gateway.close()
-        if moto is not None:
-            moto.stop()
+        finished = _shut_down(server, reaper, gateway, moto, out)
         print("Baton stopped.", file=out, flush=True)
+    if not finished:
+        # The pool's threads would hold the interpreter's exit for as long as the requests run: end here.
+        sys.stderr.flush()
+        os._exit(1)
     return 0
+
+
+def _shut_down(server: Any, reaper: StreamReaper | None, gateway: Any, moto: Any, out: TextIO) -> bool:
+    """Stop everything, each step bounded, whatever the reaper or a request is doing: within `STOP_SECONDS` of the
+    reaper, then `STOP_GRACE_SECONDS` for requests in flight, then (embedded moto) their calls still waiting for
+    moto are refused, and `STOP_GRACE_SECONDS` more. False when requests in flight did not finish even then.
+
+    Ctrl-C (or SIGTERM) again meanwhile is ignored: an interrupt in the middle of a step would skip the rest, and the
+    interpreter's exit would then wait without bound for the containers' pool.
+    """
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+    signal.signal(signal.SIGTERM, signal.SIG_IGN)
+    if reaper is not None:
+        reaper.request_stop()
+    server.server_close()
+    if reaper is not None and not reaper.stop():
+        print(
+            "baton serve: the reaper did not stop in time; its batch was abandoned (the next start reads it again)",
+            file=out,
+            flush=True,
+        )
+        # The abandoned reaper thread says nothing more (its calls now fail): the serve process has no other logger.
+        logging.disable(logging.CRITICAL)
+    closing = threading.Thread(target=gateway.close, name="gateway-close", daemon=True)
+    closing.start()
+    closing.join(STOP_GRACE_SECONDS)
+    if moto is not None:
+        moto.stop()  # calls still waiting for moto are answered 503 at once: the requests making them end
+    closing.join(STOP_GRACE_SECONDS)
+    if closing.is_alive():
+        print("baton serve: requests in flight did not finish in time; stopping without them", file=out, flush=True)
+        return False
+    return True
