@@ -84,10 +84,10 @@ def read(client: httpx.Client, checkpoint_id: str) -> httpx.Response:
     return answer
 
 
-def assert_lease_held(answer: httpx.Response, lease_expires_at: str) -> None:
+def assert_lease_held(answer: httpx.Response, lease_expires_at: str, code: str = "LEASE_HELD") -> None:
     assert answer.status_code == 409, answer.text
     error = answer.json()["error"]
-    assert error["code"] == "LEASE_HELD", error
+    assert error["code"] == code, error
     assert error["details"] == {"lease_expires_at": lease_expires_at}, error
     record(SUITE, lease_held_answers=1)
 
@@ -360,8 +360,9 @@ def test_after_the_lease_lapsed_a_stale_token_is_refused_once_another_was_grante
     assert counter_of(taken["lease_token"]) == counter_of(stale.token) + 1
     before = read(http, stale.checkpoint_id)
     items_before = partition(table, stale.subject_id)
-    # The lapsed holder's token no longer writes, restores, deletes or releases; nor can it renew
-    attempts = [
+    # The lapsed holder's token no longer writes, restores, deletes or releases (LEASE_LOST: the lease it names was
+    # taken over); nor can it renew (LEASE_HELD: another holder's lease is live)
+    lost = [
         http.post(
             "/v1/checkpoints",
             json=save_body(subject_id=stale.subject_id, state={"step": "stale"}, lease_token=stale.token),
@@ -369,10 +370,10 @@ def test_after_the_lease_lapsed_a_stale_token_is_refused_once_another_was_grante
         http.post(f"/v1/checkpoints/{stale.checkpoint_id}/restore", json={"revision": 1, "lease_token": stale.token}),
         http.delete(f"/v1/checkpoints/{stale.checkpoint_id}", headers={"Lease-Token": stale.token}),
         release(http, stale.checkpoint_id, stale.token),
-        acquire(http, stale.checkpoint_id, holder="worker-1"),
     ]
-    for answer in attempts:
-        assert_lease_held(answer, taken["expires_at"])
+    for answer in lost:
+        assert_lease_held(answer, taken["expires_at"], code="LEASE_LOST")
+    assert_lease_held(acquire(http, stale.checkpoint_id, holder="worker-1"), taken["expires_at"])
     after = read(http, stale.checkpoint_id)
     assert after.headers["ETag"] == before.headers["ETag"]
     assert after.json()["data"]["state"] == {"step": 2}
@@ -401,5 +402,5 @@ def test_after_the_lease_lapsed_a_stale_token_is_refused_once_another_was_grante
     old_token_save = http.post(
         "/v1/checkpoints", json=save_body(subject_id=again.subject_id, state={"step": 3}, lease_token=again.token)
     )
-    assert_lease_held(old_token_save, renewed["expires_at"])
+    assert_lease_held(old_token_save, renewed["expires_at"], code="LEASE_LOST")
     assert read(http, again.checkpoint_id).json()["data"]["revision"] == 2

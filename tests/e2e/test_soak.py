@@ -1382,9 +1382,10 @@ class LeaseWorker(Client):
             revision = ack.revision
             if ack.checkpoint_id != checkpoint_id or response.status_code != 200:
                 self.ledger.problem(f"a leased save of {checkpoint_id} was acknowledged as {ack}")
-        elif response.status_code == 409 and code == "LEASE_HELD":
+        elif response.status_code == 409 and code in ("LEASE_HELD", "LEASE_LOST"):
+            # LEASE_LOST: the token's lease was released or taken over; LEASE_HELD: a live lease of another token
             self.ledger.count("stale_refused" if stale else "holder_refused")
-            if "lease_expires_at" not in response.json()["error"].get("details", {}):
+            if code == "LEASE_HELD" and "lease_expires_at" not in response.json()["error"].get("details", {}):
                 self.ledger.problem(f"a LEASE_HELD without lease_expires_at: {response.text[:300]}")
         elif response.status_code == 409 and code == "REVISION_CONFLICT" and expected is not None:
             self.ledger.count("lease_conflicts")
@@ -1421,8 +1422,8 @@ class LeaseWorker(Client):
             self.ledger.count("lease_releases")
             if response.json()["data"] != {"checkpoint_id": checkpoint_id, "released": True}:
                 self.ledger.problem(f"a release answered {response.text[:300]}")
-        elif response.status_code == 409 and response.json()["error"]["code"] == "LEASE_HELD":
-            # Its lease lapsed and another holder has the checkpoint now.
+        elif response.status_code == 409 and response.json()["error"]["code"] in ("LEASE_HELD", "LEASE_LOST"):
+            # Its lease lapsed and another holder has the checkpoint now (LEASE_LOST: taken over since).
             self.ledger.count("release_after_takeover")
             if now_ms() + CLOCK_MARGIN_MS < held.expires_ms:
                 self.ledger.problem(f"{self.name} was refused the release of its live lease: {response.text[:300]}")
@@ -1946,7 +1947,7 @@ def test_concurrent_clients_lose_no_acknowledged_write(baton: BatonServe, http: 
         lease_releases=ledger.outcomes["lease_releases"],
         leased_writes_accepted=sum(1 for w in leases.writes if w.status == 200 and not w.stale),
         stale_token_writes=sum(1 for w in leases.writes if w.stale),
-        stale_token_writes_refused=sum(1 for w in leases.writes if w.stale and w.code == "LEASE_HELD"),
+        stale_token_writes_refused=sum(1 for w in leases.writes if w.stale and w.code in ("LEASE_HELD", "LEASE_LOST")),
         fencing_gaps=len(fencing_gaps),
         mcp_tool_calls=ledger.outcomes["mcp_tool_calls"],
         mcp_writes_acknowledged=mcp_acks,
@@ -2026,7 +2027,7 @@ def takeover_probe(http: httpx.Client, ledger: Ledger) -> None:
     http.request("DELETE", lease_url, headers={"Lease-Token": first})
     second = http.post(lease_url, json={"ttl_seconds": 10, "holder": "probe-second"}).json()["data"]["lease_token"]
     stale = http.post("/v1/checkpoints", json={**body, "state": {"probe": 1}, "lease_token": first})
-    if stale.status_code == 409 and stale.json()["error"]["code"] == "LEASE_HELD":
+    if stale.status_code == 409 and stale.json()["error"]["code"] == "LEASE_LOST":
         ledger.count("stale_refused")
     else:
         ledger.problem(f"a write with a token taken over answered {stale.status_code}: {stale.text[:300]}")
@@ -2135,4 +2136,4 @@ def test_a_token_is_refused_once_a_newer_lease_was_granted_even_after_that_one_e
     )
     # Then it is refused: its lease was taken over by lease 2
     assert late.status_code == 409, late.text
-    assert late.json()["error"]["code"] == "LEASE_HELD"
+    assert late.json()["error"]["code"] == "LEASE_LOST"

@@ -101,6 +101,8 @@ LEASE_TTL_SECONDS = 300
 PURGE_SUBJECT = "faults-purge"
 PURGE_COPIES = 22
 """Checkpoints copied into the purged subject beside its history checkpoint (4 items): 26 items, two pages."""
+PURGE_KEYED = ("workflow", "cursor")
+"""Kinds of the purged subject saved with an Idempotency-Key: their records are purged (first), then their items."""
 
 Item = dict[str, Any]
 Snapshot = dict[tuple[str, str], Item]
@@ -751,9 +753,11 @@ def released_once(ctx: Context, before: Snapshot, after: Snapshot, answer: Resul
     old, new = before[CHECKPOINT_KEY], after[CHECKPOINT_KEY]
     assert old["lease"] is not None
     assert old["lease"].token == ctx.lease_token
-    # A release ends the lease now (its expiry set to the release's time), keeping its counter for the fencing
+    # A release ends the lease now (its expiry set to the release's time) and spends its token (the random part
+    # goes), keeping its counter for the fencing
     assert new["lease"] is not None
-    assert (new["lease"].counter, new["lease"].secret) == (old["lease"].counter, old["lease"].secret)
+    assert (new["lease"].counter, new["lease"].secret) == (old["lease"].counter, "")
+    assert not new["lease"].admits(ctx.lease_token), "a released lease still admits its token"
     assert not new["lease"].is_live(clock_now_ms()), f"the lease is still live: {new['lease']}"
     assert new["lease_counter"] == old["lease_counter"], "a release changed the lease counter"
     assert without_lease(new) == without_lease(old), "a release changed the checkpoint"
@@ -778,12 +782,18 @@ def retry_release(ctx: Context, release: Callable[[Context], Result], acquire: C
 
 
 def prepare_purge(ctx: Context) -> None:
-    """The purged subject holds 30 items (two pages): a checkpoint with 3 kept revisions, and copies of its item
-    under 26 other agents, each with its own id and no history. The test subject's checkpoint stands by."""
+    """The purged subject holds 30 items (two pages): a checkpoint with 3 kept revisions, two checkpoints saved with
+    an Idempotency-Key (whose records are one page of gsi1), and copies of the first under 22 other agents, each with
+    its own id and no history. The test subject's checkpoint stands by."""
     prepare_checkpoint(ctx)
     for step in range(1, HISTORY_AT + 1):
         answer = save(ctx.api, None, subject_id=PURGE_SUBJECT, state={"step": step}, keep_revisions=KEEP)
         assert answer.status in SUCCESS, answer.raw_body
+    for kind in PURGE_KEYED:
+        answer = save(ctx.api, f"purge-{kind}", subject_id=PURGE_SUBJECT, kind=kind, state={"step": 1})
+        assert answer.status == 201, answer.raw_body
+    records = {k for k in _of_purged_subject(snapshot(ctx.account.aws)) if k[0].startswith("D#")}
+    assert len(records) == len(PURGE_KEYED), records
     pk = layout.checkpoint_pk(TENANT, PURGE_SUBJECT)
     aws = ctx.account.aws
     template = aws.get_item(TableName=TABLE, Key=layout.checkpoint_key(TENANT, PURGE_SUBJECT, AGENT, KIND))["Item"]
@@ -805,17 +815,32 @@ def send_purge(ctx: Context) -> Result:
 
 
 def purged_partition(before: Snapshot, after: Snapshot) -> tuple[set[tuple[str, str]], set[tuple[str, str]]]:
-    """(the purged subject's keys before, those left after)."""
+    """(the purged subject's keys before, those left after): its partition's items and the idempotency records of
+    its writes."""
+    return _of_purged_subject(before), _of_purged_subject(after)
+
+
+def _of_purged_subject(items: Snapshot) -> set[tuple[str, str]]:
     pk = layout.checkpoint_pk(TENANT, PURGE_SUBJECT)
-    return {k for k in before if k[0] == pk}, {k for k in after if k[0] == pk}
+    return {
+        key
+        for key, item in items.items()
+        if key[0] == pk or (key[0].startswith("D#") and item.get("result", {}).get("subject_id") == PURGE_SUBJECT)
+    }
 
 
 def purged(ctx: Context, before: Snapshot, after: Snapshot, answer: Result | None) -> None:
-    """What any purge answer may leave: only items of the purged subject deleted, none written; all of them when
-    it says complete; as many checkpoints as it counts at least (a page whose answer was lost is counted by none)."""
+    """What any purge answer may leave: only items of the purged subject deleted (its records among them), none
+    written; all of them when it says complete; as many checkpoints as it counts at least (a page whose answer was
+    lost is counted by none); no checkpoint deleted while a record of the subject is left (records go first, so
+    that no record ever answers a purged checkpoint)."""
     subject_before, subject_after = purged_partition(before, after)
     assert changed_keys(before, after) <= subject_before, "a purge touched another subject's items"
     assert subject_after <= subject_before
+    if any(key[0].startswith("D#") for key in subject_after):
+        assert {k for k in subject_before if is_checkpoint(k)} == {k for k in subject_after if is_checkpoint(k)}, (
+            "a checkpoint was purged while records of the subject were left"
+        )
     if answer is None:
         return
     assert answer.data["subject_id"] == PURGE_SUBJECT
@@ -835,7 +860,7 @@ def purge_again(ctx: Context, answer: Result) -> None:
     left = {k for k in purged_partition(before, before)[0] if is_checkpoint(k)}
     assert again.data["deleted_checkpoints"] == len(left)
     first = answer.data["deleted_checkpoints"] if answer.status == 200 else 0
-    assert first + len(left) <= 1 + PURGE_COPIES
+    assert first + len(left) <= 1 + len(PURGE_KEYED) + PURGE_COPIES
 
 
 # -- the same paths as MCP tool calls (POST /mcp, tools/call) -----------------------------------------------------
@@ -1191,11 +1216,14 @@ SCENARIOS = (
     ),
     Scenario(
         "purge",
-        # tests/integration/test_purge.py tries each failure page by page; here, one of each class at each step.
+        # tests/integration/test_purge.py tries each failure page by page; here, one of each class at each step:
+        # the records' page (gsi1's Query, their BatchWriteItem), then the partition's two pages.
         (
             Step("Query"),
             Step("BatchWriteItem"),
+            Step("Query", nth=2),
             Step("BatchWriteItem", nth=2),
+            Step("BatchWriteItem", nth=3),
         ),
         prepare_purge,
         send_purge,

@@ -246,8 +246,9 @@ def test_a_purge_removes_every_item_of_the_subject_for_every_agent_and_nothing_e
     assert purged.data == {"subject_id": subject, "deleted_checkpoints": SUBJECT_KEYS, "complete": True}
     assert partition(aws, subject) == []
     assert bystanders() == held_before
-    # 63 items: pages of 25, 25 and 13, each one Query and one BatchWriteItem; nothing else, no Scan
-    assert dict(counter.calls) == {"Query": 3, "BatchWriteItem": 3}
+    # 63 items: pages of 25, 25 and 13, each one Query and one BatchWriteItem; then one Query of gsi1 for the
+    # subject's idempotency records (none: these checkpoints were saved without keys); nothing else, no Scan
+    assert dict(counter.calls) == {"Query": 4, "BatchWriteItem": 3}
     # And the subject reads as empty
     listed = api.invoke("list_subject_checkpoints", path=f"/v1/subjects/{subject}/checkpoints", query={})
     assert (listed.status, listed.data) == (200, [])
@@ -340,9 +341,11 @@ def test_each_page_costs_one_query_and_one_batch_write(
     assert set(counter.calls) <= {"Query", "BatchWriteItem"}
     assert counter.calls["BatchWriteItem"] == pages
     # A page ends at 25 keys; after a full last page DynamoDB hands back a LastEvaluatedKey and one more Query finds
-    # the partition empty (moto leaves that key out, and the purge stops at once): never more than one extra Query
+    # the partition empty (moto leaves that key out, and the purge stops at once): never more than one extra Query.
+    # Then one Query of gsi1 finds no idempotency record of the subject.
     full_last_page = count > 0 and count % purge.PAGE_KEYS == 0
-    assert counter.calls["Query"] in ({pages, pages + 1} if full_last_page else {max(pages, 1)})
+    partition_queries = {pages, pages + 1} if full_last_page else {max(pages, 1)}
+    assert counter.calls["Query"] in {n + 1 for n in partition_queries}
     assert partition(aws, subject) == []
     proof_counts.record(SUITE, page_count_cases=1)
 
@@ -584,3 +587,253 @@ def armed_on_page(services: Services, injector: FaultInjector, case: FailureCase
         yield lambda: unprocessed.struck + sum(fault.struck for fault in faults)
     finally:
         events.unregister("after-call.dynamodb.BatchWriteItem", arm_after_first_page)
+
+
+# -- idempotency records (issue 20) ---------------------------------------------------------------------------------
+
+
+def record_of(aws: Any, key: str, agent: str = "operator", tenant: str = TENANT) -> dict[str, Any] | None:
+    """The idempotency record of `key` (of the agent's keys), read consistently; None when there is none."""
+    found = aws.get_item(TableName=TABLE, Key=layout.idempotency_key(tenant, agent, key), ConsistentRead=True)
+    return cast(dict[str, Any] | None, found.get("Item"))
+
+
+def put_records(aws: Any, subject: str, count: int, prefix: str = "key") -> list[str]:
+    """`count` idempotency records of saves to `subject`, written straight to moto as a save writes them; their
+    keys."""
+    from baton.domain.checkpoints import IdempotencyClaim, Saved
+
+    keys = [f"{prefix}-{subject}-{n:03d}" for n in range(count)]
+    saved = Saved(f"ckpt_{uuid.uuid4().hex}", subject, "operator", "task_state", 1, "active", "0" * 64, 2, 10**13)
+    put_items(
+        aws,
+        [
+            items.record_item(TENANT, IdempotencyClaim(key, "operator", "ab" * 32), f"req-{key}", saved, 10**13)
+            for key in keys
+        ],
+    )
+    return keys
+
+
+def test_a_retry_of_a_purged_save_is_a_new_request_that_creates_the_checkpoint_anew(
+    api: ApiDriver, aws: Any, subject: str
+) -> None:
+    # Given a save made with an Idempotency-Key, whose retry replays it
+    first = save(api, "purged-save-1", subject_id=subject, state={"step": 1})
+    assert first.status == 201, first.raw_body
+    replay = save(api, "purged-save-1", subject_id=subject, state={"step": 1})
+    assert (replay.status, replay.header("Idempotent-Replayed")) == (201, "true")
+    assert record_of(aws, "purged-save-1") is not None
+    # When the subject is purged
+    purged = purge_request(api, subject)
+    assert purged.data == {"subject_id": subject, "deleted_checkpoints": 1, "complete": True}
+    # Then the key's record went with it (api-v1.md: a purge removes the subject's idempotency records)
+    assert record_of(aws, "purged-save-1") is None
+    # And the same request again is a new one: it creates the checkpoint anew rather than answering the purged one
+    again = save(api, "purged-save-1", subject_id=subject, state={"step": 1})
+    assert again.status == 201, again.raw_body
+    assert again.header("Idempotent-Replayed") is None
+    assert again.data["checkpoint_id"] != first.data["checkpoint_id"]
+    assert lookup(api, subject_id=subject).data["checkpoint_id"] == again.data["checkpoint_id"]
+    # And its own retry replays it
+    assert save(api, "purged-save-1", subject_id=subject, state={"step": 1}).header("Idempotent-Replayed") == "true"
+    proof_counts.record(SUITE, records_purged=1)
+
+
+def test_a_purge_removes_the_records_of_every_write_to_the_subject_and_no_others(
+    api: ApiDriver, aws: Any, subject: str
+) -> None:
+    from baton.domain.checkpoints import IdempotencyClaim
+    from baton.domain.leases import Lease, LeaseGrant
+
+    # Given keyed writes to the subject: saves for two agents (a `*` key names them), and a restore
+    for agent in ("agent-00", "agent-01"):
+        answer = save(api, f"{subject}-{agent}", subject_id=subject, agent_id=agent, state={"a": 1}, keep_revisions=2)
+        assert answer.status == 201, answer.raw_body
+    checkpoint_id = save(api, None, subject_id=subject, agent_id="agent-00", state={"a": 2}).data["checkpoint_id"]
+    restored = api.invoke(
+        "restore_checkpoint",
+        path=f"/v1/checkpoints/{checkpoint_id}/restore",
+        body={"revision": 1},
+        headers={"idempotency-key": f"{subject}-restore"},
+    )
+    assert restored.status == 200, restored.raw_body
+    # And a lease acquire's record, as the lease store writes it when it names the leased checkpoint
+    grant = LeaseGrant(Lease("worker", 1, "ab" * 16, 10**13, "key_x"), created=True)
+    lease_record = items.grant_record_item(
+        TENANT,
+        IdempotencyClaim(f"{subject}-lease", "operator", "cd" * 32),
+        "req-lease",
+        grant,
+        10**13,
+        checkpoint_key=layout.checkpoint_key(TENANT, subject, "agent-00", "task_state"),
+    )
+    put_items(aws, [lease_record])
+    # And writes that are not the subject's: another subject's keyed save, a keyed blob declaration
+    other = f"{subject}-other"
+    assert save(api, f"{subject}-bystander", subject_id=other).status == 201
+    declared = api.invoke(
+        "create_blob",
+        body={"sha256": "0" * 64, "size": 1, "media_type": "text/plain"},
+        headers={"idempotency-key": f"{subject}-blob"},
+    )
+    assert declared.status == 201, declared.raw_body
+    mine = [f"{subject}-agent-00", f"{subject}-agent-01", f"{subject}-restore", f"{subject}-lease"]
+    assert all(record_of(aws, key) is not None for key in mine)
+    # When the subject is purged
+    purged = purge_request(api, subject)
+    assert purged.data == {"subject_id": subject, "deleted_checkpoints": 2, "complete": True}
+    # Then every record of its writes is gone, and the others stay
+    assert [key for key in mine if record_of(aws, key) is not None] == []
+    assert record_of(aws, f"{subject}-bystander") is not None
+    assert record_of(aws, f"{subject}-blob") is not None
+    assert len(partition(aws, other)) == 1
+    proof_counts.record(SUITE, records_purged=len(mine))
+
+
+@pytest.mark.parametrize("count", [1, 25, 60])
+def test_records_are_deleted_a_page_of_the_index_at_a_time(
+    api: ApiDriver, aws: Any, subject: str, counter: CallCounter, count: int
+) -> None:
+    # Given a checkpoint of the subject and `count` records of keyed saves to it
+    put_raw_items(aws, subject, checkpoint_keys(1))
+    keys = put_records(aws, subject, count)
+    warm_up(api, counter)
+    purged = purge_request(api, subject)
+    assert purged.data == {"subject_id": subject, "deleted_checkpoints": 1, "complete": True}
+    assert [key for key in keys if record_of(aws, key) is not None] == []
+    assert partition(aws, subject) == []
+    # Per page of 25 records one Query of gsi1 and one BatchWriteItem (after a full last page, one more Query may
+    # find the end), then one Query and one BatchWriteItem for the partition; never a Scan
+    pages = -(-count // purge.PAGE_KEYS)
+    assert set(counter.calls) <= {"Query", "BatchWriteItem"}
+    assert counter.calls["BatchWriteItem"] == pages + 1
+    assert counter.calls["Query"] in {pages + 1, pages + 2}
+    proof_counts.record(SUITE, records_purged=count)
+
+
+def test_a_purge_that_runs_out_of_time_among_the_records_stops_before_the_checkpoints_and_a_repeat_finishes(
+    api: ApiDriver, aws: Any, subject: str, services: Services, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    put_raw_items(aws, subject, checkpoint_keys(3))
+    keys = put_records(aws, subject, 30)
+    # Given a clock that jumps past any deadline once the first page of records is deleted
+    jumped: list[bool] = []
+    monkeypatch.setattr(purge, "monotonic", lambda: time.monotonic() + (3600.0 if jumped else 0.0))
+
+    def jump(**_: Any) -> None:
+        jumped.append(True)
+
+    services.dynamodb.meta.events.register("after-call.dynamodb.BatchWriteItem", jump)
+    try:
+        stopped = purge_request(api, subject)
+    finally:
+        services.dynamodb.meta.events.unregister("after-call.dynamodb.BatchWriteItem", jump)
+    # Then it stopped with the checkpoints still there: no record is left answering a checkpoint that is gone
+    assert stopped.data == {"subject_id": subject, "deleted_checkpoints": 0, "complete": False}
+    assert len([key for key in keys if record_of(aws, key) is not None]) == 30 - purge.PAGE_KEYS
+    assert len(partition(aws, subject)) == 3
+    jumped.clear()
+    again = purge_request(api, subject)
+    assert again.data == {"subject_id": subject, "deleted_checkpoints": 3, "complete": True}
+    assert [key for key in keys if record_of(aws, key) is not None] == []
+    assert partition(aws, subject) == []
+
+
+@dataclass(frozen=True)
+class RecordFailure:
+    """One fault among the records of a purge (30 of them: two pages of the index), and what the first request must
+    answer. The subject's one checkpoint is deleted after the records: a failure there leaves it."""
+
+    operation: str
+    kind: FaultKind | None
+    """None: DynamoDB leaves the records' deletes unprocessed."""
+    phase: Phase
+    duration: Duration
+    page: int
+    """The records' page whose request is struck: 1 (nothing deleted yet) or 2 (the first 25 records were)."""
+    status: int
+    records_left: int
+    """Records left after the first request (the deletes of a page whose answers were lost landed)."""
+
+    @property
+    def name(self) -> str:
+        kind = "unprocessed" if self.kind is None else self.kind.name
+        return f"{self.operation}-{kind}-{self.phase.value}-{self.duration.value}-page{self.page}"
+
+
+RECORDS = 30
+RECORD_FAILURES = [
+    # Nothing deleted yet: a 503 that deleted nothing
+    RecordFailure("Query", THROTTLING, BEFORE, EVERY, 1, 503, RECORDS),
+    RecordFailure("Query", CONNECTION_DROPPED, BEFORE, EVERY, 1, 503, RECORDS),
+    RecordFailure("BatchWriteItem", THROTTLING, BEFORE, EVERY, 1, 503, RECORDS),
+    RecordFailure("BatchWriteItem", None, BEFORE, EVERY, 1, 503, RECORDS),
+    # Deletes that landed with their answers lost: 200, complete false (a repeat deletes again, harmlessly)
+    RecordFailure("BatchWriteItem", INTERNAL_500, AFTER, EVERY, 1, 200, RECORDS - 25),
+    # After the first page: 200, complete false, the rest left for the repeat
+    RecordFailure("Query", THROTTLING, BEFORE, EVERY, 2, 200, RECORDS - 25),
+    RecordFailure("Query", READ_TIMEOUT, BEFORE, EVERY, 2, 200, RECORDS - 25),
+    RecordFailure("BatchWriteItem", THROTTLING, BEFORE, EVERY, 2, 200, RECORDS - 25),
+    RecordFailure("BatchWriteItem", None, BEFORE, EVERY, 2, 200, RECORDS - 25),
+    # Absorbed by a retry (botocore's, or the purge's own for unprocessed deletes): the purge completes
+    RecordFailure("Query", CONNECTION_DROPPED, BEFORE, ONCE, 2, 200, 0),
+    RecordFailure("BatchWriteItem", None, BEFORE, ONCE, 1, 200, 0),
+    RecordFailure("BatchWriteItem", READ_TIMEOUT, AFTER, ONCE, 2, 200, 0),
+]
+
+
+@pytest.mark.parametrize("case", RECORD_FAILURES, ids=lambda case: case.name)
+def test_a_failure_among_the_records_leaves_a_purge_that_a_repeat_finishes(
+    api: ApiDriver, aws: Any, subject: str, services: Services, case: RecordFailure
+) -> None:
+    put_raw_items(aws, subject, checkpoint_keys(1))
+    keys = put_records(aws, subject, RECORDS)
+    warm_up_key(api)
+    # The records come first: their Query and BatchWriteItem of page n are the purge's n-th of each
+    skip = case.page - 1
+    with injected(services.dynamodb) as injector:
+        unprocessed = UnprocessedDeletes(injector.moto, purge.MAX_WRITE_ROUNDS if case.duration is EVERY else 1)
+        writes = [0]
+
+        def moto(request: AWSPreparedRequest, event_name: str, **kwargs: Any) -> AWSResponse | None:
+            if case.kind is None and event_name.endswith(".BatchWriteItem"):
+                writes[0] += 1
+                unprocessed.armed = unprocessed.armed or writes[0] > skip
+            return unprocessed(request=request, event_name=event_name, **kwargs)
+
+        injector.moto = moto
+        faults = (
+            []
+            if case.kind is None
+            else [injector.arm(Fault(case.operation, case.kind, case.phase, case.duration, skip=skip))]
+        )
+        first = purge_request(api, subject)
+    struck = unprocessed.struck + sum(fault.struck for fault in faults)
+    assert struck >= 1, "the fault never struck the records"
+    left = [key for key in keys if record_of(aws, key) is not None]
+    if case.status == 503:
+        assert first.status == 503, first.raw_body
+        assert first.error["code"] == "UNAVAILABLE"
+    else:
+        assert first.status == 200, first.raw_body
+        complete = case.records_left == 0
+        assert first.data == {"subject_id": subject, "deleted_checkpoints": int(complete), "complete": complete}
+    assert len(left) == case.records_left
+    # No record outlives the checkpoint it answered: the checkpoint goes only once every record is gone
+    assert len(partition(aws, subject)) == (0 if case.records_left == 0 and case.status == 200 else 1)
+    # The repeat, with DynamoDB well again, finishes
+    again = purge_request(api, subject)
+    assert again.data == {
+        "subject_id": subject,
+        "deleted_checkpoints": int(partition_left(first)),
+        "complete": True,
+    }
+    assert [key for key in keys if record_of(aws, key) is not None] == []
+    assert partition(aws, subject) == []
+    proof_counts.record(SUITE, failure_cases=1, faults_injected=struck)
+
+
+def partition_left(first: Result) -> bool:
+    """True when the first purge left the subject's checkpoint (it did not complete)."""
+    return not (first.status == 200 and first.data["complete"])

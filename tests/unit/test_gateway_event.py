@@ -4,18 +4,24 @@ from __future__ import annotations
 
 import base64
 import json
+from collections.abc import Iterator
+from concurrent.futures import Future
 from typing import Any
 
 import pytest
 
 from baton.local.gateway import (
+    MAX_EVENT_BYTES,
     MAX_RESPONSE_BYTES,
     FramingError,
+    Gateway,
     build_event,
     chunk_size,
     content_length,
+    event_bytes,
     framing_error,
     gateway_error,
+    result_bytes,
     to_answer,
 )
 
@@ -275,6 +281,114 @@ def test_a_result_over_lambdas_response_limit_is_api_gateways_500() -> None:
     assert answer == gateway_error(500, "Internal Server Error")
     assert json.loads(answer.body) == {"message": "Internal Server Error"}
     assert answer.status == 500
+
+
+# --- sizes as AWS counts them --------------------------------------------------------------------------------------
+
+
+class Containers:
+    """Stands for the gateway's process pool: records the events it is handed and answers each with `result`."""
+
+    def __init__(self, result: dict[str, Any]) -> None:
+        self.result = result
+        self.events: list[dict[str, Any]] = []
+
+    def submit(self, _function: Any, _target: str, event: dict[str, Any], _context: Any) -> Future[dict[str, Any]]:
+        self.events.append(event)
+        done: Future[dict[str, Any]] = Future()
+        done.set_result(self.result)
+        return done
+
+    def shutdown(self, wait: bool = True, cancel_futures: bool = False) -> None:
+        """Nothing runs."""
+
+
+@pytest.fixture
+def gateway() -> Iterator[tuple[Gateway, Containers]]:
+    """A gateway whose containers answer 200 at once (no process is started)."""
+    built = Gateway("baton.handlers.api:handler", containers=1)
+    real = built._pool
+    containers = Containers({"statusCode": 200, "body": "{}"})
+    built._pool = containers  # type: ignore[assignment]
+    yield built, containers
+    real.shutdown()
+
+
+def json_event(body: str) -> dict[str, Any]:
+    return event("/v1/checkpoints", [("Content-Type", "application/json")], body.encode("utf-8"), method="POST")
+
+
+def test_lambdas_limits_are_its_exact_figures() -> None:
+    # 6 MiB for the event ("Request must be smaller than 6291456 bytes"); 100 bytes more for the result
+    # ("Response payload size exceeded maximum allowed payload size (6291556 bytes)")
+    assert MAX_EVENT_BYTES == 6_291_456
+    assert MAX_RESPONSE_BYTES == 6_291_556
+
+
+def test_an_event_counts_the_utf8_bytes_api_gateway_sends_not_escaped_characters() -> None:
+    # Given the same request with a body of one character
+    base = event_bytes(json_event("a"))
+    # Then each character weighs its UTF-8 bytes in the event; only what JSON escapes grows
+    for character, weight in (("a", 1), ("é", 2), ("€", 3), ("😀", 4), ('"', 2), ("\\", 2), ("\x01", 6)):
+        assert event_bytes(json_event(character)) == base - 1 + weight, character
+    # and the whole is the event's compact UTF-8 JSON
+    built = json_event('{"t":"€😀"}')
+    assert event_bytes(built) == len(json.dumps(built, ensure_ascii=False, separators=(",", ":")).encode())
+
+
+def test_a_body_of_emoji_within_the_contracts_limits_reaches_the_function(
+    gateway: tuple[Gateway, Containers],
+) -> None:
+    # Given a body of 749,996 emoji, 3 MB (9 MB if each were counted escaped, as \ud83d\ude00)
+    body = '{"state":"' + "😀" * 749_996 + '"}'
+    assert len(body.encode()) == 2_999_996
+    served, containers = gateway
+    # When API Gateway hands it on
+    answer = served.invoke(json_event(body))
+    # Then the function gets it (Lambda counts its 3 MB, not 9)
+    assert answer.status == 200
+    assert len(containers.events) == 1
+
+
+def test_an_event_over_six_mebibytes_in_bytes_is_api_gateways_413(gateway: tuple[Gateway, Containers]) -> None:
+    served, containers = gateway
+    # Given bodies under 10 MB whose events are over 6,291,456 bytes: quotes (two bytes each in the event) and "€"
+    for body in ('"' * 3_150_000, "€" * 2_100_000):
+        answer = served.invoke(json_event(body))
+        # Then API Gateway answers 413 itself, and the function never runs
+        assert (answer.status, json.loads(answer.body)) == (413, {"message": "Request Entity Too Large"})
+    assert containers.events == []
+
+
+def test_the_largest_event_is_accepted_to_the_byte(gateway: tuple[Gateway, Containers]) -> None:
+    served, containers = gateway
+    empty = event_bytes(json_event("a"))
+    exactly = json_event("€" * ((MAX_EVENT_BYTES - empty + 1) // 3) + "a" * ((MAX_EVENT_BYTES - empty + 1) % 3))
+    assert event_bytes(exactly) == MAX_EVENT_BYTES
+    assert served.invoke(exactly).status == 200
+    one_more = json_event(exactly["body"] + "a")
+    assert served.invoke(one_more).status == 413
+    assert len(containers.events) == 1
+
+
+def test_a_result_counts_as_the_python313_runtime_writes_it() -> None:
+    # Given results under the limit in UTF-8 bytes, but over it once ASCII-escaped
+    fits = {"statusCode": 200, "body": "€" * 2_000_000}
+    assert result_bytes(fits) == len(json.dumps(fits, ensure_ascii=False).encode()) < MAX_RESPONSE_BYTES
+    assert len(json.dumps(fits)) > MAX_RESPONSE_BYTES
+    # Then Lambda returns them (the runtime writes "€" as its 3 bytes)
+    assert to_answer(fits).status == 200
+    # and a result over the limit only through what the runtime escapes (U+2028: six bytes, not three) is not
+    escaped = {"statusCode": 200, "body": "\u2028" * 2_000_000}
+    assert len(json.dumps(escaped, ensure_ascii=False).encode()) < MAX_RESPONSE_BYTES < result_bytes(escaped)
+    assert to_answer(escaped).status == 500
+
+
+def test_the_largest_result_is_returned_to_the_byte() -> None:
+    body = "a" * (MAX_RESPONSE_BYTES - result_bytes({"statusCode": 200, "body": ""}))
+    assert result_bytes({"statusCode": 200, "body": body}) == MAX_RESPONSE_BYTES
+    assert to_answer({"statusCode": 200, "body": body}).status == 200
+    assert to_answer({"statusCode": 200, "body": body + "a"}).status == 500
 
 
 # --- request framing ------------------------------------------------------------------------------------------

@@ -806,6 +806,59 @@ def test_a_revision_path_parameter_is_a_storable_revision_or_a_validation_error(
     assert revision_from_path(raw) == int(raw)
 
 
+_PERCENT_ESCAPES = st.lists(
+    st.one_of(
+        st.integers(min_value=0, max_value=255).map(lambda b: f"%{b:02X}"),
+        st.sampled_from(["%", "%2", "%zz", "+", "=", "&", "caf", "%C3%A9", "%F0%9F%98%80", "%ED%A0%80", "%C0%AF"]),
+        st.text(max_size=4),
+    ),
+    max_size=8,
+).map("".join)
+
+
+@settings(PROFILE, max_examples=examples(400))
+@given(name=st.sampled_from(["subject_id", "thread_id", "blob_id"]), raw=_PERCENT_ESCAPES, query=_PERCENT_ESCAPES)
+def test_path_and_query_parameters_are_utf8_or_refused_naming_them(name: str, raw: str, query: str) -> None:
+    """Whatever bytes a path parameter or a query string percent-encodes, the gate either accepts them (they decode
+    as UTF-8, so no two different byte strings name the same thing) or refuses them naming the parameter."""
+    from urllib.parse import unquote, unquote_plus
+
+    from baton.api.paths import check_encoding
+
+    tried("check_encoding", raw=raw, query=query)
+
+    def strict(text: str, decode: Callable[..., str]) -> bool:
+        try:
+            decode(text, errors="strict")
+        except UnicodeDecodeError:
+            return False
+        return True
+
+    path_ok = strict(raw, unquote)
+    query_ok = all(strict(part, unquote_plus) for pair in query.split("&") for part in pair.partition("=")[::2])
+    _, refusal = attempt(lambda: check_encoding({name: raw}, query), ValidationFailed)
+    assert (refusal is None) == (path_ok and query_ok)
+    if isinstance(refusal, ValidationFailed):
+        error = refusal.errors[0]
+        if not path_ok:
+            assert (error.pointer, error.location) == (f"/{name}", "path")
+        else:
+            assert error.location == "query"
+        assert "UTF-8" in error.message
+
+
+@settings(PROFILE, max_examples=examples(200))
+@given(text=st.text(st.characters(blacklist_categories=["Cs"]), max_size=30))
+def test_any_text_percent_encoded_passes_the_gate_and_decodes_to_itself(text: str) -> None:
+    from urllib.parse import quote, unquote, urlencode
+
+    from baton.api.paths import check_encoding
+
+    tried("check_encoding_round_trip", text=text)
+    check_encoding({"subject_id": quote(text, safe="")}, urlencode({"subject_id": text, "kind": "task_state"}))
+    assert unquote(quote(text, safe=""), errors="strict") == text
+
+
 # -- LangGraph threads -------------------------------------------------------------------------------------------
 
 _TYPED = st.fixed_dictionaries(

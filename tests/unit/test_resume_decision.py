@@ -295,8 +295,10 @@ def test_a_budget_fits_the_ready_data_from_exactly_its_utf8_length(slack: int, f
     assert within_budget(required, required + slack) is fits
 
 
-def test_no_budget_takes_any_size() -> None:
-    assert within_budget(limits.MAX_RESUME_BUDGET_BYTES * 10, None)
+def test_no_budget_takes_any_size_one_answer_carries() -> None:
+    assert within_budget(limits.MAX_ANSWER_DATA_BYTES, None)
+    assert not within_budget(limits.MAX_ANSWER_DATA_BYTES + 1, None)
+    assert not within_budget(limits.MAX_ANSWER_DATA_BYTES + 1, limits.MAX_RESUME_BUDGET_BYTES)
 
 
 # --- the other answers -----------------------------------------------------------------------------

@@ -37,6 +37,7 @@ CONTRACT_CODES = {
     "REVISION_CONFLICT": 409,
     "CHECKPOINT_CLOSED": 409,
     "LEASE_HELD": 409,
+    "LEASE_LOST": 409,
     "IDEMPOTENCY_IN_PROGRESS": 409,
     "PAYLOAD_TOO_LARGE": 413,
     "UNSUPPORTED_MEDIA_TYPE": 415,
@@ -44,8 +45,9 @@ CONTRACT_CODES = {
     "RATE_LIMITED": 429,
     "UNAVAILABLE": 503,
     "INTERNAL": 500,
+    "RESPONSE_TOO_LARGE": 500,
 }
-"""api-v1.md's table of error codes."""
+"""api-v1.md's table of error codes, and RESPONSE_TOO_LARGE (docs/api.md: an answer Lambda would not carry)."""
 
 
 @pytest.fixture

@@ -17,10 +17,12 @@ STATUS: dict[type[e.BatonError], int] = {
     e.RevisionConflict: 409,
     e.CheckpointClosed: 409,
     e.LeaseHeld: 409,
+    e.LeaseLost: 409,
     e.PayloadTooLarge: 413,
     e.UnsupportedMediaType: 415,
     e.IdempotencyKeyReused: 422,
     e.Unavailable: 503,
+    e.ResponseTooLarge: 500,
 }
 
 

@@ -2,8 +2,9 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable, Mapping
 from typing import Annotated
-from urllib.parse import unquote
+from urllib.parse import unquote, unquote_plus
 
 from aws_lambda_powertools.event_handler.openapi.params import Path
 
@@ -11,6 +12,41 @@ from baton.domain import limits
 from baton.domain.canonical import pointer
 from baton.domain.errors import ValidationFailed
 from baton.domain.ids import CHECKPOINT_ID_PATTERN
+
+
+def check_encoding(path_arguments: Mapping[str, str], raw_query: str | None) -> None:
+    """Refuse a request whose path parameters or query string percent-encode bytes that are not UTF-8 (400 naming
+    the parameter): a lenient decoder would replace them with U+FFFD, and `caf%E9`, `caf%E8` and `caf\ufffd` would
+    then name one subject. Run by the gate before any route, so every route's parameters are text once it runs."""
+    for name, raw in path_arguments.items():
+        if not _is_utf8(raw, unquote):
+            raise ValidationFailed.single(
+                pointer(name),
+                f"The path parameter {name} must be percent-encoded UTF-8; it holds bytes that are not UTF-8.",
+                "path",
+            )
+    for pair in (raw_query or "").split("&"):
+        raw_name, _, raw_value = pair.partition("=")
+        if _is_utf8(raw_name, unquote_plus) and _is_utf8(raw_value, unquote_plus):
+            continue
+        name = unquote_plus(raw_name) if _is_utf8(raw_name, unquote_plus) else raw_name
+        raise ValidationFailed.single(
+            pointer(name),
+            f"The query parameter {name} must be percent-encoded UTF-8; it holds bytes that are not UTF-8.",
+            "query",
+        )
+
+
+def _is_utf8(raw: str, decode: Callable[..., str]) -> bool:
+    """True when `raw`'s percent-escapes decode as UTF-8 (a text without escapes always does)."""
+    if "%" not in raw:
+        return True
+    try:
+        decode(raw, errors="strict")
+    except UnicodeDecodeError:
+        return False
+    return True
+
 
 # Path parameters are checked by the routes themselves, after percent-decoding and with their own messages; the
 # document states the same rules (json_schema_extra documents without validating the raw value again).

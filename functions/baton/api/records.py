@@ -19,5 +19,5 @@ def record_summary(cp: Checkpoint, services: Services, now_ms: int | None) -> Ch
 
 
 def _with_download(resource: Resource, services: Services, tenant_id: str) -> Resource:
-    link = services.blobs.download_of(tenant_id, resource.blob_id)
+    link = services.blobs.download_of(tenant_id, resource.blob_id, name=resource.name, media_type=resource.media_type)
     return resource.model_copy(update={"download_url": link.url, "download_expires_at": format_ms(link.expires_ms)})

@@ -23,7 +23,8 @@ from typing import Annotated, Any, Final
 from aws_lambda_powertools.event_handler import APIGatewayHttpResolver, Depends, Request, depends
 from aws_lambda_powertools.event_handler.api_gateway import ResponseBuilder, Route
 
-from baton.api.encoding import fit_for_lambda
+from baton.api.encoding import fit_for_lambda, within_lambda_limit
+from baton.api.paths import check_encoding
 from baton.api.services import SERVICES_CONTEXT, Services, wired
 from baton.domain import limits
 from baton.domain.access import Principal
@@ -122,18 +123,28 @@ class BatonResolver(APIGatewayHttpResolver):
             self._twin.clear_context()
         return self._twin
 
-    def resolve(self, event: Mapping[str, Any], context: Any) -> dict[str, Any]:
-        """Resolve one event; `last_call` then tells who asked what, however far the request got. An answer over
-        1 MB goes back base64-encoded (gzip-compressed when accepted), so it fits Lambda's payload limit."""
+    def resolve(self, event: Mapping[str, Any], context: Any, *, for_lambda: bool = True) -> dict[str, Any]:
+        """Resolve one event; `last_call` then tells who asked what, however far the request got.
+
+        For Lambda, an answer over 1 MB goes back base64-encoded (gzip-compressed when accepted), so it fits Lambda's
+        payload limit; one that would still not fit is answered `500 RESPONSE_TOO_LARGE` instead, logged at ERROR
+        (`api/encoding.py`). A tool call's twin resolves with `for_lambda=False`: its answer goes to the MCP route,
+        which sizes its own."""
         self.last_call = None
         result = super().resolve(event, context)
+        if not for_lambda:
+            return result
         headers = event.get("headers") or {}
         accept = next((v for k, v in headers.items() if k.lower() == "accept-encoding"), None)
-        return fit_for_lambda(result, accept)
+        fitted = fit_for_lambda(result, accept)
+        call = self.last_call
+        if call is not None:
+            return within_lambda_limit(fitted, call.route, call.request_id)
+        return within_lambda_limit(fitted, None, str((event.get("requestContext") or {}).get("requestId", "")))
 
     def _call_route(self, route: Route, route_arguments: dict[str, str]) -> ResponseBuilder[Any]:
         try:
-            self._gate(route)
+            self._gate(route, route_arguments)
         except Exception as exc:
             handled = self._call_exception_handler(exc, route)
             if handled is not None:
@@ -163,7 +174,7 @@ class BatonResolver(APIGatewayHttpResolver):
         self.last_call = call
         self.context[CALL_CONTEXT] = call
 
-    def _gate(self, route: Route) -> None:
+    def _gate(self, route: Route, path_arguments: Mapping[str, str]) -> None:
         event = self.current_event
         extensions = route.openapi_extensions or {}
         call = Call(
@@ -194,6 +205,7 @@ class BatonResolver(APIGatewayHttpResolver):
             if call.principal is not None and extensions.get(ACTS_FOR_EXTENSION):
                 _check_authority(call.principal, document.value, extensions[ACTS_FOR_EXTENSION])
             self._record(replace(call, body=document.value, plain_body=document.plain))
+        check_encoding(path_arguments, event.raw_event.get("rawQueryString"))
 
     def _gate_body(self, text: str) -> Any:
         """The body the routes' validation sees: the one the gate already parsed strictly (parsed once, with the

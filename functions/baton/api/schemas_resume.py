@@ -12,7 +12,7 @@ from typing import Annotated, Any, Literal
 from pydantic import Field
 from pydantic.json_schema import SkipJsonSchema
 
-from baton.api.responses import record_json
+from baton.api.responses import model_json, record_json
 from baton.api.schemas import CheckpointRecord, CheckpointSummary, DataEnvelope, ResponseModel
 from baton.domain import limits
 from baton.domain.checkpoints import Checkpoint
@@ -53,19 +53,34 @@ class ResumeAmbiguous(ResponseModel):
         list[CheckpointSummary],
         Field(
             max_length=limits.MAX_RESUME_CANDIDATES,
-            description=f"Summaries, newest updated_at first, at most {limits.MAX_RESUME_CANDIDATES}.",
+            description=(
+                f"Summaries, newest updated_at first, at most {limits.MAX_RESUME_CANDIDATES}, and only as many as "
+                f"fit {limits.MAX_ANSWER_DATA_BYTES:,} bytes of answer (a summary may list 100 resources)."
+            ),
         ),
     ]
     candidate_count: Annotated[int, Field(ge=2, description="How many checkpoints matched.")]
 
     @classmethod
     def of(cls, decision: Decision, now_ms: int) -> ResumeAmbiguous:
-        """The candidates of an ambiguous decision (each with its lease when one is live at `now_ms`)."""
-        return cls.model_construct(
-            status="ambiguous",
-            candidates=[CheckpointSummary.of(cp, now_ms) for cp in decision.candidates],
-            candidate_count=decision.candidate_count,
-        )
+        """The candidates of an ambiguous decision (each with its lease when one is live at `now_ms`), as many as
+        fit `limits.MAX_ANSWER_DATA_BYTES` of compact UTF-8 JSON (the first always does): fifty summaries of a
+        hundred resources each would pass Lambda's answer."""
+        room = limits.MAX_ANSWER_DATA_BYTES - AMBIGUOUS_ENVELOPE_BYTES
+        candidates: list[CheckpointSummary] = []
+        for cp in decision.candidates:
+            summary = CheckpointSummary.of(cp, now_ms)
+            size = len(model_json(summary).encode("utf-8")) + 1  # and its comma
+            if candidates and size > room:
+                break
+            room -= size
+            candidates.append(summary)
+        return cls.model_construct(status="ambiguous", candidates=candidates, candidate_count=decision.candidate_count)
+
+
+AMBIGUOUS_ENVELOPE_BYTES = 100
+"""What an `ambiguous` data holds besides its candidates: `{"status":"ambiguous","candidates":[],"candidate_count":N}`
+(about 60 bytes)."""
 
 
 class ResumeNone(ResponseModel):

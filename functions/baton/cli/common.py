@@ -28,7 +28,7 @@ EXIT_USAGE = 2
 """click's own code for usage errors: a missing or malformed option or argument."""
 EXIT_NOT_FOUND = 3
 EXIT_CONFLICT = 4
-"""A 409 (`REVISION_CONFLICT`, `CHECKPOINT_CLOSED`, `LEASE_HELD`, `IDEMPOTENCY_IN_PROGRESS`) or a 422
+"""A 409 (`REVISION_CONFLICT`, `CHECKPOINT_CLOSED`, `LEASE_HELD`, `LEASE_LOST`, `IDEMPOTENCY_IN_PROGRESS`) or a 422
 `IDEMPOTENCY_KEY_REUSED`: the request was sound but the state of the checkpoint (or of the key) stands in its way."""
 
 CONNECTION = "Connection"

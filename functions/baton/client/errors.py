@@ -125,6 +125,19 @@ class LeaseHeldError(ConflictError):
         return value if isinstance(value, str) else None
 
 
+class LeaseLostError(ConflictError):
+    """409 `LEASE_LOST`: the write's lease token names a lease that is gone (lapsed and taken over, released, or its
+    checkpoint deleted or purged); nothing was written. Stop, acquire a new lease and read the checkpoint again."""
+
+    code_name = "LEASE_LOST"
+
+    @property
+    def lease_expires_at(self) -> str | None:
+        """`details.lease_expires_at`: when another holder's live lease ends (None when no lease is live)."""
+        value = self.details.get("lease_expires_at")
+        return value if isinstance(value, str) else None
+
+
 class IdempotencyInProgressError(ConflictError):
     """409 `IDEMPOTENCY_IN_PROGRESS`: the first request with this `Idempotency-Key` has not finished."""
 
@@ -165,6 +178,15 @@ class InternalError(BatonError):
     """500 `INTERNAL`: a defect (or API Gateway's 500: the function failed)."""
 
     code_name = "INTERNAL"
+
+
+class ResponseTooLargeError(InternalError):
+    """500 `RESPONSE_TOO_LARGE`: the answer would not have fit Lambda's 6 MB payload, so it was not sent (a defect of
+    Baton's bounds, as `INTERNAL` is: the same request fails alike). The request's effect, if any, took place. Ask
+    again accepting gzip (the SDK does), for a smaller page (`limit`), or keep large values in blobs
+    (`details.limit_bytes`, `details.actual_bytes`)."""
+
+    code_name = "RESPONSE_TOO_LARGE"
 
 
 class BatonConnectionError(BatonError):
@@ -209,6 +231,7 @@ ERRORS_BY_CODE: dict[str, type[BatonError]] = {
         RevisionConflictError,
         CheckpointClosedError,
         LeaseHeldError,
+        LeaseLostError,
         IdempotencyInProgressError,
         PayloadTooLargeError,
         UnsupportedMediaTypeError,
@@ -216,6 +239,7 @@ ERRORS_BY_CODE: dict[str, type[BatonError]] = {
         RateLimitedError,
         UnavailableError,
         InternalError,
+        ResponseTooLargeError,
     )
     if cls.code_name
 }

@@ -12,7 +12,14 @@ from typing import Any
 
 from baton.domain import limits
 from baton.domain.canonical import CanonicalState, canonical_json
-from baton.domain.errors import CheckpointClosed, FieldError, PayloadTooLarge, RevisionConflict, ValidationFailed
+from baton.domain.errors import (
+    CheckpointClosed,
+    FieldError,
+    LeaseLost,
+    PayloadTooLarge,
+    RevisionConflict,
+    ValidationFailed,
+)
 from baton.domain.leases import Lease, check_lease
 from baton.domain.lifecycle import ACTIVE, OPENCHECKPOINT_FORMAT, is_terminal
 from baton.domain.models import SaveCheckpointRequest
@@ -361,12 +368,16 @@ def check_write(
     existing: Checkpoint | None, expected_revision: int | None, now_ms: int, lease_token: str | None = None
 ) -> None:
     """Raise what the contract says when a write meets `existing` (None or expired counts as absent), in its order:
-    a closed checkpoint, then a live lease the write lacks the token of, then a revision conflict."""
+    a closed checkpoint, then a lease (a live one the write lacks the token of; a token whose lease is gone), then
+    a revision conflict. A write that carries a lease token never creates a checkpoint: over an absent one it is
+    `LeaseLost` (its lease went with a delete, a purge or the checkpoint's expiry)."""
     live = existing is not None and existing.is_live(now_ms)
     if live and existing is not None and is_terminal(existing.status):
         raise CheckpointClosed(existing.status)
     if live and existing is not None:
         check_lease(existing.lease, lease_token, now_ms)
+    elif lease_token is not None:
+        raise LeaseLost()
     current = existing.revision if live and existing is not None else 0
     if expected_revision is not None and expected_revision != current:
         raise RevisionConflict(expected=expected_revision, current=current)

@@ -182,6 +182,25 @@ class LeaseHeld(BatonError):
         return {"lease_expires_at": self.lease_expires_at}
 
 
+class LeaseLost(BatonError):
+    """A write carries a lease token whose lease is gone: it lapsed and another was granted, it was released, or its
+    checkpoint was deleted or purged. Nothing was written, and nothing is created for it."""
+
+    code = "LEASE_LOST"
+
+    def __init__(self, live_until: str | None = None) -> None:
+        message = (
+            "The lease this lease_token names is gone (it lapsed and was taken over, was released, or its checkpoint "
+            "was deleted or purged); nothing was written. Stop working on it: acquire a new lease and read the "
+            "checkpoint again before writing."
+        )
+        super().__init__(message)
+        self.lease_expires_at = live_until
+
+    def details(self) -> dict[str, object] | None:
+        return None if self.lease_expires_at is None else {"lease_expires_at": self.lease_expires_at}
+
+
 class IdempotencyKeyReused(BatonError):
     """The idempotency key was used before with a different method, path or body."""
 
@@ -226,3 +245,23 @@ class Unavailable(BatonError):
     def __init__(self, message: str = "The service is busy; retry after the Retry-After delay.", retry_after: int = 1):
         super().__init__(message)
         self.retry_after = retry_after
+
+
+class ResponseTooLarge(BatonError):
+    """An answer that would not fit Lambda's response payload once encoded. Baton's bounds keep every answer under it
+    (no request can reach this); when one does not, the answer is this error instead of API Gateway's opaque 500.
+    The request's effect, if it had one, took place: only its answer was too large to send."""
+
+    code = "RESPONSE_TOO_LARGE"
+
+    def __init__(self, actual_bytes: int, limit_bytes: int) -> None:
+        super().__init__(
+            f"The answer is {actual_bytes:,} bytes once encoded, over Lambda's limit of {limit_bytes:,} bytes, so it "
+            "was not sent. Ask again over HTTP with Accept-Encoding: gzip, ask for a smaller page with limit, or keep "
+            "large values in blobs; quote the request_id if you report it."
+        )
+        self.actual_bytes = actual_bytes
+        self.limit_bytes = limit_bytes
+
+    def details(self) -> dict[str, object]:
+        return {"limit_bytes": self.limit_bytes, "actual_bytes": self.actual_bytes}

@@ -13,7 +13,7 @@ from dataclasses import dataclass
 from typing import Final
 
 from baton.domain.clock import format_ms
-from baton.domain.errors import LeaseHeld
+from baton.domain.errors import LeaseHeld, LeaseLost
 
 TOKEN_RANDOM_BYTES: Final = 16
 
@@ -25,7 +25,7 @@ class Lease:
     holder: str
     counter: int
     secret: str
-    """The random part of the token (hex)."""
+    """The random part of the token (hex); empty once the lease was released, so that its token is spent."""
     expires_ms: int
     key_id: str = ""
     """The API key that acquired it: only the same holder through the same key renews it (a holder's name is shown
@@ -45,9 +45,9 @@ class Lease:
         return holder == self.holder and key_id == self.key_id
 
     def admits(self, token: str | None) -> bool:
-        """True when `token` is this lease's token."""
+        """True when `token` is this lease's token (never once released: a released lease keeps no random part)."""
         parsed = parse_token(token)
-        return parsed is not None and parsed == (self.counter, self.secret)
+        return bool(self.secret) and parsed is not None and parsed == (self.counter, self.secret)
 
 
 def new_secret() -> str:
@@ -68,16 +68,27 @@ def parse_token(token: str | None) -> tuple[int, str] | None:
 
 
 def check_lease(lease: Lease | None, token: str | None, now_ms: int) -> None:
-    """Raise `LeaseHeld` when a live lease exists and `token` is not its token (whoever sends the write), or when
-    `token` names an older lease than the checkpoint's last one, live or not: a holder whose lease was taken over
-    never writes with it again (a fencing token). A write without a token while no lease is live passes."""
-    if lease is None:
+    """Decide whether a write that presents `token` (None: none) may act on a live checkpoint whose stored lease is
+    `lease` (live or lapsed; None when it never had one).
+
+    Without a token, a write passes unless a lease is live (`LeaseHeld`). With one, it passes only when `token` is
+    the stored lease's own token, live or lapsed while nobody took it over: a fencing token acts only on the lease it
+    names. A token of a lease taken over, released (its random part is gone) or of an earlier life of the checkpoint
+    is `LeaseLost`; another token while a lease is live (a guess, a malformed one) is `LeaseHeld`.
+    """
+    live = lease is not None and lease.is_live(now_ms)
+    if token is None:
+        if live and lease is not None:
+            raise LeaseHeld(format_ms(lease.expires_ms))
         return
-    if lease.is_live(now_ms) and not lease.admits(token):
-        raise LeaseHeld(format_ms(lease.expires_ms))
+    if lease is not None and lease.admits(token):
+        return
     parsed = parse_token(token)
-    if parsed is not None and parsed[0] < lease.counter:
+    if live and lease is not None:
+        if parsed is not None and parsed[0] < lease.counter:
+            raise LeaseLost(format_ms(lease.expires_ms))  # taken over: the worker lost it
         raise LeaseHeld(format_ms(lease.expires_ms))
+    raise LeaseLost()
 
 
 @dataclass(frozen=True)

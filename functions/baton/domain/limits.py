@@ -48,6 +48,12 @@ MAX_RESUME_BUDGET_BYTES: Final = 6_000_000
 """Bounds of a resume's `budget_bytes`: the most bytes of `data` a caller will take for a `ready` answer."""
 MAX_RESUME_CANDIDATES: Final = 50
 """Most candidates an `ambiguous` resume lists (`candidate_count` says how many matched)."""
+MAX_ANSWER_DATA_BYTES: Final = 4_500_000
+"""Most bytes of compact UTF-8 JSON one answer's `data` may take, whatever the caller's budget: an answer over 1 MB
+goes back base64-encoded (4 bytes per 3), so 4,500,000 bytes of `data` and its envelope make about 6,000,100 bytes,
+under Lambda's 6 MB response (6,291,556 bytes) with room for the headers. A full record always fits (a state of
+3,000,000 bytes and a summary); a `ready` resume, which repeats an OpenCheckpoint document's pending operations and
+stop conditions beside its state, may not, and is then `omitted`; `ambiguous` candidates stop before passing it."""
 
 KEY_CACHE_SECONDS: Final = 60
 """How long a container trusts a key record it read: the bound on how late a revocation takes effect."""

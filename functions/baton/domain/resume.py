@@ -3,7 +3,8 @@
 `POST /v1/resume` is read-only. The route finds the live checkpoints that match the request (`matches`), and
 `decide` says what they mean: exactly one active match is `ready`; several are `ambiguous` (candidates, the caller
 chooses); none at all is `none`; no active one but one terminal is `closed`. A `ready` answer larger than the
-caller's `budget_bytes` is `omitted` instead (`within_budget`): never a partial checkpoint.
+caller's `budget_bytes` (or than one answer can carry, `limits.MAX_ANSWER_DATA_BYTES`) is `omitted` instead
+(`within_budget`): never a partial checkpoint. Sizes are the UTF-8 bytes of the compact JSON `data`, never characters.
 """
 
 from __future__ import annotations
@@ -43,7 +44,8 @@ class ResumeRequest(RequestModel):
         Field(
             description=(
                 "The most bytes of compact UTF-8 JSON the `data` of a `ready` answer may take; a larger one answers "
-                "`omitted` with `required_bytes`. No budget when absent."
+                "`omitted` with `required_bytes`. No budget when absent; whatever the budget, a `ready` data over "
+                f"{limits.MAX_ANSWER_DATA_BYTES:,} bytes (more than one answer carries) is `omitted` too."
             )
         ),
     ] = None
@@ -115,8 +117,13 @@ def _ambiguous(candidates: list[Checkpoint]) -> Decision:
 
 
 def within_budget(required_bytes: int, budget_bytes: int | None) -> bool:
-    """True when a `ready` answer of `required_bytes` may be sent: no budget, or a budget at least that large."""
-    return budget_bytes is None or required_bytes <= budget_bytes
+    """True when a `ready` answer whose `data` is `required_bytes` of compact UTF-8 JSON may be sent: within the
+    caller's budget (none: no limit of the caller's) and within `MAX_ANSWER_DATA_BYTES`, the most one answer carries
+    through Lambda. A `ready` answer repeats an OpenCheckpoint document's pending operations and stop conditions
+    beside its state, so its data can pass that bound even without a budget: it is then `omitted`, never a partial
+    checkpoint, and the record itself (`GET /v1/checkpoints/{checkpoint_id}`) always fits."""
+    limit = limits.MAX_ANSWER_DATA_BYTES if budget_bytes is None else min(budget_bytes, limits.MAX_ANSWER_DATA_BYTES)
+    return required_bytes <= limit
 
 
 @dataclass(frozen=True)

@@ -32,12 +32,27 @@ from multiprocessing import get_context
 from typing import Any, TextIO
 from urllib.parse import parse_qsl, urlsplit
 
+# Sizes are bytes as AWS counts them, never characters (sources below, checked 2026-12-02):
+# - API Gateway HTTP API, "Payload size 10 MB":
+#   https://docs.aws.amazon.com/apigateway/latest/developerguide/http-api-quotas.html
+# - Lambda, "Invocation payload (request and response): 6 MB each for request and response (synchronous)":
+#   https://docs.aws.amazon.com/lambda/latest/dg/gettingstarted-limits.html. The exact figures are in Lambda's own
+#   errors: an event over 6,291,456 bytes ("Request must be smaller than 6291456 bytes for the InvokeFunction
+#   operation") and a result over 6,291,556 ("Response payload size exceeded maximum allowed payload size (6291556
+#   bytes)"), measured in https://zaccharles.medium.com/deep-dive-lambdas-response-payload-size-limit-8aedba9530ed
+#   and https://zaccharles.medium.com/deep-dive-lambdas-request-payload-size-limit-2-2-6350c1ae5577.
+# - The event is the JSON API Gateway builds, UTF-8: a body's "€" costs its 3 bytes there (escaped as `\u20ac` it
+#   would cost 6, and an emoji 12), and only what JSON must escape grows (`"` and `\` to two bytes).
+# - The result is serialized by the python3.13 runtime with `ensure_ascii=False` (Unicode characters unescaped since
+#   python3.12: https://docs.aws.amazon.com/lambda/latest/dg/lambda-python.html, "Response format"), by simplejson
+#   with its default separators, which also escapes U+2028 and U+2029:
+#   https://github.com/aws/aws-lambda-python-runtime-interface-client/blob/main/awslambdaric/lambda_runtime_marshaller.py
 MAX_BODY_BYTES = 10 * 1024 * 1024
 """API Gateway refuses request bodies over 10 MB."""
 MAX_EVENT_BYTES = 6 * 1024 * 1024
-"""Lambda refuses synchronous invocations whose event is over 6 MB."""
-MAX_RESPONSE_BYTES = 6 * 1024 * 1024
-"""Lambda refuses to return a response over 6 MB."""
+"""Lambda refuses synchronous invocations whose event is over 6 MiB (6,291,456 bytes of UTF-8 JSON)."""
+MAX_RESPONSE_BYTES = 6 * 1024 * 1024 + 100
+"""Lambda refuses to return a result over 6,291,556 bytes (6 MiB + 100, as its error says), serialized."""
 TIMEOUT_SECONDS = 30.0
 """API Gateway gives up on an integration after 30 s."""
 IDLE_SECONDS = 120.0
@@ -210,9 +225,25 @@ def chunk_size(line: bytes) -> int | None:
     return None if found is None else int(found.group(1), 16)
 
 
+def event_bytes(event: dict[str, Any]) -> int:
+    """The size Lambda counts for `event`: the bytes of the UTF-8 JSON that API Gateway sends (characters as they
+    are; quotes, backslashes and control characters escaped)."""
+    text = json.dumps(event, ensure_ascii=False, separators=(",", ":"))
+    return len(text.encode("utf-8", "surrogatepass"))
+
+
+def result_bytes(result: dict[str, Any]) -> int:
+    """The size Lambda counts for a handler's `result`: the bytes of the JSON the python3.13 runtime writes of it
+    (characters as they are, `", "` and `": "` between members, U+2028 and U+2029 escaped to six bytes)."""
+    text = json.dumps(result, ensure_ascii=False)
+    extra = 3 * (text.count("\u2028") + text.count("\u2029"))
+    return len(text.encode("utf-8", "surrogatepass")) + extra
+
+
 def to_answer(result: dict[str, Any]) -> Answer:
-    """The handler's result as an HTTP response (API Gateway's interpretation of payload 2.0 results)."""
-    if len(json.dumps(result)) > MAX_RESPONSE_BYTES:
+    """The handler's result as an HTTP response (API Gateway's interpretation of payload 2.0 results); a result
+    Lambda cannot return is API Gateway's 500."""
+    if result_bytes(result) > MAX_RESPONSE_BYTES:
         return gateway_error(500, "Internal Server Error")
     status = int(result.get("statusCode", 200))
     raw = result.get("body") or ""
@@ -262,7 +293,7 @@ class Gateway:
 
     def invoke(self, event: dict[str, Any]) -> Answer:
         """Run the handler on `event` as Lambda would behind API Gateway."""
-        if len(json.dumps(event).encode("utf-8")) > MAX_EVENT_BYTES:
+        if event_bytes(event) > MAX_EVENT_BYTES:
             return gateway_error(413, "Request Entity Too Large")
         context = LambdaContext(deadline_ms=int(time.time() * 1000 + self._timeout * 1000))
         future = self._pool.submit(_invoke_in_container, self._target, event, context)

@@ -211,13 +211,20 @@ class BlobStore:
         return blob
 
     def download(self, blob: Blob) -> Presigned:
-        """The presigned GET of a blob's bytes (no request is sent)."""
-        return self.download_of(blob.tenant_id, blob.blob_id)
+        """The presigned GET of a blob's bytes (no request is sent): an attachment named by the blob's id, served as
+        its declared media type only when that type is passive (`objects.served_media_type`)."""
+        return self.download_of(blob.tenant_id, blob.blob_id, media_type=blob.media_type)
 
-    def download_of(self, tenant_id: str, blob_id: str) -> Presigned:
+    def download_of(
+        self, tenant_id: str, blob_id: str, *, name: str | None = None, media_type: str | None = None
+    ) -> Presigned:
         """The presigned GET of the bytes of a blob a checkpoint holds (no request is sent: the checkpoint's
-        resources already say what the blob is)."""
-        return self.bucket.presign_get(layout.blob_object(tenant_id, blob_id))
+        resources already say what the blob is). It downloads as an attachment named `name` (the resource's name;
+        default: the blob id), served as `media_type` when that is a passive type and as `application/octet-stream`
+        otherwise, or when it is not given: no download is ever rendered on the bucket's origin."""
+        return self.bucket.presign_get(
+            layout.blob_object(tenant_id, blob_id), filename=name or blob_id, media_type=media_type
+        )
 
 
 def _upload(blob: Blob, bucket: ObjectStore) -> Presigned:

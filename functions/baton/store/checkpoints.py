@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import random
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Any, Final, cast
 
@@ -85,6 +86,9 @@ class Page:
 
     items: list[Checkpoint]
     next_cursor: str | None
+    cursor_after: Callable[[Checkpoint], str | None] | None = None
+    """The cursor of the page that follows one of `items`: for a caller that shows fewer of them (an answer's byte
+    budget), so that the next page starts right after the last one it showed."""
 
 
 def _values(values: dict[str, Any], *expressions: str) -> dict[str, Any]:
@@ -94,19 +98,15 @@ def _values(values: dict[str, Any], *expressions: str) -> dict[str, Any]:
 
 
 def lease_allows(token: str | None, values: dict[str, Any]) -> str:
-    """A condition that holds while the item has no live lease, or a live one whose token is `token`, and `token`
-    names no lease older than the last (its values added to `values`; `:now_s` must be there)."""
-    free = f"(attribute_not_exists(#{items.LEASE_EXPIRES}) OR #{items.LEASE_EXPIRES} <= :now_s)"
-    parsed = parse_token(token)
-    if parsed is None:
-        return free
-    values[":lease_counter"], values[":lease_secret"] = parsed
-    # A token of an older lease than the last one is refused even when no lease is live (a fencing token).
-    not_older = f"(attribute_not_exists(#{items.LEASE_COUNTER}) OR #{items.LEASE_COUNTER} <= :lease_counter)"
-    return (
-        f"(({free} AND {not_older}) OR "
-        f"(#{items.LEASE_COUNTER} = :lease_counter AND #{items.LEASE_SECRET} = :lease_secret))"
-    )
+    """A condition that holds, without a token, while the item has no live lease; with `token`, only while the
+    item's lease is the one the token names (live, or lapsed while nobody took it over; never a released one, whose
+    random part is gone). Its values are added to `values` (`:now_s` must be there). `check_lease` decides what a
+    failure means."""
+    if token is None:
+        return f"(attribute_not_exists(#{items.LEASE_EXPIRES}) OR #{items.LEASE_EXPIRES} <= :now_s)"
+    # A token that is not one of ours names no lease: it matches nothing (no stored counter is negative).
+    values[":lease_counter"], values[":lease_secret"] = parse_token(token) or (-1, "-")
+    return f"(#{items.LEASE_COUNTER} = :lease_counter AND #{items.LEASE_SECRET} = :lease_secret)"
 
 
 def _save_condition(plan: SavePlan) -> tuple[str, dict[str, Any]]:
@@ -125,10 +125,16 @@ def _save_condition(plan: SavePlan) -> tuple[str, dict[str, Any]]:
             return held, values
         values[":expected"] = plan.expected_revision
         return f"{held} AND #{items.REVISION} = :expected", values
-    if plan.expected_revision is None:
-        return f"attribute_not_exists(#{schema.PK}) OR ({writable})", values
-    if plan.expected_revision == 0:
-        return f"attribute_not_exists(#{schema.PK})", values
+    if plan.lease_token is None:
+        if plan.expected_revision is None:
+            return f"attribute_not_exists(#{schema.PK}) OR ({writable})", values
+        if plan.expected_revision == 0:
+            return f"attribute_not_exists(#{schema.PK})", values
+    elif plan.expected_revision is None:
+        # A write that carries a lease token acts only on the checkpoint holding that lease: it never creates one
+        # (a zombie worker's save after a delete or a purge must not bring the work back). With `expected_revision`
+        # 0 as well, the condition below can never hold, and `check_write` tells which rule the save broke.
+        return writable, values
     values[":expected"] = plan.expected_revision
     return f"{writable} AND #{items.REVISION} = :expected", values
 
@@ -536,27 +542,34 @@ class CheckpointStore:
     def _checkpoint(self, item: Item, with_state: bool = True) -> Checkpoint:
         """A checkpoint from its item, its state read from the bucket when it was spilled (one GetObject).
 
-        An object is deleted only once no item names it, so a missing one means a save replaced the state after the
-        item was read (and the reaper was quick): the item is read again, once, and its state with it; a checkpoint
-        that keeps changing that fast is a 503, one that is gone or another one (a new id) a 404."""
+        An object is deleted only once no item names it, so a missing one first means that a save replaced the state
+        after the item was read (and the reaper was quick): the item is read again, and its new state with it; a
+        checkpoint that keeps changing that fast is a 503, one that is gone or another one (a new id) a 404. An item
+        read again that still names the missing object is a defect (the object was deleted behind it): a 503 and one
+        ERROR line (`ObjectStore.missing_state`), never a 500."""
         key = items.state_object_of(item) if with_state else None
         if key is None:
             return items.checkpoint_from_item(item, with_state)
         if self._objects is None:
             raise RuntimeError(f"the state of this checkpoint is in the object {key!r}, and no bucket is configured")
-        spilled = self._objects.get(key)
-        if spilled is not None:
-            return items.checkpoint_from_item(item, with_state, spilled=spilled)
-        again = self._client.get_item(
-            TableName=self._table, Key=layout.key(*layout.identity(item)), ConsistentRead=True
-        ).get("Item")
-        if again is None or again.get(schema.GSI1_PK) != item.get(schema.GSI1_PK):
-            raise NotFound()
-        key = items.state_object_of(again)
-        spilled = None if key is None else self._objects.get(key)
-        if key is not None and spilled is None:
-            raise Unavailable("The checkpoint changed while it was read; nothing was written. Retry shortly.")
-        return items.checkpoint_from_item(again, with_state, spilled=spilled)
+        for _ in range(3):  # two saves racing this read are already rare; more rounds would only delay the 503
+            spilled = self._objects.get(key)
+            if spilled is not None:
+                return items.checkpoint_from_item(item, with_state, spilled=spilled)
+            again = self._client.get_item(
+                TableName=self._table, Key=layout.key(*layout.identity(item)), ConsistentRead=True
+            ).get("Item")
+            if again is None or again.get(schema.GSI1_PK) != item.get(schema.GSI1_PK):
+                raise NotFound()
+            moved = items.state_object_of(again)
+            if moved == key:
+                head = items.checkpoint_from_item(again, with_state=False)
+                raise self._objects.missing_state(key, checkpoint_id=head.checkpoint_id, revision=head.revision)
+            item = again
+            if moved is None:
+                return items.checkpoint_from_item(item, with_state)
+            key = moved
+        raise Unavailable("The checkpoint changed while it was read; nothing was written. Retry shortly.")
 
     def _locate(self, tenant_id: str, checkpoint_id: str) -> Item | None:
         return locate(self._client, self._table, tenant_id, checkpoint_id)
@@ -700,8 +713,12 @@ class CheckpointStore:
             key=list_position,
         )
         more = len(shown) > limit
-        next_cursor = encode_after(write_position(list_position(shown[limit - 1])), binding) if more else None
-        return Page(items=shown[:limit], next_cursor=next_cursor)
+
+        def cursor_after(cp: Checkpoint) -> str | None:
+            return encode_after(write_position(list_position(cp)), binding)
+
+        next_cursor = cursor_after(shown[limit - 1]) if more else None
+        return Page(items=shown[:limit], next_cursor=next_cursor, cursor_after=cursor_after)
 
 
 Position = tuple[int, str, str]

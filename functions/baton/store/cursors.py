@@ -3,6 +3,10 @@
 A cursor carries the position of the last item a page showed (never another item's keys) and a digest of (tenant,
 query); a cursor presented with another tenant or another query, or one that was tampered with, is refused as a
 validation error naming `cursor`.
+
+Sizes are bytes: a position is written as UTF-8 JSON (never `\\uXXXX` escapes, which would triple a non-ASCII sort key
+and make the cursor of a page of wide thread ids longer than the 2,048 characters a route accepts), and a position
+is at most `MAX_POSITION_BYTES` of UTF-8, DynamoDB's longest sort key: every position a store writes is one.
 """
 
 from __future__ import annotations
@@ -17,6 +21,10 @@ from baton.domain.errors import ValidationFailed
 
 MAX_PAGE_READS = 1000
 """Most items one Query of a filtered page reads (reads double from `limit + 1` while the filter drops items)."""
+MAX_POSITION_BYTES = 1024
+"""Longest position a cursor carries, in UTF-8 bytes: a position is a sort key (or shorter), which DynamoDB caps at
+1,024 bytes. With JSON's escapes (`"` and `\\` double; no position holds a control character), base64 and the
+binding, the cursor of a thread's widest sort key (about 620 bytes) stays near 1,000 characters."""
 
 _INVALID = "The cursor is not one this query produced; pass meta.next_cursor from the previous page unchanged."
 
@@ -36,7 +44,8 @@ def encode_after(position: str | None, binding: str) -> str | None:
     """A cursor that carries only the sort key of the last item shown (never another item's keys)."""
     if position is None:
         return None
-    raw = json.dumps({"a": position, "b": binding}, separators=(",", ":"), sort_keys=True).encode("utf-8")
+    document = {"a": position, "b": binding}
+    raw = json.dumps(document, separators=(",", ":"), sort_keys=True, ensure_ascii=False).encode("utf-8")
     return base64.urlsafe_b64encode(raw).decode("ascii").rstrip("=")
 
 
@@ -50,4 +59,11 @@ def decode_after(cursor: str | None, binding: str) -> str | None:
         raise invalid_cursor() from None
     if not isinstance(decoded, dict) or decoded.get("b") != binding or not isinstance(decoded.get("a"), str):
         raise invalid_cursor()
-    return str(decoded["a"])
+    position = str(decoded["a"])
+    try:
+        size = len(position.encode("utf-8"))
+    except UnicodeEncodeError:  # a lone surrogate (`\ud800`): no key holds one, and no store could send it
+        raise invalid_cursor() from None
+    if size > MAX_POSITION_BYTES:
+        raise invalid_cursor()
+    return position

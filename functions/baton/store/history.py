@@ -52,7 +52,7 @@ class HistoryStore:
         NotFound when either is missing, expired, outside the window of kept revisions or not the caller's."""
         with translated_errors():
             current, raw, _ = self._checkpoint_and_revision(tenant_id, checkpoint_id, revision, now_ms, only_agent, [])
-            return self._revision(raw, current)
+            return self._revision(raw, current, now_ms, only_agent)
 
     def _checkpoint_and_revision(
         self,
@@ -83,17 +83,42 @@ class HistoryStore:
             raise NotFound()
         return current, raw_revision, found
 
-    def _revision(self, raw: Item, current: Checkpoint) -> Checkpoint:
-        """A kept revision with its state, read from the bucket when it was spilled (one GetObject)."""
+    def _revision(self, raw: Item, current: Checkpoint, now_ms: int, only_agent: str | None) -> Checkpoint:
+        """A kept revision with its state, read from the bucket when it was spilled (one GetObject).
+
+        A missing object means that the revision was pruned since it was read (a later save moved the window past
+        it, and the reaper deleted its state before its item): a 404, once a second read shows it out of the window.
+        A revision still kept whose object is missing is a defect (the object was deleted behind its item): a 503 and
+        one ERROR line (`ObjectStore.missing_state`), never a 500."""
         key = items.state_object_of(raw)
         if key is None:
             return items.revision_from_item(raw, current)
         if self._objects is None:
             raise RuntimeError(f"the state of this revision is in the object {key!r}, and no bucket is configured")
         spilled = self._objects.get(key)
-        if spilled is None:
-            raise NotFound()  # pruned since it was read (a later save moved the window past it), and reaped
-        return items.revision_from_item(raw, current, spilled=spilled)
+        if spilled is not None:
+            return items.revision_from_item(raw, current, spilled=spilled)
+        number = int(raw[items.REVISION]["N"])
+        if self._still_kept(current, number, key, now_ms, only_agent):
+            raise self._objects.missing_state(key, checkpoint_id=current.checkpoint_id, revision=number)
+        raise NotFound()
+
+    def _still_kept(self, current: Checkpoint, number: int, key: str, now_ms: int, only_agent: str | None) -> bool:
+        """True when revision `number` of `current` is still readable and still names the object `key` (one
+        consistent BatchGetItem of the checkpoint and the revision)."""
+        checkpoint_key = layout.checkpoint_key(current.tenant_id, current.subject_id, current.agent_id, current.kind)
+        revision_key = items.revision_key(current, number)
+        found = batch_get(self._client, self._table, [checkpoint_key, revision_key])
+        raw_checkpoint = found.get(layout.identity(checkpoint_key))
+        now = items.checkpoint_from_item(raw_checkpoint, with_state=False) if raw_checkpoint else None
+        if (
+            now is None
+            or not now.is_visible_as(current.checkpoint_id, now_ms, only_agent)
+            or not in_window(now, number)
+        ):
+            return False
+        raw_revision = found.get(layout.identity(revision_key))
+        return raw_revision is not None and items.state_object_of(raw_revision) == key
 
     def list_revisions(
         self,
@@ -132,8 +157,12 @@ class HistoryStore:
             more = False
             if readable and high >= readable.start:
                 shown, more = self._revisions_between(current, readable.start, high, now_ms, limit)
-        next_cursor = encode_after(str(shown[-1].revision), binding) if more and shown else None
-        return Page(items=shown, next_cursor=next_cursor)
+
+        def cursor_after(cp: Checkpoint) -> str | None:
+            return encode_after(str(cp.revision), binding)
+
+        next_cursor = cursor_after(shown[-1]) if more and shown else None
+        return Page(items=shown, next_cursor=next_cursor, cursor_after=cursor_after)
 
     def _revisions_between(
         self, current: Checkpoint, low: int, high: int, now_ms: int, limit: int
@@ -197,7 +226,7 @@ class HistoryStore:
                     if replay is not None:
                         return replay
                 raise
-            plan = plan_of(current, self._revision(raw, current))
+            plan = plan_of(current, self._revision(raw, current, now_ms, only_agent))
         # The save's transaction replays the key's first answer from `found`, where the record was read.
         return self._checkpoints.save_restored(plan, claim, found)
 

@@ -20,6 +20,7 @@ checkpoint id) is not stored again; the state's hash is stored as its 32 bytes; 
 | `r0`…`r7`      | request tags of the last eight writes, newest first (8 bytes each)          |
 | `e1`…`e7`      | the expiry the 2nd…8th last writes set (`x` is the last one's)               |
 | `lh`, `lc`, `lt`, `lx`, `lk` | the lease: holder, counter, random part of its token, expiry (epoch s, ms), key id |
+|                | (`lt` is removed by a release: a released token matches nothing)              |
 | `vf`           | the lowest revision number a kept revision may still be stored at            |
 
 A kept revision's item (`revision_item`) holds the revision's own `rev`, `st`, state, `h`, `n`, `f`, `src`, `res`,
@@ -238,7 +239,7 @@ def lease_values(lease: Lease | None) -> dict[str, Any]:
     return {
         LEASE_HOLDER: lease.holder,
         LEASE_COUNTER: lease.counter,
-        LEASE_SECRET: lease.secret,
+        LEASE_SECRET: lease.secret or None,  # a released lease keeps none
         LEASE_EXPIRES: ms_to_seconds(lease.expires_ms),
         LEASE_KEY: lease.key_id or None,
     }
@@ -251,7 +252,7 @@ def lease_of(values: dict[str, Any]) -> Lease | None:
     return Lease(
         holder=values[LEASE_HOLDER],
         counter=int(values[LEASE_COUNTER]),
-        secret=values[LEASE_SECRET],
+        secret=values.get(LEASE_SECRET, ""),  # gone once released
         expires_ms=seconds_to_ms(values[LEASE_EXPIRES]),
         key_id=values.get(LEASE_KEY, ""),
     )
@@ -469,9 +470,18 @@ class IdempotencyRecord:
 
 
 def grant_record_item(
-    tenant_id: str, claim: IdempotencyClaim, request_id: str, grant: LeaseGrant, expires_ms: int
+    tenant_id: str,
+    claim: IdempotencyClaim,
+    request_id: str,
+    grant: LeaseGrant,
+    expires_ms: int,
+    checkpoint_key: Item | None = None,
 ) -> Item:
-    """The idempotency record of a lease request: the lease it granted or renewed."""
+    """The idempotency record of a lease request: the lease it granted or renewed. `checkpoint_key`: the table key
+    of the leased checkpoint, whose subject enters the record in gsi1 for a purge to find (`subject_entry`)."""
+    subject_id = (
+        None if checkpoint_key is None else layout.read_checkpoint_keys(*layout.identity(checkpoint_key), "")[1]
+    )
     return {
         **layout.idempotency_key(tenant_id, claim.agent_id, claim.key),
         **to_item(
@@ -484,13 +494,24 @@ def grant_record_item(
                 },
                 EXPIRES: ms_to_seconds(expires_ms),
                 schema.TTL_ATTRIBUTE: ttl_epoch(expires_ms),
+                **subject_entry(tenant_id, subject_id),
             }
         ),
     }
 
 
+def subject_entry(tenant_id: str, subject_id: str | None) -> dict[str, str | None]:
+    """The gsi1 keys that enter an idempotency record under the subject its write was about, so that a purge of the
+    subject finds and deletes it (`store/purge.py`); none without a subject. The sort key is the same for every
+    record (gsi1 keys need not be unique): the shortest entry, which a purge pages through by the table's keys."""
+    if subject_id is None:
+        return {schema.GSI1_PK: None, schema.GSI1_SK: None}
+    return {schema.GSI1_PK: layout.subject_records_pk(tenant_id, subject_id), schema.GSI1_SK: layout.IDEMPOTENCY_SK}
+
+
 def record_item(tenant_id: str, claim: IdempotencyClaim, request_id: str, saved: Saved, expires_ms: int) -> Item:
-    """An idempotency record as its item."""
+    """An idempotency record of a checkpoint write (a save, a restore) as its item, entered in gsi1 under the
+    checkpoint's subject (`subject_entry`)."""
     return {
         **layout.idempotency_key(tenant_id, claim.agent_id, claim.key),
         **to_item(
@@ -510,6 +531,7 @@ def record_item(tenant_id: str, claim: IdempotencyClaim, request_id: str, saved:
                 },
                 EXPIRES: ms_to_seconds(expires_ms),
                 schema.TTL_ATTRIBUTE: ttl_epoch(expires_ms),
+                **subject_entry(tenant_id, saved.subject_id),
             }
         ),
     }

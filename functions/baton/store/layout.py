@@ -9,7 +9,7 @@ idempotency key) always comes last, so every key parses back one way only: no tw
 | checkpoint    | `C#<tenant>#<subject>`              | `C#<agent>#<kind>`   | `I#<tenant>#<checkpoint>` | `C`         |
 | revision      | `C#<tenant>#<subject>`              | `V#<agent>#<kind>#<checkpoint>#<n>` |            |             |
 | api key       | `K#<sha256 of secret>`              | `K`                  | `T#<tenant>#keys`         | `<key_id>`  |
-| idempotency   | `D#<tenant>#<agent>#<key>`          | `D`                  |                           |             |
+| idempotency   | `D#<tenant>#<agent>#<key>`          | `D`                  | `P#<tenant>#<subject>`(*) | `D`         |
 
 | blob          | `B#<tenant>#<blob_id>`              | `B`                  |                           |             |
 | thread head   | `H#<tenant>#<agent>#<thread>`       | `H`                  |                           |             |
@@ -18,6 +18,11 @@ idempotency key) always comes last, so every key parses back one way only: no tw
 | write value   | `H#<tenant>#<agent>#<thread>`       | `W#<ns>#<id>#<value id>` |                       |             |
 
 (A thread checkpoint has a gsi1 entry only when its metadata names a `run_id`.)
+
+(*) An idempotency record of a checkpoint write (a save, a restore, a lease acquire) is entered in gsi1 under the
+subject it wrote, so that a purge finds a subject's records with a Query of the index (no Scan) although their keys
+name only the tenant, the agent and the key. A blob declaration's record names no subject (a blob has none until a
+save attaches it) and has no entry.
 
 A LangGraph thread is one partition: its head item (the thread's generation and expiry), its checkpoints (pending
 writes are attributes of their checkpoint's item), and the values too large to ride in a checkpoint item. Namespaces,
@@ -124,6 +129,14 @@ def idempotency_key(tenant_id: str, agent_id: str, idempotency_key: str) -> Item
     return key(f"D#{tenant_id}#{agent_id}#{idempotency_key}", IDEMPOTENCY_SK)
 
 
+SUBJECT_RECORDS_PREFIX: Final = "P#"
+
+
+def subject_records_pk(tenant_id: str, subject_id: str) -> str:
+    """gsi1 partition key under which the idempotency records of a subject's writes are found (by a purge)."""
+    return f"{SUBJECT_RECORDS_PREFIX}{tenant_id}#{subject_id}"
+
+
 def key_pk(secret_hash: str) -> str:
     """Partition key of an API key record: the SHA-256 of its secret, never the secret."""
     return f"K#{secret_hash}"
@@ -163,6 +176,12 @@ def blob_object(tenant_id: str, blob_id: str) -> str:
 def state_object(tenant_id: str, object_id: str) -> str:
     """The object key of one write's spilled state."""
     return f"{tenant_prefix(tenant_id)}{STATES}/{object_id}"
+
+
+def tenant_free_object(key: str) -> str:
+    """An object key without the blob prefix and the tenant (`states/<object_id>`, `<blob_id>`): what a log line may
+    name of it."""
+    return key.removeprefix(schema.BLOB_PREFIX).partition("/")[2]
 
 
 THREAD_PK_PREFIX: Final = "H#"

@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING, Any, Final, cast
 from baton.domain import limits
 from baton.domain.checkpoints import Checkpoint, IdempotencyClaim
 from baton.domain.clock import format_ms, ms_to_seconds
-from baton.domain.errors import IdempotencyKeyReused, LeaseHeld, NotFound, Unavailable
+from baton.domain.errors import IdempotencyKeyReused, LeaseHeld, LeaseLost, NotFound, Unavailable
 from baton.domain.leases import Lease, LeaseGrant, decide_acquire, new_secret, parse_token
 from baton.store import items, layout, schema
 from baton.store.attributes import Item, names_in, to_attr, values_used
@@ -47,8 +47,9 @@ _SAME_LEASE: Final = (
     f"AND #{items.LEASE_KEY} = :key"
 )
 _RENEW: Final = f"SET #{items.LEASE_EXPIRES} = :lease_expires"
-_RELEASE: Final = f"SET #{items.LEASE_EXPIRES} = :now_s"
-"""A release ends the lease now and keeps what it was (its counter above all: the fencing needs the last one)."""
+_RELEASE: Final = f"SET #{items.LEASE_EXPIRES} = :now_s REMOVE #{items.LEASE_SECRET}"
+"""A release ends the lease now and spends its token (the random part goes), and keeps the rest of what it was (its
+counter above all: the fencing needs the last one)."""
 _TOKEN_MATCHES: Final = f"#{items.LEASE_COUNTER} = :counter AND #{items.LEASE_SECRET} = :secret"
 
 
@@ -195,7 +196,9 @@ class LeaseStore:
                 {
                     "Put": {
                         "TableName": self._table,
-                        "Item": items.grant_record_item(tenant_id, claim, request_id, grant, record_expiry_ms),
+                        "Item": items.grant_record_item(
+                            tenant_id, claim, request_id, grant, record_expiry_ms, checkpoint_key=key
+                        ),
                         "ConditionExpression": record_condition,
                         "ExpressionAttributeNames": names_in(record_condition),
                         "ExpressionAttributeValues": {":now_s": to_attr(ms_to_seconds(now_ms))},
@@ -246,8 +249,13 @@ class LeaseStore:
         now_ms: int,
         only_agent: str | None,
     ) -> Lease | None:
-        """The lease with its new expiry; None when it changed since it was read."""
-        condition = f"{self._visible(only_agent)} AND {_SAME_LEASE} AND #{items.LEASE_EXPIRES} > :now_s"
+        """The lease with its new expiry, never earlier than its current one (a renewal never shortens a lease);
+        None when it changed since it was read (a concurrent renewal that reached further among those changes)."""
+        expires_ms = max(expires_ms, lease.expires_ms)
+        condition = (
+            f"{self._visible(only_agent)} AND {_SAME_LEASE} AND #{items.LEASE_EXPIRES} > :now_s "
+            f"AND #{items.LEASE_EXPIRES} <= :lease_expires"
+        )
         values: dict[str, Any] = {
             **self._base_values(tenant_id, checkpoint_id, now_ms, only_agent),
             ":holder": lease.holder,
@@ -294,11 +302,14 @@ class LeaseStore:
             lease = current.lease
             if lease is None or not lease.is_live(now_ms):
                 return  # no lease is live (it lapsed, or was released: perhaps by this very request's first try)
-            mine_before = parsed is not None and parsed[0] < lease.counter and retried
-            if not mine_before:
-                # A live lease of another token. (When this request's first try released the caller's lease and its
-                # answer was lost, a newer lease may be live by now: the release landed, so it is not refused.)
-                raise LeaseHeld(format_ms(lease.expires_ms), by_other_holder=True) from None
+            older = parsed is not None and parsed[0] < lease.counter
+            if older and retried:
+                # This request's first try released the caller's lease and its answer was lost; a newer lease may be
+                # live by now: the release landed, so it is not refused.
+                return
+            if older:
+                raise LeaseLost(format_ms(lease.expires_ms)) from None  # taken over since: the caller lost it
+            raise LeaseHeld(format_ms(lease.expires_ms), by_other_holder=True) from None  # a live lease of another
 
     # -- helpers ------------------------------------------------------------------------------------------------
 

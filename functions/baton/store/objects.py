@@ -8,15 +8,18 @@ most requests never touch S3, and creating a client is a good part of a cold sta
 from __future__ import annotations
 
 import base64
+import re
 import uuid
 from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import UTC, datetime
-from typing import TYPE_CHECKING
-from urllib.parse import parse_qs, urlencode, urlsplit
+from typing import TYPE_CHECKING, Final
+from urllib.parse import parse_qs, quote, urlencode, urlsplit
 
 from baton.domain.blobs import UPLOAD_SECONDS
+from baton.domain.errors import Unavailable
 from baton.domain.models import Presigned
+from baton.observability import logger
 from baton.store import layout, schema
 from baton.store.errors import error_code
 
@@ -24,6 +27,18 @@ if TYPE_CHECKING:
     from mypy_boto3_s3 import S3Client
 
 STATE_MEDIA_TYPE = "application/octet-stream"
+
+STATE_OBJECT_MISSING: Final = "state_object_missing"
+"""The `defect` field of the ERROR line written when an item names a spilled state whose object is not there: a
+stable value for a log metric filter or a query to count on."""
+MISSING_STATE_MESSAGE: Final = (
+    "The stored state of this checkpoint cannot be read right now; nothing was written. Retry later, and quote the "
+    "request_id to the operator if it persists."
+)
+MISSING_STATE_RETRY_SECONDS: Final = 300
+"""A missing object does not come back by itself (an operator restores it, or the checkpoint is written again): a
+Retry-After longer than a client's patience (the SDK waits at most 30 s) makes it give up at once rather than
+retry in a loop."""
 
 
 @dataclass(frozen=True)
@@ -78,7 +93,8 @@ class ObjectStore:
 
     def get(self, key: str) -> bytes | None:
         """An object's bytes (one GetObject); None when it is missing (the item that named it was replaced since it
-        was read, and the reaper deleted the object)."""
+        was read, and the reaper deleted the object; or a defect, see `missing_state`). S3 answers a missing key 404
+        rather than 403 only to a caller that may list the bucket: the api function's role may (`infra/`)."""
         try:
             return self.client.get_object(Bucket=self.bucket, Key=key)["Body"].read()
         except Exception as exc:
@@ -101,6 +117,21 @@ class ObjectStore:
         checksum = answer.get("ChecksumSHA256")
         sha256 = base64.b64decode(checksum).hex() if checksum and "-" not in checksum else None
         return ObjectInfo(size=int(answer["ContentLength"]), sha256=sha256, media_type=answer.get("ContentType"))
+
+    def missing_state(self, key: str, **context: str | int) -> Unavailable:
+        """Log the defect of an item naming a spilled state whose object is missing (one ERROR line: `defect`, the
+        object's key without its tenant, and `context`, e.g. the checkpoint id; never the state, never a secret), and
+        return the 503 to raise.
+
+        The object was deleted behind a live item: by hand, by a lifecycle rule, or by a defect of the reaper. The
+        caller can do nothing about it but retry later; the operator learns of it from this line (the alarm on ERROR
+        lines counts it) and restores the object from a backup, or has the checkpoint saved again
+        (docs/operations.md)."""
+        logger().error(
+            "a spilled state's object is missing",
+            extra={"defect": STATE_OBJECT_MISSING, "object": layout.tenant_free_object(key), **context},
+        )
+        return Unavailable(MISSING_STATE_MESSAGE, retry_after=MISSING_STATE_RETRY_SECONDS)
 
     def presign_put(self, key: str, sha256_hex: str, size: int, media_type: str) -> Presigned:
         """A SigV4 presigned PUT of `key` (valid `blobs.UPLOAD_SECONDS`) that S3 accepts only with these bytes.
@@ -127,12 +158,90 @@ class ObjectStore:
         headers = upload_headers(sha256_hex, size, media_type)
         return Presigned(url=url, method="PUT", headers=headers, expires_ms=_expiry_ms(url))
 
-    def presign_get(self, key: str) -> Presigned:
-        """A SigV4 presigned GET of `key`, valid `blobs.UPLOAD_SECONDS` (no request is sent)."""
-        url = self.client.generate_presigned_url(
-            "get_object", Params={"Bucket": self.bucket, "Key": key}, ExpiresIn=UPLOAD_SECONDS
-        )
+    def presign_get(self, key: str, filename: str | None = None, media_type: str | None = None) -> Presigned:
+        """A SigV4 presigned GET of `key`, valid `blobs.UPLOAD_SECONDS` (no request is sent), that downloads as an
+        attachment named `filename` (default: the key's last part) with the type `served_media_type(media_type)`.
+
+        Both are S3's response overrides (`response-content-disposition`, `response-content-type`), signed into the
+        URL: a client cannot change them, and whatever type the object was stored with, a browser opening the URL
+        saves the bytes instead of rendering them on the bucket's origin. (`X-Content-Type-Options: nosniff` is not
+        an override S3 offers; `application/octet-stream` and `attachment` are what keep a browser from sniffing.)
+        """
+        params = {
+            "Bucket": self.bucket,
+            "Key": key,
+            "ResponseContentDisposition": content_disposition(filename or key.rpartition("/")[2]),
+            "ResponseContentType": served_media_type(media_type),
+        }
+        url = self.client.generate_presigned_url("get_object", Params=params, ExpiresIn=UPLOAD_SECONDS)
         return Presigned(url=url, method="GET", headers=(), expires_ms=_expiry_ms(url))
+
+
+PASSIVE_MEDIA_TYPES: Final = frozenset(
+    {
+        "text/plain",
+        "text/csv",
+        "text/markdown",
+        "application/json",
+        "application/x-ndjson",
+        "application/octet-stream",
+        "application/zip",
+        "application/gzip",
+        "image/png",
+        "image/jpeg",
+        "image/gif",
+        "image/webp",
+        "image/avif",
+        "audio/mpeg",
+        "audio/ogg",
+        "audio/wav",
+        "video/mp4",
+        "video/webm",
+    }
+)
+"""Media types a download keeps: a browser shows them as text, an image or a player, or saves them, and none of them
+runs script or loads other content on the bucket's origin. A closed list rather than a list of dangerous types:
+those are open-ended (`text/html`, `image/svg+xml`, any `+xml` or `+html`, `text/xsl`, `multipart/*`, PDF with its
+scripts and forms, vendor types a plugin renders, whatever browsers learn next), and a type missing here only costs
+a download served as `application/octet-stream`."""
+MAX_FILENAME_CHARS: Final = 100
+"""Longest name a download's `Content-Disposition` carries (a longer one keeps its end: the extension)."""
+_CHARSET = re.compile(r"[A-Za-z0-9._-]{1,40}")
+_ASCII_NAME = re.compile(r"[^A-Za-z0-9 ._()+,=@-]")
+_ATTR_CHARS: Final = "!#$&+-.^_`|~"
+"""RFC 8187 `attr-char` besides letters and digits: what `filename*` may carry without percent-encoding."""
+
+
+def served_media_type(media_type: str | None) -> str:
+    """The type a download is served as: the declared one (lowercased, with only a well-formed `charset` for text)
+    when it is one of `PASSIVE_MEDIA_TYPES`, else `application/octet-stream` (None: not known, so the safe one)."""
+    if media_type is None:
+        return STATE_MEDIA_TYPE
+    essence, _, parameters = media_type.partition(";")
+    essence = essence.strip().lower()
+    if essence not in PASSIVE_MEDIA_TYPES:
+        return STATE_MEDIA_TYPE
+    if essence.startswith("text/"):
+        for parameter in parameters.split(";"):
+            name, _, value = parameter.partition("=")
+            value = value.strip().strip('"')
+            if name.strip().lower() == "charset" and _CHARSET.fullmatch(value):
+                return f"{essence}; charset={value.lower()}"
+    return essence
+
+
+def content_disposition(filename: str) -> str:
+    """`attachment` with `filename` as RFC 6266 asks: a plain ASCII `filename` (every other character, quotes,
+    backslashes and controls among them, as `_`) for old clients, and the name itself as RFC 8187 `filename*`
+    (UTF-8, percent-encoded). No character of a stored name reaches the header unescaped, so no name can end the
+    header or add a parameter. Only the last path segment is kept, at most `MAX_FILENAME_CHARS` characters."""
+    name = filename.replace("\\", "/").rpartition("/")[2].strip()[-MAX_FILENAME_CHARS:]
+    if not name.strip("."):
+        name = "download"  # nothing left, or a name of dots only (a path, not a file)
+    plain = _ASCII_NAME.sub("_", name).strip() or "download"
+    if plain == name:
+        return f'attachment; filename="{plain}"'
+    return f"attachment; filename=\"{plain}\"; filename*=UTF-8''{quote(name, safe=_ATTR_CHARS)}"
 
 
 def upload_headers(sha256_hex: str, size: int, media_type: str) -> tuple[tuple[str, str], ...]:

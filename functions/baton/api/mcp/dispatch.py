@@ -36,12 +36,13 @@ def serve(resolver: BatonResolver, request: RouteRequest, authorization: str | N
     # put back, so that its own answer is built for its own request.
     served_event, served_context = BaseRouter.current_event, BaseRouter.lambda_context
     try:
-        result = resolver.resolve(event, None)
+        # Not fitted for Lambda: the answer comes back here whole (never base64), and the MCP route sizes its own.
+        result = resolver.resolve(event, None, for_lambda=False)
     finally:
         BaseRouter.current_event, BaseRouter.lambda_context = served_event, served_context
     body = result.get("body") or ""
     if result.get("isBase64Encoded"):
-        body = base64.b64decode(body).decode("utf-8")  # no Accept-Encoding is sent: never gzip
+        body = base64.b64decode(body).decode("utf-8")  # a route's own base64 (none of the tools' routes has one)
     return RouteAnswer(int(result.get("statusCode", 200)), json.loads(body) if body else None)
 
 

@@ -22,22 +22,28 @@ from pydantic import BaseModel
 from pydantic import ValidationError as ModelError
 
 from baton import __version__
+from baton.api.encoding import LAMBDA_RESPONSE_LIMIT_BYTES, answer_bytes, fits_lambda, log_oversized
 from baton.api.mcp import dispatch
 from baton.api.mcp.tools import ToolSpec, catalogue
 from baton.api.resolver import BatonResolver
+from baton.api.responses import dumps
 from baton.domain import limits
 from baton.domain.canonical import parse_strict
-from baton.domain.errors import ValidationFailed
+from baton.domain.errors import ResponseTooLarge, ValidationFailed, clip
 
 PROTOCOL_VERSIONS = ("2025-11-25", "2025-06-18", "2025-03-26")
 """The protocol versions this server speaks, newest first; `initialize` answers the client's when it is one."""
 SERVER_NAME = "baton"
+MCP_ROUTE = "/mcp"
 INSTRUCTIONS = (
     "Baton keeps checkpoints of unfinished work: save where a task got to (baton_checkpoint_save), and pick it up "
     "again later or elsewhere (baton_resume, baton_checkpoint_get). Lease a checkpoint while you work on it so that "
     "no one else writes it."
 )
 ENVELOPE_FIELDS = frozenset({"jsonrpc", "id", "method", "params"})
+MAX_ID_CHARS = 200
+"""Longest string id accepted: every answer echoes the id, and an answer must not grow with a hostile request (an id
+of 3 MB beside a 3 MB checkpoint would not fit Lambda's answer). Integers are bounded by the contract's JSON rules."""
 
 
 @dataclass(frozen=True)
@@ -145,6 +151,8 @@ def _message(body: str | bytes) -> dict[str, Any]:
         problem = "method must be a non-empty string"
     elif "id" in value and (isinstance(value["id"], bool) or not isinstance(value["id"], (str, int))):
         problem = "id must be a string or an integer"
+    elif isinstance(value.get("id"), str) and len(value["id"]) > MAX_ID_CHARS:
+        problem = f"id must be at most {MAX_ID_CHARS} characters"
     elif "params" in value and not isinstance(value["params"], dict):
         problem = "params must be an object"
     if problem is not None:
@@ -278,22 +286,37 @@ def _failed(failed: ValidationFailed) -> mcp.CallToolResult:
     return _result({"code": failed.code, "message": failed.message, "details": failed.details()}, error=True)
 
 
-MAX_TEXT_COPY_BYTES = 1_000_000
-"""Past this, a result's text content is a note, not a copy of the structured content: both copies of a state near
-the contract's 3,000,000 bytes would not fit Lambda's 6 MB answer (MCP asks the text copy as a SHOULD)."""
+ENVELOPE_BYTES = 4_096
+"""Room, in the answer's body, for what surrounds a tool's result: the JSON-RPC members, an id of at most
+`MAX_ID_CHARS` characters (6 bytes each at most, escaped), the result's member names and the note."""
 
 
 def _result(structured: dict[str, Any], error: bool) -> mcp.CallToolResult:
-    """A tool's result: the structured content, and the same as compact JSON text for clients that read text (a
-    note instead when the copy would be too big to carry twice)."""
-    text = json.dumps(structured, ensure_ascii=False, separators=(",", ":"))
-    if len(text) > MAX_TEXT_COPY_BYTES:
-        text = (
-            f"The result is {len(text):,} characters of JSON, too big to repeat here: read it from this result's "
-            "structured content."
+    """A tool's result: the structured content, and the same as compact JSON text for clients that read text.
+
+    The answer is sized in bytes as it leaves the function (its body UTF-8 JSON, then base64 past 1 MB, gzip not
+    assumed): the text copy goes along only when the whole answer, both copies, still fits Lambda's limit with
+    room to spare; otherwise a short note takes its place (MCP asks the copy as a SHOULD). A result that would not
+    fit even alone (a defect of the routes' bounds) is the tool's `RESPONSE_TOO_LARGE` error, logged at ERROR."""
+    text = dumps(structured)
+    structured_bytes = len(text.encode("utf-8", "surrogatepass"))
+    # The copy is a JSON string of `text`: its quotes and backslashes are escaped once more (`text` holds no raw
+    # control character: JSON escapes them all).
+    copy_bytes = structured_bytes + text.count('"') + text.count("\\") + 2
+    if fits_lambda(structured_bytes + copy_bytes + ENVELOPE_BYTES):
+        note = text
+    elif fits_lambda(structured_bytes + ENVELOPE_BYTES):
+        note = (
+            f"The result is {structured_bytes:,} bytes of JSON, too big to repeat as text within the answer's size "
+            "limit: read it from this result's structuredContent."
         )
+    else:
+        size = answer_bytes(structured_bytes + ENVELOPE_BYTES)
+        log_oversized(MCP_ROUTE, size, 200)
+        too_large = ResponseTooLarge(size, LAMBDA_RESPONSE_LIMIT_BYTES)
+        return _result({"code": too_large.code, "message": too_large.message, "details": too_large.details()}, True)
     return mcp.CallToolResult(
-        content=[mcp.TextContent(type="text", text=text)], structured_content=structured, is_error=error
+        content=[mcp.TextContent(type="text", text=note)], structured_content=structured, is_error=error
     )
 
 
@@ -301,7 +324,8 @@ def _first(invalid: ModelError) -> str:
     """The first problem pydantic found, as `where: what`."""
     problem = invalid.errors()[0]
     where = "/".join(str(part) for part in problem["loc"])
-    return f"/{where}: {problem['msg']}." if where else f"{problem['msg']}."
+    # A location can quote the request (a member's name): bounded like every other echo.
+    return clip(f"/{where}: {problem['msg']}." if where else f"{problem['msg']}.")
 
 
 def _dump(model: BaseModel) -> dict[str, Any]:

@@ -322,7 +322,9 @@ def catalogue() -> dict[str, ToolSpec]:
             "Acquire a checkpoint's lease",
             "Claim a checkpoint for ttl_seconds so that no one else writes it: returns lease_token, holder and "
             "expires_at. The same holder renews its lease (same token, later expiry); anyone else gets LEASE_HELD "
-            "while it is live. While leased, saves and deletes must send lease_token. Needs the scope leases:write.",
+            "while it is live. While leased, saves and deletes must send lease_token; a write whose lease_token "
+            "names a lease that is gone (taken over, released, or its checkpoint deleted) answers LEASE_LOST and "
+            "writes nothing: stop, acquire again and re-read. Needs the scope leases:write.",
             _acquire_schema(),
             Hints(read_only=False, destructive=False, idempotent=False),
             _acquire,
@@ -331,8 +333,8 @@ def catalogue() -> dict[str, ToolSpec]:
             "baton_lease_release",
             "Release a checkpoint's lease",
             "End the lease whose token you hold, so that others can work on the checkpoint. Releasing a lease that "
-            "already lapsed succeeds all the same; another holder's live lease is LEASE_HELD. Needs the scope "
-            "leases:write.",
+            "already lapsed succeeds all the same; a token whose lease was taken over since is LEASE_LOST, and "
+            "another holder's live lease LEASE_HELD. Needs the scope leases:write.",
             _release_schema(),
             Hints(read_only=False, destructive=False, idempotent=True),
             _release,

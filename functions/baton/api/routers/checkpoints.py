@@ -20,7 +20,7 @@ from baton.api.openapi import (
 from baton.api.paths import CheckpointIdParameter, SubjectIdParameter, checkpoint_id_from_path, subject_from_path
 from baton.api.records import record_summary
 from baton.api.resolver import Call, CurrentCall, needs
-from baton.api.responses import not_modified, ok, page, record
+from baton.api.responses import fitted_page, not_modified, ok, record
 from baton.api.schemas import (
     CheckpointRecord,
     CheckpointSummary,
@@ -79,13 +79,19 @@ LeaseTokenHeader = Annotated[
         alias="Lease-Token",
         description=(
             "The token of the checkpoint's live lease (from POST /v1/checkpoints/{checkpoint_id}/lease); without it, "
-            "or with another, a leased checkpoint answers 409 LEASE_HELD."
+            "or with another, a leased checkpoint answers 409 LEASE_HELD; a token whose lease is gone (taken over or "
+            "released) answers 409 LEASE_LOST."
         ),
         json_schema_extra={"maxLength": 200},
     ),
 ]
 
 _NOT_MODIFIED = "Not modified: If-None-Match names the current entity tag, or is *"
+LEASE_CONFLICTS = (
+    "REVISION_CONFLICT (details.current_revision), CHECKPOINT_CLOSED, LEASE_HELD (the checkpoint is leased and the "
+    "write lacks its token; details.lease_expires_at) or LEASE_LOST (lease_token names a lease that is gone: taken "
+    "over, released, or its checkpoint deleted or purged; nothing is created)"
+)
 
 
 def _matches(header: str | None, etag: str) -> bool:
@@ -137,7 +143,9 @@ def _record_response(call: Call, found: Checkpoint, if_none_match: str | None, s
     description=(
         "Upserts on (tenant, subject_id, agent_id, kind): 201 when created, 200 when updated, with the same "
         "checkpoint_id. Honors an Idempotency-Key header: a replay answers the first answer's status and data with "
-        "Idempotent-Replayed: true; the key with another request answers 422."
+        "Idempotent-Replayed: true; the key with another request answers 422. A save that carries lease_token "
+        "never creates a checkpoint: it writes only while that token's lease is the checkpoint's, else 409 "
+        "LEASE_LOST."
     ),
     openapi_extensions=needs("checkpoints:write", acts_for=("agent_id",)),
     responses=responses(
@@ -147,6 +155,7 @@ def _record_response(call: Call, found: Checkpoint, if_none_match: str | None, s
         },
         (400, *AUTHENTICATED_ERRORS, 409, 413, 415, 422),
         {201: {**ETAG_HEADER, **REPLAYED_HEADER}, 200: {**ETAG_HEADER, **REPLAYED_HEADER}},
+        described={409: LEASE_CONFLICTS},
     ),
     tags=["checkpoints"],
 )
@@ -233,7 +242,7 @@ def get_checkpoint(
     description=(
         'If-Match: W/"<checkpoint_id>:<revision>" (or a list of tags) makes the delete conditional (409 when no '
         "listed tag is current). While the checkpoint is leased, the Lease-Token header must carry the lease's token "
-        "(409 LEASE_HELD otherwise). Its kept revisions go with it."
+        "(409 LEASE_HELD otherwise; 409 LEASE_LOST for a token whose lease is gone). Its kept revisions go with it."
     ),
     openapi_extensions=needs("checkpoints:delete"),
     responses=responses(
@@ -242,6 +251,7 @@ def get_checkpoint(
         described={
             409: (
                 "LEASE_HELD: the checkpoint is leased and Lease-Token is not its token (details.lease_expires_at); "
+                "LEASE_LOST: Lease-Token names a lease that is gone (taken over, released); "
                 "REVISION_CONFLICT: If-Match names no current entity tag of this checkpoint (details.current_revision)"
             )
         },
@@ -296,4 +306,10 @@ def list_subject_checkpoints(
     result = services.checkpoints.list_subject(
         call.caller.tenant_id, subject, call.now_ms, only_agent, kind, status, limit, cursor
     )
-    return page([CheckpointSummary.of(cp, call.now_ms) for cp in result.items], call.request_id, result.next_cursor)
+    return fitted_page(
+        result.items,
+        lambda cp: CheckpointSummary.of(cp, call.now_ms),
+        call.request_id,
+        result.next_cursor,
+        result.cursor_after,
+    )

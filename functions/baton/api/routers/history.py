@@ -13,7 +13,7 @@ from baton.api.openapi import AUTHENTICATED_ERRORS, ETAG_HEADER, REPLAYED_HEADER
 from baton.api.paths import CheckpointIdParameter, checkpoint_id_from_path
 from baton.api.records import record_summary
 from baton.api.resolver import CurrentCall, needs
-from baton.api.responses import ok, page, record
+from baton.api.responses import fitted_page, ok, record
 from baton.api.schemas import CheckpointRecord, CheckpointSummary, DataEnvelope, ListEnvelope, SaveResult
 from baton.api.services import Wired
 from baton.domain import limits
@@ -76,7 +76,7 @@ def list_revisions(
     result = services.history.list_revisions(
         call.caller.tenant_id, checkpoint_id_from_path(checkpoint_id), call.now_ms, _only_agent(call), limit, cursor
     )
-    return page([CheckpointSummary.of(cp) for cp in result.items], call.request_id, result.next_cursor)
+    return fitted_page(result.items, CheckpointSummary.of, call.request_id, result.next_cursor, result.cursor_after)
 
 
 @router.get(
@@ -127,8 +127,8 @@ def _revision_record(call: CurrentCall, services: Wired, kept: Checkpoint) -> Re
         {200: {**ETAG_HEADER, **REPLAYED_HEADER}},
         described={
             409: (
-                "CHECKPOINT_CLOSED (a completed or cancelled checkpoint), LEASE_HELD (details.lease_expires_at) or "
-                "REVISION_CONFLICT (details.current_revision)"
+                "CHECKPOINT_CLOSED (a completed or cancelled checkpoint), LEASE_HELD (details.lease_expires_at), "
+                "LEASE_LOST (lease_token names a lease that is gone) or REVISION_CONFLICT (details.current_revision)"
             )
         },
     ),

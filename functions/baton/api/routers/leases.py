@@ -92,13 +92,14 @@ def acquire_lease(
     summary="Release a checkpoint's lease",
     description=(
         "Ends the lease whose token the Lease-Token header carries. When no lease is live (it lapsed, or was "
-        "released already) it answers 200 all the same; a live lease with another token answers 409 LEASE_HELD."
+        "released already) it answers 200 all the same; the token of a lease taken over since answers 409 "
+        "LEASE_LOST, and a live lease with another token 409 LEASE_HELD."
     ),
     openapi_extensions=needs("leases:write"),
     responses=responses(
         {200: ("Released (or no lease was live)", DataEnvelope[LeaseReleased])},
         (400, *AUTHENTICATED_ERRORS, 404, 409),
-        described={409: _HELD},
+        described={409: f"{_HELD}; LEASE_LOST: the token's lease was taken over since"},
     ),
     tags=["leases"],
 )

@@ -21,7 +21,10 @@ router = Router()
 # Bodies are read as the contract reads every body (api-v1.md, Conventions): numbers within ±(2^53-1), no NaN,
 # no duplicate keys, at most 64 levels deep; `JsonValue` (a component of the document) states the number rule.
 _SAFE_INTEGER = {"type": "integer", "minimum": -limits.MAX_SAFE_INTEGER, "maximum": limits.MAX_SAFE_INTEGER}
-_STRING_OR_INTEGER: list[dict[str, Any]] = [{"type": "string"}, _SAFE_INTEGER]
+ID_MAX_CHARS = 200
+"""`protocol.MAX_ID_CHARS`, stated here without importing the MCP code (which stays off the cold start): every answer
+echoes the id, so a longer one is refused (-32600) rather than let an answer grow with it."""
+_STRING_OR_INTEGER: list[dict[str, Any]] = [{"type": "string", "maxLength": ID_MAX_CHARS}, _SAFE_INTEGER]
 _ID = {"anyOf": _STRING_OR_INTEGER, "description": "The request's id (absent: a notification)."}
 _REQUEST_SCHEMA: dict[str, Any] = {
     "title": "JsonRpcMessage",

@@ -39,9 +39,10 @@ SUBJECT_PAGE = limits.MAX_PAGE_LIMIT
     description=(
         "Which checkpoint to pick up: ready (exactly one active match, whole, with pending_operations and "
         "stop_conditions for an OpenCheckpoint document), ambiguous (several: candidates, never a guess by "
-        "recency), none, closed (only one terminal match) or omitted (the ready data would exceed budget_bytes: "
-        "required_bytes, never a partial checkpoint). Read-only: it writes nothing and claims no lease; an "
-        "Idempotency-Key header is not used."
+        "recency), none, closed (only one terminal match) or omitted (the ready data would exceed budget_bytes, or "
+        f"{limits.MAX_ANSWER_DATA_BYTES:,} bytes whatever the budget: required_bytes, never a partial checkpoint; "
+        "GET /v1/checkpoints/{checkpoint_id} reads it whole). Sizes are UTF-8 bytes of compact JSON. Read-only: it "
+        "writes nothing and claims no lease; an Idempotency-Key header is not used."
     ),
     # Not `acts_for`: naming another agent without `*` is the contract's 404 (as for a missing checkpoint), which
     # the route answers, never the gate's 403 of a write acting for another agent.

@@ -51,7 +51,8 @@ class PurgeResult(ResponseModel):
     summary="Purge a subject",
     description=(
         "Removes every checkpoint of the subject in the caller's tenant, for every agent, with their revisions and "
-        "leases; their blobs and stored states are removed shortly after. Works page by page; past "
+        "leases, and the idempotency records of the writes made to it (a retry with such a key is then a new "
+        "request); their blobs and stored states are removed shortly after. Works page by page; past "
         f"{limits.PURGE_SECONDS} s (well before API Gateway's 30 s limit) it stops with complete false, and repeating "
         "it continues. Idempotent: a subject with nothing left (or never used) answers deleted_checkpoints 0 and "
         "complete true, never 404."
