@@ -223,3 +223,14 @@ def test_a_target_no_url_parser_reads_is_a_400_in_the_envelope(baton: BatonServe
     assert response.status == 400, response
     assert response.json()["error"]["code"] == "VALIDATION_ERROR"
     assert response.json()["meta"]["request_id"] == response.headers["apigw-requestid"]
+
+
+@pytest.mark.parametrize("target", [b"/v1/subjects/caf\xe9", b"/v1/subjects/caf\xc3\xa9", b"/v1/health?x=\xff"])
+def test_a_target_with_raw_bytes_past_ascii_is_a_400_and_names_nothing(baton: BatonServe, target: bytes) -> None:
+    """Issue 20, defect 2 by another spelling: a raw byte 0xE9 in the request line (not %E9) reached the routes
+    read as Latin-1, so `caf\\xE9` named the subject "café". Targets are ASCII (RFC 3986); other bytes go
+    percent-encoded."""
+    response, _ = ask(baton, b"DELETE " + target + b" HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer x\r\n\r\n")
+    assert response.status == 400, response
+    assert response.json()["error"]["code"] == "VALIDATION_ERROR"
+    assert "ASCII" in response.json()["error"]["message"]

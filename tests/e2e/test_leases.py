@@ -263,7 +263,8 @@ def test_release_ends_the_lease_then_a_plain_save_succeeds_and_the_next_lease_co
     missing = release(http, checkpoint_id, None)
     assert missing.status_code == 400, missing.text
     assert missing.json()["error"]["details"]["errors"][0]["pointer"] == "/Lease-Token"
-    assert_lease_held(release(http, checkpoint_id, WRONG_TOKEN), lease["expires_at"])
+    assert_lease_held(release(http, checkpoint_id, WRONG_TOKEN), lease["expires_at"], code="LEASE_LOST")
+    assert_lease_held(release(http, checkpoint_id, "not-a-token"), lease["expires_at"])
     assert read(http, checkpoint_id).json()["data"]["lease"] is not None
     # With its token: released, and a repeat is harmless
     assert release(http, checkpoint_id, lease["lease_token"]).status_code == 200
@@ -301,22 +302,27 @@ def test_while_leased_a_save_restore_or_delete_without_the_token_is_refused_and_
 
     refused = [
         save(),
-        save(lease_token=WRONG_TOKEN),
         save(lease_token="not-a-token"),
         save(lease_token=token + "0"),
         save(expected_revision=1),  # LEASE_HELD answers before REVISION_CONFLICT
         save(headers={"Idempotency-Key": idempotency_key}),
         save(status="completed"),
         http.post(f"/v1/checkpoints/{checkpoint_id}/restore", json={"revision": 1}),
-        http.post(f"/v1/checkpoints/{checkpoint_id}/restore", json={"revision": 1, "lease_token": WRONG_TOKEN}),
         http.delete(f"/v1/checkpoints/{checkpoint_id}"),
-        http.delete(f"/v1/checkpoints/{checkpoint_id}", headers={"Lease-Token": WRONG_TOKEN}),
         http.delete(f"/v1/checkpoints/{checkpoint_id}", headers={"If-Match": before.headers["ETag"]}),
         acquire(http, checkpoint_id, holder="holder-b"),  # nor may another holder take it over
     ]
-    record(SUITE, requests=len(refused) - 1)
+    # A token of ours that is not this lease's names a lease that is gone (or never was): LEASE_LOST
+    lost = [
+        save(lease_token=WRONG_TOKEN),
+        http.post(f"/v1/checkpoints/{checkpoint_id}/restore", json={"revision": 1, "lease_token": WRONG_TOKEN}),
+        http.delete(f"/v1/checkpoints/{checkpoint_id}", headers={"Lease-Token": WRONG_TOKEN}),
+    ]
+    record(SUITE, requests=len(refused) + len(lost) - 1)
     for answer in refused:
         assert_lease_held(answer, expires_at)
+    for answer in lost:
+        assert_lease_held(answer, expires_at, code="LEASE_LOST")
     # Nothing was written: not the checkpoint, not its revisions, not an idempotency record
     after = read(http, checkpoint_id)
     assert after.content.replace(after.json()["meta"]["request_id"].encode(), b"") == before.content.replace(

@@ -131,8 +131,10 @@ def test_a_resource_download_is_named_after_the_resource_and_keeps_a_passive_typ
         ("../../etc/passwd", 'attachment; filename="passwd"'),
         (
             "x\r\nSet-Cookie: a=b",
-            "attachment; filename=\"x__Set-Cookie_ a=b\"; filename*=UTF-8''x%0D%0ASet-Cookie%3A%20a%3Db",
+            "attachment; filename=\"xSet-Cookie_ a=b\"; filename*=UTF-8''xSet-Cookie%3A%20a%3Db",
         ),
+        ("evil\u202etxt.exe", 'attachment; filename="eviltxt.exe"'),
+        ("a\u2067b\u200d.png", 'attachment; filename="ab.png"'),
         (
             "x; filename=evil.html",
             "attachment; filename=\"x_ filename=evil.html\"; filename*=UTF-8''x%3B%20filename%3Devil.html",

@@ -56,6 +56,12 @@ def assert_lease_held(answer: Result, expires_at: str) -> None:
     assert answer.error["details"] == {"lease_expires_at": expires_at}
 
 
+def assert_lease_lost(answer: Result, expires_at: str) -> None:
+    assert answer.status == 409, answer.raw_body
+    assert answer.error["code"] == "LEASE_LOST"
+    assert answer.error["details"] == {"lease_expires_at": expires_at}
+
+
 def test_acquire_answers_a_fencing_token_and_the_record_shows_the_lease_without_it(api: ApiDriver) -> None:
     with time_machine.travel(START, tick=False):
         checkpoint_id = created(api)
@@ -103,13 +109,14 @@ def test_while_leased_every_write_needs_the_token_and_a_refused_one_writes_nothi
         checkpoint_id = created(api)
         token = acquire(api, checkpoint_id, ttl=300).data["lease_token"]
         expires_at = "2027-03-01T09:05:00.000Z"
-        # Without a token, with a wrong one, with a malformed one: refused, whoever sends it
+        # Without a token, with a malformed one: LEASE_HELD; with a token of ours that is not this lease's (a guess,
+        # another lease's): LEASE_LOST. Refused whoever sends it
         assert_lease_held(save(api, state={"step": 2}), expires_at)
-        assert_lease_held(save(api, state={"step": 2}, lease_token="1." + "0" * 32), expires_at)
         assert_lease_held(save(api, state={"step": 2}, lease_token="garbage"), expires_at)
         assert_lease_held(save(api, "idem-1", state={"step": 2}), expires_at)
         assert_lease_held(delete(api, checkpoint_id), expires_at)
-        assert_lease_held(delete(api, checkpoint_id, "1." + "f" * 32), expires_at)
+        assert_lease_lost(save(api, state={"step": 2}, lease_token="1." + "0" * 32), expires_at)
+        assert_lease_lost(delete(api, checkpoint_id, "1." + "f" * 32), expires_at)
         unchanged = get(api, checkpoint_id)
         assert unchanged.data["revision"] == 1
         assert unchanged.data["state"] == {"step": 1}
@@ -135,7 +142,8 @@ def test_a_closed_checkpoint_answers_closed_before_the_lease_and_the_lease_befor
 def test_release_ends_the_lease_and_repeating_it_is_harmless(api: ApiDriver) -> None:
     checkpoint_id = created(api)
     token = acquire(api, checkpoint_id).data["lease_token"]
-    assert_lease_held(release(api, checkpoint_id, "1." + "0" * 32), acquire_expiry(api, checkpoint_id))
+    assert_lease_lost(release(api, checkpoint_id, "1." + "0" * 32), acquire_expiry(api, checkpoint_id))
+    assert_lease_held(release(api, checkpoint_id, "not-a-token"), acquire_expiry(api, checkpoint_id))
     released = release(api, checkpoint_id, token)
     assert released.status == 200
     assert released.data == {"checkpoint_id": checkpoint_id, "released": True}

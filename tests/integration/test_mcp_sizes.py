@@ -73,3 +73,36 @@ def test_every_tools_answer_fits_lambda_and_carries_its_copy_when_it_can(api: Ap
         assert answer["isError"] is False, (label, answer["structuredContent"])
         assert json.loads(answer["content"][0]["text"]) == answer["structuredContent"], label
         assert sizes[label] < 10_000, (label, sizes[label])
+
+
+def test_a_resume_of_numbers_python_writes_longer_fits_or_is_omitted_never_too_large(api: ApiDriver) -> None:
+    """The tool's result is the route's data parsed and written again, and Python writes 1e-7 as 1e-07: a ready
+    OpenCheckpoint document of 440,000 such numbers (2.2 MB canonical, its operation repeated as pending: 4.4 MB of
+    data) grew to 7 MB and answered RESPONSE_TOO_LARGE with an ERROR line. Through MCP it is omitted, with the bytes
+    it needs; the record itself still reads whole through the tool."""
+    subject = f"floats-{uuid.uuid4().hex}"
+    state = {
+        "opencheckpoint": "0.1",
+        "task": {"title": "t", "status": "s"},
+        "operations": [{"kind": "k", "status": "pending", "description": "d", "x": [1e-7] * 440_000}],
+    }
+    saved = lambda_result(
+        api,
+        "baton_checkpoint_save",
+        {"subject_id": subject, "kind": "task_state", "state": state, "format": "opencheckpoint/0.1"},
+    )
+    assert saved["statusCode"] == 200
+    for arguments in ({"subject_id": subject}, {"subject_id": subject, "budget_bytes": 6_000_000}):
+        result = lambda_result(api, "baton_resume", arguments)
+        assert lambda_payload_bytes(result) <= LAMBDA_RESPONSE_LIMIT_BYTES
+        tool = json.loads(body_text(result))["result"]
+        assert tool["isError"] is False, tool["structuredContent"]
+        assert tool["structuredContent"]["status"] == "omitted"
+        assert tool["structuredContent"]["required_bytes"] > 4_000_000
+    small = lambda_result(api, "baton_resume", {"subject_id": subject, "budget_bytes": 2048})
+    assert json.loads(body_text(small))["result"]["structuredContent"]["status"] == "omitted"
+    whole = lambda_result(api, "baton_checkpoint_get", {"subject_id": subject, "kind": "task_state"})
+    assert lambda_payload_bytes(whole) <= LAMBDA_RESPONSE_LIMIT_BYTES
+    record = json.loads(body_text(whole))["result"]["structuredContent"]
+    assert record["state"]["operations"][0]["x"][-1] == 1e-7
+    proof_counts.record(SUITE, tool_answers=5)

@@ -207,6 +207,66 @@ def test_a_token_never_acts_on_a_checkpoint_whose_lease_is_gone(api: ApiDriver) 
         assert save(api, state={"step": 4}, lease_token=lapsed).status == 200
 
 
+def test_releasing_a_lapsed_lease_spends_its_token(api: ApiDriver) -> None:
+    """Defect 4 (found re-reading the fix): a release of a lease that had lapsed, with nobody taking it over,
+    answered 200 and left the token writing."""
+    with time_machine.travel(START, tick=False) as clock:
+        checkpoint_id = str(save(api).data["checkpoint_id"])
+        token = acquire(api, checkpoint_id, ttl=10).data["lease_token"]
+        clock.shift(timedelta(seconds=11))
+        assert release(api, checkpoint_id, token).status == 200
+        assert_lease_lost(save(api, state={"step": 2}, lease_token=token))
+        assert release(api, checkpoint_id, token).status == 200  # a repeat is harmless
+        assert api.invoke("get_checkpoint", path=f"/v1/checkpoints/{checkpoint_id}").data["revision"] == 1
+
+
+def test_a_token_of_an_earlier_life_is_lease_lost_even_when_the_new_life_has_the_same_counter(api: ApiDriver) -> None:
+    """Defect 4: after a purge, the subject saved again and leased again has a lease of counter 1 too; the zombie's
+    token of counter 1 was told LEASE_HELD (wait), not LEASE_LOST (stop)."""
+    first_id = str(save(api).data["checkpoint_id"])
+    zombie = acquire(api, first_id).data["lease_token"]
+    assert purge(api, "user_rama").status == 200
+    second_id = str(save(api).data["checkpoint_id"])
+    fresh = acquire(api, second_id, holder="worker-2").data["lease_token"]
+    assert zombie.split(".")[0] == fresh.split(".")[0] == "1"
+    answer = save(api, state={"zombie": True}, lease_token=zombie)
+    assert_lease_lost(answer)
+    assert "lease_expires_at" in answer.error["details"]
+    assert api.invoke("get_checkpoint", path=f"/v1/checkpoints/{second_id}").data["revision"] == 1
+
+
+def test_an_empty_lease_token_header_is_refused_naming_it(api: ApiDriver, services: Any) -> None:
+    """A Lease-Token header must hold a token (1 to 200 characters); an empty one is a 400, never a lease error."""
+    checkpoint_id = str(save(api).data["checkpoint_id"])
+    for value in ("", "   ", "x" * 201):
+        answer = delete(api, checkpoint_id, value)
+        assert answer.status == 400, answer.raw_body
+        assert answer.error["details"]["errors"][0]["pointer"] == "/Lease-Token"
+    assert api.invoke("get_checkpoint", path=f"/v1/checkpoints/{checkpoint_id}").status == 200
+
+
+def test_a_restore_never_creates_a_checkpoint_deleted_meanwhile(api: ApiDriver, services: Any) -> None:
+    """A restore acts on its checkpoint only: when the checkpoint is gone by the time the restore writes (deleted
+    between its read and its write), it answers 404 and creates nothing."""
+    from baton.store import checkpoints as store_checkpoints
+
+    checkpoint_id = str(save(api, keep_revisions=2).data["checkpoint_id"])
+    assert save(api, state={"step": 2}).status == 200
+    real = store_checkpoints.CheckpointStore.save_restored
+
+    def deleted_first(self: Any, *args: Any, **kwargs: Any) -> Any:
+        assert delete(api, checkpoint_id, None).status == 200  # after the restore's read, before its write
+        return real(self, *args, **kwargs)
+
+    store_checkpoints.CheckpointStore.save_restored = deleted_first  # type: ignore[method-assign]
+    try:
+        answer = restore(api, checkpoint_id, 1, None)
+    finally:
+        store_checkpoints.CheckpointStore.save_restored = real  # type: ignore[method-assign]
+    assert answer.status == 404, answer.raw_body
+    assert api.invoke("lookup_checkpoint", query={"subject_id": "user_rama", "kind": KIND}).status == 404
+
+
 # -- the class: every answer within what Lambda carries ------------------------------------------------------
 
 
@@ -268,3 +328,13 @@ def test_a_page_of_wide_summaries_stops_before_lambdas_limit_and_the_cursor_goes
             break
     assert pages >= 2
     assert seen == [f"ckpt_{n:032x}" for n in range(48)]
+
+
+def test_a_repeated_query_parameter_is_refused_not_joined(api: ApiDriver) -> None:
+    """API Gateway joins a repeated parameter's values with commas: `subject_id=a&subject_id=b` looked up the
+    subject "a,b". A parameter is given once or the request is refused naming it."""
+    assert save(api, subject_id="a,b").status == 201
+    answer = lookup_raw(api, f"subject_id=a&subject_id=b&kind={KIND}")
+    assert answer.status == 400, answer.raw_body
+    assert answer.error["details"]["errors"][0]["pointer"] == "/subject_id"
+    assert lookup_raw(api, f"subject_id=a%2Cb&kind={KIND}").status == 200

@@ -820,7 +820,8 @@ _PERCENT_ESCAPES = st.lists(
 @given(name=st.sampled_from(["subject_id", "thread_id", "blob_id"]), raw=_PERCENT_ESCAPES, query=_PERCENT_ESCAPES)
 def test_path_and_query_parameters_are_utf8_or_refused_naming_them(name: str, raw: str, query: str) -> None:
     """Whatever bytes a path parameter or a query string percent-encodes, the gate either accepts them (they decode
-    as UTF-8, so no two different byte strings name the same thing) or refuses them naming the parameter."""
+    as UTF-8, so no two different byte strings name the same thing, and no parameter is repeated) or refuses them
+    naming the parameter."""
     from urllib.parse import unquote, unquote_plus
 
     from baton.api.paths import check_encoding
@@ -836,15 +837,19 @@ def test_path_and_query_parameters_are_utf8_or_refused_naming_them(name: str, ra
 
     path_ok = strict(raw, unquote)
     query_ok = all(strict(part, unquote_plus) for pair in query.split("&") for part in pair.partition("=")[::2])
+    if query_ok:
+        names = [unquote_plus(pair.partition("=")[0]) for pair in query.split("&")]
+        query_ok = len([n for n in names if n]) == len({n for n in names if n})
     _, refusal = attempt(lambda: check_encoding({name: raw}, query), ValidationFailed)
     assert (refusal is None) == (path_ok and query_ok)
     if isinstance(refusal, ValidationFailed):
         error = refusal.errors[0]
         if not path_ok:
             assert (error.pointer, error.location) == (f"/{name}", "path")
+            assert "UTF-8" in error.message
         else:
             assert error.location == "query"
-        assert "UTF-8" in error.message
+            assert "UTF-8" in error.message or "given once" in error.message
 
 
 @settings(PROFILE, max_examples=examples(200))

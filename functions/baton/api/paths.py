@@ -15,9 +15,10 @@ from baton.domain.ids import CHECKPOINT_ID_PATTERN
 
 
 def check_encoding(path_arguments: Mapping[str, str], raw_query: str | None) -> None:
-    """Refuse a request whose path parameters or query string percent-encode bytes that are not UTF-8 (400 naming
-    the parameter): a lenient decoder would replace them with U+FFFD, and `caf%E9`, `caf%E8` and `caf\ufffd` would
-    then name one subject. Run by the gate before any route, so every route's parameters are text once it runs."""
+    """Refuse a request whose path parameters or query string percent-encode bytes that are not UTF-8, or that
+    repeats a query parameter (400 naming the parameter): a lenient decoder would replace bad bytes with U+FFFD, so
+    that `caf%E9` and `caf%E8` would name one subject; API Gateway joins a repeated parameter's values with commas.
+    Run by the gate before any route, so every route's parameters are one text each once it runs."""
     for name, raw in path_arguments.items():
         if not _is_utf8(raw, unquote):
             raise ValidationFailed.single(
@@ -25,9 +26,15 @@ def check_encoding(path_arguments: Mapping[str, str], raw_query: str | None) -> 
                 f"The path parameter {name} must be percent-encoded UTF-8; it holds bytes that are not UTF-8.",
                 "path",
             )
+    seen: set[str] = set()
     for pair in (raw_query or "").split("&"):
         raw_name, _, raw_value = pair.partition("=")
         if _is_utf8(raw_name, unquote_plus) and _is_utf8(raw_value, unquote_plus):
+            name = unquote_plus(raw_name)
+            if name and name in seen:
+                # API Gateway joins repeated parameters with commas: subject_id=a&subject_id=b would name "a,b".
+                raise ValidationFailed.single(pointer(name), f"The query parameter {name} must be given once.", "query")
+            seen.add(name)
             continue
         name = unquote_plus(raw_name) if _is_utf8(raw_name, unquote_plus) else raw_name
         raise ValidationFailed.single(

@@ -16,6 +16,7 @@ from baton.domain.errors import (
     CheckpointClosed,
     FieldError,
     LeaseLost,
+    NotFound,
     PayloadTooLarge,
     RevisionConflict,
     ValidationFailed,
@@ -79,6 +80,8 @@ class SavePlan:
     attached too, beside the checkpoint's own agent's."""
     lease_token: str | None = None
     """The lease token the write presents (needed while the checkpoint is leased)."""
+    only_checkpoint: str | None = None
+    """For a write addressed by id (a restore): the one checkpoint it may write, never a new one in its place."""
 
     def may_attach(self, blob_agent_id: str) -> bool:
         """True when a blob declared by `blob_agent_id` may be attached by this save."""
@@ -365,13 +368,20 @@ def parse_etag_list(header: str) -> list[tuple[str, int]] | None:
 
 
 def check_write(
-    existing: Checkpoint | None, expected_revision: int | None, now_ms: int, lease_token: str | None = None
+    existing: Checkpoint | None,
+    expected_revision: int | None,
+    now_ms: int,
+    lease_token: str | None = None,
+    only_checkpoint: str | None = None,
 ) -> None:
     """Raise what the contract says when a write meets `existing` (None or expired counts as absent), in its order:
-    a closed checkpoint, then a lease (a live one the write lacks the token of; a token whose lease is gone), then
-    a revision conflict. A write that carries a lease token never creates a checkpoint: over an absent one it is
-    `LeaseLost` (its lease went with a delete, a purge or the checkpoint's expiry)."""
+    a write addressed by id (`only_checkpoint`) whose checkpoint is gone (`NotFound`), a closed checkpoint, then a
+    lease (a live one the write lacks the token of; a token whose lease is gone), then a revision conflict. A write
+    that carries a lease token never creates a checkpoint: over an absent one it is `LeaseLost` (its lease went with
+    a delete, a purge or the checkpoint's expiry)."""
     live = existing is not None and existing.is_live(now_ms)
+    if only_checkpoint is not None and (not live or existing is None or existing.checkpoint_id != only_checkpoint):
+        raise NotFound()  # a write addressed by id whose checkpoint is gone (or another one in its place)
     if live and existing is not None and is_terminal(existing.status):
         raise CheckpointClosed(existing.status)
     if live and existing is not None:

@@ -85,4 +85,5 @@ def plan_restore(
         now_ms=now_ms,
         caller_agent_id=caller_agent_id,
         lease_token=lease_token,
+        only_checkpoint=current.checkpoint_id,
     )

@@ -73,22 +73,22 @@ def check_lease(lease: Lease | None, token: str | None, now_ms: int) -> None:
 
     Without a token, a write passes unless a lease is live (`LeaseHeld`). With one, it passes only when `token` is
     the stored lease's own token, live or lapsed while nobody took it over: a fencing token acts only on the lease it
-    names. A token of a lease taken over, released (its random part is gone) or of an earlier life of the checkpoint
-    is `LeaseLost`; another token while a lease is live (a guess, a malformed one) is `LeaseHeld`.
+    names. Any other token of ours is `LeaseLost`: a lease taken over, released (its random part is gone), or of an
+    earlier life of the checkpoint (deleted or purged, then created again: its counters start over, so only the
+    random part tells). A text that is no token of ours names no lease: `LeaseHeld` while a lease is live (the write
+    lacks its token), `LeaseLost` otherwise.
     """
     live = lease is not None and lease.is_live(now_ms)
+    expiry = format_ms(lease.expires_ms) if live and lease is not None else None
     if token is None:
-        if live and lease is not None:
-            raise LeaseHeld(format_ms(lease.expires_ms))
+        if expiry is not None:
+            raise LeaseHeld(expiry)
         return
     if lease is not None and lease.admits(token):
         return
-    parsed = parse_token(token)
-    if live and lease is not None:
-        if parsed is not None and parsed[0] < lease.counter:
-            raise LeaseLost(format_ms(lease.expires_ms))  # taken over: the worker lost it
-        raise LeaseHeld(format_ms(lease.expires_ms))
-    raise LeaseLost()
+    if expiry is not None and parse_token(token) is None:
+        raise LeaseHeld(expiry)
+    raise LeaseLost(expiry)
 
 
 @dataclass(frozen=True)

@@ -350,6 +350,11 @@ def make_server(gateway: Gateway, host: str, port: int, log: TextIO = sys.stderr
             try:
                 if not _METHOD.match(self.command or ""):
                     raise FramingError(None, "The request method must be an HTTP token (RFC 9110).")
+                if not (self.path or "").isascii():
+                    # http.server reads the request line as Latin-1: a raw byte past 0x7F would reach the routes as
+                    # another character (caf\xE9 naming "café"). RFC 3986 targets are ASCII; other bytes travel
+                    # percent-encoded, where the api's gate judges them as UTF-8.
+                    raise FramingError(None, "The request target must be ASCII: percent-encode any other byte.")
                 body = self._read_body()
                 event = None
                 if body is not None:

@@ -172,7 +172,13 @@ class CheckpointStore:
                 return self._save_transactional(plan, claim)
             if plan.oversize is not None:
                 # The contract ranks a closed checkpoint, a lease and a revision conflict before an oversized state.
-                check_write(self._get_item(plan.key), plan.expected_revision, plan.now_ms, plan.lease_token)
+                check_write(
+                    self._get_item(plan.key, with_state=False),
+                    plan.expected_revision,
+                    plan.now_ms,
+                    plan.lease_token,
+                    plan.only_checkpoint,
+                )
                 raise plan.oversize
             return self._save_plain(plan)
 
@@ -261,7 +267,7 @@ class CheckpointStore:
                     mine = recognised_write(old, plan)
                     if mine is not None:
                         return SaveOutcome(mine)
-                check_write(old, plan.expected_revision, plan.now_ms, plan.lease_token)
+                check_write(old, plan.expected_revision, plan.now_ms, plan.lease_token, plan.only_checkpoint)
                 if old is not None and old.is_live(plan.now_ms) and _keeps_history(old, plan):
                     self._with_history[plan.key] = True
                     return None  # the save keeps or prunes revisions: the transaction does that
@@ -393,7 +399,7 @@ class CheckpointStore:
                 # DynamoDB keeps failing without an answer, and the read shows none of those tries landed: give up
                 # (rounds lost to other writers are retried longer, below; these are not contention).
                 reraise(ambiguous)
-            check_write(old, plan.expected_revision, plan.now_ms, plan.lease_token)
+            check_write(old, plan.expected_revision, plan.now_ms, plan.lease_token, plan.only_checkpoint)
             if plan.oversize is not None:
                 raise plan.oversize
             new = build_next(old, plan, new_checkpoint_id())

@@ -50,6 +50,8 @@ _RENEW: Final = f"SET #{items.LEASE_EXPIRES} = :lease_expires"
 _RELEASE: Final = f"SET #{items.LEASE_EXPIRES} = :now_s REMOVE #{items.LEASE_SECRET}"
 """A release ends the lease now and spends its token (the random part goes), and keeps the rest of what it was (its
 counter above all: the fencing needs the last one)."""
+_SPEND: Final = f"REMOVE #{items.LEASE_SECRET}"
+"""Spend a lapsed lease's token: nothing else changes."""
 _TOKEN_MATCHES: Final = f"#{items.LEASE_COUNTER} = :counter AND #{items.LEASE_SECRET} = :secret"
 
 
@@ -276,8 +278,10 @@ class LeaseStore:
         return Lease(lease.holder, lease.counter, lease.secret, expires_ms, lease.key_id)
 
     def release(self, tenant_id: str, checkpoint_id: str, token: str, now_ms: int, only_agent: str | None) -> None:
-        """End the lease whose token is `token`. Releasing when no lease is live does nothing (a repeat, or a
-        lease that lapsed); `LeaseHeld` when a live lease has another token; NotFound as for `acquire`."""
+        """End the lease whose token is `token`, and spend the token (it writes nothing any more), live or lapsed.
+        With no lease live and nothing of the caller's to spend, it does nothing (a repeat, a lease taken over that
+        lapsed too). `LeaseLost` when another lease is live and `token` is one of ours (the caller's lease was taken
+        over), `LeaseHeld` when it is no token of ours; NotFound as for `acquire`."""
         parsed = parse_token(token)
         with translated_errors():
             key = self._find(tenant_id, checkpoint_id)
@@ -300,16 +304,32 @@ class LeaseStore:
             if current is None or not current.is_visible_as(checkpoint_id, now_ms, only_agent):
                 raise NotFound() from None
             lease = current.lease
+            if lease is not None and lease.admits(token):
+                # Lapsed while nobody took it over: the token would still write; the release spends it.
+                self._spend(key, values, only_agent)
+                return
             if lease is None or not lease.is_live(now_ms):
                 return  # no lease is live (it lapsed, or was released: perhaps by this very request's first try)
-            older = parsed is not None and parsed[0] < lease.counter
-            if older and retried:
+            if parsed is None:
+                raise LeaseHeld(format_ms(lease.expires_ms), by_other_holder=True) from None  # no token of ours
+            if retried and parsed[0] < lease.counter:
                 # This request's first try released the caller's lease and its answer was lost; a newer lease may be
                 # live by now: the release landed, so it is not refused.
                 return
-            if older:
-                raise LeaseLost(format_ms(lease.expires_ms)) from None  # taken over since: the caller lost it
-            raise LeaseHeld(format_ms(lease.expires_ms), by_other_holder=True) from None  # a live lease of another
+            raise LeaseLost(format_ms(lease.expires_ms)) from None  # another lease is live: the caller lost its own
+
+    def _spend(self, key: Item, values: dict[str, Any], only_agent: str | None) -> None:
+        """Remove the random part of a lapsed lease whose token `values` hold (its expiry stays as it was)."""
+        condition = f"{self._visible(only_agent)} AND {_TOKEN_MATCHES} AND #{items.LEASE_EXPIRES} <= :now_s"
+        try:
+            self._update(key, _SPEND, condition, values)
+        except _Refused:
+            return  # taken over, spent or gone since: the token writes nothing either way
+        except _Unknown as unknown:
+            current = self._current(key, unknown.cause)
+            lease = None if current is None else current.lease
+            if lease is not None and lease.secret and lease.secret == values[":secret"]:
+                reraise(unknown.cause, Failure.UNAVAILABLE)
 
     # -- helpers ------------------------------------------------------------------------------------------------
 

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import base64
 import re
+import unicodedata
 import uuid
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -235,7 +236,10 @@ def content_disposition(filename: str) -> str:
     backslashes and controls among them, as `_`) for old clients, and the name itself as RFC 8187 `filename*`
     (UTF-8, percent-encoded). No character of a stored name reaches the header unescaped, so no name can end the
     header or add a parameter. Only the last path segment is kept, at most `MAX_FILENAME_CHARS` characters."""
-    name = filename.replace("\\", "/").rpartition("/")[2].strip()[-MAX_FILENAME_CHARS:]
+    # Format characters (bidi overrides and isolates, zero-width joiners) and controls go first: U+202E in a name
+    # would show `evil\u202etxt.exe` as `evilexe.txt` in a save dialog.
+    visible = "".join(c for c in filename if unicodedata.category(c) not in ("Cf", "Cc"))
+    name = visible.replace("\\", "/").rpartition("/")[2].strip()[-MAX_FILENAME_CHARS:]
     if not name.strip("."):
         name = "download"  # nothing left, or a name of dots only (a path, not a file)
     plain = _ASCII_NAME.sub("_", name).strip() or "download"

@@ -16,6 +16,7 @@ from urllib.parse import quote
 
 from baton.api.mcp import arguments
 from baton.api.mcp.arguments import IDEMPOTENCY_KEY, LEASE_TOKEN, Schema, closed
+from baton.domain import limits
 from baton.domain.errors import FieldError, ValidationFailed
 
 
@@ -222,7 +223,17 @@ def _resume_schema() -> Schema:
     )
 
 
+MCP_RESUME_DATA_BYTES = limits.MAX_ANSWER_DATA_BYTES * 4 // 5
+"""The most bytes of `data` a `ready` resume takes through MCP, whatever the caller's budget (past it: `omitted`).
+The tool's result is the route's data parsed and written again, and Python writes some numbers one character longer
+than canonical JSON does (`1e-07` for `1e-7`; strings and every other number are written alike), so data of
+canonical bytes n is at most 5n/4 bytes there: 4/5 of what one answer carries keeps the result within it."""
+
+
 def _resume(args: dict[str, Any]) -> RouteRequest:
+    budget = args.get("budget_bytes")
+    if budget is None or (type(budget) is int and budget > MCP_RESUME_DATA_BYTES):
+        args = {**args, "budget_bytes": MCP_RESUME_DATA_BYTES}  # a budget the route refuses is left to it to judge
     return RouteRequest("POST", "/v1/resume", body=args)
 
 
@@ -311,8 +322,9 @@ def catalogue() -> dict[str, ToolSpec]:
             "Which checkpoint to pick up again, without changing anything. status is ready (exactly one active "
             "match: the checkpoint whole, with pending_operations and stop_conditions for an OpenCheckpoint "
             "document), ambiguous (several: candidates; narrow with kind, agent_id or checkpoint_id), none, closed "
-            "(the only match is completed or cancelled) or omitted (the answer would exceed budget_bytes: "
-            "required_bytes). Needs the scope checkpoints:read.",
+            "(the only match is completed or cancelled) or omitted (the answer would exceed budget_bytes, or "
+            f"{MCP_RESUME_DATA_BYTES:,} bytes through this tool: required_bytes; read the checkpoint whole with "
+            "baton_checkpoint_get). Needs the scope checkpoints:read.",
             _resume_schema(),
             Hints(read_only=True, destructive=False, idempotent=True),
             _resume,
@@ -323,8 +335,8 @@ def catalogue() -> dict[str, ToolSpec]:
             "Claim a checkpoint for ttl_seconds so that no one else writes it: returns lease_token, holder and "
             "expires_at. The same holder renews its lease (same token, later expiry); anyone else gets LEASE_HELD "
             "while it is live. While leased, saves and deletes must send lease_token; a write whose lease_token "
-            "names a lease that is gone (taken over, released, or its checkpoint deleted) answers LEASE_LOST and "
-            "writes nothing: stop, acquire again and re-read. Needs the scope leases:write.",
+            "names a lease that is gone (taken over or released; a save's checkpoint deleted or purged) answers "
+            "LEASE_LOST and writes nothing: stop, acquire again and re-read. Needs the scope leases:write.",
             _acquire_schema(),
             Hints(read_only=False, destructive=False, idempotent=False),
             _acquire,
@@ -333,8 +345,8 @@ def catalogue() -> dict[str, ToolSpec]:
             "baton_lease_release",
             "Release a checkpoint's lease",
             "End the lease whose token you hold, so that others can work on the checkpoint. Releasing a lease that "
-            "already lapsed succeeds all the same; a token whose lease was taken over since is LEASE_LOST, and "
-            "another holder's live lease LEASE_HELD. Needs the scope leases:write.",
+            "already lapsed succeeds all the same and spends its token; while another lease is live, a token of "
+            "a lease taken over is LEASE_LOST and any other text LEASE_HELD. Needs the scope leases:write.",
             _release_schema(),
             Hints(read_only=False, destructive=False, idempotent=True),
             _release,

@@ -21,6 +21,7 @@ from baton.api.paths import CheckpointIdParameter, SubjectIdParameter, checkpoin
 from baton.api.records import record_summary
 from baton.api.resolver import Call, CurrentCall, needs
 from baton.api.responses import fitted_page, not_modified, ok, record
+from baton.api.routers.leases import lease_token_of
 from baton.api.schemas import (
     CheckpointRecord,
     CheckpointSummary,
@@ -78,11 +79,12 @@ LeaseTokenHeader = Annotated[
     Header(
         alias="Lease-Token",
         description=(
-            "The token of the checkpoint's live lease (from POST /v1/checkpoints/{checkpoint_id}/lease); without it, "
-            "or with another, a leased checkpoint answers 409 LEASE_HELD; a token whose lease is gone (taken over or "
-            "released) answers 409 LEASE_LOST."
+            "The token of the checkpoint's live lease (from POST /v1/checkpoints/{checkpoint_id}/lease), 1 to 200 "
+            "characters; without it, or with a text that is no token, a leased checkpoint answers 409 LEASE_HELD; "
+            "a token of a lease that is not the checkpoint's current one (taken over, released) answers 409 "
+            "LEASE_LOST."
         ),
-        json_schema_extra={"maxLength": 200},
+        json_schema_extra={"minLength": 1, "maxLength": 200, "pattern": r"\S"},
     ),
 ]
 
@@ -268,13 +270,14 @@ def delete_checkpoint(
     """Delete a checkpoint (terminal ones too); its blobs are removed later by the reaper."""
     target = checkpoint_id_from_path(checkpoint_id)
     revisions = _if_match_revisions(if_match, target)
+    token = lease_token_of(lease_token)
     services.checkpoints.delete(
         call.caller.tenant_id,
         target,
         call.now_ms,
         only_agent=None if call.caller.is_wildcard else call.caller.agent_id,
         if_match_revisions=revisions,
-        lease_token=lease_token,
+        lease_token=token,
     )
     return ok(DeleteResult.model_construct(checkpoint_id=target, deleted=True), call.request_id)
 

@@ -31,6 +31,23 @@ RequiredLeaseTokenHeader = Annotated[
 ]
 
 _HELD = "LEASE_HELD: another holder has a live lease (details.lease_expires_at)"
+MAX_TOKEN_CHARS = 200
+
+
+def lease_token_of(header: str | None, required: bool = False) -> str | None:
+    """The token a `Lease-Token` header carries (None when absent and not `required`): 1 to 200 characters once
+    trimmed, else 400 naming the header (an empty one is not "no token": it would name no lease)."""
+    token = None if header is None else header.strip()
+    if token is None and not required:
+        return None
+    if not token or len(token) > MAX_TOKEN_CHARS:
+        raise ValidationFailed.single(
+            "/Lease-Token",
+            f"The Lease-Token header must be the token the lease was acquired with (1 to {MAX_TOKEN_CHARS} "
+            "characters).",
+            "header",
+        )
+    return token
 
 
 @router.post(
@@ -91,9 +108,9 @@ def acquire_lease(
     "/v1/checkpoints/<checkpoint_id>/lease",
     summary="Release a checkpoint's lease",
     description=(
-        "Ends the lease whose token the Lease-Token header carries. When no lease is live (it lapsed, or was "
-        "released already) it answers 200 all the same; the token of a lease taken over since answers 409 "
-        "LEASE_LOST, and a live lease with another token 409 LEASE_HELD."
+        "Ends the lease whose token the Lease-Token header carries, and spends the token (a lapsed lease's too). "
+        "When no lease of the token's is there to end it answers 200 all the same; while another lease is live, a "
+        "token of ours answers 409 LEASE_LOST (taken over since), any other text 409 LEASE_HELD."
     ),
     openapi_extensions=needs("leases:write"),
     responses=responses(
@@ -108,14 +125,12 @@ def release_lease(
 ) -> Response[str]:
     """Let others work on the checkpoint again."""
     target = checkpoint_id_from_path(checkpoint_id)
-    if not lease_token.strip():
-        raise ValidationFailed.single(
-            "/Lease-Token", "The Lease-Token header is required: send the token the lease was acquired with.", "header"
-        )
+    token = lease_token_of(lease_token, required=True)
+    assert token is not None  # required: refused above otherwise
     services.leases.release(
         call.caller.tenant_id,
         target,
-        lease_token.strip(),
+        token,
         call.now_ms,
         None if call.caller.is_wildcard else call.caller.agent_id,
     )
