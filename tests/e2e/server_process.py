@@ -99,3 +99,20 @@ class BatonServe:
         started = time.monotonic()
         status = self.stop(sig, timeout)
         return status, time.monotonic() - started
+
+
+def serve_table(endpoint: str, name: str, *options: str) -> BatonServe:
+    """`baton serve` with one container on the table and bucket `name` of the AWS at `endpoint`, and a development
+    key of its own (a server apart from the session's, for suites that need the reaper or their own table)."""
+    return BatonServe(
+        "--aws-endpoint",
+        endpoint,
+        "--table",
+        name,
+        "--bucket",
+        name,
+        "--containers",
+        "1",
+        *options,
+        dev_key=f"btn_{name.replace('-', '_')}_key_0001",
+    )

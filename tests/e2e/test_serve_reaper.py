@@ -20,7 +20,7 @@ import httpx
 import pytest
 
 from baton.store import layout, schema
-from tests.e2e.server_process import BatonServe
+from tests.e2e.server_process import serve_table
 from tests.proof_counts import record
 
 SUITE = "serve reaper (e2e)"
@@ -37,18 +37,7 @@ class Served:
 
     def __init__(self, moto_endpoint: str, name: str, *options: str) -> None:
         self.table_name = self.bucket = name
-        self.server = BatonServe(
-            "--aws-endpoint",
-            moto_endpoint,
-            "--table",
-            name,
-            "--bucket",
-            name,
-            "--containers",
-            "1",
-            *options,
-            dev_key=f"btn_{name.replace('-', '_')}_key_0001",
-        )
+        self.server = serve_table(moto_endpoint, name, *options)
         self.http = httpx.Client(
             base_url=self.server.url, headers={"Authorization": f"Bearer {self.server.key}"}, timeout=30
         )

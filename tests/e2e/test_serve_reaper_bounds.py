@@ -25,7 +25,7 @@ import httpx
 import pytest
 
 from baton.local.moto_server import LocalMotoServer
-from tests.e2e.server_process import BatonServe
+from tests.e2e.server_process import BatonServe, serve_table
 from tests.proof_counts import record
 
 SUITE = "serve reaper bounds (e2e)"
@@ -53,18 +53,7 @@ def moto() -> Iterator[LocalMotoServer]:
 
 
 def served(moto: LocalMotoServer, name: str, *options: str) -> tuple[BatonServe, httpx.Client]:
-    server = BatonServe(
-        "--aws-endpoint",
-        moto.endpoint,
-        "--table",
-        name,
-        "--bucket",
-        name,
-        "--containers",
-        "1",
-        *options,
-        dev_key=f"btn_{name.replace('-', '_')}_key_0001",
-    )
+    server = serve_table(moto.endpoint, name, *options)
     client = httpx.Client(base_url=server.url, headers={"Authorization": f"Bearer {server.key}"}, timeout=SAVE_SECONDS)
     return server, client
 

@@ -18,7 +18,7 @@ import httpx
 import pytest
 
 from baton.store import layout, schema
-from tests.e2e.server_process import BatonServe
+from tests.e2e.server_process import BatonServe, serve_table
 from tests.proof_counts import record
 
 SUITE = "thread reaper serve (e2e)"
@@ -33,17 +33,7 @@ BIG = 400_000
 def served(moto_endpoint: str) -> Iterator[tuple[BatonServe, httpx.Client, str]]:
     """(the reaping server, an authenticated client, its table and bucket name)."""
     name = f"baton-e2e-thread-reaper-{uuid.uuid4().hex[:8]}"
-    server = BatonServe(
-        "--aws-endpoint",
-        moto_endpoint,
-        "--table",
-        name,
-        "--bucket",
-        name,
-        "--containers",
-        "1",
-        dev_key=f"btn_{name.replace('-', '_')}_key_0001",
-    )
+    server = serve_table(moto_endpoint, name)
     client = httpx.Client(base_url=server.url, headers={"Authorization": f"Bearer {server.key}"}, timeout=60)
     yield server, client, name
     client.close()

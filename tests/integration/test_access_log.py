@@ -3,37 +3,18 @@ id on every line, and never a secret or a state."""
 
 from __future__ import annotations
 
-import io
 import json
-import logging
 import subprocess
 import sys
 import uuid
-from collections.abc import Callable, Iterator
 from typing import Any
 
 import pytest
 
 from tests import proof_counts
+from tests.conftest import Lines
 from tests.integration.conftest import OPERATOR_SECRET
 from tests.integration.driver import ApiDriver, Result
-
-Lines = Callable[[], list[dict[str, Any]]]
-
-
-@pytest.fixture
-def logged() -> Iterator[Lines]:
-    """The lines the service logger writes, parsed, read from its own handler (the formatter binds the keys)."""
-    from baton.observability import logger
-
-    handler = logger().logger_handler
-    assert isinstance(handler, logging.StreamHandler)
-    buffer = io.StringIO()
-    previous = handler.setStream(buffer)
-    try:
-        yield lambda: [json.loads(line) for line in buffer.getvalue().splitlines()]
-    finally:
-        handler.setStream(previous)
 
 
 def request_id_of(answer: Result) -> str:

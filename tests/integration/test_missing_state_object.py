@@ -9,10 +9,8 @@ the MCP tools that stand for them.
 
 from __future__ import annotations
 
-import io
 import json
-import logging
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from typing import Any
 
 import pytest
@@ -21,31 +19,16 @@ from baton.api.services import Services
 from baton.store import items, layout
 from tests import proof_counts
 from tests.builders import KIND, SUBJECT, lookup, save
+from tests.conftest import Lines
 from tests.integration.conftest import BUCKET, TABLE
 from tests.integration.driver import ApiDriver, Result
 from tests.integration.test_big_states import state_of
 from tests.integration.test_mcp import call_tool
 
 SUITE = "missing state object"
-Lines = Callable[[], list[dict[str, Any]]]
 FIRST, SECOND = state_of(200_000, seed=1), state_of(200_000, seed=2)
 """Two states too large for an item: each is spilled to its own object."""
 AGENT = "operator"
-
-
-@pytest.fixture
-def logged() -> Iterator[Lines]:
-    """The lines the service logger writes, parsed (read from its own handler: the formatter binds the keys)."""
-    from baton.observability import logger
-
-    handler = logger().logger_handler
-    assert isinstance(handler, logging.StreamHandler)
-    buffer = io.StringIO()
-    previous = handler.setStream(buffer)
-    try:
-        yield lambda: [json.loads(line) for line in buffer.getvalue().splitlines()]
-    finally:
-        handler.setStream(previous)
 
 
 def checkpoint_with_a_kept_revision(api: ApiDriver) -> str:

@@ -9,10 +9,7 @@ from __future__ import annotations
 
 import base64
 import copy
-import io
 import json
-import logging
-from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -29,24 +26,9 @@ from baton.api.encoding import (
     oversized,
     within_lambda_limit,
 )
+from tests.conftest import Lines
 
-Lines = Callable[[], list[dict[str, Any]]]
 EVENTS = Path(__file__).resolve().parents[2] / "events"
-
-
-@pytest.fixture
-def logged() -> Iterator[Lines]:
-    """The JSON lines the service logger writes, parsed."""
-    from baton.observability import logger
-
-    handler = logger().logger_handler
-    assert isinstance(handler, logging.StreamHandler)
-    buffer = io.StringIO()
-    previous = handler.setStream(buffer)
-    try:
-        yield lambda: [json.loads(line) for line in buffer.getvalue().splitlines()]
-    finally:
-        handler.setStream(previous)
 
 
 def result_of(body: str, base64_encoded: bool = False) -> dict[str, Any]:
