@@ -14,6 +14,12 @@ from collections.abc import Callable
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[2]
+STOP_SECONDS = 60.0
+"""How long a stop waits for the process to exit before killing it: `baton serve` stops within a second on an idle
+machine, and a loaded runner (load 10 on 2 cores) has taken several; a test that promises a bound asserts it apart
+(`stop_timed`)."""
+OUTPUT_SECONDS = 30.0
+"""How long a stop waits, once the process has exited, for the last of its output to be read."""
 
 
 class BatonServe:
@@ -34,7 +40,8 @@ class BatonServe:
             text=True,
             bufsize=1,
         )
-        threading.Thread(target=self._pump, daemon=True).start()
+        self._pump_thread = threading.Thread(target=self._pump, daemon=True)
+        self._pump_thread.start()
         self.url = self._wait_for(r"Baton is serving on (http://\S+)")
         self.key = self._wait_for(r"export BATON_KEY=(\S+)")
 
@@ -62,8 +69,16 @@ class BatonServe:
                 return found.group(1)
         raise TimeoutError(f"baton serve did not print {pattern!r}:\n" + "\n".join(self.lines))
 
-    def stop(self, sig: int = signal.SIGINT, timeout: float = 15.0) -> int:
-        """Stop it the way a developer does (Ctrl-C) and return its exit status."""
+    def stop(self, sig: int = signal.SIGINT, timeout: float = STOP_SECONDS) -> int:
+        """Stop it the way a developer does (Ctrl-C) and return its exit status (negative: it did not exit within
+        `timeout` seconds and was killed). Once it has exited, `lines` holds all it printed."""
+        return self.stop_timed(sig, timeout)[0]
+
+    def stop_timed(self, sig: int = signal.SIGINT, timeout: float = STOP_SECONDS) -> tuple[int, float]:
+        """Stop it (Ctrl-C by default), waiting at most `timeout` seconds before killing it; its exit status
+        (negative: it was killed) and the seconds from the signal to its exit. Once it has exited, `lines` holds all
+        it printed."""
+        started = time.monotonic()
         if self.process.poll() is None:
             self.process.send_signal(sig)
             try:
@@ -71,7 +86,10 @@ class BatonServe:
             except subprocess.TimeoutExpired:
                 self.process.kill()
                 self.process.wait()
-        return self.process.returncode
+        took = time.monotonic() - started
+        # Its output ends when every process holding the pipe has ended (its containers too): then all is read.
+        self._pump_thread.join(OUTPUT_SECONDS)
+        return self.process.returncode, took
 
     def wait_for(self, pattern: str, timeout: float = 60.0) -> str:
         """Wait (at most `timeout` seconds) for a line of its output matching `pattern`, among those printed so far
@@ -92,13 +110,6 @@ class BatonServe:
                 if self.process.poll() is not None:
                     return condition(self.lines)
         return True
-
-    def stop_timed(self, sig: int = signal.SIGINT, timeout: float = 60.0) -> tuple[int, float]:
-        """Stop it (Ctrl-C by default) and wait at most `timeout` seconds; its exit status (negative: it had to be
-        killed) and the seconds from the signal to its exit."""
-        started = time.monotonic()
-        status = self.stop(sig, timeout)
-        return status, time.monotonic() - started
 
 
 def serve_table(endpoint: str, name: str, *options: str) -> BatonServe:

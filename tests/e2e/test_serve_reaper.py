@@ -26,8 +26,9 @@ from tests.proof_counts import record
 SUITE = "serve reaper (e2e)"
 TENANT = "dev"
 KIND = "task_state"
-WAIT_SECONDS = 10.0
-"""How long the reaper may take to act on a write (it polls the stream every half second)."""
+WAIT_SECONDS = 60.0
+"""How long the test waits for the reaper to act on a write: it polls the stream every half second, so it acts within
+a second or two on an idle machine (each case records how long it took); the bound is a loaded runner's."""
 LEFT_ALONE_SECONDS = 1.0
 """How much longer the server without a reaper is watched after the reaping one has acted."""
 
@@ -51,13 +52,9 @@ class Served:
         return data
 
     def close(self) -> int:
-        """Stop the server (Ctrl-C) and wait for its last line to arrive; its exit status."""
+        """Stop the server (Ctrl-C); its exit status, once all it printed has been read."""
         self.http.close()
-        status = self.server.stop()
-        deadline = time.monotonic() + 5
-        while "Baton stopped." not in self.server.lines and time.monotonic() < deadline:
-            time.sleep(0.05)
-        return status
+        return self.server.stop()
 
 
 @pytest.fixture(scope="module")

@@ -38,7 +38,9 @@ each, API Gateway after 30 s; a save takes a few hundred ms on a loaded runner).
 BACKLOG_SECONDS = 180.0
 """How long the reaper may take to hand every waiting record to the function."""
 STOP_SECONDS = 10.0
-"""How long Ctrl-C may take to stop the server, whatever its reaper is doing."""
+"""How long Ctrl-C may take to stop the server, whatever its reaper is doing (docs/testing.md): from the signal to the
+process's exit, the output read after. The reaper gets 2 s of it; the rest takes a fraction of a second even on a
+loaded runner."""
 QUEUED_SECONDS = 60.0
 """How long the reaper may take to make its next call (it polls every 0.5 s, every 2 s when idle)."""
 

@@ -21,9 +21,10 @@ import datetime
 import hashlib
 import io
 import logging
+import socket
 import threading
 from collections.abc import Callable, Iterable, Iterator
-from contextlib import contextmanager
+from contextlib import contextmanager, suppress
 from typing import Any
 
 StartResponse = Callable[..., Any]
@@ -188,6 +189,7 @@ class LocalMotoServer:
         self._server: Any = None
         self._app: SerializedApp | None = None
         self._thread: threading.Thread | None = None
+        self._stopping = threading.Event()
 
     def start(self) -> str:
         """Start serving in a daemon thread; returns the endpoint URL."""
@@ -203,9 +205,27 @@ class LocalMotoServer:
         fast_stream_records()
         self._app = SerializedApp(ChecksumVerified(DomainDispatcherApplication(create_backend_app)))
         self._server = make_server(self._host, self._port, self._app, threaded=True, request_handler=MotoRequestHandler)
-        self._thread = threading.Thread(target=self._server.serve_forever, name="moto", daemon=True)
+        self._thread = threading.Thread(target=self._serve, name="moto", daemon=True)
         self._thread.start()
         return self.endpoint
+
+    def _serve(self) -> None:
+        """Accept connections until `stop`, each waited for without a timeout: socketserver's `serve_forever` looks
+        at its stop flag only between polls (half a second), which every stop would wait out; `stop` wakes this wait
+        with a connection of its own instead."""
+        while not self._stopping.is_set():
+            self._server.handle_request()
+
+    def _wake(self) -> None:
+        """Connect to the server once, so that the wait for the next connection ends (its handler reads nothing)."""
+        host, port = self._server.server_address[:2]
+        if host in ("0.0.0.0", ""):
+            host = "127.0.0.1"
+        elif host == "::":
+            host = "::1"
+        # Refused: the port is closed already (the serving thread is ending, or `stop`'s join is bounded anyway).
+        with suppress(OSError):
+            socket.create_connection((host, port), timeout=2).close()
 
     @property
     def endpoint(self) -> str:
@@ -230,11 +250,12 @@ class LocalMotoServer:
 
     def stop(self) -> None:
         """Stop serving: calls waiting for moto are answered 503 at once, the one in moto finishes in its thread;
-        then wait (bounded) for the serving thread."""
+        the serving thread is woken and waited for (bounded), then the port is closed."""
         if self._app is not None:
             self._app.close()
-        if self._server is not None:
-            self._server.shutdown()
-            self._server.server_close()
-        if self._thread is not None:
+        if self._server is not None and self._thread is not None and not self._stopping.is_set():
+            self._stopping.set()
+            self._wake()
             self._thread.join(timeout=5)
+        if self._server is not None:
+            self._server.server_close()
