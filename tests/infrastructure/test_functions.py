@@ -92,15 +92,15 @@ def test_function_environment_names_its_table_and_bucket(synthesized: Synthesize
 def test_function_environment_never_points_at_another_endpoint(synthesized: Synthesized) -> None:
     # Given the api function's environment
     _, properties = _function(synthesized)
-    # Then it does not redirect the AWS clients (that setting is for moto and DynamoDB Local only)
-    assert environment_name("aws_endpoint_url") not in properties["Environment"]["Variables"]
+    # Then it does not redirect the AWS clients, nor DynamoDB's alone (those settings are for moto and DynamoDB
+    # Local only)
+    endpoints = {environment_name("aws_endpoint_url"), environment_name("dynamodb_endpoint_url")}
+    assert not endpoints & set(properties["Environment"]["Variables"])
     # And neither does any other function of the stack (the reaper)
     functions = synthesized.of_type("AWS::Lambda::Function")
     assert len(functions) == 2
     for logical_id, function in functions.items():
-        assert environment_name("aws_endpoint_url") not in function["Properties"]["Environment"]["Variables"], (
-            logical_id
-        )
+        assert not endpoints & set(function["Properties"]["Environment"]["Variables"]), logical_id
 
 
 def test_function_skips_pydantic_plugin_discovery(synthesized: Synthesized) -> None:

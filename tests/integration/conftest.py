@@ -1,10 +1,18 @@
-"""Integration tests: the api handler, driven with `events/`, against in-process moto."""
+"""Integration tests: the api handler, driven with `events/`, against in-process moto, and DynamoDB's own engine.
+
+Every test's AWS is a fresh world (`aws_world`): S3 is always in-process moto; DynamoDB is the test's `engine`, moto
+in-process by default. A module marked `engines` (`pytestmark = pytest.mark.engines`) runs each of its tests that
+uses the world twice, `[moto]` and `[dynamodb-local]`: DynamoDB Local (AWS's own engine, `tests/engines.py`) on a
+loopback port, started once per test process; `mock_aws` lets the requests to it through (its patterns match AWS's
+hostnames only). A test that needs DynamoDB Local fails when it is not installed (`make dynamodb-local`): never skipped.
+"""
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
-from typing import Any
+from typing import Any, Final
 
 import pytest
 from moto import mock_aws
@@ -12,11 +20,93 @@ from moto import mock_aws
 from baton.api.services import OnFirstUse, Services, build_services, wired
 from baton.domain.access import issue_key
 from baton.settings import load_settings
-from tests.integration.driver import ApiDriver, CallCounter
+from tests.integration.driver import ApiDriver, CallCounter, CapacityMeter
 
 TABLE = "baton-test"
 BUCKET = "baton-test-blobs"
 OPERATOR_SECRET = "btn_test_operator_secret_0001"
+MOTO: Final = "moto"
+DYNAMODB_LOCAL: Final = "dynamodb-local"
+ENGINES: Final = (MOTO, DYNAMODB_LOCAL)
+"""The DynamoDB engines a test marked `engines` runs on, by the names its ids show."""
+_endpoint: list[str | None] = [None]
+"""The DynamoDB endpoint of the world in use (None: moto in-process), for the services a test builds itself."""
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    config.addinivalue_line(
+        "markers",
+        "engines: runs each test on both DynamoDB engines, in-process moto and DynamoDB Local ([moto], "
+        "[dynamodb-local])",
+    )
+
+
+def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
+    """A test marked `engines` that uses the world (`engine`, directly or through `aws`, `services`, `api`...) runs
+    on each engine: module-scoped, so a module's worlds shared by its tests are one per engine, and the tests of one
+    engine run together."""
+    if "engine" in metafunc.fixturenames and metafunc.definition.get_closest_marker("engines") is not None:
+        metafunc.parametrize("engine", ENGINES, indirect=True, scope="module", ids=list(ENGINES))
+
+
+@pytest.fixture(scope="module")
+def engine(request: pytest.FixtureRequest) -> str:
+    """The test's DynamoDB engine: `moto`, or `dynamodb-local` in a module marked `engines`."""
+    return str(getattr(request, "param", MOTO))
+
+
+def dynamodb_endpoint() -> str | None:
+    """The DynamoDB endpoint of the world in use (None: in-process moto)."""
+    return _endpoint[0]
+
+
+def engine_endpoint(engine: str) -> str | None:
+    """The DynamoDB endpoint of `engine` (None: in-process moto; DynamoDB Local: started now if it is not yet)."""
+    if engine == MOTO:
+        return None
+    if engine == DYNAMODB_LOCAL:
+        from tests.engines import engine_for_test
+
+        return engine_for_test().endpoint
+    raise ValueError(f"unknown engine {engine!r}")
+
+
+def reaper_environment(monkeypatch: pytest.MonkeyPatch, engine: str) -> None:
+    """The reaper function's environment as the stack sets it (table, bucket, no endpoint), on `engine`: there,
+    DynamoDB's endpoint as `baton serve --dynamodb-endpoint` sets it."""
+    monkeypatch.setenv("BATON_TABLE_NAME", TABLE)
+    monkeypatch.setenv("BATON_BUCKET_NAME", BUCKET)
+    monkeypatch.delenv("BATON_AWS_ENDPOINT_URL", raising=False)
+    endpoint = engine_endpoint(engine)
+    if endpoint is None:
+        monkeypatch.delenv("BATON_DYNAMODB_ENDPOINT_URL", raising=False)
+    else:
+        monkeypatch.setenv("BATON_DYNAMODB_ENDPOINT_URL", endpoint)
+
+
+def streams_client() -> Any:
+    """A DynamoDB Streams client on the world in use (in-process, moto's needs the account id left out of its
+    endpoint)."""
+    import boto3
+    from botocore.config import Config
+
+    endpoint = dynamodb_endpoint()
+    if endpoint is None:
+        return boto3.client(
+            "dynamodbstreams", region_name="us-east-1", config=Config(account_id_endpoint_mode="disabled")
+        )
+    return boto3.client("dynamodbstreams", region_name="us-east-1", endpoint_url=endpoint)
+
+
+def settings_environment(table: str, bucket: str | None = BUCKET) -> dict[str, str]:
+    """A container's environment on `table` (and `bucket`) of the world in use: DynamoDB on its engine."""
+    environ = {"BATON_TABLE_NAME": table}
+    if bucket is not None:
+        environ["BATON_BUCKET_NAME"] = bucket
+    endpoint = dynamodb_endpoint()
+    if endpoint is not None:
+        environ["BATON_DYNAMODB_ENDPOINT_URL"] = endpoint
+    return environ
 
 
 @contextmanager
@@ -33,31 +123,72 @@ def serving(provider: Callable[[], Services]) -> Iterator[None]:
 
 
 def services_on(table: str, client: Any = None) -> Services:
-    """A container's services on `table` (on `client`, or a new client of the current moto account)."""
-    return build_services(load_settings({"BATON_TABLE_NAME": table, "BATON_BUCKET_NAME": BUCKET}), client)
+    """A container's services on `table` (on `client`, or a new client of the world in use: its engine's)."""
+    return build_services(load_settings(settings_environment(table)), client)
+
+
+@functools.cache
+def own_client(service: str, endpoint: str | None = None) -> Any:
+    """The test's own client of `service` (to create the table and bucket, and to look at what was written), one
+    per test process: creating a client costs about 25 ms of CPU, and these are not the containers' (a world's
+    services still make their own, as a new Lambda container does). On moto the stubber, registered with botocore's
+    built-in handlers when moto is imported, serves whichever `mock_aws` account is current. Tests never register
+    handlers on it."""
+    if endpoint is not None:
+        from tests.engines import engine_for_test
+
+        return engine_for_test().client(service)
+    import boto3
+
+    return boto3.client(service, region_name="us-east-1")
 
 
 @contextmanager
-def moto_world() -> Iterator[Any]:
-    """A fresh moto account with Baton's table and bucket, and the api handler serving it: its services are built
-    by the first request (or test) that needs them, as in a new Lambda container. Yields a DynamoDB client."""
+def aws_world(engine: str = MOTO) -> Iterator[Any]:
+    """A fresh world with Baton's table and bucket, and the api handler serving it: its services are built by the
+    first request (or test) that needs them, as in a new Lambda container. S3 is a fresh in-process moto account;
+    DynamoDB is that account's on `moto`, DynamoDB Local's (the table deleted and created again: empty, with a new
+    stream) on `dynamodb-local`. Yields a DynamoDB client on the engine."""
     with mock_aws():
-        import boto3
+        from baton.store.schema import ensure_bucket
 
-        from baton.store.schema import ensure_bucket, ensure_table
+        ensure_bucket(own_client("s3"), BUCKET)
+        client = dynamodb_of(engine)
+        _endpoint[0] = engine_endpoint(engine)
+        try:
+            with serving(OnFirstUse(lambda: services_on(TABLE))):
+                yield client
+        finally:
+            _endpoint[0] = None
 
-        client = boto3.client("dynamodb", region_name="us-east-1")
-        ensure_table(client, TABLE)
-        ensure_bucket(boto3.client("s3", region_name="us-east-1"), BUCKET)
-        provider = OnFirstUse(lambda: services_on(TABLE))
-        with serving(provider):
-            yield client
+
+def dynamodb_of(engine: str, table: str = TABLE) -> Any:
+    """A DynamoDB client on `engine` holding `table` as Baton creates it: on moto (inside `mock_aws`), created in
+    the account; on DynamoDB Local, deleted and created again (empty, with a new stream)."""
+
+    from baton.store.schema import ensure_table
+    from tests.engines import engine_for_test, fresh_table
+
+    if engine == MOTO:
+        client = own_client("dynamodb")
+        ensure_table(client, table)
+        return client
+    if engine == DYNAMODB_LOCAL:
+        client = own_client("dynamodb", engine_for_test().endpoint)
+        fresh_table(client, table)
+        return client
+    raise ValueError(f"unknown engine {engine!r}")
+
+
+def moto_world() -> Any:
+    """`aws_world` on in-process moto alone (what a test that needs moto itself uses: its lock, its stubber)."""
+    return aws_world(MOTO)
 
 
 @pytest.fixture
-def aws() -> Iterator[Any]:
-    """A fresh moto world for the test (`moto_world`)."""
-    with moto_world() as client:
+def aws(engine: str) -> Iterator[Any]:
+    """A fresh world for the test (`aws_world`) on its engine."""
+    with aws_world(engine) as client:
         yield client
 
 
@@ -88,6 +219,22 @@ def counter(services: Services) -> Iterator[CallCounter]:
     services.dynamodb.meta.events.register("before-call.dynamodb", calls)
     yield calls
     services.dynamodb.meta.events.unregister("before-call.dynamodb", calls)
+
+
+@pytest.fixture
+def capacity(services: Services, engine: str) -> Iterator[CapacityMeter]:
+    """What DynamoDB says the handler's client consumed (`ReturnConsumedCapacity`), request by request. Only
+    DynamoDB Local's figures are DynamoDB's: a test asserts them there (`measured(engine)`), and its own count of
+    units by DynamoDB's rules on both engines."""
+    meter = CapacityMeter()
+    meter.attach(services.dynamodb)
+    yield meter
+    meter.detach(services.dynamodb)
+
+
+def measured(engine: str) -> bool:
+    """True when the engine's `ConsumedCapacity` is DynamoDB's (DynamoDB Local; moto's is not realistic)."""
+    return engine == DYNAMODB_LOCAL
 
 
 def table_items(client: Any, table: str = TABLE) -> list[dict[str, Any]]:

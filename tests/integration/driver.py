@@ -124,3 +124,88 @@ class CallCounter:
     @property
     def total(self) -> int:
         return sum(self.calls.values())
+
+
+CAPACITY_OPERATIONS = frozenset(
+    {
+        "GetItem",
+        "PutItem",
+        "UpdateItem",
+        "DeleteItem",
+        "Query",
+        "Scan",
+        "BatchGetItem",
+        "BatchWriteItem",
+        "TransactGetItems",
+        "TransactWriteItems",
+    }
+)
+"""The operations that take `ReturnConsumedCapacity`."""
+WRITE_OPERATIONS = frozenset({"PutItem", "UpdateItem", "DeleteItem", "BatchWriteItem", "TransactWriteItems"})
+
+
+class CapacityMeter:
+    """What DynamoDB says a client's requests consumed: registered on its botocore events, it asks every request that
+    can say for `ReturnConsumedCapacity` (`INDEXES`: the table's and each index's share) and adds up the answers'
+    `ConsumedCapacity`. Only a real engine's figures mean anything (DynamoDB Local's; moto's are not DynamoDB's); a
+    request that fails (a refused condition) answers none."""
+
+    def __init__(self) -> None:
+        self.answers: list[tuple[str, list[dict[str, Any]]]] = []
+        """Per request answered, its operation and the `ConsumedCapacity` entries (one per table) it carried."""
+        self.asked = 0
+
+    def ask(self, params: dict[str, Any], model: Any, **_: Any) -> None:
+        """`before-parameter-build`: ask for the consumed capacity (unless the request already does)."""
+        if model.name in CAPACITY_OPERATIONS:
+            params.setdefault("ReturnConsumedCapacity", "INDEXES")
+            self.asked += 1
+
+    def collect(self, parsed: dict[str, Any], model: Any, **_: Any) -> None:
+        """`after-call`: keep what the answer says it consumed."""
+        if model.name not in CAPACITY_OPERATIONS or "Error" in parsed:
+            return
+        consumed = parsed.get("ConsumedCapacity")
+        entries = consumed if isinstance(consumed, list) else [consumed] if consumed else []
+        self.answers.append((model.name, entries))
+
+    def reset(self) -> None:
+        self.answers.clear()
+        self.asked = 0
+
+    def units(self, operations: frozenset[str] | None = None) -> float:
+        """Capacity units of the answered requests (of `operations`: all when None), indexes included."""
+        return sum(
+            float(entry.get("CapacityUnits", 0))
+            for name, entries in self.answers
+            if operations is None or name in operations
+            for entry in entries
+        )
+
+    @property
+    def write_units(self) -> float:
+        """Write units of the answered writes, index maintenance included."""
+        return self.units(WRITE_OPERATIONS)
+
+    @property
+    def read_units(self) -> float:
+        """Read units of the answered reads."""
+        return self.units(CAPACITY_OPERATIONS - WRITE_OPERATIONS)
+
+    def index_units(self, index: str) -> float:
+        """Units the answered requests consumed in the global index `index`."""
+        return sum(
+            float(entry.get("GlobalSecondaryIndexes", {}).get(index, {}).get("CapacityUnits", 0))
+            for _, entries in self.answers
+            for entry in entries
+        )
+
+    def attach(self, client: Any) -> None:
+        """Register on `client`'s events."""
+        client.meta.events.register("before-parameter-build.dynamodb", self.ask)
+        client.meta.events.register("after-call.dynamodb", self.collect)
+
+    def detach(self, client: Any) -> None:
+        """Unregister from `client`'s events."""
+        client.meta.events.unregister("before-parameter-build.dynamodb", self.ask)
+        client.meta.events.unregister("after-call.dynamodb", self.collect)

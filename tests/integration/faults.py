@@ -240,13 +240,33 @@ def _answer(request: AWSPreparedRequest, status: int, body: dict[str, Any]) -> A
     return AWSResponse(request.url, status, headers, _Body(json.dumps(body).encode()))  # type: ignore[arg-type]
 
 
+def onward(moto: Callable[..., AWSResponse | None]) -> Callable[..., AWSResponse]:
+    """What a request not struck reaches: in-process moto when it answers the request's endpoint, else the endpoint
+    itself over the network (DynamoDB Local on a loopback port: moto lets requests to it through), so that a fault
+    AFTER a request lands on either engine."""
+    from botocore.httpsession import URLLib3Session
+
+    network: list[URLLib3Session] = []
+
+    def send(request: AWSPreparedRequest, **kwargs: Any) -> AWSResponse:
+        answered = moto(request=request, **kwargs)
+        if answered is not None:
+            return answered
+        if not network:
+            network.append(URLLib3Session(timeout=30))
+        return network[0].send(request)
+
+    return send
+
+
 @contextmanager
 def injected(client: Any) -> Iterator[FaultInjector]:
-    """Put a `FaultInjector` between `client` and moto for the block's duration."""
+    """Put a `FaultInjector` between `client` and its engine (moto in-process, or DynamoDB Local) for the block's
+    duration."""
     from moto.core.models import botocore_stubber
 
     events = client.meta.events
-    injector = FaultInjector(moto=botocore_stubber)
+    injector = FaultInjector(moto=onward(botocore_stubber))
     events.unregister("before-send", botocore_stubber)
     events.register("before-send.dynamodb", injector)
     try:

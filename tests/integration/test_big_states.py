@@ -21,6 +21,9 @@ from tests.builders import KIND, SUBJECT, lookup, save
 from tests.integration.conftest import BUCKET, TABLE, services_on, serving
 from tests.integration.driver import ApiDriver, CallCounter
 
+pytestmark = pytest.mark.engines
+"""Every test of this module that uses the world runs on in-process moto and on DynamoDB Local (`conftest.py`)."""
+
 ITEM_LIMIT = 400 * 1024
 """DynamoDB's item size limit, counted its way (`baton.store.sizes.item_size`)."""
 ALPHABET = "".join(c for c in string.printable if c not in '"\\\t\n\r\x0b\x0c')

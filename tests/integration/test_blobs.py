@@ -28,8 +28,11 @@ from baton.store import items, layout
 from baton.store.blobs import BLOB_ANSWER
 from tests import proof_counts
 from tests.builders import save, save_body
-from tests.integration.conftest import BUCKET, OPERATOR_SECRET, TABLE, moto_world, put_key
+from tests.integration.conftest import BUCKET, OPERATOR_SECRET, TABLE, aws_world, put_key, settings_environment
 from tests.integration.driver import ApiDriver, CallCounter, Result
+
+pytestmark = pytest.mark.engines
+"""Every test of this module that uses the world runs on in-process moto and on DynamoDB Local (`conftest.py`)."""
 
 BYTES = b"the report, as uploaded\n"
 SHA256 = hashlib.sha256(BYTES).hexdigest()
@@ -65,11 +68,11 @@ def read(api: ApiDriver, blob_id: str, *, secret: str | None = None) -> Result:
 
 
 @pytest.fixture(scope="module")
-def aws() -> Iterator[Any]:
-    """One moto account for the module, with Baton's table and bucket, and the handler serving it as one warm
-    container (a fresh account per test would cost more than the tests: every test here makes its own blobs and
+def aws(engine: str) -> Iterator[Any]:
+    """One world for the module (per engine), with Baton's table and bucket, and the handler serving it as one warm
+    container (a fresh world per test would cost more than the tests: every test here makes its own blobs and
     keys, and compares the table before and after)."""
-    with moto_world() as client:
+    with aws_world(engine) as client:
         yield client
 
 
@@ -520,7 +523,7 @@ def bucketless(aws: Any) -> Iterator[ApiDriver]:
     """The handler serving a deployment that has no bucket (BATON_BUCKET_NAME unset), for one test."""
     from baton.api.app import app
 
-    bare = build_services(load_settings({"BATON_TABLE_NAME": TABLE}))
+    bare = build_services(load_settings(settings_environment(TABLE, bucket=None)))
     assert bare.objects is None
     module_services = app.dependency_overrides[wired]
     app.dependency_overrides[wired] = lambda: bare

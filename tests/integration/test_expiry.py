@@ -15,6 +15,9 @@ from tests.builders import SUBJECT, lookup, save
 from tests.integration.conftest import table_items
 from tests.integration.driver import ApiDriver, Result
 
+pytestmark = pytest.mark.engines
+"""Every test of this module that uses the world runs on in-process moto and on DynamoDB Local (`conftest.py`)."""
+
 START = datetime(2027, 1, 15, 12, 0, tzinfo=UTC)
 START_MS = int(START.timestamp() * 1000)
 

@@ -14,6 +14,9 @@ from tests.builders import save
 from tests.integration.conftest import put_key
 from tests.integration.driver import ApiDriver, CallCounter, Result
 
+pytestmark = pytest.mark.engines
+"""Every test of this module that uses the world runs on in-process moto and on DynamoDB Local (`conftest.py`)."""
+
 START = datetime(2027, 4, 1, 8, 0, tzinfo=UTC)
 READER_SECRET = "btn_test_history_reader_01"
 

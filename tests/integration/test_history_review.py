@@ -20,7 +20,7 @@ from baton.api.services import Services
 from baton.domain.clock import now_ms
 from baton.handlers import reaper as reaper_function
 from baton.store import layout, schema
-from tests.integration.conftest import TABLE, moto_world, services_on
+from tests.integration.conftest import TABLE, aws_world, reaper_environment, services_on
 from tests.integration.driver import ApiDriver, CallCounter, Result
 from tests.integration.faults import THROTTLING, Duration, Fault, Phase, injected
 from tests.integration.test_reaper import Stream
@@ -37,12 +37,15 @@ from tests.integration.test_reaper_history import (
 )
 from tests.proof_counts import record
 
+pytestmark = pytest.mark.engines
+"""Every test of this module that uses the world runs on in-process moto and on DynamoDB Local (`conftest.py`)."""
+
 SUITE = "history review (integration)"
 
 
 @pytest.fixture(scope="module", autouse=True)
-def _warm_reaper() -> Iterator[None]:
-    """The reaper's container, made afresh for this module and dropped after it."""
+def _warm_reaper(engine: str) -> Iterator[None]:
+    """The reaper's container, made afresh for this module (per engine) and dropped after it."""
     reaper_function.reaper.cache_clear()
     yield
     reaper_function.reaper.cache_clear()
@@ -57,9 +60,9 @@ def retry_delays(monkeypatch: pytest.MonkeyPatch) -> list[float]:
 
 
 @pytest.fixture(scope="module")
-def aws() -> Iterator[Any]:
-    """One moto account for the module; each test starts from an emptied table and bucket."""
-    with moto_world() as client:
+def aws(engine: str) -> Iterator[Any]:
+    """One world for the module per engine; each test starts from an emptied table and bucket."""
+    with aws_world(engine) as client:
         yield client
 
 
@@ -69,11 +72,9 @@ def stream(aws: Any) -> Stream:
 
 
 @pytest.fixture
-def world(aws: Any, services: Services, stream: Stream, monkeypatch: pytest.MonkeyPatch) -> World:
-    """The reaper function's environment as the stack sets it, on the api handler's moto account, emptied."""
-    monkeypatch.setenv("BATON_TABLE_NAME", TABLE)
-    monkeypatch.setenv("BATON_BUCKET_NAME", "baton-test-blobs")
-    monkeypatch.delenv("BATON_AWS_ENDPOINT_URL", raising=False)
+def world(aws: Any, services: Services, stream: Stream, monkeypatch: pytest.MonkeyPatch, engine: str) -> World:
+    """The reaper function's environment as the stack sets it, on the api handler's world, emptied."""
+    reaper_environment(monkeypatch, engine)
     assert services.objects is not None
     # A hint left by an earlier test would send this test's first save down another path.
     services.checkpoints._with_history.clear()

@@ -15,6 +15,9 @@ from tests.builders import KIND, SUBJECT, lookup, save, save_body
 from tests.integration.conftest import put_key
 from tests.integration.driver import ApiDriver, CallCounter, load_event
 
+pytestmark = pytest.mark.engines
+"""Every test of this module that uses the world runs on in-process moto and on DynamoDB Local (`conftest.py`)."""
+
 WRITE_OPERATIONS = frozenset({"PutItem", "UpdateItem", "DeleteItem", "TransactWriteItems", "BatchWriteItem"})
 PLANNER_SECRET = "btn_test_planner_secret_0001"
 WRITER_SECRET = "btn_test_writer_secret_00001"

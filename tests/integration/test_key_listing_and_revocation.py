@@ -6,10 +6,14 @@ import base64
 import json
 from typing import Any
 
+import pytest
 import time_machine
 
 from tests.integration.conftest import OPERATOR_SECRET, put_key
 from tests.integration.driver import ApiDriver
+
+pytestmark = pytest.mark.engines
+"""Every test of this module that uses the world runs on in-process moto and on DynamoDB Local (`conftest.py`)."""
 
 OPERATOR_KEY_ID = "key_" + "a" * 32
 

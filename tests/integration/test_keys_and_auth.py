@@ -17,6 +17,9 @@ from tests.builders import SUBJECT, lookup, save
 from tests.integration.conftest import OPERATOR_SECRET, put_key, table_items
 from tests.integration.driver import ApiDriver, Result
 
+pytestmark = pytest.mark.engines
+"""Every test of this module that uses the world runs on in-process moto and on DynamoDB Local (`conftest.py`)."""
+
 START = datetime(2027, 1, 15, 12, 0, tzinfo=UTC)
 MANAGER_SECRET = "btn_test_manager_secret_0001"
 ADMIN_SECRET = "btn_test_admin_secret_000001"

@@ -13,6 +13,9 @@ from tests.builders import save
 from tests.integration.conftest import put_key
 from tests.integration.driver import ApiDriver, CallCounter, Result
 
+pytestmark = pytest.mark.engines
+"""Every test of this module that uses the world runs on in-process moto and on DynamoDB Local (`conftest.py`)."""
+
 START = datetime(2027, 3, 1, 9, 0, tzinfo=UTC)
 TOKEN = re.compile(r"^[0-9]+\.[0-9a-f]{32}$")
 WORKER_SECRET = "btn_test_lease_worker_0001"

@@ -24,17 +24,21 @@ from baton.store import schema
 from tests import proof_counts
 from tests.builders import KIND, PLAIN
 from tests.builders import SEED_DOCUMENT as SEED_EXAMPLE
-from tests.integration.conftest import OPERATOR_SECRET, moto_world, put_key, table_items
+from tests.integration.conftest import OPERATOR_SECRET, aws_world, put_key, table_items
 from tests.integration.driver import ApiDriver, Result
+
+pytestmark = pytest.mark.engines
+"""Every test of this module that uses the world runs on in-process moto and on DynamoDB Local (`conftest.py`)."""
 
 SUITE = "opencheckpoint saves"
 SCHEMA_PATH = "/v1/schemas/opencheckpoint-0.1.json"
 
 
 @pytest.fixture(scope="module")
-def aws() -> Iterator[Any]:
-    """One moto world for the module (a world costs ~0.5 s to build); each test works on a subject of its own."""
-    with moto_world() as client:
+def aws(engine: str) -> Iterator[Any]:
+    """One world for the module, per engine (a world costs ~0.5 s to build); each test works on a subject of its
+    own."""
+    with aws_world(engine) as client:
         yield client
 
 

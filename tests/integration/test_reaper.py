@@ -19,16 +19,18 @@ from typing import Any
 
 import pytest
 from botocore.awsrequest import AWSPreparedRequest, AWSResponse
-from botocore.config import Config
 
 from baton.domain.blobs import Blob
 from baton.domain.checkpoints import CheckpointKey
 from baton.handlers import reaper as reaper_function
 from baton.store import items, layout, schema
-from tests.integration.conftest import BUCKET, TABLE
+from tests.integration.conftest import BUCKET, MOTO, TABLE, reaper_environment, streams_client
 from tests.integration.driver import ApiDriver, load_event
 from tests.integration.faults import UNAVAILABLE_503, Duration, Fault, Phase, injected
 from tests.proof_counts import record
+
+pytestmark = pytest.mark.engines
+"""Every test of this module that uses the world runs on in-process moto and on DynamoDB Local (`conftest.py`)."""
 
 TENANT, SUBJECT, AGENT, KIND = "acme", "ticket-4411", "operator", "task_state"
 PK, SK = layout.checkpoint_pk(TENANT, SUBJECT), layout.checkpoint_sk(AGENT, KIND)
@@ -155,22 +157,25 @@ class World:
 
 
 @pytest.fixture(scope="module")
-def clients() -> Iterator[tuple[Any, Any]]:
-    """A DynamoDB and an S3 client for the tests' own reads and writes, made once (moto answers them in each test's
-    own account); and the reaper's container kept across the tests of this module, as a warm Lambda container is
-    (a test that needs a cold one clears it): making clients is most of what these tests would otherwise spend."""
+def clients(engine: str) -> Iterator[tuple[Any, Any]]:
+    """A DynamoDB client on the engine and an S3 client for the tests' own reads and writes, made once per engine
+    (moto answers them in each test's own account; DynamoDB Local's table is made afresh per test); and the reaper's
+    container kept across the tests of this module on one engine, as a warm Lambda container is (a test that needs a
+    cold one clears it): making clients is most of what these tests would otherwise spend."""
     import boto3
 
-    yield boto3.client("dynamodb", region_name="us-east-1"), boto3.client("s3", region_name="us-east-1")
+    from tests.engines import engine_for_test
+
+    reaper_function.reaper.cache_clear()
+    dynamodb = boto3.client("dynamodb", region_name="us-east-1") if engine == MOTO else engine_for_test().client()
+    yield dynamodb, boto3.client("s3", region_name="us-east-1")
     reaper_function.reaper.cache_clear()
 
 
 @pytest.fixture(autouse=True)
-def _deployed(monkeypatch: pytest.MonkeyPatch) -> None:
-    """The reaper function's environment, as the stack sets it."""
-    monkeypatch.setenv("BATON_TABLE_NAME", TABLE)
-    monkeypatch.setenv("BATON_BUCKET_NAME", BUCKET)
-    monkeypatch.delenv("BATON_AWS_ENDPOINT_URL", raising=False)
+def _deployed(monkeypatch: pytest.MonkeyPatch, engine: str) -> None:
+    """The reaper function's environment, as the stack sets it (on DynamoDB Local, its endpoint too)."""
+    reaper_environment(monkeypatch, engine)
 
 
 def _seeded(world: World) -> World:
@@ -184,15 +189,20 @@ def _seeded(world: World) -> World:
 
 
 @pytest.fixture
-def world(clients: tuple[Any, Any]) -> Iterator[World]:
-    """A fresh moto account with Baton's table and bucket (from `schema`, as deployed), seeded."""
+def world(clients: tuple[Any, Any], engine: str) -> Iterator[World]:
+    """A fresh moto account with Baton's bucket, and Baton's table (from `schema`, as deployed) on the engine,
+    seeded."""
     from moto import mock_aws
 
     from baton.store.schema import ensure_bucket, ensure_table
+    from tests.engines import fresh_table
 
     dynamodb, s3 = clients
     with mock_aws():
-        ensure_table(dynamodb, TABLE)
+        if engine == MOTO:
+            ensure_table(dynamodb, TABLE)
+        else:
+            fresh_table(dynamodb, TABLE)
         ensure_bucket(s3, BUCKET)
         yield _seeded(World(dynamodb, s3))
 
@@ -505,14 +515,11 @@ def test_the_function_refuses_to_run_without_its_bucket(world: World, monkeypatc
 
 
 class Stream:
-    """The table's stream as moto records it, read on from where the last read stopped, in Lambda's event form."""
+    """The table's stream as the engine records it (the world in use: moto's or DynamoDB Local's), read on from
+    where the last read stopped, in Lambda's event form."""
 
     def __init__(self, dynamodb: Any) -> None:
-        import boto3
-
-        self._client = boto3.client(
-            "dynamodbstreams", region_name="us-east-1", config=Config(account_id_endpoint_mode="disabled")
-        )
+        self._client = streams_client()
         self._arn = dynamodb.describe_table(TableName=TABLE)["Table"]["LatestStreamArn"]
         shard = self._client.describe_stream(StreamArn=self._arn)["StreamDescription"]["Shards"][0]["ShardId"]
         self._iterator = self._client.get_shard_iterator(

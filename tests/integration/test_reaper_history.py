@@ -25,10 +25,13 @@ from baton.api.services import Services
 from baton.handlers import reaper as reaper_function
 from baton.store import items, layout, schema
 from tests.builders import save
-from tests.integration.conftest import BUCKET, TABLE, moto_world, put_key, table_items
+from tests.integration.conftest import BUCKET, TABLE, aws_world, put_key, reaper_environment, table_items
 from tests.integration.driver import ApiDriver, CallCounter, Result
 from tests.integration.test_reaper import Stream
 from tests.proof_counts import record
+
+pytestmark = pytest.mark.engines
+"""Every test of this module that uses the world runs on in-process moto and on DynamoDB Local (`conftest.py`)."""
 
 SUITE = "reaper history (integration)"
 TENANT, AGENT, KIND = "acme", "operator", "task_state"
@@ -188,19 +191,19 @@ def _reaped(stream_records: list[dict[str, Any]]) -> list[str]:
 
 
 @pytest.fixture(scope="module", autouse=True)
-def _warm_reaper() -> Iterator[None]:
-    """The reaper's container is kept across this module's tests (as a warm Lambda container is), made afresh for it
-    (another module may have left one with other settings) and dropped after it."""
+def _warm_reaper(engine: str) -> Iterator[None]:
+    """The reaper's container is kept across this module's tests on one engine (as a warm Lambda container is), made
+    afresh for it (another module or engine may have left one with other settings) and dropped after it."""
     reaper_function.reaper.cache_clear()
     yield
     reaper_function.reaper.cache_clear()
 
 
 @pytest.fixture(scope="module")
-def aws() -> Iterator[Any]:
-    """One moto account for the module, the api handler serving it as one warm container (a fresh account per test
+def aws(engine: str) -> Iterator[Any]:
+    """One world for the module per engine, the api handler serving it as one warm container (a fresh world per test
     would cost more than the tests); each test starts from an emptied table and bucket (`World.emptied`)."""
-    with moto_world() as client:
+    with aws_world(engine) as client:
         yield client
 
 
@@ -211,11 +214,9 @@ def stream(aws: Any) -> Stream:
 
 
 @pytest.fixture
-def world(aws: Any, services: Services, stream: Stream, monkeypatch: pytest.MonkeyPatch) -> World:
-    """The reaper function's environment as the stack sets it, on the api handler's moto account, emptied."""
-    monkeypatch.setenv("BATON_TABLE_NAME", TABLE)
-    monkeypatch.setenv("BATON_BUCKET_NAME", BUCKET)
-    monkeypatch.delenv("BATON_AWS_ENDPOINT_URL", raising=False)
+def world(aws: Any, services: Services, stream: Stream, monkeypatch: pytest.MonkeyPatch, engine: str) -> World:
+    """The reaper function's environment as the stack sets it, on the api handler's world, emptied."""
+    reaper_environment(monkeypatch, engine)
     assert services.objects is not None
     return World(aws, services.objects.client, stream).emptied()
 

@@ -9,12 +9,16 @@ from __future__ import annotations
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
+import pytest
 import time_machine
 
-from baton.store import items, layout
+from baton.store import items, layout, schema, sizes
 from tests.builders import KIND, PLAIN, SUBJECT, lookup, save, save_body
-from tests.integration.conftest import put_key
-from tests.integration.driver import ApiDriver, CallCounter
+from tests.integration.conftest import TABLE, measured, put_key
+from tests.integration.driver import ApiDriver, CallCounter, CapacityMeter
+
+pytestmark = pytest.mark.engines
+"""Every test of this module that uses the world runs on in-process moto and on DynamoDB Local (`conftest.py`)."""
 
 WRITE_OPERATIONS = frozenset({"PutItem", "UpdateItem", "DeleteItem", "TransactWriteItems", "BatchWriteItem"})
 READER_SECRET = "btn_test_reader_secret_0001"
@@ -60,6 +64,36 @@ def test_save_with_idempotency_key_over_an_existing_checkpoint_costs_the_same(
     saved = save(api, "update-1", state={"step": 2})
     assert saved.status == 200
     assert dict(counter.calls) == {"BatchGetItem": 1, "TransactWriteItems": 1}
+
+
+def test_a_keyed_save_costs_its_record_and_the_records_index_entry_twice_in_its_transaction(
+    api: ApiDriver, aws: Any, counter: CallCounter, capacity: CapacityMeter, engine: str
+) -> None:
+    # Given a checkpoint of a small state
+    assert save(api).status == 201
+    key = layout.checkpoint_key("acme", SUBJECT, "operator", KIND)
+    before = aws.get_item(TableName=TABLE, Key=key, ConsistentRead=True)["Item"]
+    counter.reset()
+    capacity.reset()
+    # When it is saved again with an Idempotency-Key
+    assert save(api, "keyed", state={"step": 2}).status == 200
+    after = aws.get_item(TableName=TABLE, Key=key, ConsistentRead=True)["Item"]
+    record = aws.get_item(TableName=TABLE, Key=layout.idempotency_key("acme", "operator", "keyed"), ConsistentRead=True)
+    # Then one transaction (docs/api.md, "Purge"): the checkpoint, one write unit, and the record, one write unit
+    # (under 1 KB), plus the record's gsi1 entry (about 150 bytes), each billed twice in the transaction
+    assert dict(counter.calls) == {"BatchGetItem": 1, "TransactWriteItems": 1}
+    assert sizes.write_units(before, after) == 1
+    assert sizes.item_bytes(record["Item"]) <= sizes.WRITE_UNIT_BYTES
+    entry = sizes.index_entry(record["Item"], schema.TABLE.global_indexes[0])
+    assert entry is not None
+    assert sizes.item_bytes(entry) + sizes.INDEX_ENTRY_OVERHEAD_BYTES <= sizes.WRITE_UNIT_BYTES
+    assert sizes.write_units(None, record["Item"]) == 2  # the record and its index entry
+    claimed = 2 * (sizes.write_units(before, after) + sizes.write_units(None, record["Item"]))
+    assert claimed == 6
+    if measured(engine):
+        # What DynamoDB bills: 4 units in the table, 2 in gsi1
+        assert capacity.write_units == claimed
+        assert capacity.index_units(schema.GSI1) == 2
 
 
 def test_idempotent_replay_costs_one_batch_get_and_writes_nothing(api: ApiDriver, counter: CallCounter) -> None:

@@ -1,5 +1,6 @@
 """Attaching blobs to checkpoints (`resources`): what a save checks, what it claims, and what it costs. Against
-in-process moto; the blobs are declared and uploaded here directly (their routes have their own suite)."""
+in-process moto and DynamoDB Local; the blobs are declared and uploaded here directly (their routes have their own
+suite)."""
 
 from __future__ import annotations
 
@@ -18,6 +19,9 @@ from baton.store import items, layout, schema
 from tests.builders import KIND, SUBJECT, lookup, save
 from tests.integration.conftest import BUCKET, TABLE, put_key
 from tests.integration.driver import ApiDriver, CallCounter
+
+pytestmark = pytest.mark.engines
+"""Every test of this module that uses the world runs on in-process moto and on DynamoDB Local (`conftest.py`)."""
 
 NOW_MS = 1_785_412_084_652
 WORKER_SECRET = "btn_test_worker_secret_00000001"
@@ -449,7 +453,7 @@ def test_a_lost_answer_retried_after_a_delete_never_leaves_a_checkpoint_naming_r
     state = {"log": os.urandom(30_000).hex()}
     client = services.dynamodb
     real = client.transact_write_items
-    outsider = boto3.client("dynamodb", region_name="us-east-1")
+    outsider = aws  # another client of the world's DynamoDB (moto's, or DynamoDB Local's)
     s3 = boto3.client("s3", region_name="us-east-1")
     first_image: dict[str, Any] = {}
     rounds = [0]

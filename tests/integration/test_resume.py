@@ -16,10 +16,13 @@ from baton.api.services import Services
 from baton.domain import limits
 from baton.store import items, layout
 from tests.builders import KIND, SEED_DOCUMENT, SUBJECT, save
-from tests.integration.conftest import OPERATOR_SECRET, TABLE, moto_world, put_key, table_items
+from tests.integration.conftest import OPERATOR_SECRET, TABLE, aws_world, put_key, table_items
 from tests.integration.driver import ApiDriver, CallCounter, Result
 from tests.integration.test_resources import declare
 from tests.proof_counts import record
+
+pytestmark = pytest.mark.engines
+"""Every test of this module that uses the world runs on in-process moto and on DynamoDB Local (`conftest.py`)."""
 
 WORKER_SECRET = "btn_test_resume_worker_secret_01"
 OTHER_TENANT_SECRET = "btn_test_resume_other_tenant_001"
@@ -30,11 +33,11 @@ MISSING_ID = "ckpt_" + "0" * 32
 
 
 @pytest.fixture(scope="module")
-def world() -> Iterator[Services]:
-    """One moto world for this module (a new one per test costs ~0.5 s): each test works on its own subject. Keys:
-    the operator (`*`, tenant acme), agent `worker` of acme without `*`, a `*` key of tenant globex, and a key of
-    acme without `checkpoints:read`."""
-    with moto_world():
+def world(engine: str) -> Iterator[Services]:
+    """One world for this module, per engine (a new one per test costs ~0.5 s): each test works on its own subject.
+    Keys: the operator (`*`, tenant acme), agent `worker` of acme without `*`, a `*` key of tenant globex, and a key
+    of acme without `checkpoints:read`."""
+    with aws_world(engine):
         from baton.api.app import app
 
         services: Services = app.services()

@@ -14,6 +14,9 @@ from baton.handlers.api import handler
 from tests.builders import SUBJECT, save, save_body
 from tests.integration.driver import EVENTS, ApiDriver, Result, load_event
 
+pytestmark = pytest.mark.engines
+"""Every test of this module that uses the world runs on in-process moto and on DynamoDB Local (`conftest.py`)."""
+
 
 def send(event: dict[str, Any]) -> Result:
     """Hand an event, exactly as given, to the api handler."""

@@ -25,6 +25,9 @@ from tests.integration.driver import ApiDriver, body_text, load_event
 from tests.integration.test_resources import declare
 from tests.integration.test_threads import list_page, put, typed
 
+pytestmark = pytest.mark.engines
+"""Every test of this module that uses the world runs on in-process moto and on DynamoDB Local (`conftest.py`)."""
+
 ITEM_LIMIT_BYTES = 400 * 1024
 """DynamoDB's item size limit, counted its way (`baton.store.sizes.item_bytes`)."""
 LAMBDA_RESPONSE_LIMIT_BYTES = 6_291_556

@@ -4,8 +4,13 @@ from __future__ import annotations
 
 from typing import Any
 
+import pytest
+
 from baton.store import schema
 from tests.integration.conftest import TABLE
+
+pytestmark = pytest.mark.engines
+"""Every test of this module that uses the world runs on in-process moto and on DynamoDB Local (`conftest.py`)."""
 
 
 def _key_schema(entries: list[dict[str, str]]) -> list[tuple[str, str]]:

@@ -1,6 +1,7 @@
 """What the threads routes cost: DynamoDB (and S3) requests per operation, counted exactly with botocore's
-`before-call` events, and the write units of a typical graph step by DynamoDB's billing rules on the items moto
-holds (`baton.store.sizes`), beside performance.md's figures for `langgraph-checkpoint-aws`'s `DynamoDBSaver`.
+`before-call` events, and the write units of a typical graph step by DynamoDB's billing rules on the items the
+engine holds (`baton.store.sizes`), beside performance.md's figures for `langgraph-checkpoint-aws`'s `DynamoDBSaver`;
+on DynamoDB Local, the write units are also what DynamoDB itself says each request consumed.
 """
 
 from __future__ import annotations
@@ -15,7 +16,8 @@ import pytest
 from bench.states import conversation_state
 
 from baton.store import sizes
-from tests.integration.driver import ApiDriver, CallCounter, Result
+from tests.integration.conftest import measured
+from tests.integration.driver import ApiDriver, CallCounter, CapacityMeter, Result
 from tests.integration.test_threads import (  # noqa: F401 (world, aws and api are fixtures used by name)
     api,
     aws,
@@ -33,6 +35,9 @@ from tests.integration.test_threads import (  # noqa: F401 (world, aws and api a
     writes_of,
 )
 from tests.proof_counts import record
+
+pytestmark = pytest.mark.engines
+"""Every test of this module that uses the world runs on in-process moto and on DynamoDB Local (`conftest.py`)."""
 
 DYNAMODB_SAVER_PUT_REQUESTS = 2
 """performance.md: `DynamoDBSaver` (langgraph-checkpoint-aws 1.2.6) writes 2 unconditional PutItems per put."""
@@ -81,7 +86,7 @@ def _small(n: int) -> dict[str, str]:
 # -- requests per operation -----------------------------------------------------------------------------------
 
 
-def test_requests_per_put(api: ApiDriver, meter: Meter) -> None:  # noqa: F811
+def test_requests_per_put(api: ApiDriver, meter: Meter, engine: str) -> None:  # noqa: F811
     # First put of a thread: one UpdateItem refreshes (creates) the head and hands back its generation, one
     # UpdateItem writes the checkpoint item with its small values inline. No read: as DynamoDBSaver's 2 PutItems.
     first = meter(lambda: put(api, "n-put", "c1", {"a": 1, "b": 1}, {"a": _small(1), "b": _small(1)}), 201)
@@ -104,7 +109,8 @@ def test_requests_per_put(api: ApiDriver, meter: Meter) -> None:  # noqa: F811
     assert kept == ({"GetItem": 1, "UpdateItem": 2}, {})
     # Against DynamoDBSaver: the same 2 writes for a first put, one consistent read more once there is a parent
     assert sum(first[0].values()) == DYNAMODB_SAVER_PUT_REQUESTS
-    record("thread request counts", put_first=2, put_child_small=3, put_child_large=4)
+    # (figures, not case counts: one line per engine, never summed across them)
+    record(f"thread request counts ({engine})", put_first=2, put_child_small=3, put_child_large=4)
 
 
 def test_requests_per_put_writes(api: ApiDriver, meter: Meter) -> None:  # noqa: F811
@@ -183,21 +189,47 @@ def test_requests_per_delete_prune_copy_and_runs(api: ApiDriver, meter: Meter) -
 # -- write units of a graph step ------------------------------------------------------------------------------
 
 
-def _units_of(aws: Any, thread: str, call: Callable[[], Result], status: int) -> int:  # noqa: F811
+@pytest.fixture
+def consumed(world: tuple[Any, ApiDriver]) -> Iterator[CapacityMeter]:  # noqa: F811
+    """What DynamoDB says the handler's client consumed, request by request (DynamoDB Local's figures are
+    DynamoDB's)."""
+    from baton.api.app import app
+
+    meter = CapacityMeter()
+    client = app.services().dynamodb
+    meter.attach(client)
+    yield meter
+    meter.detach(client)
+
+
+def _units_of(
+    aws: Any,  # noqa: F811
+    thread: str,
+    call: Callable[[], Result],
+    status: int,
+    consumed: CapacityMeter,
+) -> tuple[int, float]:
     """Write units one request costs: for each item it changed, DynamoDB's bill for that write (the larger of the
-    item before and after, in 1 KB units, plus index maintenance)."""
+    item before and after, in 1 KB units, plus index maintenance); and what the engine's answers said it consumed."""
     before = {(i["pk"]["S"], i["sk"]["S"]): i for i in thread_items(aws, thread)}
+    consumed.reset()
     answer = call()
     assert answer.status == status, answer.body
     after = {(i["pk"]["S"], i["sk"]["S"]): i for i in thread_items(aws, thread)}
-    return sum(
+    computed = sum(
         sizes.write_units(before.get(key), after.get(key))
         for key in before.keys() | after.keys()
         if before.get(key) != after.get(key)
     )
+    return computed, consumed.write_units
 
 
-def test_write_units_of_a_graph_step_are_below_dynamodb_savers_put_alone(api: ApiDriver, aws: Any) -> None:  # noqa: F811
+def test_write_units_of_a_graph_step_are_below_dynamodb_savers_put_alone(
+    api: ApiDriver,  # noqa: F811
+    aws: Any,  # noqa: F811
+    consumed: CapacityMeter,
+    engine: str,
+) -> None:
     # Given a graph whose state has a 4 KB message list (msgpack, as LangGraph serializes it) and three small
     # channels, at step 5 of a thread (so the step has a parent and the message list a new version)
     messages = ormsgpack.packb(conversation_state(4_000, seed=5)["messages"])
@@ -209,14 +241,21 @@ def test_write_units_of_a_graph_step_are_below_dynamodb_savers_put_alone(api: Ap
     new = {**values, "messages": typed(ormsgpack.packb(conversation_state(4_100, seed=6)["messages"]))}
     del new["route"]
     # When the step puts its checkpoint (3 new values, 1 carried) and a task's 3 small pending writes
-    put_units = _units_of(aws, "n-step", lambda: put(api, "n-step", "c5", step, new, parent="c4"), 201)
+    put_units, put_consumed = _units_of(
+        aws, "n-step", lambda: put(api, "n-step", "c5", step, new, parent="c4"), 201, consumed
+    )
     writes = [("messages", b"\x91\xa3hey"), ("counter", b"\x05"), ("branch:to:tools", b"\xc0")]
-    writes_units = _units_of(aws, "n-step", lambda: put_writes(api, "n-step", "c5", "task-1", writes), 200)
+    writes_units, writes_consumed = _units_of(
+        aws, "n-step", lambda: put_writes(api, "n-step", "c5", "task-1", writes), 200, consumed
+    )
     total = put_units + writes_units
-    record("thread step write units", put=put_units, put_writes=writes_units, total=total)
+    record(f"thread step write units ({engine})", put=put_units, put_writes=writes_units, total=total)
     # Then the step costs 1 (the head) + 1 (the checkpoint item, small values inline) + 2 (the message list's
     # version item, packed) for the put, and 1 for the writes (an update of the checkpoint item, under 1 KB)
     assert (put_units, writes_units) == (4, 1)
+    if measured(engine):
+        # And DynamoDB bills exactly that
+        assert (put_consumed, writes_consumed) == (4, 1)
     # DynamoDBSaver's put of a 4 KB state alone costs 6 units, before any of its pending writes (a PutItem each)
     assert total < DYNAMODB_SAVER_PUT_UNITS_4KB
 
@@ -226,7 +265,12 @@ DYNAMODB_SAVER_WRITE_UNITS_PER_WRITE = 1
 conditional PutItem per write, so at least one unit each."""
 
 
-def test_write_units_of_a_step_whose_writes_come_before_its_put(api: ApiDriver, aws: Any) -> None:  # noqa: F811
+def test_write_units_of_a_step_whose_writes_come_before_its_put(
+    api: ApiDriver,  # noqa: F811
+    aws: Any,  # noqa: F811
+    consumed: CapacityMeter,
+    engine: str,
+) -> None:
     # Given the same step as above, under LangGraph's async durability: the task's writes reach Baton first
     messages = ormsgpack.packb(conversation_state(4_000, seed=5)["messages"])
     versions = {"messages": 4, "counter": 4, "route": 4, "branch:to:agent": 4}
@@ -238,16 +282,25 @@ def test_write_units_of_a_step_whose_writes_come_before_its_put(api: ApiDriver, 
     writes = [("messages", b"\x91\xa3hey"), ("counter", b"\x05"), ("branch:to:tools", b"\xc0")]
     # The writes: the UpdateItem's condition fails on the missing item (DynamoDB bills a refused conditional write
     # too: 1 unit for an item that does not exist, which no item diff shows), then the writes-only item is put
-    early = 1 + _units_of(aws, "n-step-early", lambda: put_writes(api, "n-step-early", "c5", "task-1", writes), 200)
+    put_first, early_consumed = _units_of(
+        aws, "n-step-early", lambda: put_writes(api, "n-step-early", "c5", "task-1", writes), 200, consumed
+    )
+    early = 1 + put_first
     # The put: the head, the message list's version item, the checkpoint item (an update of the writes-only item)
-    late = _units_of(aws, "n-step-early", lambda: put(api, "n-step-early", "c5", step, new, parent="c4"), 201)
-    record("thread step write units, writes first", put_writes=early, put=late, total=early + late)
+    late, late_consumed = _units_of(
+        aws, "n-step-early", lambda: put(api, "n-step-early", "c5", step, new, parent="c4"), 201, consumed
+    )
+    record(f"thread step write units, writes first ({engine})", put_writes=early, put=late, total=early + late)
     assert (early, late) == (2, 4)
+    if measured(engine):
+        # And DynamoDB bills exactly that (a refused write's answer is an error, which says nothing of capacity: the
+        # unit it costs is the one counted by hand above)
+        assert (early_consumed, late_consumed) == (early - 1, late)
     # Against DynamoDBSaver's put of a 4 KB state (6 units) and its 3 writes (a PutItem each)
     assert early + late < DYNAMODB_SAVER_PUT_UNITS_4KB + len(writes) * DYNAMODB_SAVER_WRITE_UNITS_PER_WRITE
 
 
-def test_no_item_passes_400_kb_after_a_3_mb_checkpoint(api: ApiDriver, aws: Any) -> None:  # noqa: F811
+def test_no_item_passes_400_kb_after_a_3_mb_checkpoint(api: ApiDriver, aws: Any, engine: str) -> None:  # noqa: F811
     # Given the largest values a body carries (about 2.3 MB of raw bytes: a body is at most 3,100,000 bytes of
     # base64), each just over or at what an item keeps (350,000 bytes; the ones over go to the bucket)
     first = {f"v{n}": os.urandom(350_000 if n % 2 else 350_001) for n in range(6)}
@@ -267,7 +320,7 @@ def test_no_item_passes_400_kb_after_a_3_mb_checkpoint(api: ApiDriver, aws: Any)
     assert put_writes(api, "n-max", "c2", "task", writes).status == 200
     # Then every item is under DynamoDB's 400 KB, and all of it reads back
     biggest = max(sizes.item_bytes(item) for item in thread_items(aws, "n-max"))
-    record("thread item sizes", largest_item_bytes=biggest)
+    record(f"thread item sizes ({engine})", largest_item_bytes=biggest)
     assert biggest <= sizes.MAX_ITEM_BYTES
     found = get_tuple(api, "n-max")
     assert values_of(found.data) == {c: ("msgpack", v) for c, v in {**first, **added}.items()}

@@ -24,9 +24,12 @@ from baton.store import layout, reaping, schema, thread_reaping, threads
 from baton.store.aws import s3_client
 from baton.store.objects import ObjectStore
 from baton.store.threads import ThreadStore
-from tests.integration.conftest import BUCKET, TABLE
+from tests.integration.conftest import BUCKET, MOTO, TABLE, engine_endpoint, reaper_environment
 from tests.integration.driver import load_event
 from tests.proof_counts import record
+
+pytestmark = pytest.mark.engines
+"""Every test of this module that uses the world runs on in-process moto and on DynamoDB Local (`conftest.py`)."""
 
 SUITE = "thread reaper (integration)"
 TENANT, OTHER_TENANT, AGENT = "acme", "globex", "operator"
@@ -145,37 +148,44 @@ def reap(batch: list[dict[str, Any]], context: Any = None) -> list[str]:
 
 
 @pytest.fixture(scope="module")
-def clients() -> Iterator[tuple[Any, Any, Any]]:
-    """The tests' own clients, made once (moto answers them in each test's account); the reaper's container is kept
-    across the module's tests, as a warm Lambda container is."""
+def clients(engine: str) -> Iterator[tuple[Any, Any, Any]]:
+    """The tests' own clients, made once per engine (moto answers them in each test's account; DynamoDB Local's table
+    is made afresh per test); the reaper's container is kept across the module's tests on one engine, as a warm
+    Lambda container is."""
     import boto3
 
     reaper_function.reaper.cache_clear()
+    endpoint = engine_endpoint(engine)
+    # In-process, moto's streams need the account id left out of the endpoint; DynamoDB Local serves them beside
+    # its tables.
+    streams_config = Config(account_id_endpoint_mode="disabled") if engine == MOTO else None
     yield (
-        boto3.client("dynamodb", region_name="us-east-1"),
+        boto3.client("dynamodb", region_name="us-east-1", endpoint_url=endpoint),
         boto3.client("s3", region_name="us-east-1"),
-        boto3.client("dynamodbstreams", region_name="us-east-1", config=Config(account_id_endpoint_mode="disabled")),
+        boto3.client("dynamodbstreams", region_name="us-east-1", endpoint_url=endpoint, config=streams_config),
     )
     reaper_function.reaper.cache_clear()
 
 
 @pytest.fixture(autouse=True)
-def _deployed(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setenv("BATON_TABLE_NAME", TABLE)
-    monkeypatch.setenv("BATON_BUCKET_NAME", BUCKET)
-    monkeypatch.delenv("BATON_AWS_ENDPOINT_URL", raising=False)
+def _deployed(monkeypatch: pytest.MonkeyPatch, engine: str) -> None:
+    reaper_environment(monkeypatch, engine)
 
 
 @pytest.fixture
-def world(clients: tuple[Any, Any, Any]) -> Iterator[World]:
+def world(clients: tuple[Any, Any, Any], engine: str) -> Iterator[World]:
     from moto import mock_aws
 
     from baton.store.schema import ensure_bucket, ensure_table
+    from tests.engines import fresh_table
 
     dynamodb, s3, streams = clients
     with mock_aws():
         s3 = s3_client()  # the store's own (SigV4: its presigned URLs say when they expire)
-        ensure_table(dynamodb, TABLE)
+        if engine == MOTO:
+            ensure_table(dynamodb, TABLE)
+        else:
+            fresh_table(dynamodb, TABLE)
         ensure_bucket(s3, BUCKET)
         yield World(dynamodb, s3, streams)
 

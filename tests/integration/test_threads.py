@@ -23,9 +23,12 @@ import time_machine
 
 from baton.api.services import Services
 from baton.store import layout, sizes
-from tests.integration.conftest import OPERATOR_SECRET, moto_world, put_key, table_items
+from tests.integration.conftest import OPERATOR_SECRET, aws_world, put_key, table_items
 from tests.integration.driver import ApiDriver, Result
 from tests.proof_counts import record
+
+pytestmark = pytest.mark.engines
+"""Every test of this module that uses the world runs on in-process moto and on DynamoDB Local (`conftest.py`)."""
 
 NO_IDEMPOTENCY: dict[str, str | None] = {"idempotency-key": None}
 """The save event carries an Idempotency-Key; thread routes take none, so requests leave it out."""
@@ -216,10 +219,10 @@ def field_errors(answer: Result) -> list[str]:
 
 
 @pytest.fixture(scope="module")
-def world() -> Iterator[tuple[Any, ApiDriver]]:
-    """One moto world for the module (a world costs about a second to build): the operator's, bob's and the
+def world(engine: str) -> Iterator[tuple[Any, ApiDriver]]:
+    """One world for the module, per engine (a world costs about a second to build): the operator's, bob's and the
     stranger's keys stored. Every test uses threads of its own, so they do not see each other."""
-    with moto_world() as client:
+    with aws_world(engine) as client:
         from baton.api.app import app
 
         services: Services = app.services()

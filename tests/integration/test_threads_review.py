@@ -21,7 +21,7 @@ import time_machine
 
 from baton.api.services import Services
 from baton.store import sizes
-from tests.integration.conftest import OPERATOR_SECRET, moto_world, put_key
+from tests.integration.conftest import OPERATOR_SECRET, aws_world, put_key
 from tests.integration.driver import ApiDriver
 from tests.integration.test_threads import (
     START,
@@ -40,15 +40,18 @@ from tests.integration.test_threads import (
 )
 from tests.proof_counts import record
 
+pytestmark = pytest.mark.engines
+"""Every test of this module that uses the world runs on in-process moto and on DynamoDB Local (`conftest.py`)."""
+
 LAMBDA_PAYLOAD_BYTES = 6 * 1024 * 1024
 """Lambda's limit on a synchronous function's result (the whole result object, as API Gateway receives it)."""
 
 
 @pytest.fixture(scope="module")
-def world() -> Iterator[tuple[Any, ApiDriver]]:
-    """One moto world for the module, with the operator's key (`*`, tenant `acme`, agent `operator`); every test
-    writes threads of its own."""
-    with moto_world() as client:
+def world(engine: str) -> Iterator[tuple[Any, ApiDriver]]:
+    """One world for the module, per engine, with the operator's key (`*`, tenant `acme`, agent `operator`); every
+    test writes threads of its own."""
+    with aws_world(engine) as client:
         from baton.api.app import app
 
         services: Services = app.services()

@@ -1,4 +1,5 @@
-"""What a save costs, counted by DynamoDB's rules on the items moto holds (deterministic, not timed).
+"""What a save costs, counted by DynamoDB's rules on the items the engine holds (deterministic, not timed), and, on
+DynamoDB Local, what DynamoDB itself says the save consumed (`ReturnConsumedCapacity`): the two must agree.
 
 A plain save costs at most the item's own write units + 1, index maintenance included: a save over an existing
 checkpoint moves no index entry, and the first save of a checkpoint adds only its id entry in gsi1. The plain
@@ -15,9 +16,12 @@ from bench.states import conversation_state
 from baton.domain.checkpoints import CheckpointKey, IdempotencyClaim, SavePlan, plan_save, request_fingerprint
 from baton.domain.models import SaveCheckpointRequest
 from baton.store import items, layout, schema, sizes
-from tests.integration.conftest import TABLE
-from tests.integration.driver import CallCounter
+from tests.integration.conftest import TABLE, measured
+from tests.integration.driver import CallCounter, CapacityMeter
 from tests.proof_counts import record
+
+pytestmark = pytest.mark.engines
+"""Every test of this module that uses the world runs on in-process moto and on DynamoDB Local (`conftest.py`)."""
 
 NOW_MS = 1_785_412_084_652
 STATE_SIZES = (1_000, 4_000, 32_000)
@@ -38,14 +42,17 @@ def _raw(aws: Any, subject: str = "cost") -> dict[str, Any] | None:
 
 
 @pytest.mark.parametrize("size", STATE_SIZES)
-def test_a_plain_save_costs_at_most_the_items_own_units_plus_one(aws: Any, services: Any, size: int) -> None:
+def test_a_plain_save_costs_at_most_the_items_own_units_plus_one(
+    aws: Any, services: Any, capacity: CapacityMeter, engine: str, size: int
+) -> None:
     # Given a realistic conversation state of the size
     first, second = conversation_state(size, seed=11), conversation_state(size, seed=12)
     # When it is saved once (create) and again over itself (the steady state of an agent)
     services.checkpoints.save(_plan(first, "req-1"))
-    created = _raw(aws)
+    created, create_consumed = _raw(aws), capacity.write_units
+    capacity.reset()
     services.checkpoints.save(_plan(second, "req-2", now_ms=NOW_MS + 1000))
-    updated = _raw(aws)
+    updated, update_consumed = _raw(aws), capacity.write_units
     assert created is not None
     assert updated is not None
     # Then the create costs the item + its one gsi1 entry, and the update the item alone
@@ -54,16 +61,23 @@ def test_a_plain_save_costs_at_most_the_items_own_units_plus_one(aws: Any, servi
     assert create_units <= sizes.units(sizes.item_bytes(created)) + 1
     assert update_units == sizes.units(max(sizes.item_bytes(created), sizes.item_bytes(updated)))
     assert all(sizes.index_write_units(created, updated, index) == 0 for index in schema.TABLE.global_indexes)
+    if measured(engine):
+        # And DynamoDB bills exactly that: the create's gsi1 entry included, the update's none
+        assert (create_consumed, update_consumed) == (create_units, update_units)
+        assert capacity.index_units(schema.GSI1) == 0
 
 
-def test_a_small_state_fits_one_write_unit(aws: Any, services: Any) -> None:
+def test_a_small_state_fits_one_write_unit(aws: Any, services: Any, capacity: CapacityMeter, engine: str) -> None:
     # Given a 1 KB conversation state (what an agent's first steps save)
     services.checkpoints.save(_plan(conversation_state(1_000, seed=11), "req-1"))
+    capacity.reset()
     services.checkpoints.save(_plan(conversation_state(1_000, seed=12), "req-2", now_ms=NOW_MS + 1000))
     # Then its item, request ring and all, is under 1 KB: a save over it costs one write unit
     item = _raw(aws)
     assert item is not None
     assert sizes.item_bytes(item) <= sizes.WRITE_UNIT_BYTES
+    if measured(engine):
+        assert capacity.write_units == 1
 
 
 def test_the_plain_and_the_idempotent_save_leave_the_same_attributes(aws: Any, services: Any) -> None:
@@ -97,9 +111,13 @@ def _revision_raw(aws: Any, checkpoint_id: str, revision: int) -> dict[str, Any]
     return item
 
 
+HISTORY_SAVE_UNITS = {1_000: 2, 4_000: 4, 32_000: 20}
+"""docs/api.md ("History"): a history save's write units for 1, 4 and 32 KB states."""
+
+
 @pytest.mark.parametrize("size", STATE_SIZES)
 def test_a_history_save_costs_the_plain_save_and_the_revision_it_keeps(
-    aws: Any, services: Any, counter: CallCounter, size: int
+    aws: Any, services: Any, counter: CallCounter, capacity: CapacityMeter, engine: str, size: int
 ) -> None:
     # Given a checkpoint keeping 3 revisions, saved enough times that each save now keeps one and moves the window
     now = NOW_MS
@@ -114,6 +132,7 @@ def test_a_history_save_costs_the_plain_save_and_the_revision_it_keeps(
     assert _revision_raw(aws, checkpoint_id, 5) is None
     # When it is saved once more
     counter.reset()
+    capacity.reset()
     services.checkpoints.save(_plan(conversation_state(size, seed=9), "req-9", now_ms=now))
     after, kept = _raw(aws), _revision_raw(aws, checkpoint_id, 5)
     assert after is not None
@@ -129,7 +148,7 @@ def test_a_history_save_costs_the_plain_save_and_the_revision_it_keeps(
     assert sizes.item_bytes(kept) < sizes.item_bytes(before)  # the revision drops the ring, the lease, the index key
     total = checkpoint_units + kept_units
     record(
-        "history save write units",
+        f"history save write units ({engine})",  # figures, not case counts: one line per engine
         **{
             f"state_{size}_total": total,
             f"state_{size}_plain_budget": sizes.units(sizes.item_bytes(after)) + 1,
@@ -138,3 +157,7 @@ def test_a_history_save_costs_the_plain_save_and_the_revision_it_keeps(
     )
     # And so within the plain save's budget (the item's own units + 1) plus the revision it keeps
     assert total <= (sizes.units(sizes.item_bytes(after)) + 1) + kept_units
+    # And the figures docs/api.md gives, which DynamoDB bills exactly
+    assert total == HISTORY_SAVE_UNITS[size]
+    if measured(engine):
+        assert capacity.write_units == total

@@ -10,6 +10,9 @@ import pytest
 from tests.builders import PLAIN, lookup, save, save_body
 from tests.integration.driver import ApiDriver
 
+pytestmark = pytest.mark.engines
+"""Every test of this module that uses the world runs on in-process moto and on DynamoDB Local (`conftest.py`)."""
+
 RACE = "race"
 
 

@@ -72,10 +72,11 @@ class Services:
 
 
 def build_services(config: Settings, client: "DynamoDBClient | None" = None) -> Services:
-    """The services for `config`, on `client` (default: a new client for its endpoint, the costly part of a cold
-    start: call this once per container). The S3 client is made by the first request that needs it."""
+    """The services for `config`, on `client` (default: a new client for its DynamoDB endpoint, the costly part of a
+    cold start: call this once per container). The S3 client, on `aws_endpoint_url` (DynamoDB may be elsewhere:
+    `dynamodb_endpoint_url`), is made by the first request that needs it."""
     if client is None:
-        client = dynamodb_client(config.aws_endpoint_url)
+        client = dynamodb_client(config.dynamodb_endpoint)
     objects = None
     if config.bucket_name is not None:
         endpoint = config.aws_endpoint_url

@@ -62,6 +62,8 @@ SERVE_EPILOG = """\
   baton serve --port 9000 --dev-key btn_my_fixed_development_key
 
   baton serve --aws-endpoint http://127.0.0.1:5000 --table baton-dev
+
+  baton serve --dynamodb-endpoint http://127.0.0.1:8000
 """
 
 
@@ -74,6 +76,14 @@ def serve(
         typer.Option(
             metavar="URL",
             help="Use this AWS-compatible endpoint (a moto server, DynamoDB Local) instead of embedded moto.",
+        ),
+    ] = None,
+    dynamodb_endpoint: Annotated[
+        str | None,
+        typer.Option(
+            metavar="URL",
+            help="Keep the table, and the reaper's reads of its stream, on this DynamoDB endpoint (DynamoDB Local); "
+            "S3 stays on embedded moto (or --aws-endpoint).",
         ),
     ] = None,
     table: Annotated[str, typer.Option(help="Table name (created if missing).")] = "baton-local",
@@ -109,6 +119,7 @@ def serve(
             host=host,
             port=port,
             aws_endpoint=aws_endpoint,
+            dynamodb_endpoint=dynamodb_endpoint,
             table=table,
             bucket=bucket,
             region=region,

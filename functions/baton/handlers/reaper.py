@@ -28,9 +28,9 @@ def reaper() -> Reaper:
     settings = load_settings()
     if settings.bucket_name is None:
         raise SettingsError(f"invalid environment: {environment_name('bucket_name')}: is required by the reaper")
-    endpoint = settings.aws_endpoint_url
+    endpoint, dynamodb_endpoint = settings.aws_endpoint_url, settings.dynamodb_endpoint
     return Reaper(
-        lambda: dynamodb_client(endpoint),
+        lambda: dynamodb_client(dynamodb_endpoint),
         lambda: s3_client(endpoint),
         settings.table_name,
         settings.bucket_name,

@@ -1,4 +1,5 @@
-"""`baton serve`: the whole API on this machine, on embedded moto or any AWS-compatible endpoint."""
+"""`baton serve`: the whole API on this machine, on embedded moto or any AWS-compatible endpoint; its tables
+optionally on a DynamoDB endpoint of their own (DynamoDB Local, AWS's own engine), S3 staying where it was."""
 
 from __future__ import annotations
 
@@ -27,6 +28,10 @@ DEV_KEY_LIFETIME_SECONDS = 12 * 3600
 STOP_GRACE_SECONDS = 5.0
 """How long requests in flight at Ctrl-C may take to finish, before and after embedded moto refuses their calls."""
 _DEV_KEY_PATTERN = re.compile(r"[\x21-\x7e]{16,200}\Z")
+LOCAL_CREDENTIAL = "batonlocal"
+"""The access key id and secret given to a local endpoint when there are no others: letters and digits only, since
+DynamoDB Local (2.0 and later) refuses an access key id holding anything else ("The Access Key ID or security token
+is invalid"), where moto takes any."""
 
 
 @dataclass(frozen=True)
@@ -36,6 +41,8 @@ class ServeOptions:
     host: str = "127.0.0.1"
     port: int = 8787
     aws_endpoint: str | None = None
+    dynamodb_endpoint: str | None = None
+    """DynamoDB's endpoint (the table and its stream), when it is not `aws_endpoint`'s (nor embedded moto's)."""
     table: str = DEFAULT_TABLE
     bucket: str = DEFAULT_BUCKET
     region: str = "us-east-1"
@@ -57,21 +64,27 @@ def _prepare_environment(options: ServeOptions, endpoint: str, embedded: bool) -
     os.environ["BATON_TABLE_NAME"] = options.table
     os.environ["BATON_BUCKET_NAME"] = options.bucket
     os.environ["BATON_AWS_ENDPOINT_URL"] = endpoint
+    if options.dynamodb_endpoint is None:
+        # Not from the shell either: the containers' DynamoDB is the one this server created the table on.
+        os.environ.pop("BATON_DYNAMODB_ENDPOINT_URL", None)
+    else:
+        os.environ["BATON_DYNAMODB_ENDPOINT_URL"] = options.dynamodb_endpoint
     os.environ.setdefault("POWERTOOLS_SERVICE_NAME", "baton")
     os.environ.setdefault("POWERTOOLS_METRICS_NAMESPACE", "Baton")
     os.environ["AWS_DEFAULT_REGION"] = os.environ.get("AWS_REGION", options.region)
     if embedded:
-        # moto accepts any credentials; never let a developer's real ones reach it (or anything else).
-        os.environ["AWS_ACCESS_KEY_ID"] = "baton-local"
-        os.environ["AWS_SECRET_ACCESS_KEY"] = "baton-local"
+        # moto (and DynamoDB Local) accept any credentials of this form; never let a developer's real ones reach them
+        # (or anything else).
+        os.environ["AWS_ACCESS_KEY_ID"] = LOCAL_CREDENTIAL
+        os.environ["AWS_SECRET_ACCESS_KEY"] = LOCAL_CREDENTIAL
         os.environ.pop("AWS_SESSION_TOKEN", None)
         os.environ.pop("AWS_PROFILE", None)
     else:
         import boto3
 
         if boto3.session.Session().get_credentials() is None:
-            os.environ["AWS_ACCESS_KEY_ID"] = "baton-local"
-            os.environ["AWS_SECRET_ACCESS_KEY"] = "baton-local"
+            os.environ["AWS_ACCESS_KEY_ID"] = LOCAL_CREDENTIAL
+            os.environ["AWS_SECRET_ACCESS_KEY"] = LOCAL_CREDENTIAL
 
 
 def _start_reaper(
@@ -89,7 +102,8 @@ def _start_reaper(
     from baton.local.stream import NoStream, start_reaper
 
     try:
-        worker = start_reaper(client, endpoint, options.table)
+        # The stream is served beside the table (DynamoDB Local serves DynamoDB Streams on its own endpoint).
+        worker = start_reaper(client, options.dynamodb_endpoint or endpoint, options.table)
     except NoStream as exc:
         print(f"baton serve: no reaper: {exc}; dropped states, blobs and revisions stay", file=out)
         return None, "off (no stream)"
@@ -97,7 +111,8 @@ def _start_reaper(
 
 
 def serve(options: ServeOptions, out: TextIO = sys.stdout) -> int:
-    """Run until Ctrl-C (or SIGTERM); returns the exit status."""
+    """Run until Ctrl-C (or SIGTERM), then end the process (status 0, or 1 when requests in flight did not finish);
+    returns the exit status only when it does not start serving."""
     from baton.local.gateway import Gateway, make_server
     from baton.local.moto_server import LocalMotoServer
 
@@ -129,7 +144,7 @@ def serve(options: ServeOptions, out: TextIO = sys.stdout) -> int:
     from baton.store.keys import KeyStore
     from baton.store.schema import ensure_bucket, ensure_table
 
-    client = dynamodb_client(endpoint)
+    client = dynamodb_client(options.dynamodb_endpoint or endpoint)
     ensure_table(client, options.table)
     # The bucket is on the same endpoint: embedded moto answers S3 on its loopback port too, so the presigned URLs
     # the API hands out work for any client on this machine (curl, a browser, another process).
@@ -144,9 +159,10 @@ def serve(options: ServeOptions, out: TextIO = sys.stdout) -> int:
         bucket = None
     reaper, reaping = _start_reaper(options, client, endpoint, bucket, out)
     created = now_ms()
-    # On embedded moto the key dies with the process; in a table that outlives `baton serve` it must not stay
-    # an operator key forever.
-    expires = None if moto is not None else created + DEV_KEY_LIFETIME_SECONDS * 1000
+    # On embedded moto the key dies with the process; in a table that outlives `baton serve` (another endpoint's,
+    # DynamoDB Local's) it must not stay an operator key forever.
+    table_embedded = moto is not None and options.dynamodb_endpoint is None
+    expires = None if table_embedded else created + DEV_KEY_LIFETIME_SECONDS * 1000
     dev_key = issue_key(
         DEV_TENANT,
         DEV_AGENT,
@@ -174,6 +190,8 @@ def serve(options: ServeOptions, out: TextIO = sys.stdout) -> int:
         f"bucket: {bucket or 'none'}",
         file=out,
     )
+    if options.dynamodb_endpoint is not None:
+        print(f"DynamoDB endpoint: {options.dynamodb_endpoint} (the table and its stream)", file=out)
     print(f"Reaper: {reaping}", file=out)
     lifetime = "" if expires is None else f"; expires {format_ms(expires)}"
     print(f"Development key (tenant {DEV_TENANT}, agent {DEV_AGENT}, scopes * tenants:manage{lifetime}):", file=out)
@@ -192,11 +210,13 @@ def serve(options: ServeOptions, out: TextIO = sys.stdout) -> int:
     finally:
         finished = _shut_down(server, reaper, gateway, moto, out)
         print("Baton stopped.", file=out, flush=True)
-    if not finished:
-        # The pool's threads would hold the interpreter's exit for as long as the requests run: end here.
-        sys.stderr.flush()
-        os._exit(1)
-    return 0
+    # End here, whether or not requests were left in flight. With some left, the pool's threads would hold the
+    # interpreter's exit for as long as they run. Without, its exit would only tear down every module loaded
+    # (moto's, botocore's): about half a second of CPU, which a loaded machine stretches to seconds, for a server
+    # already stopped (its containers ended, its threads stopped or abandoned, its output flushed).
+    sys.stdout.flush()
+    sys.stderr.flush()
+    os._exit(0 if finished else 1)
 
 
 def _shut_down(server: Any, reaper: StreamReaper | None, gateway: Any, moto: Any, out: TextIO) -> bool:
