@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 import io
 import json
 import logging
@@ -9,10 +10,30 @@ import os
 from collections.abc import Callable, Iterator
 from typing import Any
 
+import botocore.loaders
+import botocore.session
 import pytest
 
 Lines = Callable[[], list[dict[str, Any]]]
 """The JSON lines the service logger wrote so far, parsed."""
+
+
+_create_loader = botocore.loaders.create_loader
+
+
+@functools.cache
+def _shared_loader(search_path_string: str | None = None) -> botocore.loaders.Loader:
+    """One botocore data loader per search path for the whole test process.
+
+    Every botocore session makes its own loader, which parses the service's JSON models again: about 0.13 s of CPU
+    per client, and the integration tests make three clients a test (one per simulated container) in a fresh moto
+    account each. The loader only reads botocore's packaged data and caches it; sharing it changes no request,
+    no response and no client's configuration, only how often the same files are parsed.
+    """
+    return _create_loader(search_path_string)
+
+
+botocore.session.create_loader = _shared_loader  # what `Session._register_data_loader` calls
 
 
 @pytest.fixture(autouse=True, scope="session")
@@ -38,6 +59,49 @@ def logged() -> Iterator[Lines]:
         yield lambda: [json.loads(line) for line in buffer.getvalue().splitlines()]
     finally:
         handler.setStream(previous)
+
+
+ONE_WORKER = {
+    "tests/e2e/test_serve.py": "servers of its own",
+    "tests/e2e/test_serve_reaper.py": "servers of its own",
+    "tests/e2e/test_serve_reaper_bounds.py": "a moto server of its own",
+    "tests/e2e/test_thread_reaper_serve.py": "servers of its own",
+    "tests/e2e/console/test_console_keys.py": "a server of its own",
+}
+"""Modules whose tests share processes a module-scoped fixture starts: under pytest-xdist (`make test` runs
+`--dist loadgroup`) each such module runs on one worker, so its processes start once. Everything else is spread
+test by test; each worker has its own moto, its own `baton serve` for the e2e session and its own browser."""
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    """Group the tests that must share a worker (`ONE_WORKER`; the CDK app's tests share one synth per package)."""
+    for item in items:
+        path = item.path.relative_to(config.rootpath).as_posix()
+        if path.startswith("tests/infrastructure/"):
+            group = "tests/infrastructure"
+        elif path in ONE_WORKER:
+            group = path
+        else:
+            continue
+        item.add_marker(pytest.mark.xdist_group(group))
+
+
+def pytest_sessionfinish(session: pytest.Session) -> None:
+    """Under pytest-xdist, a worker hands its proof counts to the controller, which prints the summary."""
+    from tests.proof_counts import COUNTS
+
+    workeroutput = getattr(session.config, "workeroutput", None)
+    if workeroutput is not None:
+        workeroutput["proof_counts"] = json.dumps(COUNTS)
+
+
+@pytest.hookimpl(optionalhook=True)
+def pytest_testnodedown(node: Any, error: Any) -> None:
+    """The controller adds up the counts of each worker as it finishes (every count is a sum)."""
+    from tests.proof_counts import record
+
+    for suite, counts in json.loads(getattr(node, "workeroutput", {}).get("proof_counts", "{}")).items():
+        record(suite, **counts)
 
 
 def pytest_terminal_summary(terminalreporter: pytest.TerminalReporter) -> None:

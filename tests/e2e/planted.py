@@ -1,4 +1,4 @@
-"""What the end-to-end tests planted for the log audit (tests/e2e/test_zz_log_audit.py) to look for: the API key
+"""What the end-to-end tests planted for the log audit (tests/e2e/log_audit.py) to look for: the API key
 secrets they used and distinctive strings they put in states. Whatever registers here must never be logged (state
 markers never at INFO)."""
 

@@ -59,15 +59,17 @@ import time
 import traceback
 import uuid
 from collections import Counter, defaultdict
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from typing import Any
 from urllib.parse import quote
 
 import httpx
+import pytest
 import rfc8785
 
 from tests import proof_counts
+from tests.e2e.log_audit import audit_server
 from tests.e2e.server_process import BatonServe
 from tests.e2e.test_checkpoints import parse_time_ms
 
@@ -1881,7 +1883,28 @@ def shortfalls(
     return [name for name, shown in wanted.items() if not shown]
 
 
-def test_concurrent_clients_lose_no_acknowledged_write(baton: BatonServe, http: httpx.Client) -> None:
+@pytest.fixture(scope="module")
+def soaked(moto_endpoint: str) -> Iterator[BatonServe]:
+    """A `baton serve` of the soak's own, on a fresh table and bucket: what it measures (moto's lock held by each
+    call, a transaction copying its table) does not depend on how much the session's other tests stored before it.
+    Its log lines get the session server's audit when it stops."""
+    name = f"baton-e2e-soak-{uuid.uuid4().hex[:8]}"
+    server = BatonServe("--aws-endpoint", moto_endpoint, "--table", name, "--bucket", name, "--no-reaper")
+    yield server
+    try:
+        found = audit_server(server, "log audit (soak server)")
+        assert not found.problems, "\n".join(found.problems[:50]) + f"\n({len(found.problems)} problems)"
+    finally:
+        server.stop()
+
+
+def test_concurrent_clients_lose_no_acknowledged_write(soaked: BatonServe) -> None:
+    with httpx.Client(base_url=soaked.url, headers={"Authorization": f"Bearer {soaked.key}"}, timeout=30) as http:
+        soak(soaked, http)
+
+
+def soak(baton: BatonServe, http: httpx.Client) -> None:
+    """The soak proper (the module's docstring): clients, then the ledger's claims."""
     seconds, threads, seed = soak_settings()
     lease_workers = int(os.environ.get("BATON_SOAK_LEASE_WORKERS") or LEASE_WORKERS)
     mcp_workers = int(os.environ.get("BATON_SOAK_MCP_WORKERS") or MCP_WORKERS)
