@@ -132,3 +132,13 @@ def audit_server(baton: BatonServe, suite: str) -> Audit:
         access_lines=len(found.access),
     )
     return found
+
+
+def stop_audited(server: BatonServe, suite: str) -> None:
+    """Audit everything `server` printed (`audit_server`), then stop it whatever the audit found; the problems, if
+    any, fail the fixture tearing it down."""
+    try:
+        found = audit_server(server, suite)
+        assert not found.problems, "\n".join(found.problems[:50]) + f"\n({len(found.problems)} problems)"
+    finally:
+        server.stop()

@@ -90,7 +90,8 @@ def _prepare_environment(options: ServeOptions, endpoint: str, embedded: bool) -
 def _start_reaper(
     options: ServeOptions, client: Any, endpoint: str, bucket: str | None, out: TextIO
 ) -> tuple[StreamReaper | None, str]:
-    """The reaper's worker on the table's stream (None when it does not run) and what the banner says of it.
+    """The reaper's worker on the table's stream, read at `endpoint` (the table's), or None when it does not run;
+    and what the banner says of it.
 
     Without a stream (a table created without one, DynamoDB Local without streams) or a bucket (the reaper keeps the
     bucket in step with the table) the server runs without it, saying so once.
@@ -102,8 +103,7 @@ def _start_reaper(
     from baton.local.stream import NoStream, start_reaper
 
     try:
-        # The stream is served beside the table (DynamoDB Local serves DynamoDB Streams on its own endpoint).
-        worker = start_reaper(client, options.dynamodb_endpoint or endpoint, options.table)
+        worker = start_reaper(client, endpoint, options.table)
     except NoStream as exc:
         print(f"baton serve: no reaper: {exc}; dropped states, blobs and revisions stay", file=out)
         return None, "off (no stream)"
@@ -144,7 +144,9 @@ def serve(options: ServeOptions, out: TextIO = sys.stdout) -> int:
     from baton.store.keys import KeyStore
     from baton.store.schema import ensure_bucket, ensure_table
 
-    client = dynamodb_client(options.dynamodb_endpoint or endpoint)
+    # The table's endpoint; its stream is served beside it (DynamoDB Local serves DynamoDB Streams on its own).
+    table_endpoint = options.dynamodb_endpoint or endpoint
+    client = dynamodb_client(table_endpoint)
     ensure_table(client, options.table)
     # The bucket is on the same endpoint: embedded moto answers S3 on its loopback port too, so the presigned URLs
     # the API hands out work for any client on this machine (curl, a browser, another process).
@@ -157,7 +159,7 @@ def serve(options: ServeOptions, out: TextIO = sys.stdout) -> int:
         print(f"baton serve: no bucket at {endpoint} ({exc}); states must fit in an item, blobs are off", file=out)
         os.environ.pop("BATON_BUCKET_NAME", None)
         bucket = None
-    reaper, reaping = _start_reaper(options, client, endpoint, bucket, out)
+    reaper, reaping = _start_reaper(options, client, table_endpoint, bucket, out)
     created = now_ms()
     # On embedded moto the key dies with the process; in a table that outlives `baton serve` (another endpoint's,
     # DynamoDB Local's) it must not stay an operator key forever.
