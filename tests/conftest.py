@@ -69,6 +69,15 @@ def logged() -> Iterator[Lines]:
         handler.setStream(previous)
 
 
+def pytest_addoption(parser: pytest.Parser) -> None:
+    parser.addoption(
+        "--engines",
+        default=None,
+        help="the DynamoDB engines the integration modules marked `engines` run on: moto, dynamodb-local or both "
+        "(comma-separated; both unless told). `make check` runs them on dynamodb-local alone, `make test` on both.",
+    )
+
+
 ONE_WORKER = {
     "tests/e2e/test_serve.py": "servers of its own",
     "tests/e2e/test_serve_reaper.py": "servers of its own",

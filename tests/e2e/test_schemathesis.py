@@ -4,9 +4,10 @@ The document must say exactly what the API does: a valid request by the document
 refused with a 4xx, every answer matches its documented status, headers and schema, undeclared methods answer 405
 with `Allow`, and routes that need a key refuse a request without one.
 
-The run is the schemathesis CLI (its phases: coverage, fuzzing, stateful), seeded and bounded by time:
-`SCHEMATHESIS_SECONDS` within `make test`, `BATON_FUZZ_SECONDS` (with a fresh seed, or `BATON_FUZZ_SEED`) for
-`make fuzz`. It acts with a key of its own tenant, so what it writes never meets the other end-to-end tests.
+The run is the schemathesis CLI (its phases: coverage, fuzzing, stateful), seeded. Within `make test` it is
+bounded by cases, `SCHEMATHESIS_EXAMPLES` per operation, so a busy or parallel run tries the same cases as a quiet
+one, only slower; `make fuzz` is bounded by time, `BATON_FUZZ_SECONDS`, with a fresh seed (or `BATON_FUZZ_SEED`).
+It acts with a key of its own tenant, so what it writes never meets the other end-to-end tests.
 Some positive cases of the id routes are sent to real checkpoints, subjects and LangGraph threads of that tenant
 (tests/e2e/schemathesis_hooks.py), and each of those routes must have succeeded on one at least: a 404 proves nothing.
 """
@@ -20,6 +21,7 @@ import re
 import subprocess
 import sys
 from collections import Counter
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -32,8 +34,11 @@ from tests.proof_counts import record
 
 DOCUMENT = REPO / "docs" / "openapi.json"
 CONFIG = REPO / "tests" / "e2e" / "schemathesis.toml"
-SCHEMATHESIS_SECONDS = 60
-"""The bounded run inside `make test`."""
+SCHEMATHESIS_EXAMPLES = 10
+"""The run inside `make test`: at most this many generated cases per operation in each of the fuzzing and stateful
+phases (the coverage phase's cases are its own). About 2,000 cases in all, a minute on a quiet 2-core machine."""
+SCHEMATHESIS_TIMEOUT = 900
+"""How long the bounded run may take before the test fails: a loaded machine is slow, not wrong."""
 SEED = 20261201
 FUZZ_TENANT = "schemathesis"
 REAL_SUCCESSES = (
@@ -86,17 +91,41 @@ def fuzz_key(baton: BatonServe) -> str:
     return str(response.json()["data"]["secret"])
 
 
-def run_settings() -> tuple[int, int]:
-    """(seconds, seed) of this run: bounded and fixed in `make test`, longer and fresh in `make fuzz`."""
+@dataclass(frozen=True)
+class Budget:
+    """How a run is bounded: by cases per operation (`make test`) or by time (`make fuzz`), and its seed."""
+
+    seed: int
+    examples: int | None = None
+    seconds: int | None = None
+
+    def arguments(self) -> list[str]:
+        """The CLI's bound for this budget."""
+        if self.examples is not None:
+            return ["--max-examples", str(self.examples)]
+        return ["--max-time", str(self.seconds)]
+
+    @property
+    def timeout(self) -> int:
+        """How long the CLI may run before it is stopped and the test fails."""
+        return SCHEMATHESIS_TIMEOUT if self.seconds is None else self.seconds + 240
+
+    def __str__(self) -> str:
+        bound = f"{self.examples} cases per operation" if self.examples is not None else f"{self.seconds} s"
+        return f"seed {self.seed}, {bound}"
+
+
+def run_settings() -> Budget:
+    """This run's budget: fixed cases and seed in `make test`, a time and a fresh seed in `make fuzz`."""
     fuzz_seconds = os.environ.get("BATON_FUZZ_SECONDS")
     if not fuzz_seconds:
-        return SCHEMATHESIS_SECONDS, SEED
+        return Budget(seed=SEED, examples=SCHEMATHESIS_EXAMPLES)
     seed = int(os.environ.get("BATON_FUZZ_SEED") or random.SystemRandom().randrange(1, 2**31))
-    return int(fuzz_seconds), seed
+    return Budget(seed=seed, seconds=int(fuzz_seconds))
 
 
 def run_schemathesis(
-    url: str, key: str, seconds: int, seed: int, report: Path, counts: Path
+    url: str, key: str, budget: Budget, report: Path, counts: Path
 ) -> subprocess.CompletedProcess[str]:
     """`schemathesis run` with every check against `url`; its JSON report is written to `report`, and the hooks'
     counts (per operation and answer, of the real resources' cases, of the request headers Baton reads) to
@@ -118,10 +147,9 @@ def run_schemathesis(
         "all",
         "--phases",
         "examples,coverage,fuzzing,stateful",
-        "--max-time",
-        str(seconds),
+        *budget.arguments(),
         "--seed",
-        str(seed),
+        str(budget.seed),
         "--workers",
         "1",
         "--generation-database",
@@ -154,7 +182,7 @@ def run_schemathesis(
         env=environment,
         capture_output=True,
         text=True,
-        timeout=seconds + 240,
+        timeout=budget.timeout,
         check=False,
     )
 
@@ -191,11 +219,11 @@ def documented_operations() -> set[str]:
 
 def test_schemathesis_finds_nothing_the_document_does_not_say(baton: BatonServe, fuzz_key: str, tmp_path: Path) -> None:
     # Given baton serve and the committed document
-    seconds, seed = run_settings()
+    budget = run_settings()
     report_path = tmp_path / "schemathesis.json"
     counts_path = tmp_path / "counts.json"
     # When schemathesis runs every check against it
-    done = run_schemathesis(baton.url, fuzz_key, seconds, seed, report_path, counts_path)
+    done = run_schemathesis(baton.url, fuzz_key, budget, report_path, counts_path)
     output = done.stdout + done.stderr
     assert report_path.exists(), f"schemathesis wrote no report (exit {done.returncode}):\n{output}"
     report: dict[str, Any] = json.loads(report_path.read_text(encoding="utf-8"))
@@ -219,7 +247,7 @@ def test_schemathesis_finds_nothing_the_document_does_not_say(baton: BatonServe,
         "schemathesis real resources", **{count_name(name): count for name, count in per_operation_totals(real_counts)}
     )
     record("schemathesis real resumes", **resume_answers)
-    print(f"\nschemathesis seed {seed}, {seconds} s: {json.dumps(report['test_cases'])}")
+    print(f"\nschemathesis {budget}: {json.dumps(report['test_cases'])}")
     print(f"request headers sent, and their answers: {json.dumps(dict(sorted(header_counts.items())))}")
     print("cases per operation, by answer:")
     declared = documented_operations()
@@ -234,8 +262,8 @@ def test_schemathesis_finds_nothing_the_document_does_not_say(baton: BatonServe,
     print(f"  resumes of the real subject, by data.status: {resume_answers}")
     # Then it found no failure and no error (the output names each, with a curl command to reproduce it)
     assert report["complete"], output
-    assert failures == 0, f"schemathesis (seed {seed}) found failures:\n{output}"
-    assert errors == 0, f"schemathesis (seed {seed}) hit errors:\n{output}"
+    assert failures == 0, f"schemathesis ({budget}) found failures:\n{output}"
+    assert errors == 0, f"schemathesis ({budget}) hit errors:\n{output}"
     assert report["operations"]["tested"] == report["operations"]["selected"] > 0, output
     # and it sent each request header Baton reads (they are declared, so they are fuzzed)
     for name in ("If-Match", "If-None-Match", "Idempotency-Key"):

@@ -37,16 +37,26 @@ def pytest_configure(config: pytest.Config) -> None:
     config.addinivalue_line(
         "markers",
         "engines: runs each test on both DynamoDB engines, in-process moto and DynamoDB Local ([moto], "
-        "[dynamodb-local])",
+        "[dynamodb-local]); `--engines` may name one",
     )
 
 
 def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
     """A test marked `engines` that uses the world (`engine`, directly or through `aws`, `services`, `api`...) runs
-    on each engine: module-scoped, so a module's worlds shared by its tests are one per engine, and the tests of one
-    engine run together."""
+    on each engine `--engines` names (both unless told): module-scoped, so a module's worlds shared by its tests are
+    one per engine, and the tests of one engine run together."""
     if "engine" in metafunc.fixturenames and metafunc.definition.get_closest_marker("engines") is not None:
-        metafunc.parametrize("engine", ENGINES, indirect=True, scope="module", ids=list(ENGINES))
+        chosen = chosen_engines(metafunc.config)
+        metafunc.parametrize("engine", chosen, indirect=True, scope="module", ids=list(chosen))
+
+
+def chosen_engines(config: pytest.Config) -> tuple[str, ...]:
+    """The engines `--engines` names (comma-separated), in `ENGINES` order: both when the option is not given."""
+    named = {name.strip() for name in str(config.getoption("engines") or ",".join(ENGINES)).split(",")}
+    unknown = named - set(ENGINES)
+    if unknown or not named:
+        raise pytest.UsageError(f"--engines takes {' or '.join(ENGINES)} (comma-separated), not {sorted(unknown)}")
+    return tuple(engine for engine in ENGINES if engine in named)
 
 
 @pytest.fixture(scope="module")

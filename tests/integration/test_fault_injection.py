@@ -62,6 +62,7 @@ from tests.integration.faults import (
     CANCELLED_THROUGHPUT,
     CONNECTION_DROPPED,
     INTERNAL_500,
+    KIND_BY_KIND,
     ONE_ATTEMPT_REPRESENTATIVES,
     READ_TIMEOUT,
     THROTTLING,
@@ -114,6 +115,20 @@ def retry_delays(monkeypatch: pytest.MonkeyPatch) -> list[float]:
     delays: list[float] = []
     monkeypatch.setattr(botocore.endpoint, "time", types.SimpleNamespace(sleep=delays.append))
     return delays
+
+
+@pytest.fixture(autouse=True)
+def store_backoffs(monkeypatch: pytest.MonkeyPatch) -> list[float]:
+    """The store's own backoffs (a contended save, a batch's unprocessed keys, a purge's unprocessed deletes, a
+    thread write), recorded instead of slept: nothing here depends on time passing, and they came to 7 s a run."""
+    import time
+
+    backoffs: list[float] = []
+    clock = types.SimpleNamespace(sleep=backoffs.append, time=lambda: time.time(), monotonic=lambda: time.monotonic())
+    for module in ("checkpoints", "batch", "threads", "thread_reaping"):
+        monkeypatch.setattr(f"baton.store.{module}.time", clock)
+    monkeypatch.setattr("baton.store.purge.sleep", backoffs.append)
+    return backoffs
 
 
 @dataclass
@@ -1356,7 +1371,8 @@ def fault_table() -> Iterator[Any]:
             for kind, phase, duration in fault_plan(step.operation):
                 if phase not in scenario.phases:
                     continue
-                if not step.every_kind and kind.retried_by_botocore and kind not in ONE_ATTEMPT_REPRESENTATIVES:
+                kind_by_kind = step.every_kind and KIND_BY_KIND
+                if not kind_by_kind and kind.retried_by_botocore and kind not in ONE_ATTEMPT_REPRESENTATIVES:
                     continue
                 yield pytest.param(
                     scenario,

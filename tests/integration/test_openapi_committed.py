@@ -14,6 +14,7 @@ from hypothesis import strategies as st
 
 from baton.domain.access import SCOPES
 from tests.proof_counts import record
+from tests.unit.hypothesis_profiles import examples
 
 ROOT = Path(__file__).resolve().parents[2]
 COMMITTED = ROOT / "docs" / "openapi.json"
@@ -234,7 +235,7 @@ def _at_the_calendar_edges(text: str) -> bool:
     return (text.startswith("0001-01-01") and "+" in text[10:]) or (text.startswith("9999-12-31") and "-" in text[10:])
 
 
-@settings(max_examples=2000, derandomize=True, database=None, deadline=None)
+@settings(max_examples=examples(2000), derandomize=True, database=None, deadline=None)
 @given(near_rfc3339())
 @example("2026-07-30T11:48:04.652Z")
 @example("2000-02-29T00:00:00Z")  # a leap day (divisible by 400)
@@ -393,7 +394,7 @@ def test_the_documented_if_match_pattern_skips_exactly_the_whitespace_baton_stri
             assert bool(pattern.match(value)) == _if_match_accepted(value), repr(value)
 
 
-@settings(max_examples=2000, derandomize=True, database=None, deadline=None)
+@settings(max_examples=examples(2000), derandomize=True, database=None, deadline=None)
 @given(near_entity_tag_lists() | st.text())
 @example("*")
 @example(" * ")
@@ -428,7 +429,7 @@ def principal() -> Any:
     return Principal(tenant_id="t1", agent_id="a1", key_id="key_" + "a" * 32, scopes=frozenset({"*"}))
 
 
-@settings(max_examples=2000, derandomize=True, database=None, deadline=None)
+@settings(max_examples=examples(2000), derandomize=True, database=None, deadline=None)
 @given(
     st.text(st.characters(max_codepoint=0x7F), max_size=12)
     | st.text(max_size=12)

@@ -29,6 +29,7 @@ from baton.domain.resume import (
 )
 from tests.builders import NOW_MS, SEED_DOCUMENT, stored_checkpoint
 from tests.proof_counts import record
+from tests.unit.hypothesis_profiles import examples
 
 OPENCHECKPOINT = "opencheckpoint/0.1"
 
@@ -111,7 +112,7 @@ def test_candidates_written_in_the_same_millisecond_are_ordered_by_agent_then_ki
 statuses = st.lists(st.sampled_from(["active", "completed", "cancelled"]), max_size=70)
 
 
-@settings(max_examples=200, deadline=None)
+@settings(max_examples=examples(200), deadline=None)
 @given(statuses)
 def test_the_status_follows_only_from_how_many_active_and_terminal_checkpoints_match(found: list[str]) -> None:
     # Given checkpoints of any statuses and ages (shuffled by their numbers)
