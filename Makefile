@@ -19,8 +19,8 @@ SYNTH_CONTEXT := {"stage": "$(STAGE)"}
 
 help:
 	@echo "make serve    run Baton on http://127.0.0.1:8787 against embedded moto (prints a dev key)"
-	@echo "make test     lint, types and every test suite, offline (about 10 minutes on 2 cores)"
-	@echo "make check    the inner loop: lint, types, unit and integration tests (about 2 minutes)"
+	@echo "make test     lint, types and every test suite, offline (about 8 minutes on 2 cores)"
+	@echo "make check    the inner loop: lint, types, unit and integration tests at a lighter depth (about 2 minutes)"
 	@echo "make fuzz     schemathesis against baton serve for FUZZ_SECONDS (default 600)"
 	@echo "make soak     concurrent clients against baton serve for SOAK_SECONDS (default 300)"
 	@echo "make bench    Baton beside the LangGraph DynamoDB savers, its CPU and cold request: bench/report.md"

@@ -84,23 +84,38 @@ ONE_WORKER = {
     "tests/e2e/test_serve_reaper_bounds.py": "a moto server of its own",
     "tests/e2e/test_thread_reaper_serve.py": "servers of its own",
     "tests/e2e/console/test_console_keys.py": "a server of its own",
+    "tests/infrastructure": "one synth of the CDK app per package",
 }
-"""Modules whose tests share processes a module-scoped fixture starts: under pytest-xdist (`make test` runs
-`--dist loadgroup`) each such module runs on one worker, so its processes start once. Everything else is spread
-test by test; each worker has its own moto, its own `baton serve` for the e2e session and its own browser."""
+"""Modules (or folders) whose tests share what a module- or package-scoped fixture starts: under pytest-xdist each
+runs on one worker, so it starts once (`make test` runs `--dist loadgroup`). Everything else is spread test by test;
+each worker has its own moto, its own `baton serve` for the e2e session and its own browser."""
 
 
-def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
-    """Group the tests that must share a worker (`ONE_WORKER`; the CDK app's tests share one synth per package)."""
-    for item in items:
-        path = item.path.relative_to(config.rootpath).as_posix()
-        if path.startswith("tests/infrastructure/"):
-            group = "tests/infrastructure"
-        elif path in ONE_WORKER:
-            group = path
-        else:
-            continue
-        item.add_marker(pytest.mark.xdist_group(group))
+def worker_group(nodeid: str) -> str | None:
+    """The `ONE_WORKER` entry that `nodeid`'s test belongs to, if any."""
+    path = nodeid.split("::", 1)[0]
+    return next((entry for entry in ONE_WORKER if path == entry or path.startswith(entry + "/")), None)
+
+
+@pytest.hookimpl(tryfirst=True)
+def pytest_xdist_make_scheduler(config: pytest.Config, log: Any) -> Any:
+    """`--dist loadgroup` with the groups of `ONE_WORKER`, decided by the controller from each test's path.
+
+    pytest-xdist's own loadgroup reads `xdist_group` markers on the workers and appends the group to each test's
+    nodeid, which pytest 9 no longer lets a plugin change: every test stayed a group of its own, and the modules
+    above were spread over the workers, each starting their servers again. Other `--dist` modes are left to xdist.
+    """
+    if config.getvalue("dist") != "loadgroup":
+        return None
+    from xdist.scheduler import LoadScopeScheduling
+
+    class OneWorkerGroups(LoadScopeScheduling):  # type: ignore[misc]
+        """Each test its own unit of work, but the tests of one `ONE_WORKER` entry one unit together."""
+
+        def _split_scope(self, nodeid: str) -> str:
+            return worker_group(nodeid) or nodeid
+
+    return OneWorkerGroups(config, log)
 
 
 def pytest_sessionfinish(session: pytest.Session) -> None:
