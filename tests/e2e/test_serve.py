@@ -170,6 +170,25 @@ def test_ctrl_c_stops_serve_with_status_0(monkeypatch: pytest.MonkeyPatch) -> No
         httpx.get(f"{server.url}/v1/health", timeout=5)
 
 
+def test_ctrl_c_stops_a_serve_that_inherited_sigint_ignored(monkeypatch: pytest.MonkeyPatch) -> None:
+    # Given `baton serve` started the way a script starts a background job (`baton serve &` without job control:
+    # CI runners, nohup), so that it begins with SIGINT ignored
+    previous = signal.signal(signal.SIGINT, signal.SIG_IGN)
+    try:
+        server = start_without_dev_key_env(monkeypatch)
+    finally:
+        signal.signal(signal.SIGINT, previous)
+    try:
+        assert httpx.get(f"{server.url}/v1/health", timeout=30).status_code == 200
+        # When it gets SIGINT
+        status, took = server.stop_timed(signal.SIGINT)
+    finally:
+        server.stop(signal.SIGKILL)
+    # Then it stops as from Ctrl-C (it ignored SIGINT and was killed after the test's wait)
+    assert status == 0, f"status {status} after {took:.1f} s:\n" + "\n".join(server.lines)
+    assert server.lines[-1] == "Baton stopped.", server.lines[-10:]
+
+
 def test_a_fixed_dev_key_from_the_command_line_works(moto_endpoint: str, monkeypatch: pytest.MonkeyPatch) -> None:
     # Given `baton serve --dev-key <value>`
     secret = f"btn_cli_{uuid.uuid4().hex}"

@@ -185,6 +185,10 @@ def serve(options: ServeOptions, out: TextIO = sys.stdout) -> int:
     def stop(signum: int, frame: Any) -> None:
         raise KeyboardInterrupt
 
+    # Ctrl-C and SIGTERM stop it, whatever it inherited: a process started in the background by a script (`cmd &`
+    # in a shell without job control: CI runners, `nohup`) begins with SIGINT ignored, and Python then leaves it
+    # ignored, so Ctrl-C did nothing and only SIGKILL ended the server.
+    signal.signal(signal.SIGINT, stop)
     signal.signal(signal.SIGTERM, stop)
     print(f"Baton is serving on {url}", file=out)
     print(
