@@ -83,10 +83,22 @@ def fitted_page(
     `limits.MAX_ANSWER_DATA_BYTES` of UTF-8 JSON (what one answer carries through Lambda): the items left out start
     the next page (`cursor_after` the last one shown). A page always shows its first item; a summary is far smaller
     than the budget (100 resources of 200 four-byte characters each come to about 120 KB)."""
+    return fitted_json_page(found, lambda item: model_json(shown(item)), request_id, next_cursor, cursor_after)
+
+
+def fitted_json_page(
+    found: Sequence[T],
+    encoded: Callable[[T], str],
+    request_id: str,
+    next_cursor: str | None,
+    cursor_after: Callable[[T], str | None] | None,
+) -> Response[str]:
+    """`fitted_page` of items `encoded` as compact JSON text each (plain dicts or models): the page is cut by the
+    UTF-8 bytes of what it sends, never by characters."""
     parts: list[str] = []
     size = 2  # the brackets
     for position, item in enumerate(found):
-        text = model_json(shown(item))
+        text = encoded(item)
         size += 1 + (len(text) if text.isascii() else len(text.encode("utf-8")))
         if parts and size > limits.MAX_ANSWER_DATA_BYTES and cursor_after is not None:
             next_cursor = cursor_after(found[position - 1])

@@ -12,7 +12,7 @@ from __future__ import annotations
 import base64
 import binascii
 import json
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 from typing import Annotated, Any, Final, Literal
 
@@ -47,6 +47,10 @@ lives in the bucket and is answered by URL: it does not count). With `MAX_PENDIN
 answers in 4.1 MB of JSON, within Lambda's 6 MB even base64-encoded towards API Gateway."""
 MAX_PENDING_WRITE_BYTES: Final = 500_000
 """Most bytes of pending-write values one checkpoint holds in the table, all tasks together (the same rule)."""
+LIST_READ_BYTES: Final = 4_000_000
+"""Most bytes of checkpoint items (DynamoDB's sizes) one list page, or one read of a namespace's latest checkpoint,
+reads before it answers: a page whose filter (or whose `before`) skips many checkpoints comes back short, or empty
+with a cursor, instead of reading the thread to its end."""
 DELETE_SECONDS: Final = 15
 """How long a delete, prune or copy works before it leaves the rest to the reaper: well inside API Gateway's 30 s."""
 
@@ -358,10 +362,12 @@ class PutResult:
 
 @dataclass(frozen=True)
 class Page:
-    """A list page and the cursor to the next (None on the last)."""
+    """A list page and the cursor to the next (None on the last); `cursor_after` is the cursor to the page after one
+    of its checkpoints (where the answer is cut shorter by its bytes)."""
 
     checkpoints: list[ThreadCheckpoint]
     next_cursor: str | None
+    cursor_after: Callable[[ThreadCheckpoint], str | None]
 
 
 def sorted_writes(writes: Iterable[PendingWrite]) -> list[PendingWrite]:

@@ -33,6 +33,7 @@ from baton.domain.canonical import pointer
 from baton.domain.errors import NotFound, PayloadTooLarge, Unavailable, ValidationFailed
 from baton.domain.threads import (
     EMPTY_TYPE,
+    LIST_READ_BYTES,
     MAX_CHECKPOINT_VALUE_BYTES,
     MAX_PENDING_WRITE_BYTES,
     BlobRef,
@@ -47,11 +48,37 @@ from baton.domain.threads import (
     version_key,
     write_index,
 )
-from baton.store import codec, layout, schema
+from baton.store import codec, dynamo, layout, schema
 from baton.store.attributes import Item, names_in, to_attr
 from baton.store.batch import batch_get
 from baton.store.cursors import decode_after, encode_after, invalid_cursor, query_binding
+from baton.store.dynamo import Reads
 from baton.store.errors import UNAVAILABLE_MESSAGE, Failure, classify, translated_errors
+from baton.store.thread_names import (
+    BYTES,
+    CHANNEL,
+    CREATED,
+    DOCUMENT,
+    EXPIRES_MS,
+    GENERATION,
+    INLINE,
+    NAMESPACE,
+    OBJECT,
+    PACKED,
+    PARENT,
+    REFERENCE,
+    SIZE,
+    SIZES,
+    TASK_PATH,
+    TTL_MS,
+    TTL_S,
+    TYPE,
+    UPDATED,
+    VERSION,
+    WRITE_BYTES,
+    WRITE_INLINE,
+    WRITES,
+)
 
 if TYPE_CHECKING:
     from mypy_boto3_dynamodb import DynamoDBClient
@@ -69,42 +96,25 @@ MAX_CHANNEL_INDEX_BYTES: Final = 65_536
 196 KB of JSON with its metadata) and its pending writes (128 KB), the item stays under DynamoDB's 400 KB."""
 ITEM_VALUE_BYTES: Final = 350_000
 """Most bytes of a value kept in the table; a larger one lives in the bucket, as it is (answered by URL)."""
-PAGE_ANSWER_BYTES: Final = 4_200_000
-"""A list page stops (with a cursor) before its answer passes this many bytes of JSON (checkpoints, metadata, and
-values as base64): base64-encoded again towards API Gateway, it still fits Lambda's 6 MB. One tuple always fits."""
+PAGE_ANSWER_BYTES: Final = limits.MAX_ANSWER_DATA_BYTES
+"""A list page chooses its tuples while an upper bound of their JSON stays under this many bytes (the api then cuts
+the page by the exact bytes it encodes, `api/responses.fitted_page`): the values of tuples a page would not show
+are never read. One tuple always fits."""
+PRESIGNED_URL_BYTES: Final = 2_048
+"""At most what a presigned download adds to an answer (its URL, about 1,400 characters with a session token)."""
+TUPLE_SYNTAX_BYTES: Final = 256
+"""A tuple's field names and punctuation."""
+VALUE_SYNTAX_BYTES: Final = 64
+WRITE_SYNTAX_BYTES: Final = 128
+"""A pending write's field names, its index and punctuation."""
 WRITE_ROUNDS: Final = 4
 """BatchWriteItem rounds for what DynamoDB leaves unprocessed (then 503)."""
 WRITE_BACKOFF_SECONDS: Final = 0.05
 
-# Attribute names of thread items.
-GENERATION: Final = "g"
-TTL_MS: Final = "tms"
-TTL_S: Final = "tts"
-EXPIRES_MS: Final = "exp"
-CREATED: Final = "ca"
-UPDATED: Final = "ua"
-DOCUMENT: Final = "cp"
-PARENT: Final = "par"
-INLINE: Final = "iv"
-SIZES: Final = "vz"
-WRITES: Final = "w"
-WRITE_BYTES: Final = "wb"
-WRITE_INLINE: Final = "wi"
-TYPE: Final = "t"
-BYTES: Final = "b"
-PACKED: Final = "z"
-OBJECT: Final = "so"
-SIZE: Final = "n"
-VERSION: Final = "v"
-CHANNEL: Final = "c"
-TASK_PATH: Final = "p"
-REFERENCE: Final = "r"
 MAX_KEY_BYTES: Final = 1_024
 """DynamoDB's longest sort key (a cursor's position beyond it is not one this store made)."""
 NO_ITEM: Final[Item] = {}
 """What a refused conditional write found when there was no item."""
-NAMESPACE: Final = "ns"
-"""The namespace in full, on a checkpoint item whose key holds the namespace's digest (a long one)."""
 
 _TOUCH_LIVE: Final = f"attribute_not_exists(#{schema.PK}) OR #{EXPIRES_MS} > :now"
 _TOUCH: Final = (
@@ -195,6 +205,103 @@ class _Loaded:
     """Channel -> sort key of its value item, for values not inline."""
     writes: list[tuple[PendingWrite, StoredValue | str]] = field(default_factory=list)
     """Pending writes with their value, or the sort key of the item that holds it."""
+    estimate: int = 0
+    """At least the bytes of JSON its tuple takes in an answer, counted from the item alone (`_tuple_estimate`)."""
+
+
+class _Walk:
+    """The checkpoint items of a thread's current life, newest first (of one namespace, or of all: one after
+    another), under `reads`. `below` is an exclusive upper bound on the sort key (a cursor's position, or `before`
+    in a namespace). `before` without a namespace is a key bound in each: the first item of a namespace at or after
+    it moves the walk to just below it in that namespace (one Query), so no newer checkpoint is read twice.
+    `stopped` is True when the reads ran out before the thread's end; `position` is then where to go on from."""
+
+    def __init__(
+        self,
+        store: ThreadStore,
+        pk: str,
+        head: Head,
+        namespace: str | None,
+        below: str | None,
+        before: str | None,
+        reads: Reads | None,
+    ) -> None:
+        self._store = store
+        self._pk = pk
+        self._head = head
+        self._namespace = namespace
+        self._below = below
+        self._before = before if namespace is None else None
+        self._reads = reads
+        self.page_size: int | None = None
+        self.stopped = False
+        self.position: str | None = None
+        """The sort key of the last item read (of any life), or the bound the walk last moved to."""
+
+    def __iter__(self) -> Iterator[Item]:
+        if self._before is not None:
+            yield from self._before_in_each_namespace(self._before)
+            return
+        yield from self._range(layout.thread_checkpoints(self._namespace), self._below, self.page_size)
+
+    def _range(self, prefix: str, below: str | None, page_size: int | None) -> Iterator[Item]:
+        """The items under `prefix` below `below` (exclusive), newest first, of the head's life."""
+        pages = dynamo.query(self._store._client, self._reads, **self._request(prefix, below, page_size))
+        for item in pages:
+            sk = item[schema.SK]["S"]
+            if sk == below:
+                continue
+            self.position = sk
+            if item.get(GENERATION, {}).get("S") == self._head.generation:
+                yield item
+        self.stopped = self.stopped or pages.stopped
+
+    def _before_in_each_namespace(self, before: str) -> Iterator[Item]:
+        """Every namespace's checkpoints older than `before`, one namespace after another: a probe (one Query of at
+        most two items) finds the next namespace below where the walk stands, and the walk goes on in that namespace
+        from just below `before` (or from the probe's item when it is older). A namespace costs at most three items
+        more than the checkpoints it shows: the probe's two, and the `before` checkpoint (a key bound is inclusive)."""
+        below = self._below
+        while not (self._reads is not None and self._reads.spent):
+            probe = dynamo.query(self._store._client, self._reads, **self._request(layout.THREAD_CHECKPOINT, below, 2))
+            found = next((item for item in probe if item[schema.SK]["S"] != below), None)
+            if found is None:
+                return
+            sk = found[schema.SK]["S"]
+            keyed, checkpoint_id = layout.read_thread_checkpoint_sk(sk)
+            namespace = keyed if keyed is not None else found[NAMESPACE]["S"]
+            prefix = layout.thread_checkpoints(namespace)
+            if checkpoint_id >= before:
+                start = self.position = layout.thread_checkpoint_sk(namespace, before)
+            else:
+                start = self.position = sk
+                if found.get(GENERATION, {}).get("S") == self._head.generation:
+                    yield found
+            yield from self._range(prefix, start, self.page_size)
+            if self.stopped:
+                return
+            below = prefix  # no key is the prefix itself: the next probe starts below this namespace
+            self.position = below
+        self.stopped = True
+
+    def _request(self, prefix: str, below: str | None, page_size: int | None) -> dict[str, Any]:
+        if below is not None:
+            condition = f"#{schema.PK} = :pk AND #{schema.SK} BETWEEN :lo AND :hi"
+            values = {":pk": {"S": self._pk}, ":lo": {"S": prefix}, ":hi": {"S": below}}
+        else:
+            condition = f"#{schema.PK} = :pk AND begins_with(#{schema.SK}, :lo)"
+            values = {":pk": {"S": self._pk}, ":lo": {"S": prefix}}
+        request: dict[str, Any] = {
+            "TableName": self._store._table,
+            "KeyConditionExpression": condition,
+            "ExpressionAttributeNames": names_in(condition),
+            "ExpressionAttributeValues": values,
+            "ConsistentRead": True,
+            "ScanIndexForward": False,
+        }
+        if page_size is not None:
+            request["Limit"] = page_size
+        return request
 
 
 class ThreadStore:
@@ -781,9 +888,12 @@ class ThreadStore:
                 head = self.head(tenant_id, agent_id, thread_id, now_ms)
                 if head is None:
                     raise NotFound()
-                latest = self._checkpoints(pk, head, namespace, None, newest_first=True, page_size=1)
-                item = next(latest, None)
+                latest = _Walk(self, pk, head, namespace, None, None, Reads(max_bytes=LIST_READ_BYTES))
+                latest.page_size = 1
+                item = next(iter(latest), None)
                 if item is None:
+                    if latest.stopped:
+                        raise Unavailable(UNAVAILABLE_MESSAGE)  # a former life not reaped yet fills the read budget
                     raise NotFound()
             (loaded,) = self._resolve(thread_id, pk, [self._load(item)])
         return loaded
@@ -800,7 +910,10 @@ class ThreadStore:
         cursor: str | None,
         now_ms: int,
     ) -> Page:
-        """A page of the thread's checkpoints, newest first, filtered on the server."""
+        """A page of the thread's checkpoints, newest first, filtered on the server, its work bounded: it stops at
+        `limit`, before the answer it makes would pass `PAGE_ANSWER_BYTES` (by an upper bound counted from the items,
+        so the values of tuples it would not show are never read), or when its reads reach `LIST_READ_BYTES` (then
+        short, or empty, with a cursor from where it stopped). `before` is a key bound in each namespace."""
         binding = query_binding(
             "threads",
             tenant_id,
@@ -816,8 +929,6 @@ class ThreadStore:
             head = self.head(tenant_id, agent_id, thread_id, now_ms)
             if head is None:
                 raise NotFound()
-            chosen: list[_Loaded] = []
-            more = False
             below = after
             if before is not None and namespace is not None:
                 bound = layout.thread_checkpoint_sk(namespace, before)
@@ -825,69 +936,30 @@ class ThreadStore:
             prefix = layout.thread_checkpoints(namespace)
             if below is not None and (not below.startswith(prefix) or len(below.encode()) > MAX_KEY_BYTES):
                 raise invalid_cursor()
-            page_size = min(limit + 1, 100)
-            for item in self._checkpoints(pk, head, namespace, below, newest_first=True, page_size=page_size):
+            walk = _Walk(self, pk, head, namespace, below, before, Reads(max_bytes=LIST_READ_BYTES))
+            walk.page_size = min(limit + 1, 100)
+            chosen: list[_Loaded] = []
+            estimate = 0
+            stop: str | None
+            for item in walk:
                 loaded = self._load(item)
-                if before is not None and loaded.checkpoint_id >= before:
-                    continue
                 if wanted and not matches(loaded.document.get("m", {}), wanted):
                     continue
-                if len(chosen) == limit:
-                    more = True
+                if len(chosen) == limit or (chosen and estimate + loaded.estimate > PAGE_ANSWER_BYTES):
+                    stop = chosen[-1].item[schema.SK]["S"]
                     break
                 chosen.append(loaded)
-            page: list[ThreadCheckpoint] = []
-            carried = 0
-            for checkpoint in self._resolve(thread_id, pk, chosen):
-                size = _answer_bytes(checkpoint)
-                if page and carried + size > PAGE_ANSWER_BYTES:
-                    more = True
-                    break
-                carried += size
-                page.append(checkpoint)
-        last = layout.identity(chosen[len(page) - 1].item)[1] if page and more else None
-        return Page(page, encode_after(last, binding))
+                estimate += loaded.estimate
+            else:
+                # The thread's end (the last page), or where the reads ran out (the next page starts there).
+                stop = walk.position if walk.stopped else None
+            page = self._resolve(thread_id, pk, chosen)
 
-    def _checkpoints(
-        self,
-        pk: str,
-        head: Head,
-        namespace: str | None,
-        below: str | None,
-        newest_first: bool,
-        page_size: int | None = None,
-    ) -> Iterator[Item]:
-        """The thread's checkpoint items of this generation (of one namespace, or all), page by page; `below` is an
-        exclusive upper bound on the sort key (a cursor's position, or `before`), `page_size` the Limit of each
-        Query (the latest reads one item, not a megabyte of them)."""
-        prefix = layout.thread_checkpoints(namespace)
-        if below is not None:
-            condition = f"#{schema.PK} = :pk AND #{schema.SK} BETWEEN :lo AND :hi"
-            values = {":pk": {"S": pk}, ":lo": {"S": prefix}, ":hi": {"S": below}}
-        else:
-            condition = f"#{schema.PK} = :pk AND begins_with(#{schema.SK}, :lo)"
-            values = {":pk": {"S": pk}, ":lo": {"S": prefix}}
-        request: dict[str, Any] = {
-            "TableName": self._table,
-            "KeyConditionExpression": condition,
-            "ExpressionAttributeNames": names_in(condition),
-            "ExpressionAttributeValues": values,
-            "ConsistentRead": True,
-            "ScanIndexForward": not newest_first,
-        }
-        if page_size is not None:
-            request["Limit"] = page_size
-        while True:
-            answer = self._client.query(**request)
-            for item in answer.get("Items", []):
-                if below is not None and item[schema.SK]["S"] == below:
-                    continue
-                if item.get(GENERATION, {}).get("S") == head.generation:
-                    yield item
-            last = answer.get("LastEvaluatedKey")
-            if not last:
-                return
-            request["ExclusiveStartKey"] = last
+        def cursor_after(checkpoint: ThreadCheckpoint) -> str | None:
+            sk = layout.thread_checkpoint_sk(checkpoint.namespace, checkpoint.checkpoint_id)
+            return encode_after(sk, binding)
+
+        return Page(page, encode_after(stop, binding), cursor_after)
 
     def _load(self, item: Item) -> _Loaded:
         """A checkpoint item decoded: its document, its inline values and writes, and the keys of the rest."""
@@ -923,6 +995,7 @@ class ThreadStore:
                 loaded.writes.append((write, StoredValue(write.type, bytes(entry[BYTES]["B"]))))
             else:
                 loaded.writes.append((write, entry[REFERENCE]["S"]))
+        loaded.estimate = _tuple_estimate(loaded)
         return loaded
 
     def _resolve(self, thread_id: str, pk: str, loaded: list[_Loaded]) -> list[ThreadCheckpoint]:
@@ -1069,7 +1142,7 @@ class ThreadStore:
         the checkpoints deleted. Only the kept checkpoints are decoded."""
         latest: dict[str, _Loaded] = {}
         doomed: list[Item] = []
-        for item in self._checkpoints(pk, head, None, None, newest_first=True):
+        for item in _Walk(self, pk, head, None, None, None, None):
             keyed, _ = layout.read_thread_checkpoint_sk(item[schema.SK]["S"])
             namespace = keyed if keyed is not None else item[NAMESPACE]["S"]
             if namespace in latest:
@@ -1240,14 +1313,37 @@ class ThreadStore:
                 raise Unavailable(UNAVAILABLE_MESSAGE)
 
 
-def _answer_bytes(checkpoint: ThreadCheckpoint) -> int:
-    """About what one tuple adds to an answer: its checkpoint and metadata as JSON, its values and writes as base64,
-    and their names."""
-    values = sum(v.size for v in checkpoint.values.values()) + sum(v.size for _, v in checkpoint.writes)
-    names = sum(len(c) + 40 for c in checkpoint.values) + sum(
-        len(w.task_id) + len(w.task_path) + 80 for w, _ in checkpoint.writes
-    )
-    return checkpoint.document_bytes + values * 4 // 3 + names + 200
+def _answered(size: int, in_bucket: bool) -> int:
+    """At most what a value of `size` bytes adds to an answer: base64, or a presigned URL."""
+    return PRESIGNED_URL_BYTES if in_bucket else 4 * -(-size // 3)
+
+
+def _tuple_estimate(loaded: _Loaded) -> int:
+    """At least the bytes of JSON a checkpoint's tuple takes in an answer, from its item alone (before any value is
+    read): the document, each value as base64 (or a URL), and every name twice (JSON may escape each byte of a
+    name, `"` and `\\`, into two), with each field's own syntax."""
+    total = TUPLE_SYNTAX_BYTES + 2 * (len(loaded.namespace.encode()) + len(loaded.checkpoint_id.encode()) + 128)
+    total += loaded.document_bytes + 2 * len(loaded.item.get(PARENT, {}).get("S", "").encode())
+    sizes = loaded.item.get(SIZES, {}).get("M", {})
+    for channel in loaded.values.keys() | loaded.missing.keys():
+        total += VALUE_SYNTAX_BYTES + 2 * len(channel.encode())
+        value = loaded.values.get(channel)
+        if value is not None:
+            total += _answered(len(value.data or b""), in_bucket=False)
+            continue
+        large = sizes.get(channel, {}).get("L")
+        if large is None:
+            total += PRESIGNED_URL_BYTES  # not this item's to say: counted as the largest a read could answer
+            continue
+        size, in_bucket = int(large[1]["N"]), len(large) > 2 and large[2]["N"] == "1"
+        total += _answered(size, in_bucket or size > ITEM_VALUE_BYTES)
+    entries = loaded.item.get(WRITES, {}).get("M", {})
+    for name, attr in entries.items():
+        entry = attr["M"]
+        size = int(entry[SIZE]["N"])
+        names = len(name.encode()) + len(entry[CHANNEL]["S"].encode()) + len(entry[TASK_PATH]["S"].encode())
+        total += WRITE_SYNTAX_BYTES + 2 * names + len(entry[TYPE]["S"]) + _answered(size, size > ITEM_VALUE_BYTES)
+    return total
 
 
 def _carry(

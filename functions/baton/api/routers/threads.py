@@ -18,7 +18,7 @@ from pydantic import Field
 from baton.api.openapi import AUTHENTICATED_ERRORS, CursorParameter, responses
 from baton.api.paths import ThreadIdParameter, thread_from_path
 from baton.api.resolver import Call, CurrentCall, needs
-from baton.api.responses import ok, plain
+from baton.api.responses import dumps, fitted_json_page, ok, plain
 from baton.api.schemas import DataEnvelope, ListEnvelope, ResponseModel
 from baton.api.services import Wired
 from baton.domain import limits, threads
@@ -298,8 +298,9 @@ def get_checkpoint(
         "LangGraph's list: tuples newest first (descending checkpoint_id) within checkpoint_ns (without it, every "
         "namespace, one after another), before keeps strictly older ids, filter (a URL-encoded JSON object) keeps "
         "checkpoints whose metadata has every key with an equal value, applied on the server. A page also stops early "
-        "(with a cursor) before its answer passes about 4.2 MB of JSON. A value kept in the bucket comes as "
-        "{type, url}: a presigned GET."
+        "(with a cursor) before its data passes 4,500,000 bytes of JSON, and when it has read 4,000,000 bytes of "
+        "checkpoints: a page whose filter or before skips many may come back short, or empty with a cursor. A value "
+        "kept in the bucket comes as {type, url}: a presigned GET."
     ),
     openapi_extensions=needs("checkpoints:read"),
     responses=responses(
@@ -326,7 +327,9 @@ def list_checkpoints(
         raise ValidationFailed.single("/filter", f"The query parameter filter {exc}.", "query") from None
     tenant, agent = _owner(call, agent_id, write=False)
     found = services.threads.page(tenant, agent, thread, checkpoint_ns, before, wanted, limit, cursor, call.now_ms)
-    return plain([_tuple(c) for c in found.checkpoints], call.request_id, found.next_cursor)
+    return fitted_json_page(
+        found.checkpoints, lambda c: dumps(_tuple(c)), call.request_id, found.next_cursor, found.cursor_after
+    )
 
 
 @router.delete(
