@@ -13,22 +13,29 @@ from typing import Any
 
 import pytest
 
-from baton.domain.threads import LIST_READ_BYTES
+from baton.domain.threads import LIST_READ_BYTES, MAX_BLOB_COPY_BYTES, MAX_REQUEST_BLOBS
 from baton.store import sizes
-from tests.integration.driver import ApiDriver, load_event
+from tests.integration.conftest import OPERATOR_SECRET
+from tests.integration.driver import ApiDriver, CallCounter, load_event
 from tests.integration.test_threads import (  # noqa: F401 (world, aws and api are fixtures used by name)
     api,
     aws,
     checkpoint_doc,
+    field_errors,
+    get_tuple,
     list_page,
     post,
     put,
+    put_body,
     put_writes,
+    thread_items,
     thread_path,
     typed,
+    upload_value,
+    values_of,
     world,
+    writes_of,
 )
-from tests.integration.conftest import OPERATOR_SECRET
 from tests.proof_counts import record
 
 pytestmark = pytest.mark.engines
@@ -196,3 +203,115 @@ def test_before_without_a_namespace_is_a_key_bound_in_each_namespace(api: ApiDri
     # And the page read them, and per namespace a probe of two items and the `before` checkpoint, and the head
     assert reads.items <= len(shown) + 3 * 3 + 1, reads.items
     record("thread bounds", before_items_read=reads.items)
+
+
+# -- blobs: one check per distinct blob, no copy per reference ----------------------------------------------
+
+
+@pytest.fixture
+def calls(world: tuple[Any, ApiDriver]) -> Iterator[tuple[CallCounter, CallCounter]]:  # noqa: F811
+    """(DynamoDB, S3) request counters on the module world's clients."""
+    from baton.api.app import app
+
+    services = app.services()
+    assert services.objects is not None
+    dynamodb, s3 = CallCounter(), CallCounter()
+    services.dynamodb.meta.events.register("before-call.dynamodb", dynamodb)
+    services.objects.client.meta.events.register("before-call.s3", s3)
+    yield dynamodb, s3
+    services.dynamodb.meta.events.unregister("before-call.dynamodb", dynamodb)
+    services.objects.client.meta.events.unregister("before-call.s3", s3)
+
+
+def test_one_small_blob_named_by_many_writes_is_checked_once_and_never_copied(
+    api: ApiDriver,  # noqa: F811
+    aws: Any,  # noqa: F811
+    calls: tuple[CallCounter, CallCounter],
+) -> None:
+    """Review finding 2: one small uploaded blob named by N writes cost N GetItem, N HeadObject and N full S3 copies
+    (a 17 KB request made 600 AWS calls and copied 20 MB; at N = 1,000 a 503 after 30 s, the work going on after).
+    One check per distinct blob per request: its record, and its bytes read once; each write holds them like any
+    value of a body, counted in the writes' budget; writes of the same value share one item."""
+    raw = os.urandom(17_000)
+    blob_id = upload_value(api, raw)
+    assert put(api, "b-blob", "c1", {"a": 1}, {"a": typed(b"a")}).status == 201
+    dynamodb, s3 = calls
+    dynamodb.reset()
+    s3.reset()
+    # When one put_writes names the blob 25 times
+    writes = [{"channel": f"ch{n}", "type": "msgpack", "blob_id": blob_id} for n in range(25)]
+    body = {"checkpoint_ns": "", "checkpoint_id": "c1", "task_id": "task", "writes": writes}
+    answer = post(api, thread_path("b-blob", "/writes"), body)
+    # Then it is kept, having read the blob's record and bytes once and copied nothing
+    assert answer.status == 200, answer.body
+    assert dynamodb.calls["GetItem"] == 1, dict(dynamodb.calls)
+    assert dict(s3.calls) == {"GetObject": 1}
+    assert dynamodb.total <= 3, dict(dynamodb.calls)  # the record, the shared write value, the checkpoint's writes
+    assert [value for *_, value in writes_of(get_tuple(api, "b-blob").data)] == [raw] * 25
+    # And naming it so often that its bytes pass the writes' budget is refused, writing nothing
+    before = thread_items(aws, "b-blob")
+    many = [{"channel": f"ch{n}", "type": "msgpack", "blob_id": blob_id} for n in range(40)]
+    refused = post(api, thread_path("b-blob", "/writes"), {**body, "task_id": "task-2", "writes": many})
+    assert refused.status == 413, refused.body
+    assert refused.error["details"]["field"] == "writes"
+    assert thread_items(aws, "b-blob") == before
+
+
+def test_one_small_blob_named_by_many_channels_is_checked_once_and_never_copied(
+    api: ApiDriver,  # noqa: F811
+    calls: tuple[CallCounter, CallCounter],
+) -> None:
+    """Review finding 2, for a put's channels."""
+    raw = os.urandom(17_000)
+    blob_id = upload_value(api, raw)
+    dynamodb, s3 = calls
+    dynamodb.reset()
+    s3.reset()
+    versions = {f"ch{n}": 1 for n in range(30)}
+    values = {channel: {"type": "msgpack", "blob_id": blob_id} for channel in versions}
+    answer = post(api, thread_path("b-blob-put", "/checkpoints"), put_body("c1", versions, values))
+    assert answer.status == 201, answer.body
+    assert dynamodb.calls["GetItem"] == 1, dict(dynamodb.calls)
+    assert dict(s3.calls) == {"GetObject": 1}
+    assert values_of(get_tuple(api, "b-blob-put").data) == dict.fromkeys(versions, ("msgpack", raw))
+
+
+def test_a_request_names_a_bounded_number_of_distinct_blobs(api: ApiDriver, aws: Any) -> None:  # noqa: F811
+    """At most `MAX_REQUEST_BLOBS` distinct blobs per request: one more is a 400 naming it, and nothing is written."""
+    blob_ids = [upload_value(api, os.urandom(100 + n)) for n in range(MAX_REQUEST_BLOBS + 1)]
+    versions = {f"ch{n:02d}": 1 for n in range(len(blob_ids))}
+    values = {c: {"type": "msgpack", "blob_id": b} for c, b in zip(versions, blob_ids, strict=True)}
+    answer = post(api, thread_path("b-blob-many", "/checkpoints"), put_body("c1", versions, values))
+    assert field_errors(answer) == [f"/values/ch{MAX_REQUEST_BLOBS:02d}/blob_id"]
+    assert str(MAX_REQUEST_BLOBS) in answer.error["message"]
+    assert thread_items(aws, "b-blob-many") == []
+    # And ten are taken
+    del values[f"ch{MAX_REQUEST_BLOBS:02d}"]
+    del versions[f"ch{MAX_REQUEST_BLOBS:02d}"]
+    assert post(api, thread_path("b-blob-many", "/checkpoints"), put_body("c1", versions, values)).status == 201
+
+
+def test_a_large_blob_named_again_and_again_stops_at_the_copy_budget(
+    api: ApiDriver,  # noqa: F811
+    aws: Any,  # noqa: F811
+    calls: tuple[CallCounter, CallCounter],
+) -> None:
+    """A blob over 350,000 bytes is copied into the thread's storage once per value naming it, at most
+    `MAX_BLOB_COPY_BYTES` per request: past it, 413 and nothing written, nothing copied."""
+    raw = os.urandom(2_000_000)
+    blob_id = upload_value(api, raw)
+    times = MAX_BLOB_COPY_BYTES // len(raw) + 1
+    versions = {f"ch{n}": 1 for n in range(times)}
+    values = {channel: {"type": "msgpack", "blob_id": blob_id} for channel in versions}
+    _dynamodb, s3 = calls
+    s3.reset()
+    answer = post(api, thread_path("b-blob-copies", "/checkpoints"), put_body("c1", versions, values))
+    assert answer.status == 413, answer.body
+    assert answer.error["details"]["limit_bytes"] == MAX_BLOB_COPY_BYTES
+    assert "CopyObject" not in s3.calls
+    assert thread_items(aws, "b-blob-copies") == []
+    # And as many as fit are taken
+    del values[f"ch{times - 1}"]
+    del versions[f"ch{times - 1}"]
+    assert post(api, thread_path("b-blob-copies", "/checkpoints"), put_body("c1", versions, values)).status == 201
+    assert values_of(get_tuple(api, "b-blob-copies").data)["ch0"] == ("msgpack", raw)

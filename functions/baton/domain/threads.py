@@ -47,6 +47,11 @@ lives in the bucket and is answered by URL: it does not count). With `MAX_PENDIN
 answers in 4.1 MB of JSON, within Lambda's 6 MB even base64-encoded towards API Gateway."""
 MAX_PENDING_WRITE_BYTES: Final = 500_000
 """Most bytes of pending-write values one checkpoint holds in the table, all tasks together (the same rule)."""
+MAX_REQUEST_BLOBS: Final = 10
+"""Most distinct blobs one put or put_writes names (each is checked once, however many values name it)."""
+MAX_BLOB_COPY_BYTES: Final = 12_000_000
+"""Most bytes of blobs over 350,000 bytes one request copies into a thread's storage, counted each time a value names
+one: four values of the state limit."""
 LIST_READ_BYTES: Final = 4_000_000
 """Most bytes of checkpoint items (DynamoDB's sizes) one list page, or one read of a namespace's latest checkpoint,
 reads before it answers: a page whose filter (or whose `before`) skips many checkpoints comes back short, or empty

@@ -34,8 +34,10 @@ from baton.domain.errors import NotFound, PayloadTooLarge, Unavailable, Validati
 from baton.domain.threads import (
     EMPTY_TYPE,
     LIST_READ_BYTES,
+    MAX_BLOB_COPY_BYTES,
     MAX_CHECKPOINT_VALUE_BYTES,
     MAX_PENDING_WRITE_BYTES,
+    MAX_REQUEST_BLOBS,
     BlobRef,
     Page,
     PendingWrite,
@@ -304,6 +306,81 @@ class _Walk:
         return request
 
 
+class _Blobs:
+    """The blobs one request names, each checked once however many values name it: declared by the caller's agent,
+    attached to no checkpoint, uploaded with its declared bytes, at most the state limit (else 400 naming the value's
+    `blob_id`, or 413). A blob of at most `ITEM_VALUE_BYTES` is read once (one GetObject, its SHA-256 checked) and
+    each value naming it holds its bytes like any other, counted in the request's budgets; a larger one is copied
+    into the thread's storage once per value, at most `MAX_BLOB_COPY_BYTES` per request. At most
+    `MAX_REQUEST_BLOBS` distinct blobs per request."""
+
+    def __init__(self, store: ThreadStore, tenant_id: str, agent_id: str, now_ms: int) -> None:
+        self._store = store
+        self._tenant_id = tenant_id
+        self._agent_id = agent_id
+        self._now_ms = now_ms
+        self._checked: dict[str, bytes | Uploaded | None] = {}
+        self.copied = 0
+
+    def value(self, ref: BlobRef, where: str) -> bytes | Uploaded:
+        """The value a reference stands for: the blob's bytes (a small one) or the blob to copy (a large one)."""
+        if ref.blob_id not in self._checked:
+            if len(self._checked) == MAX_REQUEST_BLOBS:
+                raise ValidationFailed.single(
+                    where, f"A request may name at most {MAX_REQUEST_BLOBS} distinct blobs; {where} names one more."
+                )
+            self._checked[ref.blob_id] = self._check(ref, where)
+        found = self._checked[ref.blob_id]
+        if found is None:
+            raise _refused(where)
+        if isinstance(found, Uploaded):
+            self.copied += found.size
+            if self.copied > MAX_BLOB_COPY_BYTES:
+                raise PayloadTooLarge(
+                    field=where.lstrip("/"),
+                    limit_bytes=MAX_BLOB_COPY_BYTES,
+                    actual_bytes=self.copied,
+                    what=f"The blobs over {ITEM_VALUE_BYTES} bytes this request names, each time it names one,",
+                )
+        return found
+
+    def _check(self, ref: BlobRef, where: str) -> bytes | Uploaded | None:
+        """One GetItem of the blob's record, then one GetObject (a small blob) or one HeadObject; None when the
+        blob is not one a value may name."""
+        blobs = self._store._blobs
+        if blobs is None:
+            return None
+        try:
+            blob = blobs.get(self._tenant_id, ref.blob_id, self._now_ms)
+        except NotFound:
+            return None
+        if blob.agent_id != self._agent_id or blob.owner is not None:
+            return None
+        if blob.size > limits.MAX_STATE_BYTES:
+            raise PayloadTooLarge(
+                field=where.lstrip("/"), limit_bytes=limits.MAX_STATE_BYTES, actual_bytes=blob.size, what="A value"
+            )
+        source = layout.blob_object(self._tenant_id, ref.blob_id)
+        bucket = self._store._bucket(blob.size)
+        if blob.size <= ITEM_VALUE_BYTES:
+            raw = bucket.get(source)
+            if raw is None or len(raw) != blob.size or hashlib.sha256(raw).hexdigest() != blob.sha256:
+                return None
+            return raw
+        found = bucket.head(source)
+        if found is None or found.size != blob.size or (found.sha256 is not None and found.sha256 != blob.sha256):
+            return None
+        return Uploaded(blob.size, blob.sha256, source)
+
+
+def _refused(where: str) -> ValidationFailed:
+    return ValidationFailed.single(
+        where,
+        f"{where} must name a blob this agent declared (POST /v1/blobs), uploaded with its declared size and "
+        "SHA-256, and attached to no checkpoint.",
+    )
+
+
 class ThreadStore:
     """LangGraph threads in one DynamoDB table (and the bucket, for values too large for an item)."""
 
@@ -325,32 +402,6 @@ class ThreadStore:
                 what="A value (this deployment has no bucket for larger ones)",
             )
         return self._objects
-
-    def _uploaded(self, tenant_id: str, agent_id: str, ref: BlobRef, where: str, now_ms: int) -> Uploaded:
-        """The blob a value names, checked: declared by this agent, not attached to a checkpoint, uploaded with the
-        declared bytes (one GetItem and one HeadObject), at most the state limit. Else 400 naming `where`."""
-        refused = ValidationFailed.single(
-            where,
-            f"{where} must name a blob this agent declared (POST /v1/blobs), uploaded with its declared size and "
-            "SHA-256, and attached to no checkpoint.",
-        )
-        if self._blobs is None:
-            raise refused
-        try:
-            blob = self._blobs.get(tenant_id, ref.blob_id, now_ms)
-        except NotFound:
-            raise refused from None
-        if blob.agent_id != agent_id or blob.owner is not None:
-            raise refused
-        source = layout.blob_object(tenant_id, ref.blob_id)
-        found = self._bucket(blob.size).head(source)
-        if found is None or found.size != blob.size or (found.sha256 is not None and found.sha256 != blob.sha256):
-            raise refused
-        if blob.size > limits.MAX_STATE_BYTES:
-            raise PayloadTooLarge(
-                field=where.lstrip("/"), limit_bytes=limits.MAX_STATE_BYTES, actual_bytes=blob.size, what="A value"
-            )
-        return Uploaded(blob.size, blob.sha256, source)
 
     # -- put ----------------------------------------------------------------------------------------------------
 
@@ -381,11 +432,11 @@ class ThreadStore:
             sizes: dict[str, Any] = {}
             if source is not None:
                 _carry(source, versions, carried, inline, sizes)
+            blobs = _Blobs(self, tenant_id, agent_id, now_ms)
             resolved: dict[str, tuple[str, bytes | Uploaded]] = {}
             for channel, (type_tag, given) in values.items():
                 if isinstance(given, BlobRef):
-                    where = pointer("values", channel, "blob_id")
-                    resolved[channel] = (type_tag, self._uploaded(tenant_id, agent_id, given, where, now_ms))
+                    resolved[channel] = (type_tag, blobs.value(given, pointer("values", channel, "blob_id")))
                 else:
                     resolved[channel] = (type_tag, given)
             out_of_line: list[tuple[str, str, str, bytes | Uploaded]] = []
@@ -662,15 +713,14 @@ class ThreadStore:
         pk = layout.thread_pk(tenant_id, agent_id, thread_id)
         key = layout.key(pk, layout.thread_checkpoint_sk(namespace, checkpoint_id))
         with translated_errors():
+            blobs = _Blobs(self, tenant_id, agent_id, now_ms)
             prepared = [
                 _Write(
                     json.dumps([task_id, write_index(channel, n)], ensure_ascii=False),
                     write_index(channel, n),
                     channel,
                     type_tag,
-                    self._uploaded(tenant_id, agent_id, raw, pointer("writes", n, "blob_id"), now_ms)
-                    if isinstance(raw, BlobRef)
-                    else raw,
+                    blobs.value(raw, pointer("writes", n, "blob_id")) if isinstance(raw, BlobRef) else raw,
                 )
                 for n, (channel, type_tag, raw) in enumerate(writes)
             ]
@@ -718,10 +768,11 @@ class ThreadStore:
         return entries
 
     def _write_value_item(self, pk: str, tenant_id: str, namespace: str, checkpoint_id: str, write: _Write) -> Item:
-        """The item of a write value that does not ride in the checkpoint's item, keyed by its content: a retry names
-        the same item, and another value under the same (task_id, idx) another (the first one stays referenced)."""
+        """The item of a write value that does not ride in the checkpoint's item, keyed by its type and content: a
+        retry names the same item, writes of the same value share one, and another value under the same (task_id,
+        idx) another (the first one stays referenced)."""
         content = write.raw.sha256.encode() if isinstance(write.raw, Uploaded) else write.raw
-        digest = hashlib.sha256(f"{write.name}\x1f{write.type}\x1f".encode() + content).hexdigest()[:32]
+        digest = hashlib.sha256(f"{write.type}\x1f".encode() + content).hexdigest()[:32]
         sk = layout.thread_write_value_sk(namespace, checkpoint_id, digest)
         return self._value_item(pk, sk, tenant_id, write.type, write.raw, "")
 
