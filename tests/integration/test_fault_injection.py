@@ -119,14 +119,17 @@ def retry_delays(monkeypatch: pytest.MonkeyPatch) -> list[float]:
 
 @pytest.fixture(autouse=True)
 def store_backoffs(monkeypatch: pytest.MonkeyPatch) -> list[float]:
-    """The store's own backoffs (a contended save, a batch's unprocessed keys, a purge's unprocessed deletes, a
-    thread write), recorded instead of slept: nothing here depends on time passing, and they came to 7 s a run."""
+    """The store's own backoffs (a contended save, a batch's unprocessed keys, a batch write's unprocessed items, a
+    purge's unprocessed deletes, a thread write), recorded instead of slept: nothing here depends on time passing,
+    and they came to 7 s a run."""
     import time
 
     backoffs: list[float] = []
     clock = types.SimpleNamespace(sleep=backoffs.append, time=lambda: time.time(), monotonic=lambda: time.monotonic())
-    for module in ("checkpoints", "batch", "threads", "thread_reaping"):
+    for module in ("checkpoints", "batch", "dynamo", "thread_reaping"):
         monkeypatch.setattr(f"baton.store.{module}.time", clock)
+    # `threads` may come to leave its backoffs to `dynamo`, and import no `time` of its own.
+    monkeypatch.setattr("baton.store.threads.time", clock, raising=False)
     monkeypatch.setattr("baton.store.purge.sleep", backoffs.append)
     return backoffs
 

@@ -26,6 +26,7 @@ from baton.domain.ids import BLOB_ID_PATTERN
 from baton.domain.models import Presigned
 from baton.store import items, layout, schema
 from baton.store.attributes import Item, from_item, names_in, to_attr, to_item
+from baton.store.dynamo import refusal
 from baton.store.errors import (
     UNAVAILABLE_MESSAGE,
     Failure,
@@ -111,13 +112,13 @@ class BlobStore:
                 )
                 return Declared(blob, upload)
             except Exception as exc:
-                failure = classify(exc)
-                if failure is Failure.CONDITION_FAILED:
+                refused = refusal(exc)
+                if refused is not None:
                     # A record at a new random id is our own write, landed on an attempt whose answer was lost.
-                    found = cast(Item | None, getattr(exc, "response", {}).get("Item"))
-                    if found is not None and _same_blob(found, item):
+                    if refused.found and _same_blob(refused.item, item):
                         return Declared(blob, upload)
                     reraise(exc, Failure.DEFECT)  # another blob at a fresh 128-bit id: not a thing to retry
+                failure = classify(exc)
                 if failure is Failure.RACE:
                     continue
                 if may_have_landed(exc) and self._landed(item):

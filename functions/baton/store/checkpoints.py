@@ -46,13 +46,13 @@ from baton.store import attachments, items, layout, schema
 from baton.store.attributes import Item, names_in, to_attr, values_used
 from baton.store.batch import batch_get
 from baton.store.cursors import decode_after, encode_after, invalid_cursor, query_binding
+from baton.store.dynamo import query, refusal
 from baton.store.errors import (
     Failure,
     classify,
     may_have_landed,
     reraise,
     translated_errors,
-    was_retried,
 )
 from baton.store.index import locate
 from baton.store.objects import ObjectInfo, ObjectStore
@@ -257,10 +257,10 @@ class CheckpointStore:
                     landed = self._landed(plan)
                     if landed is not None:
                         return SaveOutcome(landed)
-                if failure is not Failure.CONDITION_FAILED:
+                refused = refusal(exc)
+                if refused is None:
                     reraise(exc, failure)
-                found = cast(Item | None, getattr(exc, "response", {}).get("Item"))
-                old = items.checkpoint_from_item(found, with_state=False) if found else None
+                old = items.checkpoint_from_item(refused.item, with_state=False) if refused.found else None
                 if old is not None:
                     # Our own write landed and its answer was lost; the AWS SDK retried it (perhaps after other
                     # writes). Report what it wrote, never redo it.
@@ -637,11 +637,11 @@ class CheckpointStore:
             except Exception as exc:
                 if may_have_landed(exc) and self._gone(key, index_pk):
                     return  # an attempt whose answer was lost deleted it
-                if classify(exc) is not Failure.CONDITION_FAILED:
+                refused = refusal(exc)
+                if refused is None:
                     raise
-                found = cast(Item | None, getattr(exc, "response", {}).get("Item"))
-                old = items.checkpoint_from_item(found, with_state=False) if found else None
-                if old is None and was_retried(exc):
+                old = items.checkpoint_from_item(refused.item, with_state=False) if refused.found else None
+                if old is None and refused.retried:
                     return  # the SDK's first attempt deleted it and its answer was lost; the retry found nothing
                 if old is None or not old.is_visible_as(checkpoint_id, now_ms, only_agent):
                     raise NotFound() from None
@@ -698,15 +698,8 @@ class CheckpointStore:
             },
             "ConsistentRead": True,
         }
-        found: list[Checkpoint] = []
         with translated_errors():
-            while True:
-                response = self._client.query(**request)
-                found.extend(items.checkpoint_from_item(item, with_state=False) for item in response["Items"])
-                start = response.get("LastEvaluatedKey")
-                if not start:
-                    break
-                request["ExclusiveStartKey"] = start
+            found = [items.checkpoint_from_item(item, with_state=False) for item in query(self._client, **request)]
         shown = sorted(
             (
                 cp

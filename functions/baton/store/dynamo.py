@@ -104,9 +104,9 @@ def write_all(client: DynamoDBClient, table: str, requests: Sequence[dict[str, A
     unprocessed (`WRITE_ROUNDS` rounds, backing off), then 503. Unconditional: for items only this request names."""
     for start in range(0, len(requests), BATCH_WRITE_ITEMS):
         pending: Any = list(requests[start : start + BATCH_WRITE_ITEMS])
-        for attempt in range(WRITE_ROUNDS):
-            if attempt:
-                time.sleep(WRITE_BACKOFF_SECONDS * 2 ** (attempt - 1))
+        for round_ in range(WRITE_ROUNDS):
+            if round_:
+                time.sleep(WRITE_BACKOFF_SECONDS * 2 ** (round_ - 1))
             answer = client.batch_write_item(RequestItems={table: pending})
             pending = (answer.get("UnprocessedItems") or {}).get(table, [])
             if not pending:

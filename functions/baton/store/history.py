@@ -21,6 +21,7 @@ from baton.store.attributes import Item, names_in
 from baton.store.batch import batch_get
 from baton.store.checkpoints import CheckpointStore, Page
 from baton.store.cursors import decode_after, encode_after, invalid_cursor, query_binding
+from baton.store.dynamo import query
 from baton.store.errors import translated_errors
 from baton.store.index import locate
 from baton.store.objects import ObjectStore
@@ -186,18 +187,13 @@ class HistoryStore:
             "Limit": limit + 1,
         }
         shown: list[Checkpoint] = []
-        while True:
-            response = self._client.query(**request)
-            for item in response["Items"]:
-                revision = items.revision_from_item(item, current, with_state=False)
-                if revision.is_live(now_ms):
-                    if len(shown) == limit:
-                        return shown, True
-                    shown.append(revision)
-            start = response.get("LastEvaluatedKey")
-            if not start:
-                return shown, False
-            request["ExclusiveStartKey"] = start
+        for item in query(self._client, **request):
+            revision = items.revision_from_item(item, current, with_state=False)
+            if revision.is_live(now_ms):
+                if len(shown) == limit:
+                    return shown, True  # no further Query: one live revision past the page is all it needs
+                shown.append(revision)
+        return shown, False
 
     def restore(
         self,

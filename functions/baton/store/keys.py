@@ -10,7 +10,8 @@ from baton.domain.errors import NotFound
 from baton.store import layout, schema
 from baton.store.attributes import Item, from_item, names_in, to_attr, to_item
 from baton.store.cursors import MAX_PAGE_READS, decode_after, encode_after, query_binding
-from baton.store.errors import Failure, classify, may_have_landed, translated_errors, was_retried
+from baton.store.dynamo import refusal
+from baton.store.errors import may_have_landed, translated_errors
 
 if TYPE_CHECKING:
     from mypy_boto3_dynamodb import DynamoDBClient
@@ -87,9 +88,9 @@ class KeyStore:
             try:
                 self._client.put_item(TableName=self._table, Item=item, **extra)
             except Exception as exc:
-                if classify(exc) is Failure.CONDITION_FAILED:
-                    found = getattr(exc, "response", {}).get("Item") or {}
-                    if found.get("key_id", {}).get("S") == record.key_id:
+                refused = refusal(exc)
+                if refused is not None:
+                    if refused.item.get("key_id", {}).get("S") == record.key_id:
                         return  # the SDK's first attempt stored it and its answer was lost
                 elif may_have_landed(exc) and self._stored(record.secret_hash, "key_id", record.key_id):
                     return
@@ -185,9 +186,9 @@ class KeyStore:
                     ReturnValuesOnConditionCheckFailure="ALL_OLD",
                 )
             except Exception as exc:
-                if classify(exc) is Failure.CONDITION_FAILED:
-                    found = getattr(exc, "response", {}).get("Item") or {}
-                    if was_retried(exc) and found.get("revoked_at", {}).get("S") == revoked_at:
+                refused = refusal(exc)
+                if refused is not None:
+                    if refused.retried and refused.item.get("revoked_at", {}).get("S") == revoked_at:
                         return  # the SDK's first attempt revoked it and its answer was lost
                     raise NotFound() from None
                 if may_have_landed(exc) and self._stored(record.secret_hash, "revoked_at", revoked_at):

@@ -19,6 +19,7 @@ from baton.domain.errors import IdempotencyKeyReused, LeaseHeld, LeaseLost, NotF
 from baton.domain.leases import Lease, LeaseGrant, decide_acquire, new_secret, parse_token
 from baton.store import items, layout, schema
 from baton.store.attributes import Item, names_in, to_attr, values_used
+from baton.store.dynamo import refusal
 from baton.store.errors import (
     UNAVAILABLE_MESSAGE,
     Failure,
@@ -26,7 +27,6 @@ from baton.store.errors import (
     may_have_landed,
     reraise,
     translated_errors,
-    was_retried,
 )
 from baton.store.index import locate
 
@@ -373,14 +373,13 @@ class LeaseStore:
         try:
             return cast(Item, self._client.update_item(**request).get("Attributes", {}))
         except Exception as exc:
-            failure = classify(exc)
-            if failure is Failure.CONDITION_FAILED:
-                found = cast(Item | None, getattr(exc, "response", {}).get("Item"))
-                checkpoint = items.checkpoint_from_item(found, with_state=False) if found else None
-                raise _Refused(checkpoint, was_retried(exc)) from None
+            refused = refusal(exc)
+            if refused is not None:
+                checkpoint = items.checkpoint_from_item(refused.item, with_state=False) if refused.found else None
+                raise _Refused(checkpoint, refused.retried) from None
             if may_have_landed(exc):
                 raise _Unknown(exc) from exc
-            reraise(exc, failure)
+            reraise(exc)
             raise  # unreachable: reraise always raises
 
     def _current(self, key: Item, cause: Exception) -> Checkpoint | None:

@@ -49,7 +49,8 @@ from typing import TYPE_CHECKING, Any, Final, Union
 from baton.domain.ids import BLOB_ID_PATTERN
 from baton.store import layout, schema
 from baton.store.attributes import Item, names_in, to_attr
-from baton.store.errors import Failure, classify, error_code
+from baton.store.dynamo import Refused, attempt, query
+from baton.store.errors import error_code
 
 if TYPE_CHECKING:
     from mypy_boto3_dynamodb import DynamoDBClient
@@ -448,21 +449,16 @@ class Reaper:
         }
         states: set[str] = set()
         blobs: set[str] = set()
-        while True:
-            response = self.dynamodb.query(**request)
-            for item in response.get("Items", []):
-                sk = item.get(schema.SK, {}).get("S", "")
-                if change.orphaned is not None and sk.startswith(change.orphaned):
-                    continue  # a gone checkpoint's revision, which this record deletes: it holds nothing any more
-                if change.pruned is not None and change.pruned[0] <= sk <= change.pruned[1]:
-                    continue  # below the window, which this record deletes: never readable again
-                found = references_of(dict(item), change.tenant_id)
-                states |= found.states
-                blobs |= found.blobs
-            start = response.get("LastEvaluatedKey")
-            if not start:
-                return References(frozenset(states), frozenset(blobs))
-            request["ExclusiveStartKey"] = start
+        for item in query(self.dynamodb, **request):
+            sk = item.get(schema.SK, {}).get("S", "")
+            if change.orphaned is not None and sk.startswith(change.orphaned):
+                continue  # a gone checkpoint's revision, which this record deletes: it holds nothing any more
+            if change.pruned is not None and change.pruned[0] <= sk <= change.pruned[1]:
+                continue  # below the window, which this record deletes: never readable again
+            found = references_of(dict(item), change.tenant_id)
+            states |= found.states
+            blobs |= found.blobs
+        return References(frozenset(states), frozenset(blobs))
 
     def _delete_revisions(self, change: CheckpointChange, between: tuple[str, str], outcome: Outcome) -> None:
         """Delete the revisions whose sort keys are `between` these two (of a checkpoint that is gone, or below its
@@ -567,20 +563,18 @@ class Reaper:
         values = {":owner_pk": to_attr(owner_pk), ":owner_sk": to_attr(owner_sk)}
         if claim is not None:
             values[":claim"] = claim
-        try:
-            self.dynamodb.delete_item(
-                TableName=self._table,
-                Key=layout.blob_key(change.tenant_id, blob_id),
-                ConditionExpression=condition,
-                ExpressionAttributeNames=names_in(condition),
-                ExpressionAttributeValues=values,
-                ReturnValuesOnConditionCheckFailure="ALL_OLD",
-            )
-        except Exception as exc:
-            if classify(exc) is not Failure.CONDITION_FAILED:
-                raise
+        answer = attempt(
+            self.dynamodb.delete_item,
+            TableName=self._table,
+            Key=layout.blob_key(change.tenant_id, blob_id),
+            ConditionExpression=condition,
+            ExpressionAttributeNames=names_in(condition),
+            ExpressionAttributeValues=values,
+            ReturnValuesOnConditionCheckFailure="ALL_OLD",
+        )
+        if isinstance(answer, Refused):
             # Gone since it was read (a concurrent duplicate): the object is no longer anyone's either.
-            return getattr(exc, "response", {}).get("Item") is None
+            return not answer.found
         return True
 
     def _delete_blob_object(self, change: CheckpointChange, blob_id: str, outcome: Outcome) -> None:

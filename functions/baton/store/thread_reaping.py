@@ -24,9 +24,6 @@ asks for:
 
 Everything is idempotent (deleting what is gone is a no-op), and a record whose work passes the deadline raises
 `Unfinished`: the record is retried, and starts again on what is left.
-
-Attribute names are those of `store/threads.py`, named here again: importing it would load the domain's models into
-the reaper's cold start (tests/integration/test_thread_reaper.py holds them equal).
 """
 
 from __future__ import annotations
@@ -38,15 +35,12 @@ from typing import TYPE_CHECKING, Any, Final
 
 from baton.store import layout, schema
 from baton.store.attributes import Item, names_in
-from baton.store.errors import Failure, classify
+from baton.store.dynamo import Refused, attempt
+from baton.store.thread_names import GENERATION, OBJECT, REFERENCE, WRITES
 
 if TYPE_CHECKING:
     from mypy_boto3_dynamodb import DynamoDBClient
 
-GENERATION: Final = "g"
-OBJECT: Final = "so"
-WRITES: Final = "w"
-REFERENCE: Final = "r"
 PAGE: Final = 100
 """Items listed per Query of a partition."""
 BATCH: Final = 25
@@ -208,17 +202,15 @@ class ThreadItems:
 
     def _delete_if_old(self, item: Item, generation: str) -> None:
         self._in_time()
-        try:
-            self._dynamodb.delete_item(
-                TableName=self._table,
-                Key=layout.key(*layout.identity(item)),
-                ConditionExpression=_STILL_OLD,
-                ExpressionAttributeNames=names_in(_STILL_OLD),
-                ExpressionAttributeValues={":old": {"S": generation}},
-            )
-        except Exception as exc:
-            if classify(exc) is not Failure.CONDITION_FAILED:
-                raise
+        answer = attempt(
+            self._dynamodb.delete_item,
+            TableName=self._table,
+            Key=layout.key(*layout.identity(item)),
+            ConditionExpression=_STILL_OLD,
+            ExpressionAttributeNames=names_in(_STILL_OLD),
+            ExpressionAttributeValues={":old": {"S": generation}},
+        )
+        if isinstance(answer, Refused):
             return  # a new life took this checkpoint over (or it is gone): it stays
         self.deleted += 1
 
@@ -237,9 +229,9 @@ class ThreadItems:
         for start in range(0, len(keys), BATCH):
             self._in_time()
             pending: Any = [{"DeleteRequest": {"Key": key}} for key in keys[start : start + BATCH]]
-            for attempt in range(WRITE_ROUNDS):
-                if attempt:
-                    time.sleep(0.05 * 2 ** (attempt - 1))
+            for tried in range(WRITE_ROUNDS):
+                if tried:
+                    time.sleep(0.05 * 2 ** (tried - 1))
                 answer = self._dynamodb.batch_write_item(RequestItems={self._table: pending})
                 pending = (answer.get("UnprocessedItems") or {}).get(self._table)
                 if not pending:
