@@ -109,9 +109,18 @@ def test_a_deleted_threads_items_and_spilled_objects_disappear(
     deleted = http.delete(f"/v1/threads/{thread_id}")
     assert deleted.status_code == 200, deleted.text
     assert http.get(f"/v1/threads/{thread_id}/checkpoint").status_code == 404
-    # Then nothing of its partition is left, and both objects are gone from the bucket
+    # Then nothing of its partition is left but its checkpoint's tombstone (its key, when, a TTL: it refuses late
+    # writes), and both objects are gone from the bucket
     took = eventually(
-        lambda: partition(table, name, thread_id) == [] and {tag_of(s3, name, key) for key in spilled} == {None},
+        lambda: (
+            [set(item) for item in partition(table, name, thread_id)] == [{"pk", "sk", "dead", "ttl"}]
+            and {tag_of(s3, name, key) for key in spilled} == {None}
+        ),
         "the thread's items and objects deleted",
     )
+    late = http.post(
+        f"/v1/threads/{thread_id}/writes",
+        json={"checkpoint_id": "c1", "task_id": "task-2", "writes": [{"channel": "big", **typed(b"late")}]},
+    )
+    assert late.status_code == 404, late.text
     record(SUITE, cases=1, requests=4, reaped_after_ms=int(took * 1000))

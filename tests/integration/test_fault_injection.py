@@ -2003,6 +2003,7 @@ def assert_every_value_is_in_place(aws: Any) -> None:
     """No live checkpoint without its values: each checkpoint item of a thread's current generation finds the item
     of every large value it names (`vz`) and of every pending write it keeps outside itself (`r`)."""
     from baton.store import threads as thread_store
+    from baton.store.thread_names import write_references
 
     items = raw_table(aws)
     for (pk, sk), item in items.items():
@@ -2017,9 +2018,8 @@ def assert_every_value_is_in_place(aws: Any) -> None:
             version = entry["L"][0]["S"]
             value_sk = layout.thread_value_sk(generation, namespace, channel, version)
             assert (pk, value_sk) in items, f"{sk} names {channel} {version}, whose item {value_sk} is missing"
-        for name, write in item.get(thread_store.WRITES, {}).get("M", {}).items():
-            reference = write["M"].get(thread_store.REFERENCE, {}).get("S")
-            assert reference is None or (pk, reference) in items, f"{sk} keeps write {name}, whose item is missing"
+        for reference in write_references(item):
+            assert (pk, reference) in items, f"{sk} keeps a write whose item {reference} is missing"
 
 
 @dataclass(frozen=True)
@@ -2061,7 +2061,7 @@ THREAD_SCENARIOS = (
     ),
     ThreadScenario(
         "thread_put_writes_many",
-        (Step("UpdateItem", nth=2),),
+        (Step("UpdateItem"),),
         lambda ctx: thread_put_writes(ctx, 1, MANY_WRITES),
         200,
         {"task_id": "t5", "writes": len(MANY_WRITES)},
@@ -2142,9 +2142,6 @@ def thread_fault_table() -> Iterator[Any]:
     for scenario in THREAD_SCENARIOS:
         for step in scenario.steps:
             for kind, phase, duration in thread_fault_plan(step.operation):
-                marks = []
-                if scenario.name == "thread_put_writes_many" and (kind, phase) != (READ_TIMEOUT, Phase.AFTER):
-                    marks.append(pytest.mark.xfail(strict=True, reason=PARTIAL_WRITES_GAP))
                 yield pytest.param(
                     scenario,
                     step,
@@ -2152,17 +2149,7 @@ def thread_fault_table() -> Iterator[Any]:
                     phase,
                     duration,
                     id=f"{scenario.name}-{step.name}-{kind.name}-{phase.value}-{duration.value}",
-                    marks=marks,
                 )
-
-
-PARTIAL_WRITES_GAP = (
-    "A product gap: a put_writes of more writes than one UpdateItem sets (40 today) is several UpdateItems, and a "
-    "503 after the first landed leaves part of the task's writes visible on its checkpoint (40 of 120): a reader "
-    "that resumes then (LangGraph treats a task with writes as done) applies part of a task's output. The client's "
-    "retry converges; a call's writes should become visible at once (the Postgres saver writes them in one "
-    "transaction)."
-)
 
 
 @pytest.mark.parametrize(("scenario", "step", "kind", "phase", "duration"), list(thread_fault_table()))

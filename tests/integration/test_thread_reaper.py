@@ -115,7 +115,15 @@ class World:
         return list(answer["Items"])
 
     def sort_keys(self, thread_id: str, tenant_id: str = TENANT) -> list[str]:
-        return sorted(str(item["sk"]["S"]) for item in self.partition(thread_id, tenant_id))
+        """The sort keys of the thread's items, tombstones left out."""
+        return sorted(str(item["sk"]["S"]) for item in self.partition(thread_id, tenant_id) if "dead" not in item)
+
+    def tombstones(self, thread_id: str, tenant_id: str = TENANT) -> list[str]:
+        """The sort keys of the checkpoints a deleted or ended life of the thread left as tombstones (their key, when,
+        and a TTL: nothing else)."""
+        found = [item for item in self.partition(thread_id, tenant_id) if "dead" in item]
+        assert all(set(item) == {"pk", "sk", "dead", "ttl"} for item in found)
+        return sorted(str(item["sk"]["S"]) for item in found)
 
     def objects_of(self, thread_id: str, tenant_id: str = TENANT) -> set[str]:
         """The objects the thread's items name."""
@@ -242,7 +250,8 @@ def test_spilled_values_and_writes_are_retagged_attached_and_deleted_with_their_
     assert world.store.delete(TENANT, AGENT, "main", NOW_MS, time.monotonic() + 15)
     world.drain()
     # Then its items and objects are gone, and nothing of the bystanders changed
-    assert world.partition("main") == []
+    assert world.sort_keys("main") == []
+    assert all(sk.startswith(layout.THREAD_CHECKPOINT) for sk in world.tombstones("main"))
     assert not spilled & world.bucket()
     assert world.snapshot(*BYSTANDERS) == bystanders
     record(SUITE, cases=1)
@@ -282,7 +291,8 @@ def test_a_head_expired_by_ttl_takes_every_item_and_object_of_its_thread_with_it
     world.dynamodb.delete_item(TableName=TABLE, Key=layout.key(layout.thread_pk(TENANT, AGENT, "main"), "H"))
     reaped = world.drain()
     # Then the whole partition and every object it named are gone; the bystanders are untouched
-    assert world.partition("main") == []
+    assert world.sort_keys("main") == []
+    assert all(sk.startswith(layout.THREAD_CHECKPOINT) for sk in world.tombstones("main"))
     assert not spilled & world.bucket()
     assert world.snapshot(*BYSTANDERS) == bystanders
     # And the same records reaped again change nothing and fail nowhere
@@ -479,5 +489,6 @@ def test_a_record_whose_work_outlasts_the_invocation_fails_and_its_retry_finishe
     # When it is retried with time enough
     assert reap([removal], _LambdaContext(remaining_ms=120_000)) == []
     world.drain()
-    assert world.partition("main") == []
+    assert world.sort_keys("main") == []
+    assert all(sk.startswith(layout.THREAD_CHECKPOINT) for sk in world.tombstones("main"))
     record(SUITE, cases=1)

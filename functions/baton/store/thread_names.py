@@ -1,9 +1,12 @@
-"""The attribute names of thread items (`store/threads.py` writes them, `store/thread_reaping.py` reads them): one
-vocabulary, importing nothing, so the reaper's cold start loads no domain model to learn them."""
+"""The attribute names of thread items (`store/threads.py` writes them, `store/thread_reaping.py` reads them), how
+both read the write values an item references, and what a deleted checkpoint leaves: one vocabulary, importing only
+the table's schema, so the reaper's cold start loads no domain model to learn them."""
 
 from __future__ import annotations
 
-from typing import Final
+from typing import Any, Final
+
+from baton.store.schema import TTL_ATTRIBUTE
 
 # The head (`H`).
 GENERATION: Final = "g"
@@ -20,6 +23,15 @@ PARENT: Final = "par"
 INLINE: Final = "iv"
 SIZES: Final = "vz"
 WRITES: Final = "w"
+"""Legacy: pending writes as one map (no longer written; `WRITE_CALL` attributes hold them)."""
+WRITE_CALL: Final = "w:"
+"""The prefix of a `put_writes` call's attribute (`w:<digest of the call>`): the call's task, task path, arrival
+and writes, set at once by one UpdateItem, so a call is visible whole or not at all."""
+DEAD: Final = "dead"
+"""On a tombstone: the checkpoint of a deleted thread (when it was deleted, ms). Late writes to it are refused."""
+TOMBSTONE_SECONDS: Final = 2_592_000
+"""How long a deleted thread's checkpoints refuse late writes before DynamoDB's TTL removes their tombstones: thirty
+days, as long as a thread may live."""
 WRITE_BYTES: Final = "wb"
 WRITE_INLINE: Final = "wi"
 NAMESPACE: Final = "ns"
@@ -35,3 +47,28 @@ VERSION: Final = "v"
 CHANNEL: Final = "c"
 TASK_PATH: Final = "p"
 REFERENCE: Final = "r"
+INDEX: Final = "i"
+TASK: Final = "k"
+ARRIVED: Final = "a"
+LIST: Final = "l"
+
+
+def write_references(item: dict[str, Any] | None) -> set[str]:
+    """The sort keys of the write values an item's pending writes (its `WRITE_CALL` attributes) reference."""
+    found: set[str] = set()
+    for name, attr in (item or {}).items():
+        if name.startswith(WRITE_CALL):
+            for entry in attr["M"][LIST]["L"]:
+                reference = entry["M"].get(REFERENCE, {}).get("S")
+                if isinstance(reference, str):
+                    found.add(reference)
+    return found
+
+
+def tombstone(key: dict[str, Any], now_ms: int) -> dict[str, Any]:
+    """What a deleted thread's checkpoint leaves (an item for `key`): when it was deleted, and a TTL."""
+    return {
+        **key,
+        DEAD: {"N": str(now_ms)},
+        TTL_ATTRIBUTE: {"N": str(now_ms // 1000 + 1 + TOMBSTONE_SECONDS)},
+    }

@@ -2,25 +2,27 @@
 work it needs. `store/reaping.py` dispatches thread records here and does the bucket work (retag, delete) itself.
 
 A thread is one partition (`layout`): its head `H` (the generation `g`), checkpoints `K#...` (their generation `g`,
-their pending writes `w`, whose large values are write-value items named by each entry's `r`), values
+their pending writes in one attribute per `put_writes` call, `w:<digest>`, whose large values are write-value items
+named by each entry's `r`), values
 `V#<g>#...` and write values `W#...` (a value or write value too large for an item names its object, `so`). A record
 asks for:
 
-1. The head removed (expired, or the thread deleted), or replaced by a new generation (a put over an expired head:
-   a MODIFY whose `g` changed): every item of the OLD generation goes. Its checkpoints (`K#` whose `g` is the old
-   one) are deleted one conditional DeleteItem each (`g` still the old one: a new life that puts a checkpoint of the
-   same id takes the item over, and keeps it); its values (`V#<old g>#`, a prefix no other life writes) by
-   BatchWriteItem; its write values only when no head exists after they were listed (any life that writes one has
-   a head from before it writes until it ends, so a write value listed before a moment without a head belongs to a
-   life that is over). Under a new generation the write values of the old one go with their checkpoints (rule 3),
-   and the unreferenced ones (of a `put_writes` refused after its values were written) wait for the thread's end.
-2. A value or write value that names an object: written -> the object is retagged `attached` (it was written
-   pending, and a lifecycle rule expires what stays pending); removed (or replaced) -> the object is deleted. Only
-   keys under `blobs/<tenant>/states/` count, so no record can make the reaper touch another tenant's objects.
-3. A checkpoint removed (delete_for_runs, prune, rule 1), or its `w` map rewritten (a special channel overwrites its
-   entry): the write values its old image referenced and its new one does not are deleted, except those the
-   checkpoint as it is now (one consistent GetItem) references again: a copy into a thread deleted a moment ago
-   writes write values under the same keys as the source's.
+1. The head removed (expired, or the thread deleted), or replaced by a new generation (a put over an expired head: a
+   MODIFY whose `g` changed): every item of the OLD generation goes. Its checkpoints (`K#` whose `g` is the old one)
+   become tombstones, one conditional PutItem each (`g` still the old one: a new life that puts a checkpoint of the
+   same id takes the item over, and keeps it; a tombstone refuses late writes, and TTL removes it); its values
+   (`V#<old g>#`, a prefix no other life writes) by BatchWriteItem; its write values only when no head exists after
+   they were listed (any life that writes one has a head from before it writes until it ends, so a write value listed
+   before a moment without a head belongs to a life that is over). Under a new generation the write values of the old
+   one go with their checkpoints (rule 3), and the unreferenced ones (of a `put_writes` refused after its values were
+   written) wait for the thread's end.
+2. A value or write value that names an object: written -> the object is retagged `attached` (it was written pending,
+   and a lifecycle rule expires what stays pending); removed (or replaced) -> the object is deleted. Only keys under
+   `blobs/<tenant>/states/` count, so no record can make the reaper touch another tenant's objects.
+3. A checkpoint removed (delete_for_runs, prune, rule 1, a tombstone), or written over (a put over a former life's
+   item drops its writes): the write values its old image referenced and its new one does not are deleted, except
+   those the checkpoint as it is now (one consistent GetItem) references again: a copy into a thread deleted a moment
+   ago writes write values under the same keys as the source's.
 
 Everything is idempotent (deleting what is gone is a no-op), and a record whose work passes the deadline raises
 `Unfinished`: the record is retried, and starts again on what is left.
@@ -36,7 +38,7 @@ from typing import TYPE_CHECKING, Any, Final
 from baton.store import layout, schema
 from baton.store.attributes import Item, names_in
 from baton.store.dynamo import Refused, attempt
-from baton.store.thread_names import GENERATION, OBJECT, REFERENCE, WRITES
+from baton.store.thread_names import DEAD, GENERATION, OBJECT, tombstone, write_references
 
 if TYPE_CHECKING:
     from mypy_boto3_dynamodb import DynamoDBClient
@@ -48,10 +50,9 @@ BATCH: Final = 25
 WRITE_ROUNDS: Final = 3
 """BatchWriteItem rounds for what DynamoDB leaves unprocessed (then the record is retried)."""
 
-_LISTED: Final = f"#{schema.PK}, #{schema.SK}, #{GENERATION}"
+_LISTED: Final = f"#{schema.PK}, #{schema.SK}, #{GENERATION}, #{DEAD}"
 _PREFIX: Final = f"#{schema.PK} = :pk AND begins_with(#{schema.SK}, :prefix)"
 _STILL_OLD: Final = f"#{GENERATION} = :old"
-_CURRENT_WRITES: Final = f"#{WRITES}"
 _HEAD_ONLY: Final = f"#{GENERATION}"
 
 
@@ -120,12 +121,7 @@ def _object_of(image: Item | None, tenant_id: str) -> str | None:
 
 def _write_references(image: Item | None) -> set[str]:
     """The write values a checkpoint image's pending writes reference (only write-value keys count)."""
-    found: set[str] = set()
-    for entry in (image or {}).get(WRITES, {}).get("M", {}).values():
-        reference = entry.get("M", {}).get(REFERENCE, {}).get("S")
-        if isinstance(reference, str) and reference.startswith(layout.THREAD_WRITE_VALUE):
-            found.add(reference)
-    return found
+    return {sk for sk in write_references(image) if sk.startswith(layout.THREAD_WRITE_VALUE)}
 
 
 class ThreadItems:
@@ -146,26 +142,21 @@ class ThreadItems:
             self._end_generation(change.pk, change.generation)
 
     def _drop_writes(self, pk: str, checkpoint_sk: str, dropped: tuple[str, ...]) -> None:
-        answer = self._dynamodb.get_item(
-            TableName=self._table,
-            Key=layout.key(pk, checkpoint_sk),
-            ProjectionExpression=_CURRENT_WRITES,
-            ExpressionAttributeNames=names_in(_CURRENT_WRITES),
-            ConsistentRead=True,
-        )
+        answer = self._dynamodb.get_item(TableName=self._table, Key=layout.key(pk, checkpoint_sk), ConsistentRead=True)
         still = _write_references(answer.get("Item"))
         self._batch_delete([layout.key(pk, sk) for sk in dropped if sk not in still])
 
     def _end_generation(self, pk: str, generation: str) -> None:
-        # Checkpoints: each deleted while it is still of the old generation. Writes-only items (pending writes whose
-        # checkpoint never came: they have no generation) go like write values, only while no life is live.
+        # Checkpoints: each a tombstone while it is still of the old generation. Writes-only items (pending writes
+        # whose checkpoint never came: no generation) go like write values, only while no life is live; tombstones
+        # stay until their TTL.
         for page in self._pages(pk, layout.THREAD_CHECKPOINT):
             orphans = []
             for item in page:
                 found = item.get(GENERATION, {}).get("S")
                 if found == generation:
                     self._delete_if_old(dict(item), generation)
-                elif found is None:
+                elif found is None and DEAD not in item:
                     orphans.append(layout.key(*layout.identity(item)))
             if orphans and not self._has_head(pk):
                 self._batch_delete(orphans)
@@ -201,11 +192,13 @@ class ThreadItems:
             request["ExclusiveStartKey"] = start
 
     def _delete_if_old(self, item: Item, generation: str) -> None:
+        """Leave a tombstone for a checkpoint still of the old generation (a task's writes that arrive late are then
+        refused, however late, instead of waiting for a put of the same id in a next life)."""
         self._in_time()
         answer = attempt(
-            self._dynamodb.delete_item,
+            self._dynamodb.put_item,
             TableName=self._table,
-            Key=layout.key(*layout.identity(item)),
+            Item=tombstone(layout.key(*layout.identity(item)), int(time.time() * 1000)),
             ConditionExpression=_STILL_OLD,
             ExpressionAttributeNames=names_in(_STILL_OLD),
             ExpressionAttributeValues={":old": {"S": generation}},

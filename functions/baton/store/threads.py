@@ -50,20 +50,24 @@ from baton.domain.threads import (
     version_key,
     write_index,
 )
-from baton.store import codec, dynamo, layout, schema
+from baton.store import codec, dynamo, layout, schema, sizes
 from baton.store.attributes import Item, names_in, to_attr
 from baton.store.batch import batch_get
 from baton.store.cursors import decode_after, encode_after, invalid_cursor, query_binding
 from baton.store.dynamo import Reads
 from baton.store.errors import UNAVAILABLE_MESSAGE, Failure, classify, translated_errors
 from baton.store.thread_names import (
+    ARRIVED,
     BYTES,
     CHANNEL,
     CREATED,
+    DEAD,
     DOCUMENT,
     EXPIRES_MS,
     GENERATION,
+    INDEX,
     INLINE,
+    LIST,
     NAMESPACE,
     OBJECT,
     PACKED,
@@ -71,6 +75,7 @@ from baton.store.thread_names import (
     REFERENCE,
     SIZE,
     SIZES,
+    TASK,
     TASK_PATH,
     TTL_MS,
     TTL_S,
@@ -78,8 +83,10 @@ from baton.store.thread_names import (
     UPDATED,
     VERSION,
     WRITE_BYTES,
+    WRITE_CALL,
     WRITE_INLINE,
-    WRITES,
+    tombstone,
+    write_references,
 )
 
 if TYPE_CHECKING:
@@ -115,8 +122,6 @@ WRITE_BACKOFF_SECONDS: Final = 0.05
 
 MAX_KEY_BYTES: Final = 1_024
 """DynamoDB's longest sort key (a cursor's position beyond it is not one this store made)."""
-NO_ITEM: Final[Item] = {}
-"""What a refused conditional write found when there was no item."""
 
 _TOUCH_LIVE: Final = f"attribute_not_exists(#{schema.PK}) OR #{EXPIRES_MS} > :now"
 _TOUCH: Final = (
@@ -133,18 +138,13 @@ _TOUCH_KEEP_TTL: Final = (
 _SAME_HEAD: Final = f"#{GENERATION} = :old_g AND #{EXPIRES_MS} = :old_exp"
 _PUT_CHECKPOINT_SET: Final = (
     f"#{GENERATION} = :g, #{DOCUMENT} = :cp, #{INLINE} = :iv, #{SIZES} = :vz, #{UPDATED} = :now, "
-    f"#{WRITES} = if_not_exists(#{WRITES}, :empty), #{WRITE_BYTES} = if_not_exists(#{WRITE_BYTES}, :zero), "
-    f"#{WRITE_INLINE} = if_not_exists(#{WRITE_INLINE}, :zero)"
+    f"#{schema.TTL_ATTRIBUTE} = :kept"
 )
+KEPT: Final = {"S": "kept"}
+"""The TTL attribute of a stored checkpoint. DynamoDB's TTL ignores an item whose TTL attribute is not a number: a
+checkpoint goes with its thread, never by TTL, while writes that came before their checkpoint (their item made by
+`put_writes` with a day's TTL) go within a day unless the put comes. `put_writes` keeps what is there."""
 _SAME_LIFE: Final = f"attribute_not_exists(#{GENERATION}) OR #{GENERATION} = :g"
-_ROOM_FOR_WRITES: Final = (
-    f"attribute_exists(#{schema.PK}) AND #{WRITE_BYTES} <= :room "
-    f"AND (attribute_not_exists(#{WRITE_INLINE}) OR #{WRITE_INLINE} <= :inline_room)"
-)
-WRITES_PER_UPDATE: Final = 40
-"""Writes set by one UpdateItem: DynamoDB takes update expressions of at most 4 KB."""
-ENTRY_BYTES: Final = 32
-"""What a pending write's entry adds to its checkpoint's item besides its strings (attribute names, the size)."""
 MAX_INLINE_WRITE_BYTES: Final = 128_000
 """Most bytes of pending writes a checkpoint's item holds itself; more go to items of their own."""
 _KEYS_ONLY: Final = f"#{schema.PK}, #{schema.SK}"
@@ -161,9 +161,8 @@ class Head:
 
 @dataclass(frozen=True)
 class _Write:
-    """One write of a put_writes: its key in the item's map, its index, and its value."""
+    """One write of a put_writes: its index and its value."""
 
-    name: str
     index: int
     channel: str
     type: str
@@ -638,10 +637,9 @@ class ThreadStore:
             ":iv": to_attr(inline),
             ":vz": to_attr(sizes),
             ":now": {"N": str(now_ms)},
-            ":empty": {"M": {}},
-            ":zero": {"N": "0"},
+            ":kept": KEPT,
         }
-        removals = []
+        removals = [f"#{DEAD}"]  # a checkpoint put again after its thread was deleted: a tombstone no more
         if layout.part(namespace).startswith(layout.HASHED):
             update += f", #{NAMESPACE} = :ns"
             values[":ns"] = {"S": namespace}
@@ -650,7 +648,6 @@ class ThreadStore:
             values[":par"] = {"S": parent_id}
         else:
             removals.append(f"#{PARENT}")
-        removals.append(f"#{schema.TTL_ATTRIBUTE}")  # a writes-only item that came first expired like a thread
         run_id = metadata.get("run_id")
         if isinstance(run_id, str) and run_id:
             update += f", #{schema.GSI1_PK} = :gpk, #{schema.GSI1_SK} = :gsk"
@@ -658,35 +655,30 @@ class ThreadStore:
             values[":gsk"] = {"S": layout.thread_checkpoint_sk(namespace, str(document["id"]))}
         else:
             removals += [f"#{schema.GSI1_PK}", f"#{schema.GSI1_SK}"]
-        if removals:
-            update += " REMOVE " + ", ".join(removals)
         key = layout.key(pk, layout.thread_checkpoint_sk(namespace, str(document["id"])))
-        try:
-            # Pending writes are kept when the item is this life's (a put again) or writes that came first.
-            self._client.update_item(
-                TableName=self._table,
-                Key=key,
-                UpdateExpression=update,
-                ConditionExpression=_SAME_LIFE,
-                ExpressionAttributeNames=names_in(update, _SAME_LIFE),
-                ExpressionAttributeValues=values,
-            )
-        except Exception as exc:
-            if classify(exc) is not Failure.CONDITION_FAILED:
-                raise
-            # An item of the thread's former life (not reaped yet): nothing of it is kept, its writes least of all.
-            fresh = (
-                update.replace(f"#{WRITES} = if_not_exists(#{WRITES}, :empty)", f"#{WRITES} = :empty")
-                .replace(f"#{WRITE_BYTES} = if_not_exists(#{WRITE_BYTES}, :zero)", f"#{WRITE_BYTES} = :zero")
-                .replace(f"#{WRITE_INLINE} = if_not_exists(#{WRITE_INLINE}, :zero)", f"#{WRITE_INLINE} = :zero")
-            )
-            self._client.update_item(
-                TableName=self._table,
-                Key=key,
-                UpdateExpression=fresh,
-                ExpressionAttributeNames=names_in(fresh),
-                ExpressionAttributeValues=values,
-            )
+        # Pending writes are kept when the item is this life's (a put again) or writes that came first.
+        answer = dynamo.attempt(
+            self._client.update_item,
+            TableName=self._table,
+            Key=key,
+            UpdateExpression=f"{update} REMOVE {', '.join(removals)}",
+            ConditionExpression=_SAME_LIFE,
+            ExpressionAttributeNames=names_in(update, _SAME_LIFE, *removals),
+            ExpressionAttributeValues=values,
+            ReturnValuesOnConditionCheckFailure="ALL_OLD",
+        )
+        if not isinstance(answer, dynamo.Refused):
+            return
+        # An item of the thread's former life (not reaped yet): nothing of it is kept, its writes least of all.
+        stale = {f"#x{n}": name for n, name in enumerate(n for n in answer.item if n.startswith(WRITE_CALL))}
+        stale |= {f"#{WRITE_BYTES}": WRITE_BYTES, f"#{WRITE_INLINE}": WRITE_INLINE}
+        self._client.update_item(
+            TableName=self._table,
+            Key=key,
+            UpdateExpression=f"{update} REMOVE {', '.join([*removals, *stale])}",
+            ExpressionAttributeNames=names_in(update, *removals) | stale,
+            ExpressionAttributeValues=values,
+        )
 
     # -- put_writes ---------------------------------------------------------------------------------------------
 
@@ -702,21 +694,19 @@ class ThreadStore:
         writes: Sequence[tuple[str, str, bytes | BlobRef]],
         now_ms: int = 0,
     ) -> int:
-        """Keep a task's pending writes on its checkpoint (after one BatchWriteItem for values too large to ride in
-        the item). A write whose (task_id, idx) is stored already is kept as it was, except the special channels'.
-
-        The first UpdateItem reserves the whole call's room (so a call that does not fit writes nothing) and is
-        conditioned on the call's first write being new: when it is stored already (a retry), only what is missing is
-        written, and a retry of a call that landed writes nothing and counts nothing. The other writes follow,
-        `WRITES_PER_UPDATE` per UpdateItem. Writes that come before their checkpoint get a writes-only item (one
-        PutItem, all of them at once). The count in the call."""
+        """Keep a task's pending writes on its checkpoint: one UpdateItem sets the whole call as one attribute of the
+        checkpoint's item (`WRITE_CALL`), so the call shows whole or not at all, creating the item when the writes come
+        before their checkpoint (LangGraph stores checkpoints in the background), after one BatchWriteItem for values
+        too large to ride in the item. A retry of a call that landed names the same attribute and changes nothing; a
+        write whose (task_id, idx) an earlier call stored is shown as that call stored it, except the special
+        channels', where the latest call's shows. A tombstone (the checkpoint of a deleted thread) refuses the call:
+        NotFound. The count of writes in the call."""
         pk = layout.thread_pk(tenant_id, agent_id, thread_id)
         key = layout.key(pk, layout.thread_checkpoint_sk(namespace, checkpoint_id))
         with translated_errors():
             blobs = _Blobs(self, tenant_id, agent_id, now_ms)
             prepared = [
                 _Write(
-                    json.dumps([task_id, write_index(channel, n)], ensure_ascii=False),
                     write_index(channel, n),
                     channel,
                     type_tag,
@@ -724,189 +714,116 @@ class ThreadStore:
                 )
                 for n, (channel, type_tag, raw) in enumerate(writes)
             ]
+            answered = sum(w.answered for w in prepared)
+            if answered > MAX_PENDING_WRITE_BYTES:
+                raise PayloadTooLarge(
+                    field="writes",
+                    limit_bytes=MAX_PENDING_WRITE_BYTES,
+                    actual_bytes=answered,
+                    what="The pending writes",
+                )
+            name = _call_name(task_id, task_path, prepared)
+            # The special channels' writes overwrite: each gets an attribute of its own per (task_id, idx), set again
+            # by a later call (the last of a call's writes to one of them is the one kept); the others ride in the
+            # call's attribute, which an earlier call's writes under the same (task_id, idx) precede on read.
+            special = {w.index: w for w in prepared if overwrites(w.index)}
+            groups = {name: [w for w in prepared if not overwrites(w.index)]}
+            groups |= {_special_name(task_id, index): [write] for index, write in special.items()}
+            inline = 0
             for out_of_line in (False, True):
-                entries = self._entries(pk, tenant_id, namespace, checkpoint_id, task_path, prepared, out_of_line)
-                outcome = self._keep(key, entries, prepared)
-                if outcome != "full":
+                attributes: dict[str, dict[str, Any]] = {}
+                items: list[Item] = []
+                for attribute, group in groups.items():
+                    entries, needed = self._call_entries(pk, tenant_id, namespace, checkpoint_id, group, out_of_line)
+                    attributes[attribute] = to_attr(
+                        {TASK: task_id, TASK_PATH: task_path, ARRIVED: now_ms, LIST: entries}
+                    )
+                    items += needed
+                inline = sum(len(a.encode()) + sizes.value_bytes(value) for a, value in attributes.items())
+                if inline > MAX_INLINE_WRITE_BYTES:
+                    continue
+                self._batch_put(list({item[schema.SK]["S"]: item for item in items}.values()))
+                if self._add_call(key, name, attributes, inline, answered, now_ms):
                     return len(prepared)
             raise PayloadTooLarge(
                 field="writes",
                 limit_bytes=MAX_INLINE_WRITE_BYTES,
-                actual_bytes=sum(_entry_bytes(name, entry) for name, (_, entry) in entries.items()),
+                actual_bytes=inline,
                 what="The pending writes this checkpoint's item would keep",
             )
 
-    def _entries(
-        self,
-        pk: str,
-        tenant_id: str,
-        namespace: str,
-        checkpoint_id: str,
-        task_path: str,
-        prepared: list[_Write],
-        out_of_line: bool,
-    ) -> dict[str, tuple[int, dict[str, Any]]]:
-        """Each write's entry in its checkpoint's map (by name), writing first the items of values that do not ride
-        in it: those over `INLINE_VALUE_BYTES`, or every one when the item has no room left."""
-        entries: dict[str, tuple[int, dict[str, Any]]] = {}
+    def _call_entries(
+        self, pk: str, tenant_id: str, namespace: str, checkpoint_id: str, prepared: list[_Write], out_of_line: bool
+    ) -> tuple[list[dict[str, Any]], list[Item]]:
+        """Each write's entry in its call's attribute, and the items of the values that do not ride in it (those over
+        `INLINE_VALUE_BYTES`, or every one when the item has no room left): one per distinct value."""
+        entries: list[dict[str, Any]] = []
         items: dict[str, Item] = {}
         for write in prepared:
-            entry: dict[str, Any] = {
-                CHANNEL: write.channel,
-                TYPE: write.type,
-                TASK_PATH: task_path,
-                SIZE: write.size,
-            }
+            entry: dict[str, Any] = {CHANNEL: write.channel, TYPE: write.type, INDEX: write.index, SIZE: write.size}
             if write.small and not out_of_line:
                 entry[BYTES] = write.raw
             else:
-                item = self._write_value_item(pk, tenant_id, namespace, checkpoint_id, write)
-                items[item[schema.SK]["S"]] = item
-                entry[REFERENCE] = item[schema.SK]["S"]
-            entries[write.name] = (write.index, entry)
-        self._batch_put(list(items.values()))
-        return entries
+                sk = _write_value_sk(namespace, checkpoint_id, write)
+                if sk not in items:
+                    items[sk] = self._value_item(pk, sk, tenant_id, write.type, write.raw, "")
+                entry[REFERENCE] = sk
+            entries.append(entry)
+        return entries, list(items.values())
 
-    def _write_value_item(self, pk: str, tenant_id: str, namespace: str, checkpoint_id: str, write: _Write) -> Item:
-        """The item of a write value that does not ride in the checkpoint's item, keyed by its type and content: a
-        retry names the same item, writes of the same value share one, and another value under the same (task_id,
-        idx) another (the first one stays referenced)."""
-        content = write.raw.sha256.encode() if isinstance(write.raw, Uploaded) else write.raw
-        digest = hashlib.sha256(f"{write.type}\x1f".encode() + content).hexdigest()[:32]
-        sk = layout.thread_write_value_sk(namespace, checkpoint_id, digest)
-        return self._value_item(pk, sk, tenant_id, write.type, write.raw, "")
-
-    def _keep(self, key: Item, entries: dict[str, tuple[int, dict[str, Any]]], prepared: list[_Write]) -> str:
-        """Write `entries` on the item at `key`: "kept", or "full" when the item has no room for them inline."""
-        answered = sum(w.answered for w in prepared)
-        inline = sum(_entry_bytes(name, entry) for name, (_, entry) in entries.items())
-        if answered > MAX_PENDING_WRITE_BYTES:
-            raise PayloadTooLarge(
-                field="writes", limit_bytes=MAX_PENDING_WRITE_BYTES, actual_bytes=answered, what="The pending writes"
-            )
-        if inline > MAX_INLINE_WRITE_BYTES:
-            return "full"
-        names = list(entries)
-        first_new = next((name for name in names if not overwrites(entries[name][0])), None)
-        for _ in range(3):
-            refused = self._update_writes(
-                key, {n: entries[n] for n in names[:WRITES_PER_UPDATE]}, inline, answered, first_new
-            )
-            if refused is None:
-                for start in range(WRITES_PER_UPDATE, len(names), WRITES_PER_UPDATE):
-                    chunk = {n: entries[n] for n in names[start : start + WRITES_PER_UPDATE]}
-                    if self._update_writes(key, chunk, 0, 0, None) is not None:
-                        return "kept"  # the item went meanwhile (its thread deleted): nothing of it is shown
-                return "kept"
-            if refused is NO_ITEM:
-                # No item yet: LangGraph stores a checkpoint in the background while the next step runs, so its
-                # writes may come first. They are kept for it in a writes-only item, which DynamoDB's TTL removes
-                # within a day unless the put comes (the put drops its `ttl`). Reads never show one, so a late write
-                # to a deleted thread shows nothing either: the thread stays deleted.
-                if self._early_writes(key, entries, inline, answered):
-                    return "kept"
-                continue
-            stored = refused.get(WRITES, {}).get("M", {})
-            if first_new is not None and first_new in stored:
-                # A retry (or the same task's writes again): what is stored stays; only what is missing is written.
-                missing = [
-                    n
-                    for n in names
-                    if n not in stored or (overwrites(entries[n][0]) and stored[n] != to_attr(entries[n][1]))
-                ]
-                if not missing:
-                    return "kept"
-                kept = {n: entries[n] for n in missing}
-                left = [w for w in prepared if w.name in kept]
-                return self._keep(key, kept, left)
-            if int(refused.get(WRITE_INLINE, {}).get("N", "0")) + inline > MAX_INLINE_WRITE_BYTES:
-                return "full"
-            raise PayloadTooLarge(
-                field="writes",
-                limit_bytes=MAX_PENDING_WRITE_BYTES,
-                actual_bytes=int(refused.get(WRITE_BYTES, {}).get("N", "0")) + answered,
-                what="The pending writes of this checkpoint, with those stored,",
-            )
-        raise Unavailable(UNAVAILABLE_MESSAGE)
-
-    def _update_writes(
-        self,
-        key: Item,
-        entries: dict[str, tuple[int, dict[str, Any]]],
-        inline: int,
-        answered: int,
-        first_new: str | None,
-    ) -> Item | None:
-        """One UpdateItem setting `entries` and adding (`inline`, `answered`) to the item's two budgets, on the
-        condition that the item exists, that the budgets have room, and (with `first_new`) that that write is not
-        stored yet. None when it landed; else the item as it was (`NO_ITEM` when there was none)."""
-        sets = []
-        names: dict[str, str] = {f"#{WRITES}": WRITES, f"#{schema.PK}": schema.PK}
-        values: dict[str, Any] = {}
-        for number, (name, (index, entry)) in enumerate(entries.items()):
-            names[f"#k{number}"] = name
-            values[f":v{number}"] = to_attr(entry)
-            target = f"#{WRITES}.#k{number}"
-            sets.append(
-                f"{target} = :v{number}" if overwrites(index) else f"{target} = if_not_exists({target}, :v{number})"
-            )
-        update = "SET " + ", ".join(sets)
-        condition = f"attribute_exists(#{schema.PK})"
-        if inline or answered:
-            update += f" ADD #{WRITE_BYTES} :answered, #{WRITE_INLINE} :inline"
-            condition = _ROOM_FOR_WRITES
-            names |= {f"#{WRITE_BYTES}": WRITE_BYTES, f"#{WRITE_INLINE}": WRITE_INLINE}
-            values |= {
+    def _add_call(
+        self, key: Item, name: str, attributes: dict[str, dict[str, Any]], inline: int, answered: int, now_ms: int
+    ) -> bool:
+        """Set one call's attributes (`name`, and one per special channel written) on the item at `key` (created when
+        there is none, with a day's TTL until its checkpoint is put), adding to the item's two budgets, unless `name`
+        is there already: True when kept (or kept already: a retry), False when the item has no room for it inline.
+        NotFound on a tombstone; 413 past the pending writes' budget."""
+        placeholders = {f"#c{n}": attribute for n, attribute in enumerate(attributes)}
+        sets = ", ".join(f"#c{n} = :c{n}" for n in range(len(attributes)))
+        update = (
+            f"SET {sets}, #{schema.TTL_ATTRIBUTE} = if_not_exists(#{schema.TTL_ATTRIBUTE}, :day) "
+            f"ADD #{WRITE_BYTES} :answered, #{WRITE_INLINE} :inline"
+        )
+        condition = (
+            f"attribute_not_exists(#c0) AND attribute_not_exists(#{DEAD}) "
+            f"AND (attribute_not_exists(#{WRITE_BYTES}) OR #{WRITE_BYTES} <= :room) "
+            f"AND (attribute_not_exists(#{WRITE_INLINE}) OR #{WRITE_INLINE} <= :inline_room)"
+        )
+        answer = dynamo.attempt(
+            self._client.update_item,
+            TableName=self._table,
+            Key=key,
+            UpdateExpression=update,
+            ConditionExpression=condition,
+            ExpressionAttributeNames={
+                **names_in(update.replace(sets, ""), condition.replace("#c0", "")),
+                **placeholders,
+            },
+            ExpressionAttributeValues={
+                **{f":c{n}": value for n, value in enumerate(attributes.values())},
+                ":day": {"N": str(now_ms // 1000 + 1 + limits.DEFAULT_TTL_SECONDS)},
                 ":answered": {"N": str(answered)},
                 ":inline": {"N": str(inline)},
                 ":room": {"N": str(MAX_PENDING_WRITE_BYTES - answered)},
                 ":inline_room": {"N": str(MAX_INLINE_WRITE_BYTES - inline)},
-            }
-        if first_new is not None:
-            names["#first"] = first_new
-            condition += f" AND attribute_not_exists(#{WRITES}.#first)"
-        try:
-            self._client.update_item(
-                TableName=self._table,
-                Key=key,
-                UpdateExpression=update,
-                ConditionExpression=condition,
-                ExpressionAttributeNames=names,
-                ExpressionAttributeValues=values,
-                ReturnValuesOnConditionCheckFailure="ALL_OLD",
-            )
-        except Exception as exc:
-            if classify(exc) is not Failure.CONDITION_FAILED:
-                raise
-            found: Item | None = getattr(exc, "response", {}).get("Item") or None
-            return found if found is not None else NO_ITEM
-        return None
-
-    def _early_writes(
-        self, key: Item, entries: dict[str, tuple[int, dict[str, Any]]], inline: int, answered: int
-    ) -> bool:
-        """Create the writes-only item of a checkpoint not stored yet; False when an item appeared meanwhile (the
-        caller then updates it)."""
-        expires_s = int(time.time()) + limits.DEFAULT_TTL_SECONDS
-        item = {
-            **key,
-            WRITES: {"M": {name: to_attr(entry) for name, (_, entry) in entries.items()}},
-            WRITE_BYTES: {"N": str(answered)},
-            WRITE_INLINE: {"N": str(inline)},
-            schema.TTL_ATTRIBUTE: {"N": str(expires_s)},
-        }
-        try:
-            self._client.put_item(
-                TableName=self._table,
-                Item=item,
-                ConditionExpression=f"attribute_not_exists(#{schema.PK})",
-                ExpressionAttributeNames={f"#{schema.PK}": schema.PK},
-            )
-        except Exception as exc:
-            if classify(exc) is Failure.CONDITION_FAILED:
-                return False
-            raise
-        return True
+            },
+            ReturnValuesOnConditionCheckFailure="ALL_OLD",
+        )
+        if not isinstance(answer, dynamo.Refused):
+            return True
+        found = answer.item
+        if DEAD in found:
+            raise NotFound()  # the checkpoint of a deleted thread: late writes never show in a next life
+        if name in found:
+            return True  # a retry of a call that landed
+        if int(found.get(WRITE_INLINE, {}).get("N", "0")) + inline > MAX_INLINE_WRITE_BYTES:
+            return False
+        raise PayloadTooLarge(
+            field="writes",
+            limit_bytes=MAX_PENDING_WRITE_BYTES,
+            actual_bytes=int(found.get(WRITE_BYTES, {}).get("N", "0")) + answered,
+            what="The pending writes of this checkpoint, with those stored,",
+        )
 
     # -- reads --------------------------------------------------------------------------------------------------
 
@@ -1031,21 +948,18 @@ class ThreadStore:
                     loaded.values[channel] = StoredValue(small[TYPE]["S"], bytes(small[BYTES]["B"]))
                 continue
             loaded.missing[channel] = layout.thread_value_sk(generation, namespace, channel, key)
-        for name, attr in item.get(WRITES, {}).get("M", {}).items():
-            task_id, index = json.loads(name)
-            entry = attr["M"]
-            write = PendingWrite(
-                task_id=task_id,
-                index=int(index),
-                channel=entry[CHANNEL]["S"],
-                type=entry[TYPE]["S"],
-                data=None,
-                task_path=entry[TASK_PATH]["S"],
-            )
-            if BYTES in entry:
-                loaded.writes.append((write, StoredValue(write.type, bytes(entry[BYTES]["B"]))))
-            else:
-                loaded.writes.append((write, entry[REFERENCE]["S"]))
+        shown: dict[tuple[str, int], tuple[PendingWrite, StoredValue | str]] = {}
+        for call in _calls(item):
+            task_id, task_path = call[TASK]["S"], call[TASK_PATH]["S"]
+            for attr in call[LIST]["L"]:
+                entry = attr["M"]
+                index = int(entry[INDEX]["N"])
+                if (task_id, index) in shown and not overwrites(index):
+                    continue  # an earlier call's write under this (task_id, idx) is the one kept
+                write = PendingWrite(task_id, index, entry[CHANNEL]["S"], entry[TYPE]["S"], None, task_path)
+                held = StoredValue(write.type, bytes(entry[BYTES]["B"])) if BYTES in entry else entry[REFERENCE]["S"]
+                shown[(task_id, index)] = (write, held)
+        loaded.writes = list(shown.values())
         loaded.estimate = _tuple_estimate(loaded)
         return loaded
 
@@ -1120,27 +1034,42 @@ class ThreadStore:
             # the old image is gone. Whether the thread existed is then unknown; it is gone now, which is what the
             # caller asked, and a retry of a landed delete must not answer 404.
             retried = int(answer.get("ResponseMetadata", {}).get("RetryAttempts", 0)) > 0
-            self._delete_partition(pk, deadline)
+            self._delete_partition(pk, deadline, now_ms)
         return head is not None or retried
 
-    def _delete_partition(self, pk: str, deadline: float) -> bool:
-        """Delete every item of a partition, page by page, until `deadline`; True when nothing is left."""
+    def _delete_partition(self, pk: str, deadline: float, now_ms: int) -> bool:
+        """Remove a deleted thread's items, page by page, until `deadline`; True when it got through them all. Each
+        checkpoint becomes a tombstone (`DEAD`, removed by TTL after `TOMBSTONE_SECONDS`), so a task's writes that
+        arrive late are refused instead of waiting for a put of the same id in the thread's next life; every other
+        item is deleted."""
         condition = f"#{schema.PK} = :pk"
-        while time.monotonic() < deadline:
-            answer = self._client.query(
-                TableName=self._table,
-                KeyConditionExpression=condition,
-                ProjectionExpression=_KEYS_ONLY,
-                ExpressionAttributeNames=names_in(condition, _KEYS_ONLY),
-                ExpressionAttributeValues={":pk": {"S": pk}},
-                ConsistentRead=True,
-                Limit=100,
-            )
-            keys = [layout.key(*layout.identity(item)) for item in answer.get("Items", [])]
-            if not keys:
-                return True
-            self._batch_delete(keys)
-        return False
+        projection = f"#{schema.PK}, #{schema.SK}, #{DEAD}"
+        pages = dynamo.query(
+            self._client,
+            TableName=self._table,
+            KeyConditionExpression=condition,
+            ProjectionExpression=projection,
+            ExpressionAttributeNames=names_in(condition, projection),
+            ExpressionAttributeValues={":pk": {"S": pk}},
+            ConsistentRead=True,
+            Limit=100,
+        )
+        requests: list[dict[str, Any]] = []
+        for item in pages:
+            key = layout.key(*layout.identity(item))
+            if DEAD in item:
+                continue
+            if key[schema.SK]["S"].startswith(layout.THREAD_CHECKPOINT):
+                requests.append({"PutRequest": {"Item": tombstone(key, now_ms)}})
+            else:
+                requests.append({"DeleteRequest": {"Key": key}})
+            if len(requests) == dynamo.BATCH_WRITE_ITEMS:
+                dynamo.write_all(self._client, self._table, requests)
+                requests = []
+                if time.monotonic() >= deadline:
+                    return False
+        dynamo.write_all(self._client, self._table, requests)
+        return True
 
     def prune(
         self, tenant_id: str, agent_id: str, thread_ids: Iterable[str], strategy: str, now_ms: int, deadline: float
@@ -1213,27 +1142,15 @@ class ThreadStore:
         """The write values that writes-only items reference: writes that came before their checkpoint, which is on
         its way (a prune must not take them from it)."""
         condition = f"#{schema.PK} = :pk AND begins_with(#{schema.SK}, :prefix)"
-        projection = f"#{GENERATION}, #{WRITES}"
-        request: dict[str, Any] = {
-            "TableName": self._table,
-            "KeyConditionExpression": condition,
-            "ProjectionExpression": projection,
-            "ExpressionAttributeNames": names_in(condition, projection),
-            "ExpressionAttributeValues": {":pk": {"S": pk}, ":prefix": {"S": layout.THREAD_CHECKPOINT}},
-            "ConsistentRead": True,
-        }
-        found: set[str] = set()
-        while True:
-            answer = self._client.query(**request)
-            for item in answer.get("Items", []):
-                if GENERATION in item:
-                    continue
-                for entry in item.get(WRITES, {}).get("M", {}).values():
-                    if REFERENCE in entry["M"]:
-                        found.add(entry["M"][REFERENCE]["S"])
-            if not answer.get("LastEvaluatedKey"):
-                return found
-            request["ExclusiveStartKey"] = answer["LastEvaluatedKey"]
+        items = dynamo.query(
+            self._client,
+            TableName=self._table,
+            KeyConditionExpression=condition,
+            ExpressionAttributeNames=names_in(condition),
+            ExpressionAttributeValues={":pk": {"S": pk}, ":prefix": {"S": layout.THREAD_CHECKPOINT}},
+            ConsistentRead=True,
+        )
+        return {sk for item in items if GENERATION not in item for sk in write_references(item)}
 
     def _partition_items(self, pk: str, prefixes: Sequence[str]) -> Iterator[Item]:
         """Keys of the partition's items under each prefix (consistent Queries of keys only)."""
@@ -1388,12 +1305,13 @@ def _tuple_estimate(loaded: _Loaded) -> int:
             continue
         size, in_bucket = int(large[1]["N"]), len(large) > 2 and large[2]["N"] == "1"
         total += _answered(size, in_bucket or size > ITEM_VALUE_BYTES)
-    entries = loaded.item.get(WRITES, {}).get("M", {})
-    for name, attr in entries.items():
-        entry = attr["M"]
-        size = int(entry[SIZE]["N"])
-        names = len(name.encode()) + len(entry[CHANNEL]["S"].encode()) + len(entry[TASK_PATH]["S"].encode())
-        total += WRITE_SYNTAX_BYTES + 2 * names + len(entry[TYPE]["S"]) + _answered(size, size > ITEM_VALUE_BYTES)
+    for call in _calls(loaded.item):
+        task = len(call[TASK]["S"].encode()) + len(call[TASK_PATH]["S"].encode())
+        for attr in call[LIST]["L"]:
+            entry = attr["M"]
+            size = int(entry[SIZE]["N"])
+            names = task + len(entry[CHANNEL]["S"].encode())
+            total += WRITE_SYNTAX_BYTES + 2 * names + len(entry[TYPE]["S"]) + _answered(size, size > ITEM_VALUE_BYTES)
     return total
 
 
@@ -1419,25 +1337,48 @@ def _index_bytes(channel: str, version: str, type_tag: str = "", size: int = 0) 
     return len(channel.encode()) + len(version.encode()) + len(type_tag) + size + 24
 
 
-def _entry_bytes(name: str, entry: dict[str, Any]) -> int:
-    """What one pending write's entry adds to its checkpoint's item, as DynamoDB sizes it (near enough)."""
-    held = entry.get(BYTES, b"") or entry.get(REFERENCE, "")
-    strings = (name, entry[CHANNEL], entry[TYPE], entry[TASK_PATH])
-    return ENTRY_BYTES + sum(len(text.encode()) for text in strings) + len(held)
+def _calls(item: Item) -> list[dict[str, Any]]:
+    """The `put_writes` calls an item holds, in the order they arrived (then by name)."""
+    found = [(int(a["M"][ARRIVED]["N"]), name, a["M"]) for name, a in item.items() if name.startswith(WRITE_CALL)]
+    return [call for _, _, call in sorted(found, key=lambda one: (one[0], one[1]))]
+
+
+def _call_name(task_id: str, task_path: str, writes: Sequence[_Write]) -> str:
+    """The attribute of one `put_writes` call: a digest of everything it carries, so a retry names the same one."""
+    digest = hashlib.sha256()
+    for part in (task_id, task_path):
+        digest.update(part.encode() + b"\x1f")
+    for write in writes:
+        content = write.raw.sha256.encode() if isinstance(write.raw, Uploaded) else hashlib.sha256(write.raw).digest()
+        digest.update(f"{write.index}\x1f{write.channel}\x1f{write.type}\x1f".encode() + content + b"\x1e")
+    return WRITE_CALL + digest.hexdigest()[:24]
+
+
+def _special_name(task_id: str, index: int) -> str:
+    """The attribute of a task's write to a special channel (its fixed index): a later call sets it again."""
+    return f"{WRITE_CALL}{hashlib.sha256(task_id.encode()).hexdigest()[:24]}:{index}"
+
+
+def _write_value_sk(namespace: str, checkpoint_id: str, write: _Write) -> str:
+    """The sort key of a write value that does not ride in its call, named by its type and content: a retry names the
+    same item, and writes of the same value share one."""
+    content = write.raw.sha256.encode() if isinstance(write.raw, Uploaded) else write.raw
+    digest = hashlib.sha256(f"{write.type}\x1f".encode() + content).hexdigest()[:32]
+    return layout.thread_write_value_sk(namespace, checkpoint_id, digest)
 
 
 def _rename_write_values(item: Item, renamed: dict[str, str]) -> None:
     """Point a copied checkpoint's pending writes at the copies of their write values."""
-    writes = item.get(WRITES, {}).get("M")
-    if not writes:
-        return
-    fixed = {}
-    for name, attr in writes.items():
-        entry = dict(attr["M"])
-        if REFERENCE in entry:
-            entry[REFERENCE] = {"S": renamed.get(entry[REFERENCE]["S"], entry[REFERENCE]["S"])}
-        fixed[name] = {"M": entry}
-    item[WRITES] = {"M": fixed}
+    for name in [n for n in item if n.startswith(WRITE_CALL)]:
+        call = dict(item[name]["M"])
+        entries = []
+        for attr in call[LIST]["L"]:
+            entry = dict(attr["M"])
+            if REFERENCE in entry:
+                entry[REFERENCE] = {"S": renamed.get(entry[REFERENCE]["S"], entry[REFERENCE]["S"])}
+            entries.append({"M": entry})
+        call[LIST] = {"L": entries}
+        item[name] = {"M": call}
 
 
 def _head(item: Item) -> Head:

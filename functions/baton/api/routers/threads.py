@@ -220,15 +220,17 @@ def put_checkpoint(
     description=(
         "LangGraph's put_writes. The write at position idx is kept under (task_id, idx), the special channels under "
         "their fixed index (__error__ -1, __scheduled__ -2, __interrupt__ -3, __resume__ -4). A (task_id, idx) "
-        "already stored keeps its first write; the special channels overwrite. Writes may arrive before the put of "
-        "their checkpoint (LangGraph stores checkpoints in the background): they are kept for it, and shown once it "
-        "is stored. Reads never show writes without their checkpoint, so late writes to a deleted or expired thread "
-        "show nothing: a deleted thread stays deleted."
+        "already stored keeps its first write; the special channels overwrite. One call's writes are stored at once "
+        "(one write), so a reader sees all of them or none. Writes may arrive before the put of their checkpoint "
+        "(LangGraph stores checkpoints in the background): they are kept for it, and shown once it is stored. Reads "
+        "never show writes without their checkpoint, and the checkpoints of a deleted thread refuse late writes "
+        "(404): a deleted thread stays deleted, even when a checkpoint of the same id is put again."
     ),
     openapi_extensions=needs("checkpoints:write"),
     responses=responses(
         {200: ("Kept", DataEnvelope[WritesAnswer])},
-        (400, *AUTHENTICATED_ERRORS, 413, 415),
+        (400, *AUTHENTICATED_ERRORS, 404, 413, 415),
+        described={404: "NOT_FOUND: the checkpoint belongs to a deleted thread"},
     ),
     tags=["threads"],
 )
