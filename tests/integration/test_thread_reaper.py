@@ -249,8 +249,9 @@ def test_spilled_values_and_writes_are_retagged_attached_and_deleted_with_their_
     # When the thread is deleted and the stream reaped
     assert world.store.delete(TENANT, AGENT, "main", NOW_MS, time.monotonic() + 15)
     world.drain()
-    # Then its items and objects are gone, and nothing of the bystanders changed
-    assert world.sort_keys("main") == []
+    # Then its items and objects are gone (the head stays, saying when it was deleted), and nothing of the
+    # bystanders changed
+    assert world.sort_keys("main") == ["H"]
     assert all(sk.startswith(layout.THREAD_CHECKPOINT) for sk in world.tombstones("main"))
     assert not spilled & world.bucket()
     assert world.snapshot(*BYSTANDERS) == bystanders
@@ -333,11 +334,50 @@ def test_a_new_generation_over_an_expired_head_reaps_the_old_one_and_keeps_itsel
     record(SUITE, cases=1)
 
 
+def test_a_delete_cut_short_is_finished_by_the_reaper_and_a_put_after_it_stays(world: World) -> None:
+    """A delete removes what it has time for and records when it happened on the head (`fl`); the reaper reads that
+    change and removes the rest of what was put before it. A container that put to the thread a moment before the
+    delete still knows its head and touches nothing: its put after the delete shows, as the thread's new start."""
+    bystanders = with_bystanders(world)
+    for n in range(30):
+        world.put("main", f"c{n:02d}", {"mid": os.urandom(2_000)}, parent=f"c{n - 1:02d}" if n else None)
+    world.put_writes("main", "c29", [("big", os.urandom(BIG))])
+    world.drain()
+    stale = ThreadStore(world.dynamodb, TABLE, ObjectStore(lambda: world.s3, BUCKET))
+    world.store, writer = stale, world.store
+    world.put("main", "c29", {"mid": b"known"})  # the other container: it touched the head, and knows it
+    world.store = writer
+    # When the thread is deleted with no time to finish (the first batch of 25 only)
+    assert world.store.delete(TENANT, AGENT, "main", NOW_MS + 1, time.monotonic())
+    left = [sk for sk in world.sort_keys("main") if sk != "H"]
+    assert left, "the delete had time for everything"
+    # And the other container puts after it, touching nothing (it knows the head)
+    world.store = stale
+    world.put("main", "n1", {"mid": b"after"}, now_ms=NOW_MS + 2)
+    world.drain()
+    # Then the reaper removed what was put before the delete, and the put after it is the thread
+    assert world.sort_keys("main") == ["H", layout.thread_checkpoint_sk("", "n1"), *value_keys(world, "main")]
+    assert len(world.tombstones("main")) == 30
+    assert [c.checkpoint_id for c in world.store.page(TENANT, AGENT, "main", None, None, None, 10, None, NOW_MS + 3)
+            .checkpoints] == ["n1"]  # fmt: skip
+    assert world.objects_of("main") == set()
+    assert world.snapshot(*BYSTANDERS) == bystanders
+    record(SUITE, cases=1)
+
+
+def value_keys(world: World, thread_id: str) -> list[str]:
+    """The sort keys of the thread's value items."""
+    return [sk for sk in world.sort_keys(thread_id) if sk.startswith(layout.THREAD_VALUE)]
+
+
 def test_a_thread_written_again_before_its_removal_is_reaped_keeps_its_new_life(world: World) -> None:
     # Given a thread whose head TTL removed, written again (same checkpoint ids) before the reaper ran
     new_life_of(world, "main")
     world.drain()
     world.dynamodb.delete_item(TableName=TABLE, Key=layout.key(layout.thread_pk(TENANT, AGENT, "main"), "H"))
+    # (written by another container: one that put to the thread a moment ago knows its head, which TTL removes
+    # only after it expired, when that container touches it again)
+    world.store = ThreadStore(world.dynamodb, TABLE, ObjectStore(lambda: world.s3, BUCKET))
     world.put("main", "c1", {"big": os.urandom(BIG), "small": b"again"})
     world.put("main", "c2", {"small": b"two"}, parent="c1")
     world.drain()

@@ -332,8 +332,9 @@ def test_prune_delete_strategy_removes_the_named_threads_and_every_item(api: Api
     # Then it is gone with every item of its partition, the other is untouched
     assert_not_found(get_tuple(api, "p-1"))
     assert ids_of(list_page(api, "p-2")) == ["c2", "c1"]
-    # (each checkpoint leaves a tombstone: its key, when it was deleted and a TTL, which refuses late writes)
-    assert [i for i in thread_items(aws, "p-1") if set(i) != TOMBSTONE] == []
+    # (each checkpoint leaves a tombstone: its key, when it was deleted and a TTL, which refuses late writes; the
+    # head stays, saying when the thread was deleted)
+    assert [i["sk"]["S"] for i in thread_items(aws, "p-1") if set(i) != TOMBSTONE] == ["H"]
 
 
 def test_a_copy_reads_every_value_after_its_source_is_deleted(api: ApiDriver) -> None:
@@ -707,7 +708,9 @@ def test_a_late_put_writes_after_delete_leaves_the_thread_deleted(api: ApiDriver
     assert_not_found(get_tuple(api, "t-late"))
     assert_not_found(get_tuple(api, "t-late", "c1"))
     assert_not_found(list_page(api, "t-late"))
-    assert not [i for i in thread_items(aws, "t-late") if "cp" in i or i["sk"]["S"] == "H"]
+    assert not [i for i in thread_items(aws, "t-late") if "cp" in i]
+    # (its head stays, saying when it was deleted: nothing put before then shows)
+    assert [int(i["fl"]["N"]) > 0 for i in thread_items(aws, "t-late") if i["sk"]["S"] == "H"] == [True]
 
 
 def test_late_writes_to_a_deleted_thread_never_show_in_its_next_life(api: ApiDriver) -> None:
@@ -742,10 +745,11 @@ def test_an_expired_thread_is_404_on_every_read_and_a_put_starts_a_new_generatio
     assert put(api, "t-ttl", "c1", {"a": 1}, {"a": typed(os.urandom(2_000))}, ttl=60).status == 201
     answer = put(api, "t-ttl", "c2", {"a": 1, "b": 1}, {"b": typed(b"b")}, parent="c1")
     assert answer.status == 201
-    assert answer.data["expires_at"] == "2027-03-01T09:01:00.000Z"  # the ttl is kept, refreshed from this put
+    # The ttl is kept, and the expiry carries a tenth of it more: a container's puts within that slack touch no head
+    assert answer.data["expires_at"] == "2027-03-01T09:01:06.000Z"
     assert put_writes(api, "t-ttl", "c2", "task", [("a", b"w")]).status == 200
     # One millisecond before expiry it reads
-    clock.shift(timedelta(seconds=60) - timedelta(milliseconds=1))
+    clock.shift(timedelta(seconds=66) - timedelta(milliseconds=1))
     assert get_tuple(api, "t-ttl").status == 200
     # When the head expires
     clock.shift(timedelta(milliseconds=1))
@@ -759,7 +763,9 @@ def test_an_expired_thread_is_404_on_every_read_and_a_put_starts_a_new_generatio
     # When a put comes after expiry
     again = put(api, "t-ttl", "c3", {"a": 2}, {"a": typed(b"new")}, parent="c2")
     assert again.status == 201
-    assert again.data["expires_at"] == "2027-03-02T09:01:00.000Z"  # the default ttl again: a new thread
+    assert (
+        again.data["expires_at"] == "2027-03-02T09:02:06.000Z"
+    )  # the default ttl again (and its minute): a new thread
     # Then none of the old checkpoints shows, nor the old value through the stale parent
     assert ids_of(list_page(api, "t-ttl")) == ["c3"]
     assert_not_found(get_tuple(api, "t-ttl", "c2"))
@@ -770,7 +776,7 @@ def test_writes_to_an_expired_thread_never_show_in_its_next_life(api: ApiDriver,
     # Given a thread whose head expired (its items are still in the table: the reaper has not run)
     assert put(api, "t-exp-w", "c1", {"a": 1}, {"a": typed(b"a")}, ttl=60).status == 201
     assert put_writes(api, "t-exp-w", "c1", "task", [("a", b"before")]).status == 200
-    clock.shift(timedelta(seconds=60))
+    clock.shift(timedelta(seconds=66))
     # When a task's writes against its checkpoint arrive, and then a put of the same checkpoint id
     late = put_writes(api, "t-exp-w", "c1", "task-late", [("a", b"late")])
     assert put(api, "t-exp-w", "c1", {"a": 1}, {"a": typed(b"again")}).status == 201
@@ -785,7 +791,7 @@ def test_a_new_life_with_smaller_ids_hides_every_checkpoint_of_the_former(api: A
     # Given an expired thread whose checkpoints' ids sort after those its next life writes (items not reaped yet)
     for n in (7, 8, 9):
         assert put(api, "t-life", f"c{n}", {"a": n}, {"a": typed(os.urandom(1_000))}, ttl=60).status == 201
-    clock.shift(timedelta(seconds=61))
+    clock.shift(timedelta(seconds=67))
     # When the next life writes c1 and c2
     assert put(api, "t-life", "c1", {"a": 1}, {"a": typed(b"one")}).status == 201
     assert put(api, "t-life", "c2", {"a": 2}, {"a": typed(b"two")}, parent="c1").status == 201
@@ -801,10 +807,15 @@ def test_a_new_life_with_smaller_ids_hides_every_checkpoint_of_the_former(api: A
 
 def test_a_put_refreshes_the_ttl(api: ApiDriver, clock: Any) -> None:
     assert put(api, "t-refresh", "c1", {}, ttl=60).status == 201
-    clock.shift(timedelta(seconds=50))
-    assert put(api, "t-refresh", "c2", {}, parent="c1").data["expires_at"] == "2027-03-01T09:01:50.000Z"
-    clock.shift(timedelta(seconds=50))
-    assert ids_of(list_page(api, "t-refresh")) == ["c2", "c1"]
+    # Within the slack of that put's touch (a tenth of the ttl), a put touches nothing: the expiry is a ttl away
+    clock.shift(timedelta(seconds=5))
+    assert put(api, "t-refresh", "c2", {}, parent="c1").data["expires_at"] == "2027-03-01T09:01:06.000Z"
+    clock.shift(timedelta(seconds=45))
+    assert put(api, "t-refresh", "c3", {}, parent="c2").data["expires_at"] == "2027-03-01T09:01:56.000Z"
+    clock.shift(timedelta(seconds=60))
+    assert ids_of(list_page(api, "t-refresh")) == ["c3", "c2", "c1"]
+    clock.shift(timedelta(seconds=6))
+    assert_not_found(list_page(api, "t-refresh"))
 
 
 # -- list -----------------------------------------------------------------------------------------------------

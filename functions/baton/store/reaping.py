@@ -424,7 +424,7 @@ class Reaper:
             self._retag(key, outcome)
         for key in change.drop_objects:
             self._delete_object(key, outcome)  # each value item writes a new object: no other item names it
-        if change.drop_writes or change.generation is not None:
+        if change.drop_writes or change.generation is not None or change.floor_ms is not None:
             items = ThreadItems(self.dynamodb, self._table, deadline)
             try:
                 items.apply(change)

@@ -14,6 +14,8 @@ GENERATION: Final = "g"
 TTL_MS: Final = "tms"
 TTL_S: Final = "tts"
 EXPIRES_MS: Final = "exp"
+FLOOR: Final = "fl"
+"""When the thread was last deleted (ms): nothing put or written before it shows, whatever a writer still knows."""
 CREATED: Final = "ca"
 UPDATED: Final = "ua"
 

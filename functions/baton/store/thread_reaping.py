@@ -24,6 +24,10 @@ asks for:
    those the checkpoint as it is now (one consistent GetItem) references again: a copy into a thread deleted a moment
    ago writes write values under the same keys as the source's.
 
+4. The head's `fl` moved (the thread deleted; its head stays, saying when): what was put before then and the delete
+   had no time to remove goes, each item on the condition that it still was (a checkpoint leaves a tombstone). A put
+   after the delete, by a container that still knew the head, stays: it is the thread's new start.
+
 Everything is idempotent (deleting what is gone is a no-op), and a record whose work passes the deadline raises
 `Unfinished`: the record is retried, and starts again on what is left.
 """
@@ -38,7 +42,7 @@ from typing import TYPE_CHECKING, Any, Final
 from baton.store import layout, schema
 from baton.store.attributes import Item, names_in
 from baton.store.dynamo import Refused, attempt
-from baton.store.thread_names import DEAD, GENERATION, OBJECT, tombstone, write_references
+from baton.store.thread_names import DEAD, FLOOR, GENERATION, OBJECT, UPDATED, tombstone, write_references
 
 if TYPE_CHECKING:
     from mypy_boto3_dynamodb import DynamoDBClient
@@ -50,7 +54,8 @@ BATCH: Final = 25
 WRITE_ROUNDS: Final = 3
 """BatchWriteItem rounds for what DynamoDB leaves unprocessed (then the record is retried)."""
 
-_LISTED: Final = f"#{schema.PK}, #{schema.SK}, #{GENERATION}, #{DEAD}"
+_LISTED: Final = f"#{schema.PK}, #{schema.SK}, #{GENERATION}, #{DEAD}, #{UPDATED}"
+_PUT_BEFORE: Final = f"attribute_exists(#{schema.PK}) AND (attribute_not_exists(#{UPDATED}) OR #{UPDATED} <= :floor)"
 _PREFIX: Final = f"#{schema.PK} = :pk AND begins_with(#{schema.SK}, :prefix)"
 _STILL_OLD: Final = f"#{GENERATION} = :old"
 _HEAD_ONLY: Final = f"#{GENERATION}"
@@ -76,6 +81,8 @@ class ThreadChange:
     """Sort keys of write values the checkpoint's old image referenced and its new one does not."""
     generation: str | None = None
     """A generation that ended (head removed or replaced): its items are deleted."""
+    floor_ms: int | None = None
+    """When the thread was deleted (its head says so from then on): what was put before then goes."""
 
 
 def thread_work_of(event_name: str, pk: str, sk: str, old: Item | None, new: Item | None) -> ThreadChange | None:
@@ -83,6 +90,8 @@ def thread_work_of(event_name: str, pk: str, sk: str, old: Item | None, new: Ite
     tenant_id = layout.read_thread_pk(pk)[0]
     if sk == layout.THREAD_HEAD_SK:
         before, after = _generation(old), _generation(new)
+        if before is not None and before == after and _floor(new) > _floor(old):
+            return ThreadChange(tenant_id, pk, floor_ms=_floor(new))  # the thread deleted: what it held goes
         if before is None or before == after:
             return None  # a head written, or refreshed within its generation
         return ThreadChange(tenant_id, pk, generation=before)
@@ -107,6 +116,10 @@ def thread_work_of(event_name: str, pk: str, sk: str, old: Item | None, new: Ite
 def _generation(image: Item | None) -> str | None:
     found = (image or {}).get(GENERATION, {}).get("S")
     return found if isinstance(found, str) and found else None
+
+
+def _floor(image: Item | None) -> int:
+    return int((image or {}).get(FLOOR, {}).get("N", "0"))
 
 
 def _object_of(image: Item | None, tenant_id: str) -> str | None:
@@ -140,6 +153,33 @@ class ThreadItems:
             self._drop_writes(change.pk, change.checkpoint_sk, change.drop_writes)
         if change.generation is not None:
             self._end_generation(change.pk, change.generation)
+        if change.floor_ms is not None:
+            self._end_before(change.pk, change.floor_ms)
+
+    def _end_before(self, pk: str, floor_ms: int) -> None:
+        """What a deleted thread held (items put before `floor_ms`) goes, each while it still is: a checkpoint
+        leaves a tombstone, a value or write value is deleted. The delete itself did this for all it had time for:
+        this is the rest (a put after the delete, by a container that still knew the head, stays)."""
+        prefixes = (layout.THREAD_CHECKPOINT, layout.THREAD_VALUE, layout.THREAD_WRITE_VALUE)
+        for page in (page for prefix in prefixes for page in self._pages(pk, prefix)):
+            for item in page:
+                sk = item[schema.SK]["S"]
+                if sk == layout.THREAD_HEAD_SK or DEAD in item or int(item.get(UPDATED, {}).get("N", "0")) > floor_ms:
+                    continue
+                self._in_time()
+                key = layout.key(pk, sk)
+                request: dict[str, Any] = {
+                    "TableName": self._table,
+                    "ConditionExpression": _PUT_BEFORE,
+                    "ExpressionAttributeNames": names_in(_PUT_BEFORE),
+                    "ExpressionAttributeValues": {":floor": {"N": str(floor_ms)}},
+                }
+                if sk.startswith(layout.THREAD_CHECKPOINT):
+                    answer = attempt(self._dynamodb.put_item, Item=tombstone(key, floor_ms), **request)
+                else:
+                    answer = attempt(self._dynamodb.delete_item, Key=key, **request)
+                if not isinstance(answer, Refused):
+                    self.deleted += 1
 
     def _drop_writes(self, pk: str, checkpoint_sk: str, dropped: tuple[str, ...]) -> None:
         answer = self._dynamodb.get_item(TableName=self._table, Key=layout.key(pk, checkpoint_sk), ConsistentRead=True)

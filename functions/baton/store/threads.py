@@ -24,6 +24,7 @@ import hashlib
 import json
 import time
 import uuid
+from collections import OrderedDict
 from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Final
@@ -55,7 +56,7 @@ from baton.store.attributes import Item, names_in, to_attr
 from baton.store.batch import batch_get
 from baton.store.cursors import decode_after, encode_after, invalid_cursor, query_binding
 from baton.store.dynamo import Reads
-from baton.store.errors import UNAVAILABLE_MESSAGE, Failure, classify, translated_errors
+from baton.store.errors import UNAVAILABLE_MESSAGE, translated_errors
 from baton.store.thread_names import (
     ARRIVED,
     BYTES,
@@ -64,6 +65,7 @@ from baton.store.thread_names import (
     DEAD,
     DOCUMENT,
     EXPIRES_MS,
+    FLOOR,
     GENERATION,
     INDEX,
     INLINE,
@@ -120,6 +122,11 @@ WRITE_ROUNDS: Final = 4
 """BatchWriteItem rounds for what DynamoDB leaves unprocessed (then 503)."""
 WRITE_BACKOFF_SECONDS: Final = 0.05
 
+MAX_REFRESH_SLACK_MS: Final = 60_000
+MAX_DELETED_PROBES: Final = 4
+"""Queries (of up to 1 MB of keys each) that look for a checkpoint put since a thread's delete."""
+KNOWN_HEADS: Final = 1_024
+"""Heads a container remembers (the threads it put to last)."""
 MAX_KEY_BYTES: Final = 1_024
 """DynamoDB's longest sort key (a cursor's position beyond it is not one this store made)."""
 
@@ -132,8 +139,8 @@ _TOUCH: Final = (
 _TOUCH_KEEP_TTL: Final = (
     f"SET #{GENERATION} = if_not_exists(#{GENERATION}, :g), #{CREATED} = if_not_exists(#{CREATED}, :now), "
     f"#{UPDATED} = :now, #{TTL_MS} = if_not_exists(#{TTL_MS}, :tms), #{TTL_S} = if_not_exists(#{TTL_S}, :tts), "
-    f"#{EXPIRES_MS} = if_not_exists(#{TTL_MS}, :tms) + :now, "
-    f"#{schema.TTL_ATTRIBUTE} = if_not_exists(#{TTL_S}, :tts) + :now_s"
+    f"#{EXPIRES_MS} = if_not_exists(#{TTL_MS}, :tms) + :later, "
+    f"#{schema.TTL_ATTRIBUTE} = if_not_exists(#{TTL_S}, :tts) + :later_s"
 )
 _SAME_HEAD: Final = f"#{GENERATION} = :old_g AND #{EXPIRES_MS} = :old_exp"
 _PUT_CHECKPOINT_SET: Final = (
@@ -152,11 +159,20 @@ _KEYS_ONLY: Final = f"#{schema.PK}, #{schema.SK}"
 
 @dataclass(frozen=True)
 class Head:
-    """What a thread's head says: its generation and when it expires."""
+    """What a thread's head says: its generation, when it expires, and when it was last deleted (nothing put before
+    then shows)."""
 
     generation: str
     ttl_ms: int
     expires_ms: int
+    floor_ms: int = 0
+
+    def shows(self, item: Item) -> bool:
+        """Whether a checkpoint item is of this life: its generation, and put after the last delete."""
+        return (
+            item.get(GENERATION, {}).get("S") == self.generation
+            and int(item.get(UPDATED, {}).get("N", "0")) > self.floor_ms
+        )
 
 
 @dataclass(frozen=True)
@@ -253,7 +269,7 @@ class _Walk:
             if sk == below:
                 continue
             self.position = sk
-            if item.get(GENERATION, {}).get("S") == self._head.generation:
+            if self._head.shows(item):
                 yield item
         self.stopped = self.stopped or pages.stopped
 
@@ -276,7 +292,7 @@ class _Walk:
                 start = self.position = layout.thread_checkpoint_sk(namespace, before)
             else:
                 start = self.position = sk
-                if found.get(GENERATION, {}).get("S") == self._head.generation:
+                if self._head.shows(found):
                     yield found
             yield from self._range(prefix, start, self.page_size)
             if self.stopped:
@@ -390,6 +406,8 @@ class ThreadStore:
         self._table = table_name
         self._objects = objects
         self._blobs = blobs
+        self._heads: OrderedDict[str, Head] = OrderedDict()
+        """The heads this container touched last (`_head_for_put`): a put within a slack of a touch touches none."""
 
     def _bucket(self, size: int) -> ObjectStore:
         """The bucket a value of `size` bytes goes to; 413 where the deployment has none (only the table's limit)."""
@@ -472,8 +490,8 @@ class ThreadStore:
                     actual_bytes=index,
                     what="What this checkpoint's item keeps of its channels (names, versions and small values)",
                 )
-            head = self._touch(pk, ttl_seconds, now_ms)
-            if source is not None and source.get(GENERATION, {}).get("S") != head.generation:
+            head = self._head_for_put(pk, ttl_seconds, now_ms)
+            if source is not None and not head.shows(source):
                 # What was carried belongs to a former life of the thread: none of it is this one's.
                 for channel in carried:
                     inline.pop(channel, None)
@@ -486,6 +504,7 @@ class ThreadStore:
                     tag,
                     raw,
                     head.generation,
+                    now_ms,
                 )
                 for channel, key, tag, raw in out_of_line
             ]
@@ -495,46 +514,65 @@ class ThreadStore:
             )
         return PutResult(namespace, str(document["id"]), head.expires_ms)
 
+    def _head_for_put(self, pk: str, ttl_seconds: int | None, now_ms: int) -> Head:
+        """The head a put writes under: the one this container last touched while its expiry is still at least a
+        time to live away (no request: the expiry a touch sets carries `refresh_slack_ms` more), else a touch."""
+        known = self._heads.get(pk)
+        if (
+            known is not None
+            and (ttl_seconds is None or ttl_seconds * 1000 == known.ttl_ms)
+            and known.expires_ms - now_ms >= known.ttl_ms
+        ):
+            self._heads.move_to_end(pk)
+            return known
+        head = self._touch(pk, ttl_seconds, now_ms)
+        self._heads[pk] = head
+        while len(self._heads) > KNOWN_HEADS:
+            self._heads.popitem(last=False)
+        return head
+
     def _touch(self, pk: str, ttl_seconds: int | None, now_ms: int) -> Head:
         """Refresh a thread's head (creating it, or starting a new generation over an expired one): its generation
-        and expiry. One UpdateItem; over an expired head, one more write that replaces it."""
+        and expiry, `refresh_slack_ms` beyond the time to live. One UpdateItem; over an expired head, one more write
+        that replaces it."""
+        known = self._heads.get(pk)
+        guess = (ttl_seconds * 1000) if ttl_seconds else known.ttl_ms if known else limits.DEFAULT_TTL_SECONDS * 1000
+        later = now_ms + refresh_slack_ms(guess)
         ttl = ttl_seconds or limits.DEFAULT_TTL_SECONDS
         values: dict[str, Any] = {
             ":g": {"S": uuid.uuid4().hex[:12]},
             ":now": {"N": str(now_ms)},
-            ":now_s": {"N": str(now_ms // 1000 + 1)},
+            ":later": {"N": str(later)},
+            ":later_s": {"N": str(later // 1000 + 1)},
             ":tms": {"N": str(ttl * 1000)},
             ":tts": {"N": str(ttl)},
         }
         update = _TOUCH_KEEP_TTL
         if ttl_seconds is not None:
-            # DynamoDB adds an attribute and a value (`if_not_exists(...) + :now`), not two values: computed here.
+            # DynamoDB adds an attribute and a value (`if_not_exists(...) + :later`), not two values: computed here.
             update = _TOUCH
-            values[":exp"] = {"N": str(now_ms + ttl * 1000)}
-            values[":ttl"] = {"N": str(now_ms // 1000 + 1 + ttl)}
-            del values[":now_s"]
-        try:
-            answer = self._client.update_item(
-                TableName=self._table,
-                Key=layout.key(pk, layout.THREAD_HEAD_SK),
-                UpdateExpression=update,
-                ConditionExpression=_TOUCH_LIVE,
-                ExpressionAttributeNames=names_in(update, _TOUCH_LIVE),
-                ExpressionAttributeValues=values,
-                ReturnValues="ALL_NEW",
-                ReturnValuesOnConditionCheckFailure="ALL_OLD",
-            )
-        except Exception as exc:
-            if classify(exc) is not Failure.CONDITION_FAILED:
-                raise
-            old: Item = getattr(exc, "response", {}).get("Item") or {}
-            return self._restart(pk, old, ttl_seconds, now_ms)
+            values[":exp"] = {"N": str(later + ttl * 1000)}
+            values[":ttl"] = {"N": str(later // 1000 + 1 + ttl)}
+            del values[":later"], values[":later_s"]
+        answer = dynamo.attempt(
+            self._client.update_item,
+            TableName=self._table,
+            Key=layout.key(pk, layout.THREAD_HEAD_SK),
+            UpdateExpression=update,
+            ConditionExpression=_TOUCH_LIVE,
+            ExpressionAttributeNames=names_in(update, _TOUCH_LIVE),
+            ExpressionAttributeValues=values,
+            ReturnValues="ALL_NEW",
+            ReturnValuesOnConditionCheckFailure="ALL_OLD",
+        )
+        if isinstance(answer, dynamo.Refused):
+            return self._restart(pk, answer.item, ttl_seconds, now_ms)
         return _head(answer["Attributes"])
 
     def _restart(self, pk: str, old: Item, ttl_seconds: int | None, now_ms: int) -> Head:
         """A new generation over an expired head (its items are left to the reaper, which reads the change)."""
         ttl_ms = (ttl_seconds or limits.DEFAULT_TTL_SECONDS) * 1000
-        head = Head(uuid.uuid4().hex[:12], ttl_ms, now_ms + ttl_ms)
+        head = Head(uuid.uuid4().hex[:12], ttl_ms, now_ms + refresh_slack_ms(ttl_ms) + ttl_ms)
         item = {
             **layout.key(pk, layout.THREAD_HEAD_SK),
             GENERATION: {"S": head.generation},
@@ -545,24 +583,22 @@ class ThreadStore:
             EXPIRES_MS: {"N": str(head.expires_ms)},
             schema.TTL_ATTRIBUTE: {"N": str(head.expires_ms // 1000 + 1)},
         }
-        try:
-            self._client.put_item(
-                TableName=self._table,
-                Item=item,
-                ConditionExpression=_SAME_HEAD,
-                ExpressionAttributeNames=names_in(_SAME_HEAD),
-                ExpressionAttributeValues={":old_g": old[GENERATION], ":old_exp": old[EXPIRES_MS]},
-            )
-        except Exception as exc:
-            if classify(exc) is Failure.CONDITION_FAILED:
-                raise Unavailable(UNAVAILABLE_MESSAGE) from exc  # another writer restarted it at the same moment
-            raise
+        answer = dynamo.attempt(
+            self._client.put_item,
+            TableName=self._table,
+            Item=item,
+            ConditionExpression=_SAME_HEAD,
+            ExpressionAttributeNames=names_in(_SAME_HEAD),
+            ExpressionAttributeValues={":old_g": old[GENERATION], ":old_exp": old[EXPIRES_MS]},
+        )
+        if isinstance(answer, dynamo.Refused):
+            raise Unavailable(UNAVAILABLE_MESSAGE)  # another writer restarted it at the same moment
         return head
 
     def _carry_source(self, pk: str, namespace: str, parent_id: str | None) -> Item | None:
         """The item a put carries small values (and the sizes of large ones) from: its parent (one consistent GetItem
         of three attributes), or, without one or when it is gone, the namespace's latest checkpoint (one Query)."""
-        projection = f"#{GENERATION}, #{INLINE}, #{SIZES}"
+        projection = f"#{GENERATION}, #{UPDATED}, #{INLINE}, #{SIZES}"
         if parent_id is not None:
             answer = self._client.get_item(
                 TableName=self._table,
@@ -588,13 +624,14 @@ class ThreadStore:
         return found[0] if found else None
 
     def _value_item(
-        self, pk: str, sk: str, tenant_id: str, type_tag: str, raw: bytes | Uploaded, generation: str
+        self, pk: str, sk: str, tenant_id: str, type_tag: str, raw: bytes | Uploaded, generation: str, now_ms: int
     ) -> Item:
         """The item of one large value: packed when that pays; over `ITEM_VALUE_BYTES`, its bytes in the bucket as
         they are (a read hands out a presigned URL to them, so no answer carries them and none outgrows Lambda's)."""
         item: Item = {
             **layout.key(pk, sk),
             GENERATION: {"S": generation},
+            UPDATED: {"N": str(now_ms)},
             TYPE: {"S": type_tag},
             SIZE: {"N": str(raw.size if isinstance(raw, Uploaded) else len(raw))},
         }
@@ -734,7 +771,9 @@ class ThreadStore:
                 attributes: dict[str, dict[str, Any]] = {}
                 items: list[Item] = []
                 for attribute, group in groups.items():
-                    entries, needed = self._call_entries(pk, tenant_id, namespace, checkpoint_id, group, out_of_line)
+                    entries, needed = self._call_entries(
+                        pk, tenant_id, namespace, checkpoint_id, group, out_of_line, now_ms
+                    )
                     attributes[attribute] = to_attr(
                         {TASK: task_id, TASK_PATH: task_path, ARRIVED: now_ms, LIST: entries}
                     )
@@ -753,7 +792,14 @@ class ThreadStore:
             )
 
     def _call_entries(
-        self, pk: str, tenant_id: str, namespace: str, checkpoint_id: str, prepared: list[_Write], out_of_line: bool
+        self,
+        pk: str,
+        tenant_id: str,
+        namespace: str,
+        checkpoint_id: str,
+        prepared: list[_Write],
+        out_of_line: bool,
+        now_ms: int,
     ) -> tuple[list[dict[str, Any]], list[Item]]:
         """Each write's entry in its call's attribute, and the items of the values that do not ride in it (those over
         `INLINE_VALUE_BYTES`, or every one when the item has no room left): one per distinct value."""
@@ -766,7 +812,7 @@ class ThreadStore:
             else:
                 sk = _write_value_sk(namespace, checkpoint_id, write)
                 if sk not in items:
-                    items[sk] = self._value_item(pk, sk, tenant_id, write.type, write.raw, "")
+                    items[sk] = self._value_item(pk, sk, tenant_id, write.type, write.raw, "", now_ms)
                 entry[REFERENCE] = sk
             entries.append(entry)
         return entries, list(items.values())
@@ -836,6 +882,36 @@ class ThreadStore:
         )
         return _live_head(answer.get("Item"), now_ms)
 
+    def _deleted(self, pk: str, head: Head) -> bool:
+        """True when the thread was deleted and no checkpoint was put since (Queries that count under a read budget,
+        reading no item back: a deleted thread's partition holds tombstones; a spent budget answers False)."""
+        if head.floor_ms == 0:
+            return False
+        condition = f"#{schema.PK} = :pk AND begins_with(#{schema.SK}, :prefix)"
+        mine = f"#{GENERATION} = :g AND #{UPDATED} > :floor"
+        request: dict[str, Any] = {
+            "TableName": self._table,
+            "KeyConditionExpression": condition,
+            "FilterExpression": mine,
+            "ExpressionAttributeNames": names_in(condition, mine),
+            "ExpressionAttributeValues": {
+                ":pk": {"S": pk},
+                ":prefix": {"S": layout.THREAD_CHECKPOINT},
+                ":g": {"S": head.generation},
+                ":floor": {"N": str(head.floor_ms)},
+            },
+            "Select": "COUNT",
+            "ConsistentRead": True,
+        }
+        for _ in range(MAX_DELETED_PROBES):
+            answer = self._client.query(**request)
+            if int(answer.get("Count", 0)):
+                return False
+            if not answer.get("LastEvaluatedKey"):
+                return True
+            request["ExclusiveStartKey"] = answer["LastEvaluatedKey"]
+        return False
+
     def get(
         self, tenant_id: str, agent_id: str, thread_id: str, namespace: str, checkpoint_id: str | None, now_ms: int
     ) -> ThreadCheckpoint:
@@ -850,7 +926,7 @@ class ThreadStore:
                 found = batch_get(self._client, self._table, [head_key, item_key])
                 head = _live_head(found.get(layout.identity(head_key)), now_ms)
                 item = found.get(layout.identity(item_key))
-                if head is None or item is None or item.get(GENERATION, {}).get("S") != head.generation:
+                if head is None or item is None or not head.shows(item):
                     raise NotFound()
             else:
                 head = self.head(tenant_id, agent_id, thread_id, now_ms)
@@ -921,6 +997,8 @@ class ThreadStore:
             else:
                 # The thread's end (the last page), or where the reads ran out (the next page starts there).
                 stop = walk.position if walk.stopped else None
+            if not chosen and stop is None and after is None and self._deleted(pk, head):
+                raise NotFound()  # deleted, and nothing put since
             page = self._resolve(thread_id, pk, chosen)
 
         def cursor_after(checkpoint: ThreadCheckpoint) -> str | None:
@@ -1022,28 +1100,45 @@ class ThreadStore:
     # -- deletes, prune, copy, runs -----------------------------------------------------------------------------
 
     def delete(self, tenant_id: str, agent_id: str, thread_id: str, now_ms: int, deadline: float) -> bool:
-        """Hide the thread at once (its head deleted) and remove its items until `deadline`; the reaper removes the
-        rest. False when there was no live thread (its items are removed all the same)."""
-        pk = layout.thread_pk(tenant_id, agent_id, thread_id)
-        with translated_errors():
-            answer = self._client.delete_item(
-                TableName=self._table, Key=layout.key(pk, layout.THREAD_HEAD_SK), ReturnValues="ALL_OLD"
-            )
-            head = _live_head(answer.get("Attributes"), now_ms)
-            # botocore sent the delete again (the first answer was lost): the first may have deleted the head, so
-            # the old image is gone. Whether the thread existed is then unknown; it is gone now, which is what the
-            # caller asked, and a retry of a landed delete must not answer 404.
-            retried = int(answer.get("ResponseMetadata", {}).get("RetryAttempts", 0)) > 0
-            self._delete_partition(pk, deadline, now_ms)
-        return head is not None or retried
+        """Hide the thread at once and remove its items until `deadline`; the reaper removes the rest. False when
+        there was no live thread (its items are removed all the same).
 
-    def _delete_partition(self, pk: str, deadline: float, now_ms: int) -> bool:
-        """Remove a deleted thread's items, page by page, until `deadline`; True when it got through them all. Each
-        checkpoint becomes a tombstone (`DEAD`, removed by TTL after `TOMBSTONE_SECONDS`), so a task's writes that
-        arrive late are refused instead of waiting for a put of the same id in the thread's next life; every other
-        item is deleted."""
+        A live thread keeps its head, which records when it was deleted (`FLOOR`): nothing put before then shows,
+        and a put after it (from a container that still knows the head, so it touches nothing) starts the thread
+        again without losing a checkpoint. An expired head is deleted (the reaper ends its generation)."""
+        pk = layout.thread_pk(tenant_id, agent_id, thread_id)
+        key = layout.key(pk, layout.THREAD_HEAD_SK)
+        with translated_errors():
+            live = f"#{EXPIRES_MS} > :now"
+            answer = dynamo.attempt(
+                self._client.update_item,
+                TableName=self._table,
+                Key=key,
+                UpdateExpression=f"SET #{FLOOR} = :now",
+                ConditionExpression=live,
+                ExpressionAttributeNames=names_in(f"#{FLOOR}", live),
+                ExpressionAttributeValues={":now": {"N": str(now_ms)}},
+                ReturnValues="ALL_OLD",
+            )
+            if isinstance(answer, dynamo.Refused):
+                if answer.found:
+                    self._client.delete_item(TableName=self._table, Key=key)
+                self._delete_partition(pk, deadline, now_ms)
+                return False
+            # A retry of a delete that landed (botocore sent it again) finds the floor it set: still a success.
+            was = _head(answer["Attributes"])
+            retried = int(answer.get("ResponseMetadata", {}).get("RetryAttempts", 0)) > 0
+            existed = retried or not self._deleted(pk, was)
+            self._delete_partition(pk, deadline, now_ms)
+        return existed
+
+    def _delete_partition(self, pk: str, deadline: float, floor_ms: int) -> bool:
+        """Remove a deleted thread's items put before `floor_ms`, page by page, until `deadline`; True when it got
+        through them all. Each checkpoint becomes a tombstone (`DEAD`, removed by TTL after `TOMBSTONE_SECONDS`), so a
+        task's writes that arrive late are refused instead of waiting for a put of the same id in the thread's next
+        life; values and write values are deleted; the head stays."""
         condition = f"#{schema.PK} = :pk"
-        projection = f"#{schema.PK}, #{schema.SK}, #{DEAD}"
+        projection = f"#{schema.PK}, #{schema.SK}, #{DEAD}, #{UPDATED}"
         pages = dynamo.query(
             self._client,
             TableName=self._table,
@@ -1057,10 +1152,11 @@ class ThreadStore:
         requests: list[dict[str, Any]] = []
         for item in pages:
             key = layout.key(*layout.identity(item))
-            if DEAD in item:
-                continue
-            if key[schema.SK]["S"].startswith(layout.THREAD_CHECKPOINT):
-                requests.append({"PutRequest": {"Item": tombstone(key, now_ms)}})
+            sk = key[schema.SK]["S"]
+            if DEAD in item or sk == layout.THREAD_HEAD_SK or int(item.get(UPDATED, {}).get("N", "0")) > floor_ms:
+                continue  # a tombstone already, the head, or put after the delete (by a writer that knew the head)
+            if sk.startswith(layout.THREAD_CHECKPOINT):
+                requests.append({"PutRequest": {"Item": tombstone(key, floor_ms)}})
             else:
                 requests.append({"DeleteRequest": {"Key": key}})
             if len(requests) == dynamo.BATCH_WRITE_ITEMS:
@@ -1082,7 +1178,7 @@ class ThreadStore:
             for thread_id in dict.fromkeys(thread_ids):
                 pk = layout.thread_pk(tenant_id, agent_id, thread_id)
                 head = self.head(tenant_id, agent_id, thread_id, now_ms)
-                if head is None:
+                if head is None or self._deleted(pk, head):
                     continue
                 threads += 1
                 if strategy == "delete":
@@ -1095,7 +1191,7 @@ class ThreadStore:
     def _count_checkpoints(self, pk: str, head: Head) -> int:
         """How many checkpoints the thread's current life holds (Queries that count, reading no item back)."""
         condition = f"#{schema.PK} = :pk AND begins_with(#{schema.SK}, :prefix)"
-        mine = f"#{GENERATION} = :g"
+        mine = f"#{GENERATION} = :g AND #{UPDATED} > :floor"
         request: dict[str, Any] = {
             "TableName": self._table,
             "KeyConditionExpression": condition,
@@ -1105,6 +1201,7 @@ class ThreadStore:
                 ":pk": {"S": pk},
                 ":prefix": {"S": layout.THREAD_CHECKPOINT},
                 ":g": {"S": head.generation},
+                ":floor": {"N": str(head.floor_ms)},
             },
             "Select": "COUNT",
             "ConsistentRead": True,
@@ -1178,7 +1275,7 @@ class ThreadStore:
         target_pk = layout.thread_pk(tenant_id, agent_id, target_id)
         with translated_errors():
             head = self.head(tenant_id, agent_id, source_id, now_ms)
-            if head is None:
+            if head is None or self._deleted(source_pk, head):
                 raise NotFound()
             if source_id == target_id:
                 return self._count_checkpoints(source_pk, head)
@@ -1199,6 +1296,7 @@ class ThreadStore:
                     copy[schema.SK] = {"S": renamed[sk]}
                 if GENERATION in copy and copy[GENERATION]["S"]:
                     copy[GENERATION] = {"S": target.generation}
+                    copy[UPDATED] = {"N": str(now_ms)}  # put now, in the target's life (after any delete of it)
                 if OBJECT in copy and self._objects is not None:
                     copy[OBJECT] = {"S": self._objects.copy_state(tenant_id, item[OBJECT]["S"])}
                 (checkpoints if sk.startswith(layout.THREAD_CHECKPOINT) else copies).append(copy)
@@ -1228,7 +1326,7 @@ class ThreadStore:
                 if sk.startswith(layout.THREAD_VALUE):
                     if sk.startswith(layout.thread_values(head.generation)):
                         yield item
-                elif item.get(GENERATION, {}).get("S") in (head.generation, ""):
+                elif head.shows(item) or item.get(GENERATION, {}).get("S") == "":
                     yield item
             if not answer.get("LastEvaluatedKey"):
                 return
@@ -1382,7 +1480,15 @@ def _rename_write_values(item: Item, renamed: dict[str, str]) -> None:
 
 
 def _head(item: Item) -> Head:
-    return Head(item[GENERATION]["S"], int(item[TTL_MS]["N"]), int(item[EXPIRES_MS]["N"]))
+    floor = int(item.get(FLOOR, {}).get("N", "0"))
+    return Head(item[GENERATION]["S"], int(item[TTL_MS]["N"]), int(item[EXPIRES_MS]["N"]), floor)
+
+
+def refresh_slack_ms(ttl_ms: int) -> int:
+    """How much longer than its time to live a touch keeps a thread: a tenth of it, at most a minute. For that long
+    after a touch, a container's puts to the thread touch nothing (the expiry is still a time to live away): a thread
+    expires between its time to live and this much more after its last put."""
+    return min(MAX_REFRESH_SLACK_MS, ttl_ms // 10)
 
 
 def _live_head(item: Item | None, now_ms: int) -> Head | None:
