@@ -1894,8 +1894,12 @@ THREAD_WRITES = {
     1: [("t1", "messages", thread_bytes("write", 1)), ("t1", "docs", thread_bytes("docs", 9))],
 }
 """Pending writes the preparation puts: checkpoint -> (task, channel, bytes) in order."""
-NEW_WRITES = [("t2", "counter", b"counter-write"), ("t2", "messages", thread_bytes("messages", 9))]
-"""The pending writes the put_writes scenario sends to checkpoint 1."""
+NEW_WRITES = [
+    ("t2", "counter", b"counter-write"),
+    ("t2", "messages", b"".join(hashlib.sha256(b"%d" % n).digest() for n in range(160))),
+]
+"""The pending writes the put_writes scenario sends to checkpoint 1: 5,120 bytes that do not pack, over what a call
+keeps in its checkpoint's item (4 KB), get an item of their own."""
 MANY_WRITES = [("t5", f"channel-{n}", f"write {n}".encode()) for n in range(120)]
 """A task's 120 writes: more than one UpdateItem can set (DynamoDB takes update expressions of at most 4 KB), so the
 call takes several, and a fault may strike after the first landed."""
@@ -2047,8 +2051,16 @@ AFTER_PUT = {0: [], 1: THREAD_WRITES[1], 2: []}
 THREAD_SCENARIOS = (
     ThreadScenario(
         "thread_put",
-        (Step("GetItem"), Step("BatchWriteItem"), Step("UpdateItem")),
+        (Step("BatchWriteItem"), Step("UpdateItem")),
         lambda ctx: thread_put(ctx, 2),
+        201,
+        {"thread_id": THREAD, "checkpoint_ns": "", "checkpoint_id": thread_checkpoint(2)["id"]},
+        thread_state({THREAD: AFTER_PUT}),
+    ),
+    ThreadScenario(
+        "thread_put_cold",
+        (Step("GetItem"), Step("UpdateItem"), Step("BatchWriteItem"), Step("UpdateItem", nth=2)),
+        lambda ctx: thread_put(new_container(ctx), 2),
         201,
         {"thread_id": THREAD, "checkpoint_ns": "", "checkpoint_id": thread_checkpoint(2)["id"]},
         thread_state({THREAD: AFTER_PUT}),
@@ -2121,6 +2133,16 @@ THREAD_SCENARIOS = (
         repeated={"deleted_checkpoints": 0},
     ),
 )  # fmt: skip
+
+
+def new_container(ctx: Context) -> Context:
+    """`ctx` as a container that has not served the thread would serve it: it knows no head to skip touching and
+    no parent to carry from, so a put reads its parent and touches the head."""
+    from baton.store.threads import ThreadStore
+
+    services = ctx.account.services
+    object.__setattr__(services, "threads", ThreadStore(services.dynamodb, TABLE, services.objects, services.blobs))
+    return ctx
 
 
 def thread_fault_plan(operation: str) -> list[tuple[FaultKind, Phase, Duration]]:

@@ -386,7 +386,7 @@ def test_prune_keep_latest_keeps_what_the_latest_of_each_namespace_needs(api: Ap
     assert put(api, "t-keep", "c1", {"x": 1, "y": 1}, {"x": typed(x1), "y": typed(os.urandom(3_000))}).status == 201
     assert put(api, "t-keep", "c2", {"x": 1, "y": 2}, {"y": typed(os.urandom(3_000))}, parent="c1").status == 201
     assert put(api, "t-keep", "c3", {"x": 1, "y": 3}, {"y": typed(y)}, parent="c2").status == 201
-    assert put_writes(api, "t-keep", "c3", "task", [("y", os.urandom(1_000))]).status == 200
+    assert put_writes(api, "t-keep", "c3", "task", [("y", os.urandom(5_000))]).status == 200
     assert put(api, "t-keep", "s1", {"z": 1}, {"z": typed(b"z1")}, ns="sub").status == 201
     assert put(api, "t-keep", "s2", {"z": 2}, {"z": typed(b"z2")}, ns="sub", parent="s1").status == 201
     kept_writes = writes_of(get_tuple(api, "t-keep").data)
@@ -602,7 +602,7 @@ def test_a_retried_put_writes_answers_the_same(api: ApiDriver) -> None:
 
 def test_a_retried_put_writes_leaves_no_unreferenced_items(api: ApiDriver, aws: Any) -> None:
     assert put(api, "t-orphans", "c1", {"a": 1}, {"a": typed(b"a")}).status == 201
-    writes = [("a", os.urandom(1_000)), ("b", os.urandom(1_000))]
+    writes = [("a", os.urandom(5_000)), ("b", os.urandom(5_000))]
     for _ in range(3):
         assert put_writes(api, "t-orphans", "c1", "task", writes).status == 200
     assert len([i for i in thread_items(aws, "t-orphans") if i["sk"]["S"].startswith("W#")]) == len(writes)
@@ -628,10 +628,17 @@ def test_writes_come_back_sorted_by_task_path_task_id_and_index(api: ApiDriver) 
 
 def test_large_write_values_round_trip(api: ApiDriver, aws: Any) -> None:
     assert put(api, "t-wbig", "c1", {"a": 1}, {"a": typed(b"a")}).status == 201
-    writes = [("small", os.urandom(512)), ("big", os.urandom(513)), ("bigger", os.urandom(200_000))]
+    writes = [
+        ("small", os.urandom(512)),
+        ("big", os.urandom(513)),
+        ("packed", b"a message of text " * 300),
+        ("bigger", os.urandom(200_000)),
+        ("large", os.urandom(5_000)),
+    ]
     assert put_writes(api, "t-wbig", "c1", "task", writes).status == 200
     assert [(w[2], w[3]) for w in writes_of(get_tuple(api, "t-wbig").data)] == writes
-    # Only the two values over 512 bytes have items of their own
+    # Values over 512 bytes ride in the call while they come to 4 KB (packed when that pays: the 5,400 bytes of
+    # text pack far under it), the others have items of their own
     assert len([i for i in thread_items(aws, "t-wbig") if i["sk"]["S"].startswith("W#")]) == 2
 
 

@@ -126,7 +126,9 @@ MAX_REFRESH_SLACK_MS: Final = 60_000
 MAX_DELETED_PROBES: Final = 4
 """Queries (of up to 1 MB of keys each) that look for a checkpoint put since a thread's delete."""
 KNOWN_HEADS: Final = 1_024
-"""Heads a container remembers (the threads it put to last)."""
+"""Heads a container remembers (the threads it put to last), and checkpoints (what a child carries from them)."""
+MAX_REMEMBERED_INDEX_BYTES: Final = 8_192
+"""A checkpoint is remembered for its child only when what it carries is this small (1,024 of them: 8 MB at most)."""
 MAX_KEY_BYTES: Final = 1_024
 """DynamoDB's longest sort key (a cursor's position beyond it is not one this store made)."""
 
@@ -152,6 +154,8 @@ KEPT: Final = {"S": "kept"}
 checkpoint goes with its thread, never by TTL, while writes that came before their checkpoint (their item made by
 `put_writes` with a day's TTL) go within a day unless the put comes. `put_writes` keeps what is there."""
 _SAME_LIFE: Final = f"attribute_not_exists(#{GENERATION}) OR #{GENERATION} = :g"
+CALL_INLINE_VALUE_BYTES: Final = 4_096
+"""Most bytes of values over `INLINE_VALUE_BYTES` one `put_writes` call keeps in its checkpoint's item."""
 MAX_INLINE_WRITE_BYTES: Final = 128_000
 """Most bytes of pending writes a checkpoint's item holds itself; more go to items of their own."""
 _KEYS_ONLY: Final = f"#{schema.PK}, #{schema.SK}"
@@ -408,6 +412,9 @@ class ThreadStore:
         self._blobs = blobs
         self._heads: OrderedDict[str, Head] = OrderedDict()
         """The heads this container touched last (`_head_for_put`): a put within a slack of a touch touches none."""
+        self._stored: OrderedDict[tuple[str, str, str], Item] = OrderedDict()
+        """What the checkpoints this container stored last carry into a child (`_remember`), by (pk, namespace,
+        id): the put of a child reads nothing of its parent."""
 
     def _bucket(self, size: int) -> ObjectStore:
         """The bucket a value of `size` bytes goes to; 413 where the deployment has none (only the table's limit)."""
@@ -512,6 +519,7 @@ class ThreadStore:
             self._put_checkpoint(
                 pk, namespace, document, metadata, parent_id, inline, sizes, head, (tenant_id, agent_id), now_ms
             )
+            self._remember(pk, namespace, str(document["id"]), head, inline, sizes, index, now_ms)
         return PutResult(namespace, str(document["id"]), head.expires_ms)
 
     def _head_for_put(self, pk: str, ttl_seconds: int | None, now_ms: int) -> Head:
@@ -595,9 +603,38 @@ class ThreadStore:
             raise Unavailable(UNAVAILABLE_MESSAGE)  # another writer restarted it at the same moment
         return head
 
+    def _remember(
+        self,
+        pk: str,
+        namespace: str,
+        checkpoint_id: str,
+        head: Head,
+        inline: dict[str, Any],
+        sizes: dict[str, Any],
+        index: int,
+        now_ms: int,
+    ) -> None:
+        """Keep what a child of this checkpoint carries from it (`_carry_source`), when it is small."""
+        if index > MAX_REMEMBERED_INDEX_BYTES:
+            return
+        key = (pk, namespace, checkpoint_id)
+        self._stored[key] = {
+            GENERATION: {"S": head.generation},
+            UPDATED: {"N": str(now_ms)},
+            INLINE: to_attr(inline),
+            SIZES: to_attr(sizes),
+        }
+        self._stored.move_to_end(key)
+        while len(self._stored) > KNOWN_HEADS:
+            self._stored.popitem(last=False)
+
     def _carry_source(self, pk: str, namespace: str, parent_id: str | None) -> Item | None:
-        """The item a put carries small values (and the sizes of large ones) from: its parent (one consistent GetItem
-        of three attributes), or, without one or when it is gone, the namespace's latest checkpoint (one Query)."""
+        """The item a put carries small values (and the sizes of large ones) from: its parent as this container
+        stored it a moment ago (no request: a graph's steps put each checkpoint's child next), else as the table
+        holds it (one consistent GetItem of four attributes), or, without one or when it is gone, the namespace's
+        latest checkpoint (one Query)."""
+        if parent_id is not None and (known := self._stored.get((pk, namespace, parent_id))) is not None:
+            return known
         projection = f"#{GENERATION}, #{UPDATED}, #{INLINE}, #{SIZES}"
         if parent_id is not None:
             answer = self._client.get_item(
@@ -801,14 +838,23 @@ class ThreadStore:
         out_of_line: bool,
         now_ms: int,
     ) -> tuple[list[dict[str, Any]], list[Item]]:
-        """Each write's entry in its call's attribute, and the items of the values that do not ride in it (those over
-        `INLINE_VALUE_BYTES`, or every one when the item has no room left): one per distinct value."""
+        """Each write's entry in its call's attribute, and the items of the values that do not ride in it: one per
+        distinct value. Values of at most `INLINE_VALUE_BYTES` ride in it, and larger ones while the call's values come
+        to at most `CALL_INLINE_VALUE_BYTES` (a task's message: one request, and the item every later write to the
+        checkpoint rewrites stays small); none when the item has no room left (`out_of_line`)."""
         entries: list[dict[str, Any]] = []
         items: dict[str, Item] = {}
+        riding = 0
         for write in prepared:
             entry: dict[str, Any] = {CHANNEL: write.channel, TYPE: write.type, INDEX: write.index, SIZE: write.size}
-            if write.small and not out_of_line:
-                entry[BYTES] = write.raw
+            raw = write.raw
+            stored = codec.encode(raw) if isinstance(raw, bytes) and not write.small else None
+            held = len(stored) if stored is not None else write.size
+            if isinstance(raw, bytes) and (write.small or riding + held <= CALL_INLINE_VALUE_BYTES) and not out_of_line:
+                riding += held
+                entry[BYTES] = stored if stored is not None else raw
+                if stored is not None:
+                    entry[PACKED] = True
             else:
                 sk = _write_value_sk(namespace, checkpoint_id, write)
                 if sk not in items:
@@ -1035,7 +1081,7 @@ class ThreadStore:
                 if (task_id, index) in shown and not overwrites(index):
                     continue  # an earlier call's write under this (task_id, idx) is the one kept
                 write = PendingWrite(task_id, index, entry[CHANNEL]["S"], entry[TYPE]["S"], None, task_path)
-                held = StoredValue(write.type, bytes(entry[BYTES]["B"])) if BYTES in entry else entry[REFERENCE]["S"]
+                held = _held_write(write.type, entry)
                 shown[(task_id, index)] = (write, held)
         loaded.writes = list(shown.values())
         loaded.estimate = _tuple_estimate(loaded)
@@ -1433,6 +1479,14 @@ def _carry(
 def _index_bytes(channel: str, version: str, type_tag: str = "", size: int = 0) -> int:
     """What one channel adds to its checkpoint's item (`iv` or `vz`): its name, version, type and small value."""
     return len(channel.encode()) + len(version.encode()) + len(type_tag) + size + 24
+
+
+def _held_write(type_tag: str, entry: Item) -> StoredValue | str:
+    """A pending write's value as its call holds it (unpacked), or the sort key of the item that does."""
+    if BYTES not in entry:
+        return str(entry[REFERENCE]["S"])
+    raw = bytes(entry[BYTES]["B"])
+    return StoredValue(type_tag, codec.decode(raw, limits.MAX_STATE_BYTES) if PACKED in entry else raw)
 
 
 def _calls(item: Item) -> list[dict[str, Any]]:
