@@ -1867,10 +1867,13 @@ THREAD_CHANNELS = ("messages", "counter", "config", "docs")
 
 
 def thread_bytes(name: str, step: int) -> bytes:
-    """The value of channel `name` at `step`: `messages` and `docs` over 512 bytes (an item of their own), the
-    others small enough to ride in the checkpoint's item."""
+    """The value of channel `name` at `step`: `messages` 40,000 bytes that do not pack (over what a checkpoint's item
+    holds of large values: an item of its own), `docs` over 512 bytes (held in the item of the checkpoint that brings
+    it), the others small enough to ride with their version."""
     text = f"{name}-{step}-".encode()
-    return text * (700 // len(text) + 1) if name in ("messages", "docs") else text
+    if name == "messages":
+        return b"".join(hashlib.sha256(text + b"%d" % n).digest() for n in range(1_250))
+    return text * (700 // len(text) + 1) if name == "docs" else text
 
 
 def typed(raw: bytes, type_tag: str = "msgpack") -> dict[str, str]:
@@ -2025,6 +2028,11 @@ def assert_every_value_is_in_place(aws: Any) -> None:
         for channel, entry in item.get(thread_store.SIZES, {}).get("M", {}).items():
             version = entry["L"][0]["S"]
             value_sk = layout.thread_value_sk(generation, namespace, channel, version)
+            if len(entry["L"]) > 3:  # held in the item of the checkpoint that brought it
+                holder = items.get((pk, layout.thread_checkpoint_sk(namespace or "", entry["L"][3]["S"]))) or {}
+                held = holder.get(thread_store.HELD, {}).get("M", {}).get(channel, {}).get("M", {})
+                if held.get(thread_store.VERSION, {}).get("S") == version:
+                    continue
             assert (pk, value_sk) in items, f"{sk} names {channel} {version}, whose item {value_sk} is missing"
         for reference in write_references(item):
             assert (pk, reference) in items, f"{sk} keeps a write whose item {reference} is missing"

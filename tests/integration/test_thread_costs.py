@@ -96,10 +96,15 @@ def test_requests_per_put(api: ApiDriver, meter: Meter, engine: str) -> None:  #
     # its parent (inline values, large values' sizes) the container kept from the parent's put
     child = meter(lambda: put(api, "n-put", "c2", {"a": 2, "b": 1}, {"a": _small(2)}, parent="c1"), 201)
     assert child == ({"UpdateItem": 1}, {})
-    # A put with a large value (> 512 bytes): its version item goes first in one BatchWriteItem, the checkpoint last
+    # A put with a large value (> 512 bytes, up to 32 KB stored): it rides in the checkpoint's own item, which its
+    # children name as the value's holder: still one UpdateItem
     large = {"a": 3, "b": 1, "msgs": 1}
     with_large = meter(lambda: put(api, "n-put", "c3", large, {"msgs": typed(os.urandom(4_000))}, parent="c2"), 201)
-    assert with_large == ({"UpdateItem": 1, "BatchWriteItem": 1}, {})
+    assert with_large == ({"UpdateItem": 1}, {})
+    # Past what the item holds of them: its version item goes first in one BatchWriteItem, the checkpoint last
+    larger = {"a": 3, "b": 1, "msgs": 3}
+    with_larger = meter(lambda: put(api, "n-put", "c3b", larger, {"msgs": typed(os.urandom(40_000))}, parent="c3"), 201)
+    assert with_larger == ({"UpdateItem": 1, "BatchWriteItem": 1}, {})
     # A value past 350,000 stored bytes: the same, plus one PutObject of its bytes before the version item
     spilled = {"a": 3, "b": 1, "msgs": 2}
     huge = typed(os.urandom(1_000_000))
@@ -156,8 +161,13 @@ def test_requests_per_read(api: ApiDriver, meter: Meter) -> None:  # noqa: F811
     assert put_writes(api, "n-read", "c2", "t", [("a", os.urandom(1_000))]).status == 200
     # By id, every value and write inline: one consistent BatchGetItem of the head and the checkpoint item
     assert meter(lambda: get_tuple(api, "n-read", "c1")) == ({"BatchGetItem": 1}, {})
-    # By id with a large value and a large write: one more BatchGetItem for the items that hold them
-    assert meter(lambda: get_tuple(api, "n-read", "c2")) == ({"BatchGetItem": 2}, {})
+    # By id with a large value and a task's message as its write: both ride in the item, still one BatchGetItem
+    assert meter(lambda: get_tuple(api, "n-read", "c2")) == ({"BatchGetItem": 1}, {})
+    # A child that keeps that large value, with a write too large to ride: one more BatchGetItem, of the checkpoint
+    # that holds the value and of the write's item
+    assert put(api, "n-read", "c3", {"a": 1, "b": 2, "c": 1}, {"c": _small(1)}, parent="c2").status == 201
+    assert put_writes(api, "n-read", "c3", "t", [("a", os.urandom(5_000))]).status == 200
+    assert meter(lambda: get_tuple(api, "n-read", "c3")) == ({"BatchGetItem": 2}, {})
     # The latest: a consistent GetItem of the head, a Query (Limit 1, newest first) for the item, the BatchGetItem
     # of its values; DynamoDBSaver makes 2 Query + 1 GetItem + 1 GetItem per pending write, eventually consistent
     latest = meter(lambda: get_tuple(api, "n-read"))
@@ -199,10 +209,12 @@ def test_requests_per_delete_prune_copy_and_runs(api: ApiDriver, meter: Meter) -
     # Prune delete: the head and a Query to count the checkpoints, then a delete as above
     everything = meter(lambda: post(api, "/v1/threads:prune", {"thread_ids": ["n-prune-all"], "strategy": "delete"}))
     assert everything == ({"GetItem": 1, "Query": 2, "UpdateItem": 1, "BatchWriteItem": 1}, {})
-    # Delete for runs: one gsi1 Query per run id (never a Scan), one BatchWriteItem of the checkpoints found; gsi1 is
-    # eventually consistent, which moto is not. run-9 names c1 of each of the 3 threads left that had it
+    # Delete for runs: one gsi1 Query per run id (never a Scan), one BatchGetItem of the checkpoints found, whose
+    # large values their children may keep (those they hold go to value items first: one BatchWriteItem), one
+    # BatchWriteItem that deletes them; gsi1 is eventually consistent, which moto is not. run-9 names c1 of each of
+    # the 3 threads left that had it
     runs = meter(lambda: post(api, "/v1/threads:delete-for-runs", {"run_ids": ["run-9"]}))
-    assert runs == ({"Query": 1, "BatchWriteItem": 1}, {})
+    assert runs == ({"Query": 1, "BatchGetItem": 1, "BatchWriteItem": 2}, {})
 
 
 # -- write units of a graph step ------------------------------------------------------------------------------
@@ -269,13 +281,13 @@ def test_write_units_of_a_graph_step_are_below_dynamodb_savers_put_alone(
     )
     total = put_units + writes_units
     record(f"thread step write units ({engine})", put=put_units, put_writes=writes_units, total=total)
-    # Then the step costs 1 (the checkpoint item, small values inline) + 2 (the message list's version item,
-    # packed) for the put (the head was touched by the thread's first put, a moment ago), and 1 for the writes (an
-    # update of the checkpoint item, under 1 KB)
-    assert (put_units, writes_units) == (3, 1)
+    # Then the step costs 2 for the put: the checkpoint item, small values inline and the message list it holds,
+    # packed (the head was touched by the thread's first put, a moment ago); and 2 for the writes (an update of that
+    # item, which an update bills whole)
+    assert (put_units, writes_units) == (2, 2)
     if measured(engine):
         # And DynamoDB bills exactly that
-        assert (put_consumed, writes_consumed) == (3, 1)
+        assert (put_consumed, writes_consumed) == (2, 2)
     # DynamoDBSaver's put of a 4 KB state alone costs 6 units, before any of its pending writes (a PutItem each)
     assert total < DYNAMODB_SAVER_PUT_UNITS_4KB
 
@@ -304,12 +316,12 @@ def test_write_units_of_a_step_whose_writes_come_before_its_put(
     early, early_consumed = _units_of(
         aws, "n-step-early", lambda: put_writes(api, "n-step-early", "c5", "task-1", writes), 200, consumed
     )
-    # The put: the message list's version item, the checkpoint item (an update of the item the writes made)
+    # The put: the checkpoint item (an update of the item the writes made), holding the message list
     late, late_consumed = _units_of(
         aws, "n-step-early", lambda: put(api, "n-step-early", "c5", step, new, parent="c4"), 201, consumed
     )
     record(f"thread step write units, writes first ({engine})", put_writes=early, put=late, total=early + late)
-    assert (early, late) == (1, 3)
+    assert (early, late) == (1, 2)
     if measured(engine):
         # And DynamoDB bills exactly that
         assert (early_consumed, late_consumed) == (early, late)

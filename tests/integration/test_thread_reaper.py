@@ -218,7 +218,7 @@ def new_life_of(world: World, thread_id: str) -> None:
     """A thread of three checkpoints: spilled values, an item value, inline ones, spilled and item pending writes."""
     world.put(thread_id, "c1", {"big": os.urandom(BIG), "mid": os.urandom(2_000), "small": b"1"})
     world.put_writes(thread_id, "c1", [("big", os.urandom(BIG)), ("mid", os.urandom(2_000)), ("small", b"w")])
-    world.put(thread_id, "c2", {"big": os.urandom(BIG)}, parent="c1")
+    world.put(thread_id, "c2", {"big": os.urandom(BIG)}, parent="c1", kept={"mid": "c1"})
     world.put_writes(thread_id, "c2", [("big", os.urandom(BIG))])
     world.put(thread_id, "c3", {"small": b"3"}, parent="c2", kept={"big": "c2", "mid": "c1"})
 

@@ -399,8 +399,9 @@ def test_prune_keep_latest_keeps_what_the_latest_of_each_namespace_needs(api: Ap
     assert values_of(latest) == {"x": ("msgpack", x1), "y": ("msgpack", y)}
     assert writes_of(latest) == kept_writes
     assert values_of(get_tuple(api, "t-keep", ns="sub").data) == {"z": ("msgpack", b"z2")}
+    # (x@1 rode in c1, which went: its value item was written first; y@3 rides in c3; the write's value has one)
     value_items = [i for i in thread_items(aws, "t-keep") if i["sk"]["S"].startswith(("V#", "W#"))]
-    assert len(value_items) == 3  # x@1, y@3 and the write's value
+    assert len(value_items) == 2
     # And pruning again changes nothing
     again = post(api, "/v1/threads:prune", {"thread_ids": ["t-keep"], "strategy": "keep_latest"})
     assert again.data == {"pruned_threads": 1, "deleted_checkpoints": 0}
@@ -421,7 +422,7 @@ EDGE_VALUES: dict[str, tuple[str, bytes]] = {
 }
 
 
-def test_edge_values_round_trip_byte_exact_and_only_larger_than_512_bytes_get_an_item(api: ApiDriver, aws: Any) -> None:
+def test_edge_values_round_trip_byte_exact_and_ride_in_the_checkpoint_item(api: ApiDriver, aws: Any) -> None:
     # Given a first checkpoint with empty data, a null type, 0-byte values and values at the inline boundary
     versions = dict.fromkeys(EDGE_VALUES, 1)
     values = {channel: typed(raw, tag) for channel, (tag, raw) in EDGE_VALUES.items()}
@@ -433,10 +434,11 @@ def test_edge_values_round_trip_byte_exact_and_only_larger_than_512_bytes_get_an
         assert found.data["metadata"] == {}
         assert found.data["pending_writes"] == []
         assert found.data["parent_checkpoint_id"] is None
-    # And only the 513-byte value has an item of its own (at most 512 bytes ride in the checkpoint item)
-    value_items = [i["sk"]["S"] for i in thread_items(aws, "t-edge") if i["sk"]["S"].startswith("V#")]
-    assert len(value_items) == 1
-    assert "#4:v513#" in value_items[0]
+    # And none has an item of its own: at most 512 bytes ride with the channel's version, and the 513-byte value
+    # rides in the checkpoint's item as a large value it holds (32 KB of them at most)
+    assert [i["sk"]["S"] for i in thread_items(aws, "t-edge") if i["sk"]["S"].startswith("V#")] == []
+    (item,) = [i for i in thread_items(aws, "t-edge") if i["sk"]["S"].startswith("K#")]
+    assert list(item["hv"]["M"]) == ["v513"]
     record("threads", round_trip_values=len(EDGE_VALUES))
 
 
@@ -472,7 +474,7 @@ def test_a_large_compressible_value_spilled_to_the_bucket_serves_the_bytes_put(a
     assert raw_of(value) == text
 
 
-def test_small_values_are_carried_to_children_and_large_ones_read_from_their_version_item(
+def test_small_values_are_carried_to_children_and_large_ones_read_from_the_checkpoint_that_holds_them(
     api: ApiDriver, aws: Any
 ) -> None:
     small = {f"s{n}": os.urandom(n * 50) for n in range(1, 5)}
@@ -490,8 +492,10 @@ def test_small_values_are_carried_to_children_and_large_ones_read_from_their_ver
         assert put(api, "t-carry", f"c{step}", versions, {"s1": typed(changed)}, parent=parent).status == 201
         parent = f"c{step}"
         assert values_of(get_tuple(api, "t-carry").data) == expected
-    # Each large version has exactly one item, however many checkpoints share it
-    assert len([i for i in thread_items(aws, "t-carry") if i["sk"]["S"].startswith("V#")]) == len(large)
+    # Each large version is stored once, in the checkpoint that brought it (c1), however many checkpoints share it
+    assert [i for i in thread_items(aws, "t-carry") if i["sk"]["S"].startswith("V#")] == []
+    holders = [i["sk"]["S"] for i in thread_items(aws, "t-carry") if i.get("hv", {}).get("M")]
+    assert holders == [layout.thread_checkpoint_sk("", "c1")]
 
 
 def test_a_fork_from_an_older_checkpoint_reads_the_versions_of_its_own_line(api: ApiDriver) -> None:

@@ -36,6 +36,9 @@ TOMBSTONE_SECONDS: Final = 2_592_000
 days, as long as a thread may live."""
 WRITE_BYTES: Final = "wb"
 WRITE_INLINE: Final = "wi"
+HELD: Final = "hv"
+"""Large values new in a checkpoint that ride in its item (packed when that pays), by channel: `SIZES` names the
+checkpoint that holds a version (its own id here; a child that keeps the version names its parent's)."""
 NAMESPACE: Final = "ns"
 """The namespace in full, on a checkpoint item whose key holds the namespace's digest (a long one)."""
 

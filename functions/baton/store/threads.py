@@ -67,6 +67,7 @@ from baton.store.thread_names import (
     EXPIRES_MS,
     FLOOR,
     GENERATION,
+    HELD,
     INDEX,
     INLINE,
     LIST,
@@ -146,7 +147,7 @@ _TOUCH_KEEP_TTL: Final = (
 )
 _SAME_HEAD: Final = f"#{GENERATION} = :old_g AND #{EXPIRES_MS} = :old_exp"
 _PUT_CHECKPOINT_SET: Final = (
-    f"#{GENERATION} = :g, #{DOCUMENT} = :cp, #{INLINE} = :iv, #{SIZES} = :vz, #{UPDATED} = :now, "
+    f"#{GENERATION} = :g, #{DOCUMENT} = :cp, #{INLINE} = :iv, #{SIZES} = :vz, #{HELD} = :hv, #{UPDATED} = :now, "
     f"#{schema.TTL_ATTRIBUTE} = :kept"
 )
 KEPT: Final = {"S": "kept"}
@@ -154,6 +155,13 @@ KEPT: Final = {"S": "kept"}
 checkpoint goes with its thread, never by TTL, while writes that came before their checkpoint (their item made by
 `put_writes` with a day's TTL) go within a day unless the put comes. `put_writes` keeps what is there."""
 _SAME_LIFE: Final = f"attribute_not_exists(#{GENERATION}) OR #{GENERATION} = :g"
+HELD_VALUE_BYTES: Final = 32_768
+"""Most bytes (stored: packed when that pays) of large values new in a checkpoint that ride in its own item, so that
+a graph step's put is one write; the rest get items of their own. Never more than the item has room for besides its
+pending writes (`ITEM_ROOM_BYTES`)."""
+ITEM_ROOM_BYTES: Final = 400_000 - 128_000 - 16_000
+"""What a checkpoint item may hold besides its pending writes (`MAX_INLINE_WRITE_BYTES`): DynamoDB's 400 KB, with
+16 KB for names, metadata of the writes and keys."""
 CALL_INLINE_VALUE_BYTES: Final = 4_096
 """Most bytes of values over `INLINE_VALUE_BYTES` one `put_writes` call keeps in its checkpoint's item."""
 MAX_INLINE_WRITE_BYTES: Final = 128_000
@@ -224,6 +232,9 @@ class _Loaded:
     values: dict[str, StoredValue] = field(default_factory=dict)
     missing: dict[str, str] = field(default_factory=dict)
     """Channel -> sort key of its value item, for values not inline."""
+    held: dict[str, str] = field(default_factory=dict)
+    """Channel -> sort key of the checkpoint that holds its value in its item (another than this one); when that
+    checkpoint is gone (pruned, deleted for its run), the value is in its value item (`missing`), written first."""
     writes: list[tuple[PendingWrite, StoredValue | str]] = field(default_factory=list)
     """Pending writes with their value, or the sort key of the item that holds it."""
     estimate: int = 0
@@ -464,6 +475,10 @@ class ThreadStore:
                 else:
                     resolved[channel] = (type_tag, given)
             out_of_line: list[tuple[str, str, str, bytes | Uploaded]] = []
+            checkpoint_id = str(document["id"])
+            stored_document = _stored_document(document, metadata)
+            held: dict[str, Any] = {}
+            room = min(HELD_VALUE_BYTES, ITEM_ROOM_BYTES - MAX_CHANNEL_INDEX_BYTES - len(stored_document))
             index = sum(_index_bytes(c, e[VERSION], e[TYPE], len(e[BYTES])) for c, e in inline.items())
             index += sum(_index_bytes(c, e[0]) for c, e in sizes.items())
             # What a read of this checkpoint answers with: values held in the table (those in the bucket are URLs).
@@ -479,6 +494,17 @@ class ThreadStore:
                     inline[channel] = {VERSION: key, TYPE: type_tag, BYTES: raw}
                     index += entry_bytes
                     continue
+                if isinstance(raw, bytes) and not in_bucket:
+                    packed = codec.encode(raw)
+                    body = packed if packed is not None else raw
+                    if len(body) + len(channel.encode()) + len(key.encode()) + 32 <= room:
+                        held[channel] = {VERSION: key, TYPE: type_tag, BYTES: body}
+                        if packed is not None:
+                            held[channel][PACKED] = True
+                        room -= len(body) + len(channel.encode()) + len(key.encode()) + 32
+                        sizes[channel] = [key, size, 0, checkpoint_id]
+                        index += _index_bytes(channel, key) + len(checkpoint_id.encode())
+                        continue
                 sizes[channel] = [key, size, int(in_bucket)]
                 index += _index_bytes(channel, key)
                 out_of_line.append((channel, key, type_tag, raw))
@@ -517,7 +543,16 @@ class ThreadStore:
             ]
             self._batch_put(value_items)
             self._put_checkpoint(
-                pk, namespace, document, metadata, parent_id, inline, sizes, head, (tenant_id, agent_id), now_ms
+                pk,
+                namespace,
+                checkpoint_id,
+                stored_document,
+                metadata,
+                parent_id,
+                (inline, sizes, held),
+                head,
+                (tenant_id, agent_id),
+                now_ms,
             )
             self._remember(pk, namespace, str(document["id"]), head, inline, sizes, index, now_ms)
         return PutResult(namespace, str(document["id"]), head.expires_ms)
@@ -692,24 +727,25 @@ class ThreadStore:
         self,
         pk: str,
         namespace: str,
-        document: dict[str, Any],
+        checkpoint_id: str,
+        stored_document: bytes,
         metadata: dict[str, Any],
         parent_id: str | None,
-        inline: dict[str, Any],
-        sizes: dict[str, Any],
+        channels: tuple[dict[str, Any], dict[str, Any], dict[str, Any]],
         head: Head,
         owner: tuple[str, str],
         now_ms: int,
     ) -> None:
-        """Write the checkpoint's item (an UpdateItem: a checkpoint put again keeps its pending writes)."""
-        text = json.dumps({"c": document, "m": metadata}, separators=(",", ":"), ensure_ascii=False).encode("utf-8")
-        packed = codec.encode(text)
+        """Write the checkpoint's item (an UpdateItem: a checkpoint put again keeps its pending writes) with its
+        channels: small values inline, large values' versions and sizes (and holder), large values it holds."""
+        inline, sizes, held = channels
         update = f"SET {_PUT_CHECKPOINT_SET}"
         values: dict[str, Any] = {
             ":g": {"S": head.generation},
-            ":cp": {"B": packed if packed is not None else text},
+            ":cp": {"B": stored_document},
             ":iv": to_attr(inline),
             ":vz": to_attr(sizes),
+            ":hv": to_attr(held),
             ":now": {"N": str(now_ms)},
             ":kept": KEPT,
         }
@@ -726,10 +762,10 @@ class ThreadStore:
         if isinstance(run_id, str) and run_id:
             update += f", #{schema.GSI1_PK} = :gpk, #{schema.GSI1_SK} = :gsk"
             values[":gpk"] = {"S": layout.run_index_pk(*owner, run_id)}
-            values[":gsk"] = {"S": layout.thread_checkpoint_sk(namespace, str(document["id"]))}
+            values[":gsk"] = {"S": layout.thread_checkpoint_sk(namespace, checkpoint_id)}
         else:
             removals += [f"#{schema.GSI1_PK}", f"#{schema.GSI1_SK}"]
-        key = layout.key(pk, layout.thread_checkpoint_sk(namespace, str(document["id"])))
+        key = layout.key(pk, layout.thread_checkpoint_sk(namespace, checkpoint_id))
         # Pending writes are kept when the item is this life's (a put again) or writes that came first.
         answer = dynamo.attempt(
             self._client.update_item,
@@ -1063,6 +1099,8 @@ class ThreadStore:
         loaded = _Loaded(item, namespace, checkpoint_id, document, len(text))
         versions: dict[str, Any] = document["c"].get("channel_versions", {})
         inline = item.get(INLINE, {}).get("M", {})
+        large_ones = item.get(SIZES, {}).get("M", {})
+        held_here = item.get(HELD, {}).get("M", {})
         generation = item[GENERATION]["S"]
         for channel, version in versions.items():
             key = version_key(version)
@@ -1071,6 +1109,16 @@ class ThreadStore:
                 if small[TYPE]["S"] != EMPTY_TYPE:
                     loaded.values[channel] = StoredValue(small[TYPE]["S"], bytes(small[BYTES]["B"]))
                 continue
+            large = large_ones.get(channel, {}).get("L") or []
+            holder = large[3]["S"] if len(large) > 3 and large[0]["S"] == key else None
+            if holder == checkpoint_id:
+                mine = held_here.get(channel, {}).get("M")
+                if mine is not None and mine[VERSION]["S"] == key:
+                    if mine[TYPE]["S"] != EMPTY_TYPE:
+                        loaded.values[channel] = _held_value(mine[TYPE]["S"], mine)
+                    continue
+            elif holder is not None:
+                loaded.held[channel] = layout.thread_checkpoint_sk(namespace, holder)
             loaded.missing[channel] = layout.thread_value_sk(generation, namespace, channel, key)
         shown: dict[tuple[str, int], tuple[PendingWrite, StoredValue | str]] = {}
         for call in _calls(item):
@@ -1091,17 +1139,34 @@ class ThreadStore:
         """The checkpoints with every value in place: one BatchGetItem (per 100 keys) for values outside the items."""
         keys: dict[str, Item] = {}
         for one in loaded:
-            for sk in one.missing.values():
-                keys[sk] = layout.key(pk, sk)
+            for channel, sk in one.missing.items():
+                where = one.held.get(channel, sk)
+                keys[where] = layout.key(pk, where)
             for _, value in one.writes:
                 if isinstance(value, str):
                     keys[value] = layout.key(pk, value)
         found = batch_get(self._client, self._table, list(keys.values())) if keys else {}
         by_sk = {sk: found.get(layout.identity(key)) for sk, key in keys.items()}
+        # A value whose holder no longer holds it (pruned, deleted for its run: its values were written to their
+        # value items first) is read from its value item: a second BatchGetItem, only then.
+        moved = {
+            sk: layout.key(pk, sk)
+            for one in loaded
+            for channel, sk in one.missing.items()
+            if channel in one.held and _held_in(by_sk.get(one.held[channel]), channel, sk) is None
+        }
+        if moved:
+            again = batch_get(self._client, self._table, list(moved.values()))
+            by_sk |= {sk: again.get(layout.identity(key)) for sk, key in moved.items()}
         result = []
         for one in loaded:
             values = dict(one.values)
             for channel, sk in one.missing.items():
+                entry = _held_in(by_sk.get(one.held[channel]), channel, sk) if channel in one.held else None
+                if entry is not None:
+                    if entry[TYPE]["S"] != EMPTY_TYPE:
+                        values[channel] = _held_value(entry[TYPE]["S"], entry)
+                    continue
                 item = by_sk.get(sk)
                 if item is not None and item[TYPE]["S"] != EMPTY_TYPE:
                     values[channel] = self._value_of(item)
@@ -1265,13 +1330,19 @@ class ThreadStore:
         the checkpoints deleted. Only the kept checkpoints are decoded."""
         latest: dict[str, _Loaded] = {}
         doomed: list[Item] = []
+        holders: dict[str, Item] = {}
         for item in _Walk(self, pk, head, None, None, None, None):
             keyed, _ = layout.read_thread_checkpoint_sk(item[schema.SK]["S"])
             namespace = keyed if keyed is not None else item[NAMESPACE]["S"]
             if namespace in latest:
                 doomed.append(layout.key(*layout.identity(item)))
+                if item.get(HELD, {}).get("M"):
+                    holders[item[schema.SK]["S"]] = item
             else:
                 latest[namespace] = self._load(item)
+        # A kept checkpoint may keep a version that a pruned one holds in its item: its value item first.
+        needed_held = {holder for one in latest.values() for holder in one.held.values()}
+        self._batch_put(_relocated([holders[sk] for sk in needed_held if sk in holders], self._now_ms()))
         needed = {sk for one in latest.values() for sk in one.missing.values()}
         needed |= {value for one in latest.values() for _, value in one.writes if isinstance(value, str)}
         needed |= self._early_references(pk)
@@ -1399,8 +1470,16 @@ class ThreadStore:
                     if not answer.get("LastEvaluatedKey"):
                         break
                     request["ExclusiveStartKey"] = answer["LastEvaluatedKey"]
+            if doomed:
+                # Their children may keep versions they hold in their items: those go to value items first.
+                found = batch_get(self._client, self._table, doomed)
+                self._batch_put(_relocated(list(found.values()), self._now_ms()))
             self._batch_delete(doomed)
         return len(doomed)
+
+    @staticmethod
+    def _now_ms() -> int:
+        return int(time.time() * 1000)
 
     # -- batches ------------------------------------------------------------------------------------------------
 
@@ -1474,11 +1553,63 @@ def _carry(
         large = source_sizes.get(channel, {}).get("L")
         if large is not None and large[0]["S"] == key:
             sizes[channel] = [key, int(large[1]["N"]), int(large[2]["N"]) if len(large) > 2 else 0]
+            if len(large) > 3:
+                sizes[channel].append(large[3]["S"])  # the checkpoint that holds the value in its item
 
 
 def _index_bytes(channel: str, version: str, type_tag: str = "", size: int = 0) -> int:
     """What one channel adds to its checkpoint's item (`iv` or `vz`): its name, version, type and small value."""
     return len(channel.encode()) + len(version.encode()) + len(type_tag) + size + 24
+
+
+def _stored_document(document: dict[str, Any], metadata: dict[str, Any]) -> bytes:
+    """A checkpoint and its metadata as the item holds them: compact JSON, packed when that pays."""
+    text = json.dumps({"c": document, "m": metadata}, separators=(",", ":"), ensure_ascii=False).encode("utf-8")
+    packed = codec.encode(text)
+    return packed if packed is not None else text
+
+
+def _relocated(holders: list[Item], now_ms: int) -> list[Item]:
+    """The value items of the large values `holders` (checkpoint items) hold (`HELD`), for checkpoints about to go:
+    a child that keeps such a version then reads it from its value item."""
+    items: list[Item] = []
+    for holder in holders:
+        generation = holder.get(GENERATION, {}).get("S")
+        if not generation:
+            continue
+        keyed, _ = layout.read_thread_checkpoint_sk(holder[schema.SK]["S"])
+        namespace = keyed if keyed is not None else holder[NAMESPACE]["S"]
+        for channel, attr in holder.get(HELD, {}).get("M", {}).items():
+            entry = attr["M"]
+            value = _held_value(entry[TYPE]["S"], entry)
+            item: Item = {
+                schema.PK: holder[schema.PK],
+                schema.SK: {"S": layout.thread_value_sk(generation, namespace, channel, entry[VERSION]["S"])},
+                GENERATION: {"S": generation},
+                UPDATED: {"N": str(now_ms)},
+                TYPE: entry[TYPE],
+                SIZE: {"N": str(len(value.data or b""))},
+                BYTES: entry[BYTES],
+            }
+            if PACKED in entry:
+                item[PACKED] = {"BOOL": True}
+            items.append(item)
+    return items
+
+
+def _held_in(holder: Item | None, channel: str, value_sk: str) -> Item | None:
+    """The entry of `channel` that a checkpoint item holds (`HELD`), when it holds the version whose value item is
+    `value_sk` (the version ends that key); None when it does not."""
+    entry = (holder or {}).get(HELD, {}).get("M", {}).get(channel, {}).get("M")
+    if entry is None or not value_sk.endswith("#" + layout.part(entry[VERSION]["S"])):
+        return None
+    return dict(entry)
+
+
+def _held_value(type_tag: str, entry: Item) -> StoredValue:
+    """A large value as a checkpoint item holds it (`HELD`), unpacked."""
+    raw = bytes(entry[BYTES]["B"])
+    return StoredValue(type_tag, codec.decode(raw, limits.MAX_STATE_BYTES) if PACKED in entry else raw)
 
 
 def _held_write(type_tag: str, entry: Item) -> StoredValue | str:
