@@ -124,6 +124,9 @@ WRITE_ROUNDS: Final = 4
 WRITE_BACKOFF_SECONDS: Final = 0.05
 
 MAX_REFRESH_SLACK_MS: Final = 60_000
+LATEST_PROBE_ITEMS: Final = 4
+"""Newest items a read of the latest checkpoint asks for at once (writes that came before their checkpoint's put, or
+tombstones, may sort after it)."""
 MAX_DELETED_PROBES: Final = 4
 """Queries (of up to 1 MB of keys each) that look for a checkpoint put since a thread's delete."""
 KNOWN_HEADS: Final = 1_024
@@ -1011,6 +1014,9 @@ class ThreadStore:
                 if head is None or item is None or not head.shows(item):
                     raise NotFound()
             else:
+                quick = self._latest_at_once(thread_id, pk, namespace, now_ms)
+                if quick is not None:
+                    return quick
                 head = self.head(tenant_id, agent_id, thread_id, now_ms)
                 if head is None:
                     raise NotFound()
@@ -1023,6 +1029,37 @@ class ThreadStore:
                     raise NotFound()
             (loaded,) = self._resolve(thread_id, pk, [self._load(item)])
         return loaded
+
+    def _latest_at_once(self, thread_id: str, pk: str, namespace: str, now_ms: int) -> ThreadCheckpoint | None:
+        """The namespace's latest checkpoint in two requests: a Query of its newest items (a few: writes that came
+        before their checkpoint's put, and tombstones, are passed over), then one BatchGetItem of the head with the
+        values the checkpoint does not hold itself. NotFound when the thread is not live; None when the newest
+        checkpoint is not of the head's life (a former life not reaped yet): the caller reads the head first."""
+        condition = f"#{schema.PK} = :pk AND begins_with(#{schema.SK}, :prefix)"
+        answer = self._client.query(
+            TableName=self._table,
+            KeyConditionExpression=condition,
+            ExpressionAttributeNames=names_in(condition),
+            ExpressionAttributeValues={":pk": {"S": pk}, ":prefix": {"S": layout.thread_checkpoints(namespace)}},
+            ConsistentRead=True,
+            ScanIndexForward=False,
+            Limit=LATEST_PROBE_ITEMS,
+        )
+        item = next((found for found in answer.get("Items", []) if DOCUMENT in found), None)
+        head_key = layout.key(pk, layout.THREAD_HEAD_SK)
+        if item is None:
+            if len(answer.get("Items", [])) == LATEST_PROBE_ITEMS:
+                return None  # more to read: the caller walks on
+            head_item = batch_get(self._client, self._table, [head_key]).get(layout.identity(head_key))
+            if _live_head(head_item, now_ms) is None:
+                raise NotFound()
+            return None
+        found: dict[tuple[str, str], Item] = {}
+        (loaded,) = self._resolve(thread_id, pk, [self._load(item)], also=[head_key], found=found)
+        head = _live_head(found.get(layout.identity(head_key)), now_ms)
+        if head is None:
+            raise NotFound()
+        return loaded if head.shows(item) else None
 
     def page(
         self,
@@ -1135,9 +1172,17 @@ class ThreadStore:
         loaded.estimate = _tuple_estimate(loaded)
         return loaded
 
-    def _resolve(self, thread_id: str, pk: str, loaded: list[_Loaded]) -> list[ThreadCheckpoint]:
-        """The checkpoints with every value in place: one BatchGetItem (per 100 keys) for values outside the items."""
-        keys: dict[str, Item] = {}
+    def _resolve(
+        self,
+        thread_id: str,
+        pk: str,
+        loaded: list[_Loaded],
+        also: Sequence[Item] = (),
+        found: dict[tuple[str, str], Item] | None = None,
+    ) -> list[ThreadCheckpoint]:
+        """The checkpoints with every value in place: one BatchGetItem (per 100 keys) for values outside the items.
+        The items at `also` ride in the same BatchGetItem, into `found`."""
+        keys: dict[str, Item] = {key[schema.SK]["S"]: key for key in also}
         for one in loaded:
             for channel, sk in one.missing.items():
                 where = one.held.get(channel, sk)
@@ -1145,8 +1190,10 @@ class ThreadStore:
             for _, value in one.writes:
                 if isinstance(value, str):
                     keys[value] = layout.key(pk, value)
-        found = batch_get(self._client, self._table, list(keys.values())) if keys else {}
-        by_sk = {sk: found.get(layout.identity(key)) for sk, key in keys.items()}
+        got = batch_get(self._client, self._table, list(keys.values())) if keys else {}
+        if found is not None:
+            found.update(got)
+        by_sk = {sk: got.get(layout.identity(key)) for sk, key in keys.items()}
         # A value whose holder no longer holds it (pruned, deleted for its run: its values were written to their
         # value items first) is read from its value item: a second BatchGetItem, only then.
         moved = {
