@@ -1,18 +1,26 @@
-"""One LangGraph graph, run step by step on `BatonSaver` and on `langgraph-checkpoint-aws`'s `DynamoDBSaver`: what
-each graph step costs in DynamoDB and S3, metered server side by the same moto.
+"""One LangGraph graph, run step by step on `BatonSaver` and on the two LangGraph DynamoDB savers
+(`langgraph-checkpoint-amazon-dynamodb`'s and `langgraph-checkpoint-aws`'s `DynamoDBSaver`): what each graph step
+costs in DynamoDB and S3 requests and in dollars, metered server side by the same moto, at three state sizes.
 
 The graph is a small agent loop (`build_graph`): a `messages` channel (a list with `operator.add`) to which each
 of its three nodes (`agent`, `tools`, `human`) appends one message of 1-2 KB of real text (`states.py`'s
-generator, seeded per node and turn, so both savers store the same messages), and three small channels (`turn`,
+generator, seeded per node and turn, so every saver stores the same messages), and three small channels (`turn`,
 `status`, `tool_calls`). The first time `human` runs it calls `interrupt()`: the first invocation stops there, the
 second resumes it (`Command(resume=...)`) and loops until `turns` turns are done. Durability is LangGraph's
 default (`async`: a step's checkpoint is put in the background while the next step runs).
 
-Each saver runs in a process of its own (`python bench/langgraph_steps.py <client> ...`), in its own environment:
-`DynamoDBSaver` from `bench/.venv-peer-aws`, `BatonSaver` from the repository's .venv with its HTTP requests
-served in that process by Baton's api handler (`baton.handlers.api.handler`, given the API Gateway HTTP API event
-`baton serve`'s gateway builds: `InProcessBaton`), configured against the same metered moto. Both reach DynamoDB
-and S3 only through that moto (`meter.py`), which meters every request.
+The budgets are stated at a conversation of about 6, 34 and 309 KB (`SIZES`), so the same graph runs once per size
+on a fresh thread: the first invocation's input is a conversation of `states.py`'s seeded generator (real text,
+tool calls), sized so that `messages` holds `size` bytes of canonical JSON when the first invocation stops, which
+is where the measured steps (the second invocation's) start; they append to it as before.
+
+Each saver runs in a process of its own (`python bench/langgraph_steps.py client <client> ...`), in its own
+environment: `DynamoDBSaver` (aws) from `bench/.venv-peer-aws` (with its S3 offload, as `sidebyside.py` runs it),
+`DynamoDBSaver` (amazon-dynamodb) from `bench/.venv-peer-amazon` (which has no offload), `BatonSaver` from the
+repository's .venv with its HTTP requests served in that process by Baton's api handler
+(`baton.handlers.api.handler`, given the API Gateway HTTP API event `baton serve`'s gateway builds:
+`InProcessBaton`), configured against the same metered moto. All reach DynamoDB and S3 only through that moto
+(`meter.py`), which meters every request, and each has a table (and bucket) of its own on it.
 
 The saver is wrapped (`MeteredSaver`) so that each saver call is metered alone: before the call the client asks
 the orchestrator (this module's `measure`, in the bench process) to start the meter and waits for its go; after it,
@@ -23,9 +31,12 @@ each saver pays what they cost it (Baton keeps them in a writes-only item that t
 
 A graph step is a superstep: the `put_writes` of its tasks (made against the previous checkpoint) and the `put` of
 the checkpoint it ends with (`metadata.step`). The `get_tuple` at the start of each invocation is reported apart.
-Figures per step are the second invocation's totals (the resume and the loop after it) over its steps.
+Figures per step are the second invocation's totals (the resume and the loop after it) over its steps. Requests
+refused by design are the conditional writes DynamoDB refused (`ConditionalCheckFailed`, as the meter saw the
+answers); dollars are on-demand prices (`prices.py`) of the write and read units and the S3 requests.
 
-`python bench/langgraph_steps.py --quick` runs the comparison alone on a metered moto of its own and prints the table.
+`python bench/langgraph_steps.py --quick` runs the comparison alone on a metered moto of its own and prints the table
+(`bench/run.py` renders the same table into `bench/report.md`).
 """
 
 from __future__ import annotations
@@ -54,12 +65,17 @@ REPO = BENCH.parent
 sys.path.insert(0, str(BENCH))
 
 if TYPE_CHECKING:
+    from langchain_core.runnables import RunnableConfig
     from meter import Meter, Operation
 
 SEED = 7
-TURNS = 9
-"""Turns of the loop: the second invocation then runs 3 × (TURNS - 1) + 1 = 25 graph steps."""
+TURNS = 4
+"""Turns of the loop: the second invocation then runs 3 × (TURNS - 1) + 1 = 10 graph steps, which append about
+15 KB to `messages`. More would carry the smallest state far from its size (9 turns take the 6 KB thread to 43 KB,
+25 KB on average over its steps), and what one step costs does not change with how many there are."""
 QUICK_TURNS = 3
+SIZES = (6_000, 34_000, 309_000)
+"""Bytes of `messages` (canonical JSON) where the measured steps start: the sizes the budgets are stated at."""
 BATON_URL = "https://baton.bench.invalid"
 """The saver's base URL: never resolved, `InProcessBaton` serves its host."""
 REGION = "us-east-1"
@@ -103,24 +119,30 @@ def message(node: str, turn: int, seed: int = SEED) -> dict[str, Any]:
     return {"role": "user", "content": text.passage(1000, 1900)}
 
 
-def build_graph(turns: int, checkpointer: Any) -> Any:
+def build_graph(turns: int, checkpointer: Any, pace: Callable[[Any], None] | None = None) -> Any:
     """The agent loop, compiled with `checkpointer`: agent → tools → human → agent … until `turns` turns; `human`
     interrupts the first time it runs and appends what it is resumed with."""
     from langgraph.graph import END, START, StateGraph
     from langgraph.types import interrupt
 
-    def agent(state: AgentState) -> dict[str, Any]:
+    def agent(state: AgentState, config: RunnableConfig) -> dict[str, Any]:
+        if pace:
+            pace(config)
         turn = state["turn"] + 1
         return {"messages": [message("agent", turn)], "turn": turn, "status": "thinking"}
 
-    def tools(state: AgentState) -> dict[str, Any]:
+    def tools(state: AgentState, config: RunnableConfig) -> dict[str, Any]:
+        if pace:
+            pace(config)
         return {
             "messages": [message("tools", state["turn"])],
             "tool_calls": state["tool_calls"] + 1,
             "status": "tool_done",
         }
 
-    def human(state: AgentState) -> dict[str, Any]:
+    def human(state: AgentState, config: RunnableConfig) -> dict[str, Any]:
+        if pace:
+            pace(config)
         if state["turn"] == 1:
             answer = interrupt({"question": "Approve the tool's result?", "turn": state["turn"]})
             return {"messages": [answer], "status": "approved"}
@@ -140,9 +162,33 @@ def build_graph(turns: int, checkpointer: Any) -> Any:
     return builder.compile(checkpointer=checkpointer)
 
 
-def first_input() -> dict[str, Any]:
-    """The first invocation's input: the user's request and the small channels' starting values."""
-    return {"messages": [message("human", 0)], "turn": 0, "status": "start", "tool_calls": 0}
+def _canonical_size(value: Any) -> int:
+    from states import canonical_size
+
+    return canonical_size(value)
+
+
+def seeded_messages(size: int, seed: int = SEED) -> list[dict[str, Any]]:
+    """The conversation the first invocation starts from: `states.py`'s seeded chat thread (user and assistant
+    turns, tool calls and their answers, ending with the user's request), cut so that `messages` holds about `size`
+    bytes of canonical JSON once the first invocation has appended its two messages (the agent's, the tool's)."""
+    from states import conversation_state
+
+    appended = _canonical_size([message("agent", 1, seed), message("tools", 1, seed)]) - 1
+    want = size - appended
+    if want < 1_000:
+        raise ValueError(f"a {size}-byte state leaves no room for a conversation before the graph's own messages")
+    # The generator sizes the whole state (thread id, model, system prompt, messages): its other fields are drawn
+    # first from the seeded generator, so their bytes do not depend on the target.
+    header = _canonical_size(conversation_state(target_bytes=0, seed=seed)) - len("[]")
+    messages: list[dict[str, Any]] = conversation_state(target_bytes=want + header, seed=seed)["messages"]
+    return messages
+
+
+def first_input(size: int) -> dict[str, Any]:
+    """The first invocation's input: the seeded conversation (its last message the user's request) and the small
+    channels' starting values."""
+    return {"messages": seeded_messages(size), "turn": 0, "status": "start", "tool_calls": 0}
 
 
 def resume_value() -> dict[str, Any]:
@@ -190,6 +236,11 @@ def _make_metered_saver(base: type) -> type:
             self._put_done = threading.Condition()
             self._steps: dict[str, int] = {}
             """checkpoint id -> its `metadata.step`, for every checkpoint put or read."""
+
+        def wait_for_put(self, step: int) -> None:
+            """Wait until the checkpoint of `step` (or a later one) has been put or read."""
+            with self._put_done:
+                self._put_done.wait_for(lambda: max(self._steps.values(), default=-2) >= step, timeout=30)
 
         def get_next_version(self, current: Any, channel: Any) -> Any:
             return self.inner.get_next_version(current, channel)
@@ -304,22 +355,32 @@ def baton_saver(endpoint: str, table: str, secret: str, bucket: str | None) -> t
     return saver, lambda: int(transport.requests + transport.downloads)
 
 
-def aws_saver(endpoint: str, table: str, gzip: bool) -> Any:
-    """`langgraph-checkpoint-aws`'s `DynamoDBSaver` on a table of its CloudFormation sample's schema (as
-    `clients.py`'s `AwsSaver`), without S3 offload (no value here comes near 350 KB)."""
+def aws_saver(endpoint: str, table: str, gzip: bool, bucket: str | None) -> Any:
+    """`langgraph-checkpoint-aws`'s `DynamoDBSaver` on a table of its CloudFormation sample's schema, with its S3
+    offload to `bucket` (a checkpoint over 350 KB goes to an object), as `clients.py`'s `AwsSaver` builds it for the
+    side-by-side tables."""
     from clients import AwsSaver
 
-    return AwsSaver(endpoint, table, gzip=gzip, bucket=None).saver
+    return AwsSaver(endpoint, table, gzip=gzip, bucket=bucket).saver
+
+
+def amazon_saver(endpoint: str, table: str) -> Any:
+    """`langgraph-checkpoint-amazon-dynamodb`'s `DynamoDBSaver`, creating its own table (`deploy=True`), as
+    `clients.py`'s `AmazonSaver` builds it for the side-by-side tables (it has no S3 offload)."""
+    from clients import AmazonSaver
+
+    return AmazonSaver(endpoint, table).saver
 
 
 # -- the client's run -----------------------------------------------------------------------------------------------
 
 
 def run_client(
-    name: str, endpoint: str, table: str, secret: str | None, bucket: str | None, turns: int, thread: str
+    name: str, endpoint: str, table: str, secret: str | None, bucket: str | None, turns: int, thread: str, size: int
 ) -> int:
-    """Run the graph on `thread`: the first invocation up to the interrupt, the second from the resume to the end,
-    each saver call metered through the handshake on stdin/stdout."""
+    """Run the graph on `thread` from the seeded conversation of `size` bytes: the first invocation up to the
+    interrupt, the second from the resume to the end, each saver call metered through the handshake on
+    stdin/stdout."""
     answers = os.fdopen(os.dup(1), "w", buffering=1)
     os.dup2(2, 1)  # Baton's access log and anything else printed goes to stderr
     sys.stdout = sys.stderr
@@ -334,19 +395,27 @@ def run_client(
         inner, https = baton_saver(endpoint, table, secret, bucket)
         versions = {n: metadata.version(n) for n in ("baton", "langgraph", "langgraph-checkpoint", "botocore")}
     elif name in ("aws", "aws-gzip"):
-        inner, https = aws_saver(endpoint, table, gzip=name == "aws-gzip"), (lambda: 0)
+        inner, https = aws_saver(endpoint, table, gzip=name == "aws-gzip", bucket=bucket), (lambda: 0)
         names = ("langgraph-checkpoint-aws", "langgraph", "langgraph-checkpoint", "boto3", "botocore")
+        versions = {n: metadata.version(n) for n in names}
+    elif name == "amazon":
+        inner, https = amazon_saver(endpoint, table), (lambda: 0)
+        names = ("langgraph-checkpoint-amazon-dynamodb", "langgraph", "langgraph-checkpoint", "boto3", "botocore")
         versions = {n: metadata.version(n) for n in names}
     else:
         raise SystemExit(f"unknown client {name}")
     # Unmetered warm-up: the first request of a process reads Baton's API key and builds botocore's clients.
     inner.get_tuple({"configurable": {"thread_id": f"warm-up-{thread}", "checkpoint_ns": ""}})
     saver = _make_metered_saver(BaseCheckpointSaver)(inner, orchestrator, https)
-    graph = build_graph(turns, saver)
+    pace = None
+    if os.environ.get("LG_PACE"):
+        pace = lambda config: saver.wait_for_put(int(config["metadata"]["langgraph_step"]) - 1)  # noqa: E731
+    graph = build_graph(turns, saver, pace)
     config = {"configurable": {"thread_id": thread}}
 
+    start = first_input(size)  # built before the first call: the generator's time is no saver's
     saver.invocation = 1
-    first = graph.invoke(first_input(), config)
+    first = graph.invoke(start, config)
     interrupted = "__interrupt__" in first
     saver.invocation = 2
     final = graph.invoke(Command(resume=resume_value()), config)
@@ -359,7 +428,8 @@ def run_client(
             "interrupted": interrupted,
             "turn": final.get("turn"),
             "messages": len(messages),
-            "messages_bytes": len(packed),
+            "messages_bytes": _canonical_size(messages),
+            "messages_bytes_at_start": _canonical_size(first.get("messages", [])),
             "messages_sha256": hashlib.sha256(packed).hexdigest(),
             "early": saver.early,
         }
@@ -379,13 +449,27 @@ class ClientSpec:
     python: Path
     table: str
     bucket: str | None = None
+    """Its bucket for what it keeps in S3 (Baton's spill, the aws saver's offload); None: it has no S3 offload."""
 
 
 CLIENTS = (
     ClientSpec("baton", "Baton (`BatonSaver`)", REPO / ".venv" / "bin" / "python", "baton-bench", "baton-bench-blobs"),
-    ClientSpec("aws", "`DynamoDBSaver` (aws)", BENCH / ".venv-peer-aws" / "bin" / "python", "lg-steps-aws"),
     ClientSpec(
-        "aws-gzip", "`DynamoDBSaver` (aws + gzip)", BENCH / ".venv-peer-aws" / "bin" / "python", "lg-steps-aws-gzip"
+        "amazon", "`DynamoDBSaver` (amazon-dynamodb)", BENCH / ".venv-peer-amazon" / "bin" / "python", "lg-steps-amazon"
+    ),
+    ClientSpec(
+        "aws",
+        "`DynamoDBSaver` (aws)",
+        BENCH / ".venv-peer-aws" / "bin" / "python",
+        "lg-steps-aws",
+        "lg-steps-aws-offload",
+    ),
+    ClientSpec(
+        "aws-gzip",
+        "`DynamoDBSaver` (aws + gzip)",
+        BENCH / ".venv-peer-aws" / "bin" / "python",
+        "lg-steps-aws-gzip",
+        "lg-steps-aws-gzip-offload",
     ),
 )
 
@@ -407,6 +491,10 @@ class CallFigures:
     """Stored item bytes the call added to the table (new image minus old, over every item it wrote)."""
     s3_requests: dict[str, int]
     s3_stored_bytes: int
+    refused: dict[str, int] = field(default_factory=dict)
+    """Conditional writes DynamoDB refused (`ConditionalCheckFailed`), by operation."""
+    dynamodb_errors: list[str] = field(default_factory=list)
+    """Any other request DynamoDB refused, as `Operation: message`."""
 
 
 @dataclass
@@ -427,9 +515,19 @@ class ClientRun:
         return dict(sorted(found.items()))
 
 
+def refused_by_design(error: str | None, conditional: bool) -> bool:
+    """Whether a request DynamoDB answered with `error` is a conditional write it refused: a
+    `ConditionalCheckFailedException`, or a transaction cancelled for a `ConditionalCheckFailed` reason."""
+    return bool(conditional and error and "ConditionalCheckFailed" in error)
+
+
 def _call_figures(announced: dict[str, Any], done: dict[str, Any], metered: Operation) -> CallFigures:
     figures = metered.figures()
     growth = sum(w.new_bytes - w.old_bytes for c in metered.calls for w in c.writes)
+    refused = Counter(c.operation for c in metered.calls if refused_by_design(c.error, c.conditional))
+    others = [
+        f"{c.operation}: {c.error}" for c in metered.calls if c.error and not refused_by_design(c.error, c.conditional)
+    ]
     return CallFigures(
         kind=str(announced["kind"]),
         invocation=int(announced["invocation"]),
@@ -443,15 +541,26 @@ def _call_figures(announced: dict[str, Any], done: dict[str, Any], metered: Oper
         growth_bytes=growth,
         s3_requests=figures["s3_requests"],
         s3_stored_bytes=figures["s3_stored_bytes"],
+        refused=dict(refused),
+        dynamodb_errors=others + figures["s3_errors"],
     )
 
 
 def run_one(
-    meter: Meter, spec: ClientSpec, endpoint: str, secret: str, turns: int, log: IO[str], env: dict[str, str]
+    meter: Meter,
+    spec: ClientSpec,
+    endpoint: str,
+    secret: str,
+    turns: int,
+    log: IO[str],
+    env: dict[str, str],
+    size: int = SIZES[0],
 ) -> ClientRun:
-    """Run one client's graph to the end, metering each saver call it announces."""
+    """Run one client's graph to the end on a fresh thread from the conversation of `size` bytes, metering each
+    saver call it announces."""
+    thread = f"lg-steps-{spec.name}-{size}-{os.getpid()}"
     command = [str(spec.python), str(Path(__file__).resolve()), "client", spec.name, "--endpoint", endpoint]
-    command += ["--table", spec.table, "--turns", str(turns), "--thread", f"lg-steps-{spec.name}-{os.getpid()}"]
+    command += ["--table", spec.table, "--turns", str(turns), "--thread", thread, "--size", str(size)]
     if spec.name == "baton":
         command += ["--secret", secret]
     if spec.bucket:
@@ -488,6 +597,17 @@ def run_one(
     return run
 
 
+def _why_not(run: ClientRun) -> str:
+    """Why a run did not reach the end of the graph: the first saver call that failed, else the failure."""
+    failed = next((c for c in run.calls if c.error), None)
+    if failed is None:
+        return run.failure or "it did not finish"
+    reason = f"its `{failed.kind}` (invocation {failed.invocation}, step {failed.step}) failed: {failed.error}"
+    if failed.dynamodb_errors:
+        reason += f" (DynamoDB answered {failed.dynamodb_errors[0]})"
+    return reason[:400]
+
+
 def measure(
     meter: Meter,
     endpoint: str,
@@ -496,42 +616,59 @@ def measure(
     env: dict[str, str] | None = None,
     log_path: Path = BENCH / "results" / "langgraph_steps.log",
     progress: Callable[[str], None] = print,
+    sizes: Sequence[int] = SIZES,
 ) -> dict[str, Any]:
-    """Run the graph on every saver whose environment exists; the summary `table` renders."""
+    """Run the graph at every state size on every saver whose environment exists; the summary `table` renders. A
+    saver that cannot run the graph at a size is reported missing there, with the reason, not measured in part."""
     log_path.parent.mkdir(parents=True, exist_ok=True)
     if env is None:
         from sidebyside import client_env
 
         env = client_env()
-    runs: dict[str, ClientRun] = {}
-    missing: dict[str, str] = {}
+    missing = {spec.name: f"no interpreter at {spec.python}" for spec in CLIENTS if not spec.python.exists()}
+    by_size: dict[str, Any] = {}
     with log_path.open("w", encoding="utf-8") as log:
-        for spec in CLIENTS:
-            if not spec.python.exists():
-                missing[spec.name] = f"no interpreter at {spec.python}"
-                continue
-            try:
-                runs[spec.name] = run_one(meter, spec, endpoint, secret, turns, log, env)
-            except (RuntimeError, ValueError) as exc:
-                missing[spec.name] = f"{type(exc).__name__}: {exc}"[:300]
-            progress(f"  LangGraph graph steps: {spec.name} done")
-    return summarize(runs, missing, turns)
-
-
-def _median_counts(counters: list[dict[str, int]]) -> dict[str, float]:
-    names = sorted({name for c in counters for name in c})
-    return {name: statistics.median(c.get(name, 0) for c in counters) for name in names}
+        for size in sizes:
+            runs: dict[str, ClientRun] = {}
+            failed: dict[str, str] = {}
+            for spec in CLIENTS:
+                if spec.name in missing:
+                    continue
+                try:
+                    run = run_one(meter, spec, endpoint, secret, turns, log, env, size)
+                except (RuntimeError, ValueError) as exc:
+                    failed[spec.name] = f"{type(exc).__name__}: {exc}"[:300]
+                    continue
+                if run.finished and not run.failure:
+                    runs[spec.name] = run
+                else:
+                    failed[spec.name] = _why_not(run)
+                progress(f"  LangGraph graph steps: {_size_label(size)}, {spec.name} done")
+            by_size[str(size)] = summarize(runs, failed, turns) | {"size": size}
+    labels = {spec.name: spec.label for spec in CLIENTS}
+    return {
+        "seed": SEED,
+        "turns": turns,
+        "sizes": list(sizes),
+        "labels": labels,
+        "missing": missing,
+        "by_size": by_size,
+    }
 
 
 def _step_totals(calls: list[CallFigures]) -> dict[str, Any]:
     requests: Counter[str] = Counter()
     s3: Counter[str] = Counter()
+    refused: Counter[str] = Counter()
     for call in calls:
         requests.update(call.requests)
         s3.update(call.s3_requests)
+        refused.update(call.refused)
     return {
         "requests": dict(requests),
         "request_count": sum(requests.values()),
+        "refused": dict(refused),
+        "refused_count": sum(refused.values()),
         "write_units": sum(c.write_units for c in calls),
         "read_units": sum(c.read_units for c in calls),
         "growth_bytes": sum(c.growth_bytes for c in calls),
@@ -545,32 +682,47 @@ def _step_totals(calls: list[CallFigures]) -> dict[str, Any]:
 
 
 def summarize(runs: dict[str, ClientRun], missing: dict[str, str], turns: int) -> dict[str, Any]:
-    """Per client: each step's totals, the means over the second invocation's steps, the reads at each
-    invocation's start, the whole run's totals."""
+    """Per client: each step's totals, the means over the second invocation's steps and what a million such steps
+    cost, the reads at each invocation's start, the whole run's totals."""
+    from prices import per_million
+
     clients: dict[str, Any] = {}
     for name, run in runs.items():
         steps = {step: _step_totals(calls) for step, calls in run.steps(2).items()}
         per_step = list(steps.values())
-        scalar = ("request_count", "write_units", "read_units", "growth_bytes", "s3_count", "s3_stored_bytes", "https")
+        scalar = (
+            "request_count",
+            "refused_count",
+            "write_units",
+            "read_units",
+            "growth_bytes",
+            "s3_count",
+            "s3_stored_bytes",
+            "https",
+        )
         # Per step: the second invocation's totals over its steps (one put each). LangGraph's async durability sends
         # a step's writes before or after the previous put as its threads go, so a step's own calls vary: the mean
         # over the invocation is what a step costs.
         second = [c for c in run.calls if c.invocation == 2 and c.kind in ("put", "put_writes")]
         count = sum(1 for c in second if c.kind == "put")
         totals = _step_totals(second)
-        medians: dict[str, Any] = {k: totals[k] / count if count else None for k in scalar}
-        for counted in ("requests", "s3_requests", "calls"):
-            medians[counted] = {name: n / count for name, n in totals[counted].items()} if count else {}
+        means: dict[str, Any] = {k: totals[k] / count if count else None for k in scalar}
+        for counted in ("requests", "refused", "s3_requests", "calls"):
+            means[counted] = {name: n / count for name, n in totals[counted].items()} if count else {}
+        means["dollars_per_million"] = (
+            per_million(means["write_units"], means["read_units"], means["s3_requests"]) if count else None
+        )
         starts = [_step_totals([c]) for c in run.calls if c.kind == "get_tuple"]
         clients[name] = {
             "name": name,
             "label": next(s.label for s in CLIENTS if s.name == name),
             "failure": run.failure,
             "errors": [f"{c.kind} step {c.step}: {c.error}" for c in run.calls if c.error],
+            "dynamodb_errors": [f"{c.kind} step {c.step}: {e}" for c in run.calls for e in c.dynamodb_errors],
             "finished": run.finished,
             "steps": {str(k): v for k, v in steps.items()},
             "first_invocation_steps": len(run.steps(1)),
-            "median_step": medians,
+            "median_step": means,
             "last_step": per_step[-1] if per_step else None,
             "invocation_start": starts,
             "whole_run": _step_totals(run.calls),
@@ -597,10 +749,30 @@ def _num(value: float | None) -> str:
     return f"{int(value):,}" if float(value).is_integer() else f"{value:,.1f}"
 
 
+def _dollars(value: float | None) -> str:
+    """`$4.23`."""
+    return "—" if value is None else f"${value:,.2f}"
+
+
+def _kb(size: float | None) -> str:
+    """Bytes as `33.9 KB`."""
+    return "—" if size is None else f"{size / 1000:,.1f} KB"
+
+
+def _size_label(size: int) -> str:
+    """`6 KB`, `309 KB`."""
+    return f"{size / 1000:g} KB"
+
+
 def _ops(counts: dict[str, float]) -> str:
     """`3 UpdateItem + 2 BatchWriteItem`, most first."""
     shown = [f"{_num(n)} {op}" for op, n in sorted(counts.items(), key=lambda kv: (-kv[1], kv[0])) if n]
     return " + ".join(shown) or "none"
+
+
+def _counted(total: float | None, counts: dict[str, float]) -> str:
+    """`3.1: 2.1 UpdateItem + 1 BatchWriteItem`, or `0`."""
+    return f"{_num(total)}: {_ops(counts)}" if total else _num(total)
 
 
 def _ratio(baton: float | None, peer: float | None) -> str:
@@ -621,6 +793,13 @@ def _common_shape(run: dict[str, Any], kind: str) -> str:
     return f"{shape or 'none'} ({times} of {sum(shapes.values())})"
 
 
+def _messages_range(client: dict[str, Any]) -> str:
+    """`messages` where the measured steps start and where they end: `33.9 → 48.6 KB`."""
+    finished = client["finished"]
+    start, end = finished.get("messages_bytes_at_start"), finished.get("messages_bytes")
+    return f"{_kb(start).removesuffix(' KB')} → {_kb(end)}"
+
+
 def _rows(client: dict[str, Any]) -> list[str]:
     """One client's column of the step table, in the order of `STEP_ROWS`."""
     step = client["median_step"]
@@ -636,6 +815,7 @@ def _rows(client: dict[str, Any]) -> list[str]:
         f"{len(client['steps'])} ({client['first_invocation_steps']})",
         _ops(step["calls"]),
         f"{_num(step['request_count'])}: {_ops(step['requests'])}",
+        _counted(step["refused_count"], step["refused"]),
         _common_shape(client, "put"),
         _common_shape(client, "put_writes"),
         _num(step["write_units"]),
@@ -644,10 +824,11 @@ def _rows(client: dict[str, Any]) -> list[str]:
         _num(step["growth_bytes"]),
         _ops(step["s3_requests"]),
         _num(step["https"]) if baton else "none (DynamoDB directly)",
+        _dollars(step["dollars_per_million"]),
         f"{last['request_count']} / {last['write_units']} / {last['growth_bytes']:,}" if last else "—",
         starts or "—",
         f"{whole['request_count']} / {whole['write_units']} / {_num(whole['read_units'])} / {whole['growth_bytes']:,}",
-        f"{finished.get('messages', '—')} ({_num(finished.get('messages_bytes'))} B)",
+        f"{finished.get('messages', '—')} messages, {_messages_range(client)}",
     ]
 
 
@@ -655,6 +836,7 @@ STEP_ROWS = (
     "graph steps measured (the first invocation's)",
     "saver calls",
     "DynamoDB requests",
+    "requests refused by design (conditional writes DynamoDB refused)",
     "requests of a `put` (`?` conditional, `!` consistent)",
     "requests of a `put_writes`",
     "write units",
@@ -663,10 +845,11 @@ STEP_ROWS = (
     "stored item bytes (table growth)",
     "S3 requests",
     "HTTPS round trips",
+    "$ per million supersteps (write and read units, S3 requests)",
     "last step: requests / write units / stored bytes",
     "start of each invocation (`get_tuple`)",
     "whole run, both invocations: requests / write units / read units / stored bytes",
-    "messages at the end (JSON bytes)",
+    "`messages` at the end: count, canonical JSON from the first measured step to the end",
 )
 
 
@@ -679,6 +862,7 @@ def _notes(clients: dict[str, Any], names: list[str]) -> list[str]:
         if client["failure"]:
             notes.append(f"{label}: {client['failure']}")
         notes += [f"{label}: {error}" for error in client["errors"]]
+        notes += [f"{label}: DynamoDB or S3 refused {error}" for error in client.get("dynamodb_errors", [])]
         if finished.get("early"):
             notes.append(
                 f"{label}: {finished['early']} `put_writes` were called before the `put` of their checkpoint had "
@@ -692,76 +876,175 @@ def _notes(clients: dict[str, Any], names: list[str]) -> list[str]:
     return notes
 
 
+OVERVIEW = (
+    ("DynamoDB requests", "request_count"),
+    ("refused by design", "refused_count"),
+    ("HTTPS calls", "https"),
+    ("write units", "write_units"),
+    ("read units", "read_units"),
+    ("S3 requests", "s3_count"),
+    ("$ per million supersteps", "dollars_per_million"),
+)
+"""The overview's columns: (title, figure of a step)."""
+COMPARED = ("request_count", "refused_count", "write_units", "read_units", "s3_count", "dollars_per_million")
+"""Figures of a step the Baton / peer table compares."""
+
+
+def _overview(summary: dict[str, Any]) -> list[str]:
+    """One row per state size and saver: what a graph step costs."""
+    lines = [
+        "| state at the measured steps (`messages`) | saver | " + " | ".join(title for title, _ in OVERVIEW) + " |",
+        "|---|---|" + "---|" * len(OVERVIEW),
+    ]
+    for size in summary["sizes"]:
+        result = summary["by_size"][str(size)]
+        clients = result["clients"]
+        for spec in CLIENTS:
+            if spec.name in clients:
+                client = clients[spec.name]
+                step = client["median_step"]
+                cells = [
+                    _dollars(step[key])
+                    if key == "dollars_per_million"
+                    else (_num(step[key]) if spec.name == "baton" or key != "https" else "none")
+                    for _, key in OVERVIEW
+                ]
+                state = f"{_size_label(size)} ({_messages_range(client)})"
+                lines.append(f"| {state} | {spec.label} | " + " | ".join(cells) + " |")
+            elif spec.name in result["missing"] or spec.name in summary["missing"]:
+                reason = result["missing"].get(spec.name) or summary["missing"][spec.name]
+                lines.append(f"| {_size_label(size)} | {spec.label} | not measured: {reason} |" + " |" * 6)
+    return lines
+
+
+def _comparison(summary: dict[str, Any]) -> list[str]:
+    """Baton over each peer at each size, and whether Baton's superstep is the cheapest of all savers."""
+    lines = [
+        "Baton / peer, per graph step (✅: Baton spends at most the peer's):",
+        "",
+        "| state | peer | DynamoDB requests | refused by design | write units | read units | S3 requests | "
+        "$ per million supersteps | whole run: requests | write units | stored bytes |",
+        "|---|---|---|---|---|---|---|---|---|---|---|",
+    ]
+    verdicts = []
+    for size in summary["sizes"]:
+        result = summary["by_size"][str(size)]
+        clients = result["clients"]
+        if "baton" not in clients:
+            verdicts.append(f"- {_size_label(size)}: Baton was not measured")
+            continue
+        baton = clients["baton"]
+        peers = [spec.name for spec in CLIENTS if spec.name != "baton" and spec.name in clients]
+        for peer in peers:
+            cells = [_ratio(baton["median_step"][k], clients[peer]["median_step"][k]) for k in COMPARED]
+            cells += [
+                _ratio(baton["whole_run"][k], clients[peer]["whole_run"][k])
+                for k in ("request_count", "write_units", "growth_bytes")
+            ]
+            lines.append(f"| {_size_label(size)} | {clients[peer]['label']} | " + " | ".join(cells) + " |")
+        if not peers:
+            verdicts.append(f"- {_size_label(size)}: no peer was measured")
+            continue
+        own = baton["median_step"]["dollars_per_million"]
+        cheapest = min(peers, key=lambda name: clients[name]["median_step"]["dollars_per_million"])
+        theirs = clients[cheapest]["median_step"]["dollars_per_million"]
+        mark = "✅ the lowest of all savers" if own <= theirs else "❌ not the lowest"
+        unmeasured = [CLIENTS_BY_NAME[n].label for n in result["missing"] if n != "baton"]
+        verdicts.append(
+            f"- {_size_label(size)}: Baton {_dollars(own)} per million supersteps, the cheapest peer "
+            f"{clients[cheapest]['label']} {_dollars(theirs)}: {mark}"
+            + (f" of those measured ({', '.join(unmeasured)} could not run)" if unmeasured else "")
+        )
+    return [*lines, "", *verdicts]
+
+
+def _details(summary: dict[str, Any], size: int) -> list[str]:
+    """Every figure of one state size, a column per saver, and what went differently from plan."""
+    result = summary["by_size"][str(size)]
+    clients = result["clients"]
+    names = [s.name for s in CLIENTS if s.name in clients]
+    lines = [f"### {_size_label(size)}: every figure ({result['turns']} turns)", ""]
+    if result["missing"]:
+        lines += [f"- {CLIENTS_BY_NAME[name].label} not measured: {why}" for name, why in result["missing"].items()]
+        lines.append("")
+    if not names:
+        return lines
+    labels = " | ".join(clients[n]["label"] for n in names)
+    lines += [f"| per graph step (mean over the second invocation) | {labels} |", "|---" * (len(names) + 1) + "|"]
+    columns = [_rows(clients[n]) for n in names]
+    for number, title in enumerate(STEP_ROWS):
+        lines.append(f"| {title} | " + " | ".join(column[number] for column in columns) + " |")
+    lines.append("")
+    notes = _notes(clients, names)
+    lines += [f"- {note}" for note in notes] or ["Every saver ran the graph to the end with the same messages."]
+    return [*lines, ""]
+
+
+CLIENTS_BY_NAME = {spec.name: spec for spec in CLIENTS}
+
+
 def table(summary: dict[str, Any]) -> str:
     """The report's "LangGraph graph steps" section (Markdown, with its heading)."""
-    clients = summary["clients"]
-    names = [s.name for s in CLIENTS if s.name in clients]
-    seed, turns = summary["seed"], summary["turns"]
+    seed, turns, sizes = summary["seed"], summary["turns"], summary["sizes"]
     lines = [
         "## LangGraph graph steps",
         "",
         "One LangGraph graph (`bench/langgraph_steps.py`) run on each saver against the same metered moto: an agent",
         "loop of three nodes (agent → tools → human), each appending a 1-2 KB message of real text to a `messages`",
-        f"channel (`operator.add`; seed {seed}, the same messages on every saver), and three small channels.",
-        f"`human` calls `interrupt()` on the first turn; a second invocation resumes it and loops to turn {turns}.",
-        "LangGraph's default durability (`async`). Baton: `BatonSaver`, its HTTP requests served in its process by the",
-        "api handler (API Gateway events, one at a time), its DynamoDB and S3 requests metered server side like the",
-        "peer's. A graph step is its tasks' `put_writes` and the `put` of the checkpoint it ends with; figures are",
-        "means over the second invocation's steps (the `messages` value grows by a message a step, so later steps",
-        "cost more: see the last step). Stored bytes: the table's growth (each written item's new size minus its old,",
-        "as DynamoDB sizes items). Each saver call is metered alone (calls are serialized).",
+        f"channel (`operator.add`; seed {seed}, the same messages on every saver), and three small channels. It runs",
+        "once per state size, on a fresh thread whose first input is a seeded conversation of real text (`states.py`:",
+        "user and assistant turns, tool calls and their answers) sized so that `messages` holds "
+        + ", ".join(_size_label(s) for s in sizes),
+        "of canonical JSON where the measured steps start; each step appends about 1.5 KB to it (the state column",
+        "gives `messages` at the first measured step → at the end). `human` calls `interrupt()` on the first turn; a",
+        f"second invocation resumes it and loops to turn {turns}. LangGraph's default durability (`async`). Baton:",
+        "`BatonSaver`, its HTTP requests served in its process by the api handler (API Gateway events, one at a time),",
+        "its DynamoDB and S3 requests metered server side like the peers'. `langgraph-checkpoint-aws` with its S3",
+        "offload (a checkpoint over 350 KB goes to an object), without and with its gzip option;",
+        "`langgraph-checkpoint-amazon-dynamodb` has no offload. A graph step (a superstep) is its tasks' `put_writes`",
+        "and the `put` of the checkpoint it ends with; figures are means over the second invocation's steps. Refused",
+        "by design: conditional writes DynamoDB refused (`ConditionalCheckFailed`, counted by the meter). $ per",
+        "million supersteps: write and read request units and S3 requests at on-demand prices (`bench/prices.py`;",
+        "storage is not per step). Stored bytes: the table's growth (each written item's new size minus its old, as",
+        "DynamoDB sizes items). Each saver call is metered alone (calls are serialized).",
         "",
     ]
-    lines += [f"- {name} not measured: {reason}" for name, reason in summary["missing"].items()]
-    if not names:
-        return "\n".join(lines)
-    labels = " | ".join(clients[n]["label"] for n in names)
-    lines += [f"| per graph step (mean over the second invocation) | {labels} |"]
-    lines += ["|---" * (len(names) + 1) + "|"]
-    columns = [_rows(clients[n]) for n in names]
-    for number, title in enumerate(STEP_ROWS):
-        lines.append(f"| {title} | " + " | ".join(column[number] for column in columns) + " |")
-    lines.append("")
-    peers = [n for n in names if n != "baton"]
-    if "baton" in clients and peers:
-        figures = ("request_count", "write_units", "read_units", "growth_bytes")
-        lines += [
-            "Baton / peer (✅: Baton spends at most the peer's):",
-            "",
-            "| peer | per step: DynamoDB requests | write units | read units | stored bytes | whole run: requests | "
-            "write units | read units | stored bytes |",
-            "|---|---|---|---|---|---|---|---|---|",
-        ]
-        baton = clients["baton"]
-        for peer in peers:
-            cells = [_ratio(baton["median_step"][k], clients[peer]["median_step"][k]) for k in figures]
-            cells += [_ratio(baton["whole_run"][k], clients[peer]["whole_run"][k]) for k in figures]
-            lines.append(f"| {clients[peer]['label']} | " + " | ".join(cells) + " |")
-        lines.append("")
-    notes = _notes(clients, names)
-    lines += [f"- {note}" for note in notes] or ["Every saver ran the graph to the end with the same messages."]
-    return "\n".join(lines)
+    lines += [
+        f"- {summary['labels'].get(name, name)} not measured: {reason}" for name, reason in summary["missing"].items()
+    ]
+    lines += ["Per graph step (mean over the second invocation's steps):", "", *_overview(summary), ""]
+    lines += [*_comparison(summary), ""]
+    for size in sizes:
+        lines += _details(summary, size)
+    return "\n".join(lines).rstrip() + "\n"
 
 
 def main() -> int:
     """`client ...` (in a client's environment) or the standalone comparison on a metered moto of its own."""
     if len(sys.argv) > 1 and sys.argv[1] == "client":
         parser = argparse.ArgumentParser(description="one saver's run of the graph (driven by the orchestrator)")
-        parser.add_argument("client", choices=("baton", "aws", "aws-gzip"))
+        parser.add_argument("client", choices=[spec.name for spec in CLIENTS])
         parser.add_argument("--endpoint", required=True)
         parser.add_argument("--table", required=True)
         parser.add_argument("--secret")
         parser.add_argument("--bucket")
         parser.add_argument("--turns", type=int, default=TURNS)
         parser.add_argument("--thread", required=True)
+        parser.add_argument("--size", type=int, default=SIZES[0])
         args = parser.parse_args(sys.argv[2:])
-        return run_client(args.client, args.endpoint, args.table, args.secret, args.bucket, args.turns, args.thread)
+        return run_client(
+            args.client, args.endpoint, args.table, args.secret, args.bucket, args.turns, args.thread, args.size
+        )
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0] if __doc__ else None)
     parser.add_argument("--turns", type=int, default=TURNS)
     parser.add_argument("--quick", action="store_true", help=f"{QUICK_TURNS} turns")
+    parser.add_argument(
+        "--sizes", default=",".join(str(s) for s in SIZES), help="bytes of `messages` where the measured steps start"
+    )
     parser.add_argument("--json", type=Path, help="write the summary here")
     args = parser.parse_args()
     turns = QUICK_TURNS if args.quick else args.turns
+    sizes = [int(size) for size in args.sizes.split(",")]
 
     import boto3
 
@@ -777,11 +1060,11 @@ def main() -> int:
         from baton.store.schema import ensure_bucket, ensure_table
 
         ensure_table(boto3.client("dynamodb", endpoint_url=endpoint, region_name=REGION), bench_run.BATON_TABLE)
-        baton = next(spec for spec in CLIENTS if spec.name == "baton")
+        baton = CLIENTS_BY_NAME["baton"]
         assert baton.bucket is not None
         ensure_bucket(s3_client(endpoint), baton.bucket)
         secret = bench_run.issue_key(endpoint)
-        summary = measure(server.meter, endpoint, secret, turns)
+        summary = measure(server.meter, endpoint, secret, turns, sizes=sizes)
     finally:
         server.stop()
     if args.json:

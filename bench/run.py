@@ -11,9 +11,9 @@ Steps, in one run (a few minutes on a 2-core machine, progress printed; the firs
    (without and with gzip, both with their S3 offload), each in its own process and environment, on the same seeded
    states (1, 4, 32, 256 KB, 2 MB): own CPU, DynamoDB and S3 requests, item and object bytes, write and read units
    and the cost at on-demand prices of a first save, a second save and a read of the latest.
-   Then one LangGraph graph run step by step on `BatonSaver` and on `langgraph-checkpoint-aws`'s `DynamoDBSaver`
-   (`langgraph_steps.py`): DynamoDB requests, write and read units, stored bytes, S3 requests and HTTPS round
-   trips per graph step.
+   Then one LangGraph graph run step by step on `BatonSaver` and on both peers' `DynamoDBSaver`
+   (`langgraph_steps.py`), from conversations of 6, 34 and 309 KB: DynamoDB requests, refused conditional writes,
+   write and read units, stored bytes, S3 requests, HTTPS round trips and $ per million graph steps.
 4. Baton's own CPU with AWS stubbed (`warm.py`), and its whole cold request against a boto3 baseline
    (`coldstart.py`).
 5. `bench/report.md` with every figure, every budget's verdict and the headlines, and `bench/report.png` (drawn by
@@ -141,7 +141,8 @@ def main(argv: list[str] | None = None) -> int:
             notes.append(f"Baton's own CPU with AWS stubbed and its cold request were not measured: {_last(exc)}")
             progress(f"could not record Baton's answers ({_last(exc)}); side by side next")
         side = sidebyside.measure(server.meter, endpoint, secret, args.reps, progress=progress, big_reps=args.big_reps)
-        progress(f"one LangGraph graph, {args.turns} turns, on each saver (bench/langgraph_steps.py)")
+        sizes = ", ".join(f"{size // 1000} KB" for size in langgraph_steps.SIZES)
+        progress(f"one LangGraph graph, {args.turns} turns, on each saver at {sizes} (bench/langgraph_steps.py)")
         graph_steps = langgraph_steps.measure(server.meter, endpoint, secret, args.turns, progress=progress)
     finally:
         server.stop()
