@@ -99,6 +99,27 @@ def query(client: DynamoDBClient, reads: Reads | None = None, **request: Any) ->
     return QueryPages(client, request, reads)
 
 
+def count(
+    client: DynamoDBClient, enough: int | None = None, max_requests: int | None = None, **request: Any
+) -> tuple[int, bool]:
+    """How many items a Query's filter keeps (`Select=COUNT`: no item is read back), page by page, and whether it
+    counted them all: it stops once it has counted `enough`, or after `max_requests` Queries."""
+    counted = 0
+    request = {**request, "Select": "COUNT"}
+    made = 0
+    while max_requests is None or made < max_requests:
+        answer = client.query(**request)
+        made += 1
+        counted += int(answer.get("Count", 0))
+        last = answer.get("LastEvaluatedKey")
+        if not last:
+            return counted, True
+        if enough is not None and counted >= enough:
+            break
+        request["ExclusiveStartKey"] = last
+    return counted, False
+
+
 def write_all(client: DynamoDBClient, table: str, requests: Sequence[dict[str, Any]]) -> None:
     """Every Put and Delete request, `BATCH_WRITE_ITEMS` per BatchWriteItem, sending again what DynamoDB leaves
     unprocessed (`WRITE_ROUNDS` rounds, backing off), then 503. Unconditional: for items only this request names."""

@@ -119,9 +119,6 @@ TUPLE_SYNTAX_BYTES: Final = 256
 VALUE_SYNTAX_BYTES: Final = 64
 WRITE_SYNTAX_BYTES: Final = 128
 """A pending write's field names, its index and punctuation."""
-WRITE_ROUNDS: Final = 4
-"""BatchWriteItem rounds for what DynamoDB leaves unprocessed (then 503)."""
-WRITE_BACKOFF_SECONDS: Final = 0.05
 
 MAX_REFRESH_SLACK_MS: Final = 60_000
 LATEST_PROBE_ITEMS: Final = 4
@@ -968,13 +965,18 @@ class ThreadStore:
         return _live_head(answer.get("Item"), now_ms)
 
     def _deleted(self, pk: str, head: Head) -> bool:
-        """True when the thread was deleted and no checkpoint was put since (Queries that count under a read budget,
-        reading no item back: a deleted thread's partition holds tombstones; a spent budget answers False)."""
+        """True when the thread was deleted and no checkpoint was put since (Queries that count, reading no item back,
+        at most `MAX_DELETED_PROBES`: a deleted thread's partition holds tombstones; past them, False)."""
         if head.floor_ms == 0:
             return False
+        found, whole = dynamo.count(self._client, 1, MAX_DELETED_PROBES, **self._life_request(pk, head))
+        return whole and found == 0
+
+    def _life_request(self, pk: str, head: Head) -> dict[str, Any]:
+        """A Query of the thread's checkpoints of the head's life (its generation, put since its last delete)."""
         condition = f"#{schema.PK} = :pk AND begins_with(#{schema.SK}, :prefix)"
         mine = f"#{GENERATION} = :g AND #{UPDATED} > :floor"
-        request: dict[str, Any] = {
+        return {
             "TableName": self._table,
             "KeyConditionExpression": condition,
             "FilterExpression": mine,
@@ -985,17 +987,8 @@ class ThreadStore:
                 ":g": {"S": head.generation},
                 ":floor": {"N": str(head.floor_ms)},
             },
-            "Select": "COUNT",
             "ConsistentRead": True,
         }
-        for _ in range(MAX_DELETED_PROBES):
-            answer = self._client.query(**request)
-            if int(answer.get("Count", 0)):
-                return False
-            if not answer.get("LastEvaluatedKey"):
-                return True
-            request["ExclusiveStartKey"] = answer["LastEvaluatedKey"]
-        return False
 
     def get(
         self, tenant_id: str, agent_id: str, thread_id: str, namespace: str, checkpoint_id: str | None, now_ms: int
@@ -1348,29 +1341,7 @@ class ThreadStore:
 
     def _count_checkpoints(self, pk: str, head: Head) -> int:
         """How many checkpoints the thread's current life holds (Queries that count, reading no item back)."""
-        condition = f"#{schema.PK} = :pk AND begins_with(#{schema.SK}, :prefix)"
-        mine = f"#{GENERATION} = :g AND #{UPDATED} > :floor"
-        request: dict[str, Any] = {
-            "TableName": self._table,
-            "KeyConditionExpression": condition,
-            "FilterExpression": mine,
-            "ExpressionAttributeNames": names_in(condition, mine),
-            "ExpressionAttributeValues": {
-                ":pk": {"S": pk},
-                ":prefix": {"S": layout.THREAD_CHECKPOINT},
-                ":g": {"S": head.generation},
-                ":floor": {"N": str(head.floor_ms)},
-            },
-            "Select": "COUNT",
-            "ConsistentRead": True,
-        }
-        counted = 0
-        while True:
-            answer = self._client.query(**request)
-            counted += int(answer.get("Count", 0))
-            if not answer.get("LastEvaluatedKey"):
-                return counted
-            request["ExclusiveStartKey"] = answer["LastEvaluatedKey"]
+        return dynamo.count(self._client, **self._life_request(pk, head))[0]
 
     def _keep_latest(self, pk: str, head: Head) -> int:
         """Delete every checkpoint but the latest of each namespace, and the values and write values only they held;
@@ -1417,20 +1388,15 @@ class ThreadStore:
         """Keys of the partition's items under each prefix (consistent Queries of keys only)."""
         condition = f"#{schema.PK} = :pk AND begins_with(#{schema.SK}, :prefix)"
         for prefix in prefixes:
-            request: dict[str, Any] = {
-                "TableName": self._table,
-                "KeyConditionExpression": condition,
-                "ProjectionExpression": _KEYS_ONLY,
-                "ExpressionAttributeNames": names_in(condition, _KEYS_ONLY),
-                "ExpressionAttributeValues": {":pk": {"S": pk}, ":prefix": {"S": prefix}},
-                "ConsistentRead": True,
-            }
-            while True:
-                answer = self._client.query(**request)
-                yield from answer.get("Items", [])
-                if not answer.get("LastEvaluatedKey"):
-                    break
-                request["ExclusiveStartKey"] = answer["LastEvaluatedKey"]
+            yield from dynamo.query(
+                self._client,
+                TableName=self._table,
+                KeyConditionExpression=condition,
+                ProjectionExpression=_KEYS_ONLY,
+                ExpressionAttributeNames=names_in(condition, _KEYS_ONLY),
+                ExpressionAttributeValues={":pk": {"S": pk}, ":prefix": {"S": prefix}},
+                ConsistentRead=True,
+            )
 
     def copy(self, tenant_id: str, agent_id: str, source_id: str, target_id: str, now_ms: int, deadline: float) -> int:
         """Copy every checkpoint (with its pending writes) and value of a thread into another (merged into it when it
@@ -1474,27 +1440,23 @@ class ThreadStore:
     def _all_of_generation(self, pk: str, head: Head) -> Iterator[Item]:
         """Every item of the thread's current generation except its head."""
         condition = f"#{schema.PK} = :pk"
-        request: dict[str, Any] = {
-            "TableName": self._table,
-            "KeyConditionExpression": condition,
-            "ExpressionAttributeNames": names_in(condition),
-            "ExpressionAttributeValues": {":pk": {"S": pk}},
-            "ConsistentRead": True,
-        }
-        while True:
-            answer = self._client.query(**request)
-            for item in answer.get("Items", []):
-                sk = item[schema.SK]["S"]
-                if sk == layout.THREAD_HEAD_SK:
-                    continue
-                if sk.startswith(layout.THREAD_VALUE):
-                    if sk.startswith(layout.thread_values(head.generation)):
-                        yield item
-                elif head.shows(item) or item.get(GENERATION, {}).get("S") == "":
+        items = dynamo.query(
+            self._client,
+            TableName=self._table,
+            KeyConditionExpression=condition,
+            ExpressionAttributeNames=names_in(condition),
+            ExpressionAttributeValues={":pk": {"S": pk}},
+            ConsistentRead=True,
+        )
+        for item in items:
+            sk = item[schema.SK]["S"]
+            if sk == layout.THREAD_HEAD_SK:
+                continue
+            if sk.startswith(layout.THREAD_VALUE):
+                if sk.startswith(layout.thread_values(head.generation)):
                     yield item
-            if not answer.get("LastEvaluatedKey"):
-                return
-            request["ExclusiveStartKey"] = answer["LastEvaluatedKey"]
+            elif head.shows(item) or item.get(GENERATION, {}).get("S") == "":
+                yield item
 
     def delete_for_runs(self, tenant_id: str, agent_id: str, run_ids: Iterable[str]) -> int:
         """Delete the agent's thread checkpoints whose metadata names one of `run_ids` (found through gsi1, one
@@ -1503,20 +1465,16 @@ class ThreadStore:
         condition = f"#{schema.GSI1_PK} = :gpk"
         with translated_errors():
             for run_id in dict.fromkeys(run_ids):
-                request: dict[str, Any] = {
-                    "TableName": self._table,
-                    "IndexName": schema.GSI1,
-                    "KeyConditionExpression": condition,
-                    "ProjectionExpression": _KEYS_ONLY,
-                    "ExpressionAttributeNames": names_in(condition, _KEYS_ONLY),
-                    "ExpressionAttributeValues": {":gpk": {"S": layout.run_index_pk(tenant_id, agent_id, run_id)}},
-                }
-                while True:
-                    answer = self._client.query(**request)
-                    doomed += [layout.key(*layout.identity(item)) for item in answer.get("Items", [])]
-                    if not answer.get("LastEvaluatedKey"):
-                        break
-                    request["ExclusiveStartKey"] = answer["LastEvaluatedKey"]
+                found_keys = dynamo.query(
+                    self._client,
+                    TableName=self._table,
+                    IndexName=schema.GSI1,
+                    KeyConditionExpression=condition,
+                    ProjectionExpression=_KEYS_ONLY,
+                    ExpressionAttributeNames=names_in(condition, _KEYS_ONLY),
+                    ExpressionAttributeValues={":gpk": {"S": layout.run_index_pk(tenant_id, agent_id, run_id)}},
+                )
+                doomed += [layout.key(*layout.identity(item)) for item in found_keys]
             if doomed:
                 # Their children may keep versions they hold in their items: those go to value items first.
                 found = batch_get(self._client, self._table, doomed)
@@ -1531,24 +1489,10 @@ class ThreadStore:
     # -- batches ------------------------------------------------------------------------------------------------
 
     def _batch_put(self, items: list[Item]) -> None:
-        self._batch_write([{"PutRequest": {"Item": item}} for item in items])
+        dynamo.put_all(self._client, self._table, items)
 
     def _batch_delete(self, keys: list[Item]) -> None:
-        self._batch_write([{"DeleteRequest": {"Key": key}} for key in keys])
-
-    def _batch_write(self, requests: list[dict[str, Any]]) -> None:
-        """Every request, 25 per BatchWriteItem, sending again what DynamoDB leaves unprocessed (then 503)."""
-        for start in range(0, len(requests), 25):
-            pending: Any = requests[start : start + 25]
-            for attempt in range(WRITE_ROUNDS):
-                if attempt:
-                    time.sleep(WRITE_BACKOFF_SECONDS * 2 ** (attempt - 1))
-                answer = self._client.batch_write_item(RequestItems={self._table: pending})
-                pending = (answer.get("UnprocessedItems") or {}).get(self._table, [])
-                if not pending:
-                    break
-            else:
-                raise Unavailable(UNAVAILABLE_MESSAGE)
+        dynamo.delete_all(self._client, self._table, keys)
 
 
 def _answered(size: int, in_bucket: bool) -> int:
