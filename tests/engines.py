@@ -237,17 +237,12 @@ def fresh_table(client: Any, table: str) -> None:
     """`table` as Baton creates it (`baton.store.schema.create_table_request`, TTL on), empty: deleted first if it
     exists. Three requests where DynamoDB Local deletes and creates at once (it does), instead of `ensure_table`'s
     six with its describes and waiters: every test on DynamoDB Local starts with this."""
-    from baton.store.schema import TABLE, create_table_request
+    from baton.store.schema import create_table
 
     with contextlib.suppress(client.exceptions.ResourceNotFoundException):
         client.delete_table(TableName=table)
     try:
-        created = client.create_table(**create_table_request(table))
+        create_table(client, table)
     except client.exceptions.ResourceInUseException:  # still being deleted: wait for it, then create
         client.get_waiter("table_not_exists").wait(TableName=table, WaiterConfig={"Delay": 1, "MaxAttempts": 30})
-        created = client.create_table(**create_table_request(table))
-    if created["TableDescription"]["TableStatus"] != "ACTIVE":
-        client.get_waiter("table_exists").wait(TableName=table, WaiterConfig={"Delay": 1, "MaxAttempts": 30})
-    client.update_time_to_live(
-        TableName=table, TimeToLiveSpecification={"Enabled": True, "AttributeName": TABLE.ttl_attribute}
-    )
+        create_table(client, table)

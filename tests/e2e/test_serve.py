@@ -154,18 +154,24 @@ def test_a_known_path_with_another_method_answers_405_with_allow(embedded: Baton
         assert method in response.json()["error"]["message"]
 
 
-def test_ctrl_c_stops_serve_with_status_0(monkeypatch: pytest.MonkeyPatch) -> None:
-    # Given a running `baton serve` on embedded moto that has answered a request
-    server = start_without_dev_key_env(monkeypatch)
+def assert_ctrl_c_stops(server: Any) -> None:
+    """A running server that answered a request exits with status 0 on SIGINT (as from Ctrl-C) and says it stopped
+    (its last line); it is killed in any case."""
     try:
         assert httpx.get(f"{server.url}/v1/health", timeout=30).status_code == 200
-        # When it gets SIGINT, as from Ctrl-C
         status, took = server.stop_timed(signal.SIGINT)
     finally:
         server.stop(signal.SIGKILL)
-    # Then it exits with status 0 and says it stopped (its last line), and no longer listens
     assert status == 0, f"status {status} after {took:.1f} s:\n" + "\n".join(server.lines)
     assert server.lines[-1] == "Baton stopped.", server.lines[-10:]
+
+
+def test_ctrl_c_stops_serve_with_status_0(monkeypatch: pytest.MonkeyPatch) -> None:
+    # Given a running `baton serve` on embedded moto that has answered a request, when it gets SIGINT, then it exits
+    # with status 0 and says it stopped
+    server = start_without_dev_key_env(monkeypatch)
+    assert_ctrl_c_stops(server)
+    # And it no longer listens
     with pytest.raises(httpx.ConnectError):
         httpx.get(f"{server.url}/v1/health", timeout=5)
 
@@ -178,15 +184,8 @@ def test_ctrl_c_stops_a_serve_that_inherited_sigint_ignored(monkeypatch: pytest.
         server = start_without_dev_key_env(monkeypatch)
     finally:
         signal.signal(signal.SIGINT, previous)
-    try:
-        assert httpx.get(f"{server.url}/v1/health", timeout=30).status_code == 200
-        # When it gets SIGINT
-        status, took = server.stop_timed(signal.SIGINT)
-    finally:
-        server.stop(signal.SIGKILL)
-    # Then it stops as from Ctrl-C (it ignored SIGINT and was killed after the test's wait)
-    assert status == 0, f"status {status} after {took:.1f} s:\n" + "\n".join(server.lines)
-    assert server.lines[-1] == "Baton stopped.", server.lines[-10:]
+    # Then SIGINT stops it as from Ctrl-C (had it kept SIGINT ignored, it would be killed after the test's wait)
+    assert_ctrl_c_stops(server)
 
 
 def test_a_fixed_dev_key_from_the_command_line_works(moto_endpoint: str, monkeypatch: pytest.MonkeyPatch) -> None:

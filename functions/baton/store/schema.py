@@ -122,13 +122,20 @@ def ensure_table(client: Any, table_name: str, schema: TableSchema = TABLE) -> b
         return False
     except client.exceptions.ResourceNotFoundException:
         pass
-    client.create_table(**create_table_request(table_name, schema))
-    client.get_waiter("table_exists").wait(TableName=table_name, WaiterConfig={"Delay": 1, "MaxAttempts": 30})
+    create_table(client, table_name, schema)
+    return True
+
+
+def create_table(client: Any, table_name: str, schema: TableSchema = TABLE) -> None:
+    """Create the table, wait until it is active (DynamoDB Local and moto create it active at once), and switch TTL
+    on."""
+    created = client.create_table(**create_table_request(table_name, schema))
+    if created["TableDescription"]["TableStatus"] != "ACTIVE":
+        client.get_waiter("table_exists").wait(TableName=table_name, WaiterConfig={"Delay": 1, "MaxAttempts": 30})
     client.update_time_to_live(
         TableName=table_name,
         TimeToLiveSpecification={"Enabled": True, "AttributeName": schema.ttl_attribute},
     )
-    return True
 
 
 BLOB_PREFIX: Final = "blobs/"
