@@ -25,9 +25,15 @@ repository's .venv with its HTTP requests served in that process by Baton's api 
 The saver is wrapped (`MeteredSaver`) so that each saver call is metered alone: before the call the client asks
 the orchestrator (this module's `measure`, in the bench process) to start the meter and waits for its go; after it,
 it says how many HTTPS requests the call made, and the orchestrator stops the meter. Calls are serialized (LangGraph
-makes them from its background threads). LangGraph's async durability can send a step's writes before the put of
-the checkpoint they name: they are sent as they come, as in production (counted and reported as `early`), and
-each saver pays what they cost it (Baton keeps them in a writes-only item that the put adopts).
+makes them from its background threads).
+
+Each node stands for a model call, a tool or a person, all far slower than a checkpoint put, so each first waits
+until the checkpoint it runs on has been put (`pace`): LangGraph's async durability still puts every checkpoint in
+the background while the next node works, and the put of a step is done before the next step's writes are sent, as
+in production. This also makes every run send the same calls in the same order. With `--instant-nodes` the nodes
+return at once instead and race LangGraph's background put: a step's writes may then come before the put of the
+checkpoint they name (sent as they come, counted and reported as `early`; each saver pays what they cost it), and
+what a step costs varies from run to run with that race.
 
 A graph step is a superstep: the `put_writes` of its tasks (made against the previous checkpoint) and the `put` of
 the checkpoint it ends with (`metadata.step`). The `get_tuple` at the start of each invocation is reported apart.
@@ -66,6 +72,7 @@ sys.path.insert(0, str(BENCH))
 
 if TYPE_CHECKING:
     from langchain_core.runnables import RunnableConfig
+
     from meter import Meter, Operation
 
 SEED = 7
@@ -119,9 +126,10 @@ def message(node: str, turn: int, seed: int = SEED) -> dict[str, Any]:
     return {"role": "user", "content": text.passage(1000, 1900)}
 
 
-def build_graph(turns: int, checkpointer: Any, pace: Callable[[Any], None] | None = None) -> Any:
+def build_graph(turns: int, checkpointer: Any, pace: Callable[[RunnableConfig], None] | None = None) -> Any:
     """The agent loop, compiled with `checkpointer`: agent → tools → human → agent … until `turns` turns; `human`
-    interrupts the first time it runs and appends what it is resumed with."""
+    interrupts the first time it runs and appends what it is resumed with. Each node first calls `pace` with its
+    config, if given (the time the node's own work takes)."""
     from langgraph.graph import END, START, StateGraph
     from langgraph.types import interrupt
 
@@ -163,6 +171,7 @@ def build_graph(turns: int, checkpointer: Any, pace: Callable[[Any], None] | Non
 
 
 def _canonical_size(value: Any) -> int:
+    """Bytes of `value` as canonical JSON (`states.py`'s measure of a state)."""
     from states import canonical_size
 
     return canonical_size(value)
@@ -231,16 +240,19 @@ def _make_metered_saver(base: type) -> type:
             self.orchestrator = orchestrator
             self.https = https
             self.invocation = 0
-            self.early = 0
+            self.early: Counter[int] = Counter()
+            """`put_writes` called before the put of their checkpoint, by invocation."""
             self._lock = threading.Lock()
             self._put_done = threading.Condition()
             self._steps: dict[str, int] = {}
             """checkpoint id -> its `metadata.step`, for every checkpoint put or read."""
 
         def wait_for_put(self, step: int) -> None:
-            """Wait until the checkpoint of `step` (or a later one) has been put or read."""
+            """Wait until the checkpoint of `step` (or a later one) has been put or read: a node that runs on it
+            calls this first, as a node slower than a put would find it stored when it ends."""
             with self._put_done:
-                self._put_done.wait_for(lambda: max(self._steps.values(), default=-2) >= step, timeout=30)
+                if not self._put_done.wait_for(lambda: max(self._steps.values(), default=-2) >= step, timeout=60):
+                    raise RuntimeError(f"the checkpoint of step {step} was not put within 60 s")
 
         def get_next_version(self, current: Any, channel: Any) -> Any:
             return self.inner.get_next_version(current, channel)
@@ -287,9 +299,10 @@ def _make_metered_saver(base: type) -> type:
             with self._put_done:
                 if checkpoint_id not in self._steps:
                     # LangGraph's async durability: this step's writes may come before the put of the checkpoint
-                    # they belong to, still in flight on another thread (its step is the next one). They are sent as
-                    # they come, as in production: what a saver pays for them is part of its figures.
-                    self.early += 1
+                    # they belong to, still in flight on another thread (its step is the next one), when a node
+                    # returns before that put is done (`--instant-nodes`). They are sent as they come: what a saver
+                    # pays for them is part of its figures.
+                    self.early[self.invocation] += 1
                     step = max(self._steps.values(), default=-2) + 2
                 else:
                     step = self._steps[checkpoint_id] + 1
@@ -376,11 +389,19 @@ def amazon_saver(endpoint: str, table: str) -> Any:
 
 
 def run_client(
-    name: str, endpoint: str, table: str, secret: str | None, bucket: str | None, turns: int, thread: str, size: int
+    name: str,
+    endpoint: str,
+    table: str,
+    secret: str | None,
+    bucket: str | None,
+    turns: int,
+    thread: str,
+    size: int,
+    instant_nodes: bool = False,
 ) -> int:
     """Run the graph on `thread` from the seeded conversation of `size` bytes: the first invocation up to the
     interrupt, the second from the resume to the end, each saver call metered through the handshake on
-    stdin/stdout."""
+    stdin/stdout. Each node waits for the put of the checkpoint it runs on, unless `instant_nodes`."""
     answers = os.fdopen(os.dup(1), "w", buffering=1)
     os.dup2(2, 1)  # Baton's access log and anything else printed goes to stderr
     sys.stdout = sys.stderr
@@ -407,10 +428,12 @@ def run_client(
     # Unmetered warm-up: the first request of a process reads Baton's API key and builds botocore's clients.
     inner.get_tuple({"configurable": {"thread_id": f"warm-up-{thread}", "checkpoint_ns": ""}})
     saver = _make_metered_saver(BaseCheckpointSaver)(inner, orchestrator, https)
-    pace = None
-    if os.environ.get("LG_PACE"):
-        pace = lambda config: saver.wait_for_put(int(config["metadata"]["langgraph_step"]) - 1)  # noqa: E731
-    graph = build_graph(turns, saver, pace)
+
+    def pace(config: RunnableConfig) -> None:
+        # A task of step N runs on the checkpoint of step N - 1 (`langgraph_step` is N).
+        saver.wait_for_put(int(config["metadata"]["langgraph_step"]) - 1)
+
+    graph = build_graph(turns, saver, None if instant_nodes else pace)
     config = {"configurable": {"thread_id": thread}}
 
     start = first_input(size)  # built before the first call: the generator's time is no saver's
@@ -431,7 +454,8 @@ def run_client(
             "messages_bytes": _canonical_size(messages),
             "messages_bytes_at_start": _canonical_size(first.get("messages", [])),
             "messages_sha256": hashlib.sha256(packed).hexdigest(),
-            "early": saver.early,
+            "early": sum(saver.early.values()),
+            "early_measured": saver.early[2],
         }
     )
     return 0
@@ -555,12 +579,15 @@ def run_one(
     log: IO[str],
     env: dict[str, str],
     size: int = SIZES[0],
+    instant_nodes: bool = False,
 ) -> ClientRun:
     """Run one client's graph to the end on a fresh thread from the conversation of `size` bytes, metering each
     saver call it announces."""
     thread = f"lg-steps-{spec.name}-{size}-{os.getpid()}"
     command = [str(spec.python), str(Path(__file__).resolve()), "client", spec.name, "--endpoint", endpoint]
     command += ["--table", spec.table, "--turns", str(turns), "--thread", thread, "--size", str(size)]
+    if instant_nodes:
+        command.append("--instant-nodes")
     if spec.name == "baton":
         command += ["--secret", secret]
     if spec.bucket:
@@ -617,9 +644,11 @@ def measure(
     log_path: Path = BENCH / "results" / "langgraph_steps.log",
     progress: Callable[[str], None] = print,
     sizes: Sequence[int] = SIZES,
+    instant_nodes: bool = False,
 ) -> dict[str, Any]:
     """Run the graph at every state size on every saver whose environment exists; the summary `table` renders. A
-    saver that cannot run the graph at a size is reported missing there, with the reason, not measured in part."""
+    saver that cannot run the graph at a size is reported missing there, with the reason, not measured in part.
+    `instant_nodes`: nodes return at once instead of waiting for the put of the checkpoint they run on."""
     log_path.parent.mkdir(parents=True, exist_ok=True)
     if env is None:
         from sidebyside import client_env
@@ -635,7 +664,7 @@ def measure(
                 if spec.name in missing:
                     continue
                 try:
-                    run = run_one(meter, spec, endpoint, secret, turns, log, env, size)
+                    run = run_one(meter, spec, endpoint, secret, turns, log, env, size, instant_nodes)
                 except (RuntimeError, ValueError) as exc:
                     failed[spec.name] = f"{type(exc).__name__}: {exc}"[:300]
                     continue
@@ -649,6 +678,7 @@ def measure(
     return {
         "seed": SEED,
         "turns": turns,
+        "instant_nodes": instant_nodes,
         "sizes": list(sizes),
         "labels": labels,
         "missing": missing,
@@ -863,10 +893,12 @@ def _notes(clients: dict[str, Any], names: list[str]) -> list[str]:
             notes.append(f"{label}: {client['failure']}")
         notes += [f"{label}: {error}" for error in client["errors"]]
         notes += [f"{label}: DynamoDB or S3 refused {error}" for error in client.get("dynamodb_errors", [])]
-        if finished.get("early"):
+        # The first invocation's input is always written against a checkpoint not yet put: only the measured
+        # steps' early writes say something about the run.
+        if finished.get("early_measured"):
             notes.append(
-                f"{label}: {finished['early']} `put_writes` were called before the `put` of their checkpoint had "
-                "been made (LangGraph's async durability); each was sent as it came"
+                f"{label}: {finished['early_measured']} `put_writes` of the measured steps were called before the "
+                "`put` of their checkpoint had been made (LangGraph's async durability); each was sent as it came"
             )
         if finished and not finished.get("interrupted"):
             notes.append(f"{label}: the first invocation did not stop at the interrupt")
@@ -997,10 +1029,23 @@ def table(summary: dict[str, Any]) -> str:
         + ", ".join(_size_label(s) for s in sizes),
         "of canonical JSON where the measured steps start; each step appends about 1.5 KB to it (the state column",
         "gives `messages` at the first measured step → at the end). `human` calls `interrupt()` on the first turn; a",
-        f"second invocation resumes it and loops to turn {turns}. LangGraph's default durability (`async`). Baton:",
-        "`BatonSaver`, its HTTP requests served in its process by the api handler (API Gateway events, one at a time),",
-        "its DynamoDB and S3 requests metered server side like the peers'. `langgraph-checkpoint-aws` with its S3",
-        "offload (a checkpoint over 350 KB goes to an object), without and with its gzip option;",
+        f"second invocation resumes it and loops to turn {turns}. LangGraph's default durability (`async`: a step's",
+        "checkpoint is put in the background while the next node works).",
+        *(
+            (
+                "Nodes return at once (`--instant-nodes`), racing that put: a step's writes may come before the put",
+                "of their checkpoint, and the figures vary from run to run with the race.",
+            )
+            if summary.get("instant_nodes")
+            else (
+                "Each node stands for a model call, a tool or a person, far slower than a put: it first waits until",
+                "the checkpoint it runs on has been put, so a step's writes come after that put, as in production,",
+                "and every run sends the same calls in the same order.",
+            )
+        ),
+        "Baton: `BatonSaver`, its HTTP requests served in its process by the api handler (API Gateway events, one at",
+        "a time), its DynamoDB and S3 requests metered server side like the peers'. `langgraph-checkpoint-aws` with",
+        "its S3 offload (a checkpoint over 350 KB goes to an object), without and with its gzip option;",
         "`langgraph-checkpoint-amazon-dynamodb` has no offload. A graph step (a superstep) is its tasks' `put_writes`",
         "and the `put` of the checkpoint it ends with; figures are means over the second invocation's steps. Refused",
         "by design: conditional writes DynamoDB refused (`ConditionalCheckFailed`, counted by the meter). $ per",
@@ -1031,15 +1076,29 @@ def main() -> int:
         parser.add_argument("--turns", type=int, default=TURNS)
         parser.add_argument("--thread", required=True)
         parser.add_argument("--size", type=int, default=SIZES[0])
+        parser.add_argument("--instant-nodes", action="store_true")
         args = parser.parse_args(sys.argv[2:])
         return run_client(
-            args.client, args.endpoint, args.table, args.secret, args.bucket, args.turns, args.thread, args.size
+            args.client,
+            args.endpoint,
+            args.table,
+            args.secret,
+            args.bucket,
+            args.turns,
+            args.thread,
+            args.size,
+            args.instant_nodes,
         )
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0] if __doc__ else None)
     parser.add_argument("--turns", type=int, default=TURNS)
     parser.add_argument("--quick", action="store_true", help=f"{QUICK_TURNS} turns")
     parser.add_argument(
         "--sizes", default=",".join(str(s) for s in SIZES), help="bytes of `messages` where the measured steps start"
+    )
+    parser.add_argument(
+        "--instant-nodes",
+        action="store_true",
+        help="nodes return at once and race LangGraph's background put (figures vary from run to run)",
     )
     parser.add_argument("--json", type=Path, help="write the summary here")
     args = parser.parse_args()
@@ -1064,7 +1123,7 @@ def main() -> int:
         assert baton.bucket is not None
         ensure_bucket(s3_client(endpoint), baton.bucket)
         secret = bench_run.issue_key(endpoint)
-        summary = measure(server.meter, endpoint, secret, turns, sizes=sizes)
+        summary = measure(server.meter, endpoint, secret, turns, sizes=sizes, instant_nodes=args.instant_nodes)
     finally:
         server.stop()
     if args.json:
