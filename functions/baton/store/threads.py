@@ -155,10 +155,12 @@ KEPT: Final = {"S": "kept"}
 checkpoint goes with its thread, never by TTL, while writes that came before their checkpoint (their item made by
 `put_writes` with a day's TTL) go within a day unless the put comes. `put_writes` keeps what is there."""
 _SAME_LIFE: Final = f"attribute_not_exists(#{GENERATION}) OR #{GENERATION} = :g"
-HELD_VALUE_BYTES: Final = 32_768
+HELD_VALUE_BYTES: Final = 8_192
 """Most bytes (stored: packed when that pays) of large values new in a checkpoint that ride in its own item, so that
-a graph step's put is one write; the rest get items of their own. Never more than the item has room for besides its
-pending writes (`ITEM_ROOM_BYTES`)."""
+a graph step's put is one write; the rest get items of their own. Not more: a `put_writes` after the put rewrites
+the item, which DynamoDB bills whole (at a 34 KB state, holding up to 32 KB made a step cost 29 write units where an
+item of its own costs 17: bench/langgraph_steps.py). Never more than the item has room for besides its pending writes
+(`ITEM_ROOM_BYTES`)."""
 ITEM_ROOM_BYTES: Final = 400_000 - 128_000 - 16_000
 """What a checkpoint item may hold besides its pending writes (`MAX_INLINE_WRITE_BYTES`): DynamoDB's 400 KB, with
 16 KB for names, metadata of the writes and keys."""

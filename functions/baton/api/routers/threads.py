@@ -170,7 +170,7 @@ _THREAD_404 = "NOT_FOUND: the thread (or the checkpoint) is missing, expired, de
     summary="Put a LangGraph checkpoint",
     description=(
         "LangGraph's put. values holds only the channels whose version is new; the others keep the value stored for "
-        "their version. Values of at most 512 bytes ride in the checkpoint's item, larger new ones too up to 32 KB "
+        "their version. Values of at most 512 bytes ride in the checkpoint's item, larger new ones too up to 8 KB "
         "stored; beyond, each version is stored once in an item of its own (in S3 past 350,000 bytes), written before "
         "the checkpoint item, so a failure never leaves a checkpoint without its values. Refreshes the thread's time "
         "to live (a tenth of it, at most a minute, after a refresh, puts write their checkpoint alone). Idempotent by "
