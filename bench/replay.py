@@ -20,13 +20,15 @@ from __future__ import annotations
 
 import argparse
 import base64
+import contextlib
+import copy
 import importlib.abc
 import importlib.machinery
 import json
 import os
 import sys
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from types import ModuleType
 from typing import Any
@@ -64,10 +66,13 @@ def record(endpoint: str, table: str, secret: str) -> Recording:
     """Drive Baton's handler against `endpoint` and keep every DynamoDB request and answer, per handled request.
 
     Requests, in order: for each size, a first save (a create; the first of all also reads the API key, as a cold
-    container does), a second save (an update: the steady state), and a lookup; then the two refusals.
+    container does), a second save (an update: the steady state), and a lookup; then the two refusals; then, for
+    each of `thread_put.SIZES`, a LangGraph graph step's put on a thread: its root, a child (the steady state) and a
+    bare PutItem of what the child wrote, in one item (`thread_put.py`).
     """
     import botocore.handlers
 
+    import thread_put
     from clients import lookup_event, save_event, states_for
 
     calls: list[dict[str, Any]] = []
@@ -111,7 +116,49 @@ def record(endpoint: str, table: str, secret: str) -> Recording:
         event = save_event(secret, REFUSAL_SUBJECT, {}, f"record-{name}")
         event["body"] = body
         handle(name, event, (413,) if name == "oversized" else (400,))
+    for size in thread_put.SIZES:
+        # A graph step's put on a thread: its root (which touches the head), then a child of it (the steady state),
+        # then a bare PutItem, on Baton's own client, of one item holding everything the child wrote.
+        chain = thread_put.Chain(secret, thread_put.graph_step(size), thread_subject(size))
+        handle(thread_name(size, "root"), chain.root(), (201,))
+        with made_calls() as made:
+            handle(thread_name(size, "step"), chain.child(), (201,))
+        client = made[-1][0]
+        item = thread_put.one_item([(operation, params) for _, operation, params in made])
+        client.put_item(TableName=table, Item=item)
+        requests[thread_name(size, "put-item")], calls[:] = list(calls), []
     return {"secret": secret, "table": table, "requests": requests}
+
+
+def thread_subject(size: int) -> str:
+    """The thread the recorded graph step's puts of a size write to."""
+    return f"replay-thread-{size}"
+
+
+def thread_name(size: int, what: str) -> str:
+    """The name of a recorded thread request: the chain's "root", its "step" (a child), a bare "put-item"."""
+    return f"thread-{size}/{what}"
+
+
+@contextlib.contextmanager
+def made_calls() -> Iterator[list[tuple[Any, str, dict[str, Any]]]]:
+    """Every DynamoDB or S3 call made inside the block, as (client, operation, parameters) given to botocore
+    (`BaseClient._make_api_call` is where every operation of a client passes): a call can then be made again,
+    alone, on the same client."""
+    import botocore.client
+
+    seen: list[tuple[Any, str, dict[str, Any]]] = []
+    original = botocore.client.BaseClient._make_api_call
+
+    def spy(client: Any, operation: str, params: dict[str, Any]) -> Any:
+        seen.append((client, operation, copy.deepcopy(params)))
+        return original(client, operation, params)
+
+    botocore.client.BaseClient._make_api_call = spy  # type: ignore[method-assign]
+    try:
+        yield seen
+    finally:
+        botocore.client.BaseClient._make_api_call = original  # type: ignore[method-assign]
 
 
 # -- replaying (in measured children) ---------------------------------------------------------------------------------

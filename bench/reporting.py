@@ -372,6 +372,7 @@ def verdicts(
                 met[cpu.median_ms <= warm.BUDGET_CPU_32_MS],
             )
         )
+        found += _thread_puts(warm_figures)
     if cold is not None:
         for samples in cold.targets:
             budget = samples.budget or 0.0
@@ -422,6 +423,33 @@ def verdicts(
             "not measured here",
         )
     )
+    return found
+
+
+THREAD_PUT_FIGURE = "own CPU of a LangGraph thread put in the handler"
+THREAD_PUT_BUDGET = (
+    f"≤ {warm.BUDGET_THREAD_PUT_RATIO:g} × a bare botocore PutItem of the same item (same process, interleaved)"
+)
+
+
+def _thread_puts(warm_figures: warm.WarmFigures) -> list[Verdict]:
+    """The LangGraph thread put's own CPU against a bare PutItem, per conversation size."""
+    if not warm_figures.threads:
+        return [
+            Verdict(THREAD_PUT_FIGURE, THREAD_PUT_BUDGET, "not in this run's `warm.py` figures", "not measured here")
+        ]
+    found = []
+    for put in warm_figures.threads:
+        found.append(
+            Verdict(
+                f"{THREAD_PUT_FIGURE}: a graph step at a {put.size // 1000} KB conversation, AWS calls stubbed",
+                THREAD_PUT_BUDGET,
+                f"{put.ratio:.2f}× ({put.median_ms:.2f} ms vs {put.put_item_median_ms:.2f} ms CPU, medians of "
+                f"{put.puts} pairs; the item {put.item_bytes:,} B, everything the put wrote); requests per put "
+                f"(asserted): {' + '.join(put.requests)}; its requests alone {put.requests_alone_ms:.2f} ms",
+                {True: "met", False: "missed"}[put.ratio <= warm.BUDGET_THREAD_PUT_RATIO],
+            )
+        )
     return found
 
 
@@ -651,6 +679,20 @@ MISS_REASONS = (
         "depth, numbers) about 0.25 ms; powertools and the rest as in the warm save.",
     ),
     (
+        THREAD_PUT_FIGURE,
+        "Its DynamoDB requests alone are about a quarter of it (one UpdateItem at 6 KB; at 34 KB a BatchWriteItem of "
+        "the value's own item, then the UpdateItem: two requests where the baseline makes one). The rest, by the "
+        "profile in Baton's own CPU below (measured 2026-12-02): the codec, which at 34 KB compresses the "
+        "conversation twice, once to see whether it fits the 8 KB a checkpoint's item holds (`ThreadStore.put`) and "
+        "again for its own item (`_value_item`), about 0.5 ms each measured alone, and the checkpoint document once "
+        "more; powertools' routing and OpenAPI validation of the body with pydantic (the values' base64 decoded "
+        "there); the channels turned into DynamoDB attributes twice (`to_attr`, for the UpdateItem, then for "
+        "`_remember`); the key check and the access log line. At 6 KB, 2 × leaves about half a millisecond beside "
+        "the UpdateItem for all of it. At 34 KB it cannot be met while the value is compressed and written to an "
+        "item of its own: one compression and the two requests alone are already over 2 × a PutItem of the "
+        "compressed bytes.",
+    ),
+    (
         "cold start: api handler",
         "Importing botocore and creating its DynamoDB client is by itself about the whole baseline (boto3 only adds "
         "a few ms on top of botocore; see the phases in the cold start section), so 1.3× leaves about 0.3 of the "
@@ -858,6 +900,55 @@ def _warm(figures: warm.WarmFigures) -> list[str]:
         lines += [
             f"| `{name}` | {ms / total:.0%} | {figures.cpu.median_ms * ms / total:.2f} ms |"
             for name, ms in profile[:12]
+        ]
+    lines.append("")
+    if figures.threads:
+        lines += _thread_put_section(figures.threads)
+    return lines
+
+
+def _thread_put_section(puts: list[warm.ThreadPutFigures]) -> list[str]:
+    """The LangGraph thread put beside a bare PutItem of the same item, and where its CPU goes."""
+    lines = [
+        "### A LangGraph thread put",
+        "",
+        "`POST /v1/threads/{thread_id}/checkpoints` with the body `BatonSaver` sends for one graph step "
+        "(`bench/thread_put.py`): the put of the checkpoint `tools` ends in `bench/langgraph_steps.py`'s graph, run "
+        "on LangGraph's in-memory saver from its seeded conversation: `messages` new (msgpack, by LangGraph's "
+        "serializer), a few small channels new, the others carried from the parent. Each timed put is a child of "
+        "the one before it on a thread whose head this container touched moments ago (its steady state: no read, "
+        "no touch); DynamoDB answered by a replay of what moto answered to the same puts, the head's expiry moved "
+        "to now. Every timed put's requests are counted (botocore `before-call`) and must be the steady state's, "
+        "else the run fails. Alternating with each put: a bare botocore PutItem, on Baton's client, of one item "
+        "holding everything the put wrote (the checkpoint item's attributes and, at 34 KB, the value's own item), "
+        "answered by the replay of moto's answer to that PutItem.",
+        "",
+        "| conversation | `messages` sent | body | puts | median | bare PutItem of the same item | ratio | its "
+        "DynamoDB requests alone | everything else | p90 | DynamoDB requests per put (asserted) |",
+        "|---|---|---|---|---|---|---|---|---|---|---|",
+    ]
+    for put in puts:
+        keys = f" ({put.key_reads} puts also read the API key)" if put.key_reads else ""
+        lines.append(
+            f"| {put.size // 1000} KB | {put.messages_bytes:,} B | {put.body_bytes:,} B | {put.puts} | "
+            f"{put.median_ms:.3f} ms | {put.put_item_median_ms:.3f} ms ({put.item_bytes:,} B) | {put.ratio:.2f}× | "
+            f"{put.requests_alone_ms:.3f} ms | {put.beside_requests_ms:.3f} ms | {put.p90_ms:.3f} ms | "
+            f"{' + '.join(put.requests)}{keys} |"
+        )
+    for put in puts:
+        if not put.profile:
+            continue
+        total = sum(ms for _, ms in put.profile)
+        lines += [
+            "",
+            f"Where a put at a {put.size // 1000} KB conversation spends its CPU (cProfile, own time summed by "
+            "package, as above):",
+            "",
+            "| package | share of profiled time | ≈ of the median |",
+            "|---|---|---|",
+        ]
+        lines += [
+            f"| `{name}` | {ms / total:.0%} | {put.median_ms * ms / total:.2f} ms |" for name, ms in put.profile[:12]
         ]
     lines.append("")
     return lines

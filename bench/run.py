@@ -14,8 +14,8 @@ Steps, in one run (a few minutes on a 2-core machine, progress printed; the firs
    Then one LangGraph graph run step by step on `BatonSaver` and on both peers' `DynamoDBSaver`
    (`langgraph_steps.py`), from conversations of 6, 34 and 309 KB: DynamoDB requests, refused conditional writes,
    write and read units, stored bytes, S3 requests, HTTPS round trips and $ per million graph steps.
-4. Baton's own CPU with AWS stubbed (`warm.py`), and its whole cold request against a boto3 baseline
-   (`coldstart.py`).
+4. Baton's own CPU with AWS stubbed (`warm.py`: saves, and a LangGraph graph step's put against a bare botocore
+   PutItem of the same item), and its whole cold request against a boto3 baseline (`coldstart.py`).
 5. `bench/report.md` with every figure, every budget's verdict and the headlines, and `bench/report.png` (drawn by
    `plot.py` in the aws saver's environment, which carries matplotlib).
 

@@ -1,4 +1,4 @@
-"""Baton's own CPU on a warm container, AWS stubbed: a save of 4 KB and of 32 KB, and refusing an oversized state.
+"""Baton's own CPU on a warm container, AWS stubbed: saves of 4 and 32 KB, refusing an oversized state, thread puts.
 
 Runs in its own process (the repository's .venv), started by `run.py`. Baton is driven only through its public
 entry point, `baton.handlers.api.handler`, with API Gateway events; DynamoDB is stubbed by replaying the answers moto
@@ -11,6 +11,11 @@ after the first request, as in a warm container).
 * Own CPU of a 32 KB save: the same, and a cProfile of it grouped by package: where the time goes.
 * Refusing a 3 MB state (413) against refusing a body of the same size with an invalid `kind` (400): the state's
   size must be known without compressing it.
+* Own CPU of a LangGraph thread put (`POST /v1/threads/{id}/checkpoints`) of a graph step at a 6 KB and a 34 KB
+  conversation (`thread_put.py`), in its steady state (a child of the checkpoint this container put last, the
+  thread's head touched moments ago), against a bare botocore PutItem, on Baton's client, of one item holding
+  everything the put wrote, timed alternately; every timed put's DynamoDB requests are counted (`before-call`) and
+  must be `THREAD_PUT_REQUESTS`, else the run fails.
 
 Usage: `python bench/warm.py --recording FILE [--saves N] [--json OUT]`.
 """
@@ -18,6 +23,7 @@ Usage: `python bench/warm.py --recording FILE [--saves N] [--json OUT]`.
 from __future__ import annotations
 
 import argparse
+import base64
 import copy
 import cProfile
 import functools
@@ -29,6 +35,7 @@ import re
 import statistics
 import sys
 import time
+import zlib
 from collections import defaultdict
 from collections.abc import Callable
 from dataclasses import asdict, dataclass
@@ -38,7 +45,9 @@ from typing import Any
 BENCH = Path(__file__).resolve().parent
 sys.path.insert(0, str(BENCH))
 
+import capacity  # noqa: E402
 import replay  # noqa: E402
+import thread_put  # noqa: E402
 from clients import save_event, states_for  # noqa: E402
 
 SAVES = 600
@@ -52,6 +61,14 @@ BUDGET_WARM_MS = 1.0
 BUDGET_CPU_32_MS = 2.0
 REFUSAL_RUNS = 11
 BUDGET_REFUSAL_RATIO = 1.5
+BUDGET_THREAD_PUT_RATIO = 2.0
+"""A LangGraph thread put's own CPU in the handler, at most this times a bare botocore PutItem of the same item."""
+THREAD_PUT_REQUESTS = {6_000: ("UpdateItem",), 34_000: ("BatchWriteItem", "UpdateItem")}
+"""The DynamoDB requests of a graph step's put in a warm container (head touched, parent stored by it), asserted for
+every timed put: at 6 KB the checkpoint's UpdateItem alone (the conversation rides in its item, up to 8 KB stored);
+at 34 KB the value's own item first (BatchWriteItem), then the checkpoint's."""
+KEY_READ = "GetItem of the API key"
+"""How the request counter names a read of the API key (its 60-s cache lapsed), apart from the measured requests."""
 
 
 def _cpu_us(fn: Callable[[], Any]) -> float:
@@ -95,6 +112,42 @@ class SaveFigures:
 
 
 @dataclass(frozen=True)
+class ThreadPutFigures:
+    """The handler's CPU time on a LangGraph graph step's put (`POST /v1/threads/{id}/checkpoints`) in its steady
+    state, AWS stubbed, against a bare botocore PutItem of the same item timed alternately."""
+
+    size: int
+    """Bytes of the conversation (canonical JSON) at the step (`thread_put.SIZES`)."""
+    messages_bytes: int
+    """Bytes of its `messages` value as the saver sends it (msgpack, before base64)."""
+    body_bytes: int
+    item_bytes: int
+    """The baseline's item, by DynamoDB's rules: everything the put wrote, in one item."""
+    puts: int
+    median_ms: float
+    p90_ms: float
+    put_item_median_ms: float
+    """A bare PutItem of that item on Baton's client (botocore serializes, signs and parses it; replayed)."""
+    requests: list[str]
+    """The DynamoDB requests each timed put made (`before-call`), asserted equal to `THREAD_PUT_REQUESTS`."""
+    key_reads: int
+    """Timed puts that also read the API key (its 60-s cache lapsed), beside those requests."""
+    requests_alone_ms: float
+    """The put's own requests made again alone, one after the other, on Baton's client."""
+    profile: list[tuple[str, float]]
+
+    @property
+    def ratio(self) -> float:
+        """The put over the bare PutItem."""
+        return self.median_ms / self.put_item_median_ms
+
+    @property
+    def beside_requests_ms(self) -> float:
+        """What the put costs beyond its own DynamoDB requests."""
+        return self.median_ms - self.requests_alone_ms
+
+
+@dataclass(frozen=True)
 class RefusalFigures:
     """Refusing an oversized state (413) against refusing an invalid body of the same size (400)."""
 
@@ -121,6 +174,9 @@ class Harness:
         # The first recorded request read the API key (GetItem): later ones find it cached.
         self.key_read = [c for c in requests[f"{replay.COLD_SIZE}/1"] if c["operation"] == "GetItem"][:1]
         self.stub = replay.Replay(answers=self.key_read)
+        self.requests: list[str] = []
+        """Every DynamoDB request Baton's client was asked to make (`before-call`), in order."""
+        botocore.handlers.BUILTIN_HANDLERS.append(("before-call.dynamodb", self._count))
         botocore.handlers.BUILTIN_HANDLERS.append(("before-send.dynamodb", self.stub))
         os.environ["BATON_TABLE_NAME"] = recording["table"]
         os.environ.pop("BATON_AWS_ENDPOINT_URL", None)
@@ -128,6 +184,14 @@ class Harness:
 
         self.handler = handler
         self.count = 0
+
+    def _count(self, model: Any, params: dict[str, Any], **_: Any) -> None:
+        key_read = (
+            model.name == "GetItem"
+            and bool(self.key_read)
+            and replay._text(params.get("body")) == self.key_read[0]["request"]
+        )
+        self.requests.append(KEY_READ if key_read else model.name)
 
     def answer_as_recorded(self, name: str) -> None:
         """Answer DynamoDB as it answered the recorded request `name` (the API key's read, as always)."""
@@ -233,17 +297,159 @@ def _where(filename: str, function: str) -> str:
 
 def profile_save(harness: Harness, template: dict[str, Any], saves: int) -> list[tuple[str, float]]:
     """Where a save's CPU goes: cProfile's own time per function, summed by package, per save."""
-    events = [copy.deepcopy(template) for _ in range(saves)]
+    return profile_requests(harness, [copy.deepcopy(template) for _ in range(saves)], (200, 201))
+
+
+def profile_requests(
+    harness: Harness, events: list[dict[str, Any]], expected: tuple[int, ...]
+) -> list[tuple[str, float]]:
+    """Where a request's CPU goes: cProfile's own time per function over `events`, summed by package, per event."""
     profiler = cProfile.Profile(time.process_time)
     profiler.enable()
     for event in events:
-        harness.handle(event, (200, 201))
+        harness.handle(event, expected)
     profiler.disable()
     totals: dict[str, float] = defaultdict(float)
     for (filename, _, function), row in pstats.Stats(profiler).stats.items():  # type: ignore[attr-defined]
         totals[_where(filename, function)] += row[2]  # own time
     ranked = sorted(totals.items(), key=lambda item: item[1], reverse=True)
-    return [(name, seconds * 1000 / saves) for name, seconds in ranked[:14]]
+    return [(name, seconds * 1000 / len(events)) for name, seconds in ranked[:14]]
+
+
+def shifted(call: dict[str, Any], now_ms: int) -> dict[str, Any]:
+    """A recorded answer moved in time as DynamoDB would have moved it: every number of its `Attributes` that is a
+    time near the request's `:now` (epoch milliseconds, or seconds for the TTL attribute) moved by `now_ms` less that
+    `:now`. A thread head's answer says when the head expires: replayed as recorded, minutes later, it would be
+    stale, and every put would touch the head again."""
+    then = int(json.loads(call["request"])["ExpressionAttributeValues"][":now"]["N"])
+    answer = json.loads(base64.b64decode(call["body"]))
+    near = 30 * 86_400
+    for value in answer.get("Attributes", {}).values():
+        if "N" not in value:
+            continue
+        number = int(value["N"])
+        if abs(number - then) < near * 1000:
+            value["N"] = str(number + now_ms - then)
+        elif abs(number - then // 1000) < near:
+            value["N"] = str(number + (now_ms - then) // 1000)
+    body = json.dumps(answer, separators=(",", ":")).encode()
+    headers = {**call["headers"], "content-length": str(len(body))}
+    if "x-amz-crc32" in headers:
+        headers["x-amz-crc32"] = str(zlib.crc32(body))
+    return {**call, "headers": headers, "body": base64.b64encode(body).decode("ascii")}
+
+
+class ThreadPuts:
+    """Graph-step puts of one size through the harness, each chain on a thread of its own (`thread_put.Chain`):
+    the root answered by the recorded root's answers (its head's touch moved to now, `shifted`), the children by
+    the recorded child's and the bare PutItem's."""
+
+    def __init__(self, harness: Harness, size: int) -> None:
+        self.harness = harness
+        self.size = size
+        self.step = thread_put.graph_step(size)
+        self.expected = THREAD_PUT_REQUESTS[size]
+        recorded = harness.recording["requests"]
+        root = recorded[replay.thread_name(size, "root")]
+        # The root's answers: its head's touch (the UpdateItem answered with Attributes) for every UpdateItem of it
+        # (the checkpoint's write ignores what it is answered), its BatchWriteItem as recorded.
+        self.touch = next(c for c in root if c["operation"] == "UpdateItem" and b"Attributes" in _body(c))
+        self.root_answers = [c for c in root if c["operation"] != "UpdateItem"]
+        self.step_answers = recorded[replay.thread_name(size, "step")] + recorded[replay.thread_name(size, "put-item")]
+        self.chains = 0
+        self.key_reads = 0
+
+    def chain(self) -> thread_put.Chain:
+        """A new thread with its root put: its head touched now, the root stored for its first child to carry."""
+        self.chains += 1
+        chain = thread_put.Chain(self.harness.secret, self.step, f"warm-thread-{self.size}-{self.chains}")
+        event = chain.root()
+        self.harness.stub.answer([*self.root_answers, shifted(self.touch, int(time.time() * 1000))])
+        self.harness.handle(event, (201,))
+        self.harness.stub.answer(self.step_answers)
+        return chain
+
+    def put(self, event: dict[str, Any]) -> float:
+        """Handle one child's put: its CPU time (µs); fails unless it made exactly the expected requests."""
+        before = len(self.harness.requests)
+        spent = _cpu_us(lambda: self.harness.handle(event, (201,)))
+        made = self.harness.requests[before:]
+        if KEY_READ in made:
+            self.key_reads += 1
+            made.remove(KEY_READ)
+        if tuple(made) != self.expected:
+            raise RuntimeError(
+                f"a {self.size // 1000} KB graph step's put made {made}, not {list(self.expected)}: Baton's steady "
+                "state changed (update THREAD_PUT_REQUESTS and the report) or the harness left it"
+            )
+        return spent
+
+
+def _body(call: dict[str, Any]) -> bytes:
+    return base64.b64decode(call["body"])
+
+
+def measure_thread_put(harness: Harness, size: int, puts: int, profile: bool) -> ThreadPutFigures:
+    """Median CPU of `puts` steady-state graph-step puts of a `size` conversation, alternating with a bare botocore
+    PutItem of one item holding everything the put wrote, on Baton's client."""
+    import botocore.client
+
+    runs = ThreadPuts(harness, size)
+    chain = runs.chain()
+    warm_up = [chain.child() for _ in range(30)]
+    started = time.process_time()
+    for event in warm_up:  # warm caches (pydantic validators, the allocator, the codec) before timing
+        runs.put(event)
+    each = (time.process_time() - started) / len(warm_up)
+    puts = max(MIN_SAVES, min(puts, int(SECONDS_PER_SIZE / each)))
+    # A fresh thread for the timed puts (its head's touch a moment ago), whose first child shows what a put sends.
+    chain = runs.chain()
+    with replay.made_calls() as made:
+        runs.put(chain.child())
+    client = made[-1][0]
+    item = thread_put.one_item([(operation, params) for _, operation, params in made])
+    original = botocore.client.BaseClient._make_api_call
+    put_items = [
+        functools.partial(
+            original, client, "PutItem", {"TableName": harness.recording["table"], "Item": copy.deepcopy(item)}
+        )
+        for _ in range(puts)
+    ]
+    alone = [
+        [functools.partial(original, client, operation, copy.deepcopy(params)) for _, operation, params in made]
+        for _ in range(puts)
+    ]
+    events = [chain.child() for _ in range(puts)]
+    body_bytes = len(events[0]["body"].encode())
+    ours: list[float] = []
+    bare: list[float] = []
+    for i, event in enumerate(events):
+        # Alternate which goes first, so that neither always runs on caches the other just warmed.
+        if i % 2:
+            ours.append(runs.put(event))
+            bare.append(_cpu_us(put_items[i]))
+        else:
+            bare.append(_cpu_us(put_items[i]))
+            ours.append(runs.put(event))
+    requests_alone = [_cpu_us(lambda group=group: [call() for call in group]) for group in alone]
+    profiled: list[tuple[str, float]] = []
+    if profile:
+        chain = runs.chain()
+        profiled = profile_requests(harness, [chain.child() for _ in range(max(20, min(100, int(1.0 / each))))], (201,))
+    return ThreadPutFigures(
+        size=size,
+        messages_bytes=runs.step.messages_bytes,
+        body_bytes=body_bytes,
+        item_bytes=capacity.item_bytes(item),
+        puts=puts,
+        median_ms=statistics.median(ours) / 1000,
+        p90_ms=statistics.quantiles(ours, n=10)[-1] / 1000,
+        put_item_median_ms=statistics.median(bare) / 1000,
+        requests=list(runs.expected),
+        key_reads=runs.key_reads,
+        requests_alone_ms=statistics.median(requests_alone) / 1000,
+        profile=profiled,
+    )
 
 
 def measure_refusal(harness: Harness, runs: int = REFUSAL_RUNS) -> RefusalFigures:
@@ -275,16 +481,18 @@ class WarmFigures:
     warm: SaveFigures
     cpu: SaveFigures
     refusal: RefusalFigures
+    threads: list[ThreadPutFigures]
 
 
 def measure(recording: replay.Recording, saves: int = SAVES) -> WarmFigures:
-    """Measure the three figures in this process."""
+    """Measure every figure in this process."""
     sys.stdout = sys.stderr  # Baton's access log is written (its cost counts) but not into our answer
     harness = Harness(recording)
     return WarmFigures(
         warm=measure_save(harness, WARM_SIZE, saves, profile=False),
         cpu=measure_save(harness, CPU_SIZE, saves, profile=True),
         refusal=measure_refusal(harness),
+        threads=[measure_thread_put(harness, size, saves, profile=True) for size in thread_put.SIZES],
     )
 
 
@@ -294,7 +502,15 @@ def from_json(document: dict[str, Any]) -> WarmFigures:
     def save(values: dict[str, Any]) -> SaveFigures:
         return SaveFigures(**{**values, "profile": [tuple(p) for p in values["profile"]]})
 
-    return WarmFigures(save(document["warm"]), save(document["cpu"]), RefusalFigures(**document["refusal"]))
+    def thread(values: dict[str, Any]) -> ThreadPutFigures:
+        return ThreadPutFigures(**{**values, "profile": [tuple(p) for p in values["profile"]]})
+
+    return WarmFigures(
+        save(document["warm"]),
+        save(document["cpu"]),
+        RefusalFigures(**document["refusal"]),
+        [thread(values) for values in document.get("threads", [])],
+    )
 
 
 def summary(figures: WarmFigures) -> str:
@@ -316,6 +532,17 @@ def summary(figures: WarmFigures) -> str:
         f"refusing an oversized state: {refusal.oversized_ms:.1f} ms vs {refusal.invalid_ms:.1f} ms for an invalid "
         f"body of the same size, {refusal.ratio:.2f}x, budget <= {BUDGET_REFUSAL_RATIO:g}x: {verdict}"
     )
+    for put in figures.threads:
+        verdict = "ok" if put.ratio <= BUDGET_THREAD_PUT_RATIO else "OVER BUDGET"
+        lines.append(
+            f"LangGraph thread put, {put.size // 1000} KB conversation ({put.messages_bytes} B msgpack), whole "
+            f"handler, AWS stubbed: median {put.median_ms:.3f} ms CPU (p90 {put.p90_ms:.3f}, {put.puts} puts), a bare "
+            f"PutItem of the same item ({put.item_bytes} B) {put.put_item_median_ms:.3f} ms: {put.ratio:.2f}x, budget "
+            f"<= {BUDGET_THREAD_PUT_RATIO:g}x: {verdict}; requests per put (asserted): {' + '.join(put.requests)}"
+            f"{f' ({put.key_reads} also read the API key)' if put.key_reads else ''}; its requests alone "
+            f"{put.requests_alone_ms:.3f} ms, everything else {put.beside_requests_ms:.3f} ms"
+        )
+        lines.extend(f"    {ms:7.3f} ms  {name}" for name, ms in put.profile[:8])
     return "\n".join(lines)
 
 

@@ -120,6 +120,8 @@ VALUE_SYNTAX_BYTES: Final = 64
 WRITE_SYNTAX_BYTES: Final = 128
 """A pending write's field names, its index and punctuation."""
 
+UNPACKED: Final = object()
+"""A value not packed yet (`_value_item` packs it)."""
 MAX_REFRESH_SLACK_MS: Final = 60_000
 LATEST_PROBE_ITEMS: Final = 4
 """Newest items a read of the latest checkpoint asks for at once (writes that came before their checkpoint's put, or
@@ -477,6 +479,8 @@ class ThreadStore:
                 else:
                     resolved[channel] = (type_tag, given)
             out_of_line: list[tuple[str, str, str, bytes | Uploaded]] = []
+            # Values packed to see whether they fit the item: packed once, their own item reuses the packing.
+            packings: dict[str, bytes | None] = {}
             checkpoint_id = str(document["id"])
             stored_document = _stored_document(document, metadata)
             held: dict[str, Any] = {}
@@ -497,7 +501,7 @@ class ThreadStore:
                     index += entry_bytes
                     continue
                 if isinstance(raw, bytes) and not in_bucket:
-                    packed = codec.encode(raw)
+                    packed = packings[channel] = codec.encode(raw)
                     body = packed if packed is not None else raw
                     if len(body) + len(channel.encode()) + len(key.encode()) + 32 <= room:
                         held[channel] = {VERSION: key, TYPE: type_tag, BYTES: body}
@@ -540,6 +544,7 @@ class ThreadStore:
                     raw,
                     head.generation,
                     now_ms,
+                    packings.get(channel, UNPACKED),
                 )
                 for channel, key, tag, raw in out_of_line
             ]
@@ -698,10 +703,19 @@ class ThreadStore:
         return found[0] if found else None
 
     def _value_item(
-        self, pk: str, sk: str, tenant_id: str, type_tag: str, raw: bytes | Uploaded, generation: str, now_ms: int
+        self,
+        pk: str,
+        sk: str,
+        tenant_id: str,
+        type_tag: str,
+        raw: bytes | Uploaded,
+        generation: str,
+        now_ms: int,
+        packed: bytes | object | None = UNPACKED,
     ) -> Item:
-        """The item of one large value: packed when that pays; over `ITEM_VALUE_BYTES`, its bytes in the bucket as
-        they are (a read hands out a presigned URL to them, so no answer carries them and none outgrows Lambda's)."""
+        """The item of one large value: packed when that pays (`packed`: its packing when made already, None when
+        packing did not pay); over `ITEM_VALUE_BYTES`, its bytes in the bucket as they are (a read hands out a
+        presigned URL to them, so no answer carries them and none outgrows Lambda's)."""
         item: Item = {
             **layout.key(pk, sk),
             GENERATION: {"S": generation},
@@ -718,8 +732,9 @@ class ThreadStore:
         if len(raw) > ITEM_VALUE_BYTES:
             item[OBJECT] = {"S": self._bucket(len(raw)).put_state(tenant_id, raw)}
             return item
-        packed = codec.encode(raw)
-        if packed is not None:
+        if packed is UNPACKED:
+            packed = codec.encode(raw)
+        if isinstance(packed, bytes):
             item[PACKED] = {"BOOL": True}
             stored = packed
         item[BYTES] = {"B": stored}

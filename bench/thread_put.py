@@ -1,0 +1,161 @@
+"""A LangGraph graph step's `put` as `BatonSaver` sends it, for the stubbed measurements (`warm.py`, `replay.py`).
+
+The step is taken from a real graph run, not written by hand: `langgraph_steps.py`'s agent loop runs on LangGraph's
+in-memory saver from its seeded conversation of 6 or 34 KB (`SIZES`) up to its interrupt, and the put of the
+checkpoint `tools` ends (`STEP`) is kept: its `messages` value new (the conversation, msgpack by LangGraph's
+serializer), `status`, `tool_calls` and a branch channel new, `turn` and the others carried from the parent. Its body
+is what `BatonSaver` sends (`baton.langgraph.threads.put_body`).
+
+A `Chain` turns that step into puts of one thread: a root (no parent, every channel's value: it touches the
+thread's head and stores what children carry), then children, each a new checkpoint id whose parent is the one put
+before it. A child put right after its parent, within a minute of the head's touch, is a graph step's steady state in
+a warm container: no read, no touch, only the checkpoint's write (and, for a value over what the item holds, the
+value's own item first).
+
+`one_item` is the baseline's item: everything a put wrote, in one item, as a saver that stores a checkpoint in one
+PutItem would write it.
+"""
+
+from __future__ import annotations
+
+import base64
+import copy
+import json
+import re
+from dataclasses import dataclass
+from functools import cache
+from pathlib import Path
+from typing import Any
+
+BENCH = Path(__file__).resolve().parent
+REPO = BENCH.parent
+
+SIZES = (6_000, 34_000)
+"""Bytes of the conversation (`messages`, canonical JSON) at the measured step: the LangGraph budgets' 6 and 34 KB."""
+STEP = 2
+"""`metadata.step` of the measured put: the checkpoint `tools` ends (agent, then tools, of the first invocation)."""
+
+_SET = re.compile(r"(#\w+) = (:\w+)")
+
+
+@dataclass(frozen=True)
+class GraphStep:
+    """One graph step's put: the body of the step (its new values, a parent) and of a root (every value, none)."""
+
+    size: int
+    root: dict[str, Any]
+    step: dict[str, Any]
+
+    @property
+    def messages_bytes(self) -> int:
+        """Bytes of the serialized conversation the step sends (msgpack, before base64)."""
+        return len(base64.b64decode(self.step["values"]["messages"]["data"]))
+
+
+@cache
+def graph_step(size: int) -> GraphStep:
+    """The put of step `STEP` of `langgraph_steps.py`'s graph run from its seeded `size`-byte conversation."""
+    from langgraph.checkpoint.memory import InMemorySaver
+
+    import langgraph_steps
+    from baton.langgraph.threads import put_body
+
+    puts: list[tuple[Any, ...]] = []
+
+    class Capturing(InMemorySaver):
+        """LangGraph's in-memory saver, keeping the arguments of every put."""
+
+        def put(self, config: Any, checkpoint: Any, metadata: Any, new_versions: Any) -> Any:
+            puts.append(copy.deepcopy((config, checkpoint, metadata, new_versions)))
+            return super().put(config, checkpoint, metadata, new_versions)
+
+    saver = Capturing()
+    graph = langgraph_steps.build_graph(langgraph_steps.QUICK_TURNS, saver)
+    graph.invoke(langgraph_steps.first_input(size), {"configurable": {"thread_id": f"capture-{size}"}})
+    config, checkpoint, metadata, new_versions = next(p for p in puts if p[2].get("step") == STEP)
+    if "messages" not in new_versions:
+        raise RuntimeError(f"the graph's step {STEP} no longer writes messages: choose another step")
+    root_config = {"configurable": {k: v for k, v in config["configurable"].items() if k != "checkpoint_id"}}
+    every = dict(checkpoint["channel_versions"])
+    return GraphStep(
+        size=size,
+        root=put_body(root_config, checkpoint, metadata, every, saver.serde),
+        step=put_body(config, checkpoint, metadata, new_versions, saver.serde),
+    )
+
+
+def put_event(secret: str, thread: str, body: dict[str, Any], request_id: str) -> dict[str, Any]:
+    """The API Gateway HTTP API event of `POST /v1/threads/{thread}/checkpoints` (the save's template, re-aimed)."""
+    event: dict[str, Any] = json.loads((REPO / "events" / "save_checkpoint.json").read_text(encoding="utf-8"))
+    path = f"/v1/threads/{thread}/checkpoints"
+    event["rawPath"] = event["requestContext"]["http"]["path"] = path
+    event["headers"].pop("idempotency-key", None)
+    event["headers"]["authorization"] = f"Bearer {secret}"
+    event["requestContext"]["requestId"] = request_id
+    event["body"] = json.dumps(body)
+    return event
+
+
+class Chain:
+    """Puts of one graph step on one thread: `root()` first, then `child()`, each a child of the put before it."""
+
+    def __init__(self, secret: str, step: GraphStep, thread: str) -> None:
+        self.secret = secret
+        self.graph_step = step
+        self.thread = thread
+        self.last: str | None = None
+        self.count = 0
+
+    def _event(self, template: dict[str, Any]) -> dict[str, Any]:
+        from langgraph.checkpoint.base.id import uuid6
+
+        self.count += 1
+        body = copy.deepcopy(template)
+        body["checkpoint"]["id"] = str(uuid6(clock_seq=self.count))
+        if self.last is None:
+            body.pop("parent_checkpoint_id", None)
+        else:
+            body["parent_checkpoint_id"] = self.last
+        self.last = body["checkpoint"]["id"]
+        return put_event(self.secret, self.thread, body, f"{self.thread}-{self.count}")
+
+    def root(self) -> dict[str, Any]:
+        """The thread's first put: every channel's value, no parent."""
+        self.last = None
+        return self._event(self.graph_step.root)
+
+    def child(self) -> dict[str, Any]:
+        """The step's put, a child of the last put of the chain."""
+        if self.last is None:
+            raise RuntimeError("a chain starts with its root")
+        return self._event(self.graph_step.step)
+
+
+def one_item(requests: list[tuple[str, dict[str, Any]]]) -> dict[str, Any]:
+    """Everything the put's `requests` ((operation, parameters), as botocore was given them) wrote, in one item:
+    the checkpoint's UpdateItem (its key and every attribute it SETs) and the items of its BatchWriteItems (their
+    attributes but the key, renamed apart). Fails on a request it does not know how to read: the baseline must stay
+    the same bytes as the put."""
+    item: dict[str, Any] = {}
+    key: set[str] = set()
+    extra: list[dict[str, Any]] = []
+    for operation, params in requests:
+        if operation == "UpdateItem":
+            names, values = params["ExpressionAttributeNames"], params["ExpressionAttributeValues"]
+            sets = params["UpdateExpression"].split(" REMOVE ", 1)[0].removeprefix("SET ")
+            pairs = _SET.findall(sets)
+            if len(pairs) != sets.count("="):
+                raise RuntimeError(f"the put's UpdateItem sets more than plain values: {sets[:200]}")
+            item.update(params["Key"])
+            key |= set(params["Key"])
+            item.update({names[name]: values[value] for name, value in pairs})
+        elif operation == "BatchWriteItem":
+            for writes in params["RequestItems"].values():
+                extra += [write["PutRequest"]["Item"] for write in writes]
+        else:
+            raise RuntimeError(f"the put made a {operation}: one_item does not know what it writes")
+    if not item:
+        raise RuntimeError("the put wrote no checkpoint item (no UpdateItem)")
+    for n, other in enumerate(extra):
+        item.update({f"{name}.{n}": value for name, value in other.items() if name not in key})
+    return item
