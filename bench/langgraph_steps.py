@@ -742,6 +742,14 @@ def summarize(runs: dict[str, ClientRun], missing: dict[str, str], turns: int) -
         means["dollars_per_million"] = (
             per_million(means["write_units"], means["read_units"], means["s3_requests"]) if count else None
         )
+        # The steady state: the same, without the step that resumes the invocation (LangGraph sends the resume value
+        # in a put_writes call of its own there, for every saver).
+        first = min((c.step for c in second if c.step is not None), default=None)
+        steady = [c for c in second if c.step != first]
+        steady_count = sum(1 for c in steady if c.kind == "put")
+        steady_totals = _step_totals(steady)
+        for key in ("request_count", "https"):
+            means[f"steady_{key}"] = steady_totals[key] / steady_count if steady_count else None
         starts = [_step_totals([c]) for c in run.calls if c.kind == "get_tuple"]
         clients[name] = {
             "name": name,
@@ -910,8 +918,10 @@ def _notes(clients: dict[str, Any], names: list[str]) -> list[str]:
 
 OVERVIEW = (
     ("DynamoDB requests", "request_count"),
+    ("steady state: DynamoDB requests", "steady_request_count"),
     ("refused by design", "refused_count"),
     ("HTTPS calls", "https"),
+    ("steady state: HTTPS calls", "steady_https"),
     ("write units", "write_units"),
     ("read units", "read_units"),
     ("S3 requests", "s3_count"),
@@ -938,14 +948,16 @@ def _overview(summary: dict[str, Any]) -> list[str]:
                 cells = [
                     _dollars(step[key])
                     if key == "dollars_per_million"
-                    else (_num(step[key]) if spec.name == "baton" or key != "https" else "none")
+                    else (_num(step[key]) if spec.name == "baton" or "https" not in key else "none")
                     for _, key in OVERVIEW
                 ]
                 state = f"{_size_label(size)} ({_messages_range(client)})"
                 lines.append(f"| {state} | {spec.label} | " + " | ".join(cells) + " |")
             elif spec.name in result["missing"] or spec.name in summary["missing"]:
                 reason = result["missing"].get(spec.name) or summary["missing"][spec.name]
-                lines.append(f"| {_size_label(size)} | {spec.label} | not measured: {reason} |" + " |" * 6)
+                lines.append(
+                    f"| {_size_label(size)} | {spec.label} | not measured: {reason} |" + " |" * (len(OVERVIEW) - 1)
+                )
     return lines
 
 
@@ -1047,7 +1059,9 @@ def table(summary: dict[str, Any]) -> str:
         "a time), its DynamoDB and S3 requests metered server side like the peers'. `langgraph-checkpoint-aws` with",
         "its S3 offload (a checkpoint over 350 KB goes to an object), without and with its gzip option;",
         "`langgraph-checkpoint-amazon-dynamodb` has no offload. A graph step (a superstep) is its tasks' `put_writes`",
-        "and the `put` of the checkpoint it ends with; figures are means over the second invocation's steps. Refused",
+        "and the `put` of the checkpoint it ends with; figures are means over the second invocation's steps (steady",
+        "state: without the step that resumes it, where LangGraph sends the resume value in a `put_writes` of its own",
+        "on every saver). Refused",
         "by design: conditional writes DynamoDB refused (`ConditionalCheckFailed`, counted by the meter). $ per",
         "million supersteps: write and read request units and S3 requests at on-demand prices (`bench/prices.py`;",
         "storage is not per step). Stored bytes: the table's growth (each written item's new size minus its old, as",
