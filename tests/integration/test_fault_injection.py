@@ -129,7 +129,7 @@ def store_backoffs(monkeypatch: pytest.MonkeyPatch) -> list[float]:
     for module in ("checkpoints", "batch", "dynamo", "thread_reaping"):
         monkeypatch.setattr(f"baton.store.{module}.time", clock)
     # `threads` may come to leave its backoffs to `dynamo`, and import no `time` of its own.
-    monkeypatch.setattr("baton.store.threads.time", clock, raising=False)
+    monkeypatch.setattr("baton.store.threads.repository.time", clock)
     monkeypatch.setattr("baton.store.purge.sleep", backoffs.append)
     return backoffs
 
@@ -2013,7 +2013,7 @@ def read_threads(ctx: Context, thread_ids: tuple[str, ...] = (THREAD,)) -> Threa
 def assert_every_value_is_in_place(aws: Any) -> None:
     """No live checkpoint without its values: each checkpoint item of a thread's current generation finds the item
     of every large value it names (`vz`) and of every pending write it keeps outside itself (`r`)."""
-    from baton.store import threads as thread_store
+    from baton.store import thread_names as thread_store
     from baton.store.thread_names import write_references
 
     items = raw_table(aws)

@@ -1,4 +1,4 @@
-"""The attribute names of thread items (`store/threads.py` writes them, `store/thread_reaping.py` reads them), how
+"""The attribute names of thread items (`store/threads/` writes them, `store/thread_reaping.py` reads them), how
 both read the write values an item references, and what a deleted checkpoint leaves: one vocabulary, importing only
 the table's schema, so the reaper's cold start loads no domain model to learn them."""
 

@@ -1,4 +1,4 @@
-"""The reaper's part for LangGraph threads (`store/threads.py`): what a thread's stream record asks for, and the table
+"""The reaper's part for LangGraph threads (`store/threads/`): what a thread's stream record asks for, and the table
 work it needs. `store/reaping.py` dispatches thread records here and does the bucket work (retag, delete) itself.
 
 A thread is one partition (`layout`): its head `H` (the generation `g`), checkpoints `K#...` (their generation `g`,

@@ -1,44 +1,24 @@
-"""The thread repository: LangGraph checkpoints, their channel values and pending writes in one partition per thread.
-
-Items of a thread (keys in `layout`):
-
-- the head (`H`): the thread's generation `g`, time to live and expiry. Every put refreshes it (one UpdateItem that
-  also hands back the generation); a read finds nothing unless the head is there and not expired. Deleting the head
-  hides the whole thread at once; a thread written again after a delete or an expiry gets a new generation, so no
-  item of its former life is ever read again (the reaper and the delete remove those).
-- a checkpoint (`K#<ns>#<id>`): the checkpoint and its metadata (compact JSON, packed when that pays), its parent,
-  the channel values of at most `INLINE_VALUE_BYTES` (`iv`: carried from the parent into every child that keeps their
-  version, so a step costs no item per small channel), the sizes and versions of the larger ones (`vz`), and the
-  pending writes (`w`: a map keyed by (task_id, idx), set by one conditional UpdateItem per `put_writes`).
-- a value (`V#<g>#<ns>#<channel>#<version>`): one version of a channel too large to ride in a checkpoint item,
-  written once, packed when that pays, its bytes in the bucket (`so`) when they would not fit an item.
-- a write value (`W#<ns>#<checkpoint>#<id>`): a pending write too large to ride in its checkpoint's item.
-
-Values and write values are written before the checkpoint item that references them, so a failure half way leaves
-unreferenced items, never a checkpoint without its values.
+"""The thread repository: LangGraph checkpoints, their channel values and pending writes in one partition per thread
+(the package's docstring says what its items are).
 """
 
 from __future__ import annotations
 
-import hashlib
 import json
 import time
 import uuid
 from collections import OrderedDict
 from collections.abc import Iterable, Iterator, Sequence
-from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Final
 
 from baton.domain import limits
 from baton.domain.canonical import pointer
-from baton.domain.errors import NotFound, PayloadTooLarge, Unavailable, ValidationFailed
+from baton.domain.errors import NotFound, PayloadTooLarge, Unavailable
 from baton.domain.threads import (
     EMPTY_TYPE,
     LIST_READ_BYTES,
-    MAX_BLOB_COPY_BYTES,
     MAX_CHECKPOINT_VALUE_BYTES,
     MAX_PENDING_WRITE_BYTES,
-    MAX_REQUEST_BLOBS,
     BlobRef,
     Page,
     PendingWrite,
@@ -97,322 +77,89 @@ if TYPE_CHECKING:
 
     from baton.store.blobs import BlobStore
     from baton.store.objects import ObjectStore
+from baton.store.threads.blobs import (
+    RequestBlobs,
+)
+from baton.store.threads.items import (
+    CALL_INLINE_VALUE_BYTES,
+    HELD_VALUE_BYTES,
+    INLINE_VALUE_BYTES,
+    ITEM_ROOM_BYTES,
+    ITEM_VALUE_BYTES,
+    KEPT,
+    MAX_CHANNEL_INDEX_BYTES,
+    MAX_INLINE_VALUE_BYTES,
+    MAX_INLINE_WRITE_BYTES,
+    PAGE_ANSWER_BYTES,
+    UNPACKED,
+    Head,
+    Loaded,
+    Uploaded,
+    Write,
+    call_name,
+    calls,
+    carry,
+    head_of,
+    held_in,
+    held_value,
+    held_write,
+    index_bytes,
+    live_head,
+    packed_document,
+    refresh_slack_ms,
+    relocated,
+    rename_write_values,
+    special_name,
+    tuple_estimate,
+    write_value_sk,
+)
+from baton.store.threads.reads import (
+    KEYS_ONLY,
+    LATEST_PROBE_ITEMS,
+    MAX_KEY_BYTES,
+    Walk,
+)
 
-INLINE_VALUE_BYTES: Final = 512
-"""Values (and pending writes) of at most this many bytes ride in the checkpoint item; larger ones get an item."""
-MAX_INLINE_VALUE_BYTES: Final = 32_768
-"""Most bytes of small values one checkpoint item holds (with their names and versions); the rest get items of their
-own (the item stays small)."""
-MAX_CHANNEL_INDEX_BYTES: Final = 65_536
-"""Most bytes a checkpoint item keeps of its channels (names, versions, small values): with the checkpoint (at most
-196 KB of JSON with its metadata) and its pending writes (128 KB), the item stays under DynamoDB's 400 KB."""
-ITEM_VALUE_BYTES: Final = 350_000
-"""Most bytes of a value kept in the table; a larger one lives in the bucket, as it is (answered by URL)."""
-PAGE_ANSWER_BYTES: Final = limits.MAX_ANSWER_DATA_BYTES
-"""A list page chooses its tuples while an upper bound of their JSON stays under this many bytes (the api then cuts
-the page by the exact bytes it encodes, `api/responses.fitted_page`): the values of tuples a page would not show
-are never read. One tuple always fits."""
-PRESIGNED_URL_BYTES: Final = 2_048
-"""At most what a presigned download adds to an answer (its URL, about 1,400 characters with a session token)."""
-TUPLE_SYNTAX_BYTES: Final = 256
-"""A tuple's field names and punctuation."""
-VALUE_SYNTAX_BYTES: Final = 64
-WRITE_SYNTAX_BYTES: Final = 128
-"""A pending write's field names, its index and punctuation."""
-
-UNPACKED: Final = object()
-"""A value not packed yet (`_value_item` packs it)."""
-MAX_REFRESH_SLACK_MS: Final = 60_000
-LATEST_PROBE_ITEMS: Final = 4
-"""Newest items a read of the latest checkpoint asks for at once (writes that came before their checkpoint's put, or
-tombstones, may sort after it)."""
 MAX_DELETED_PROBES: Final = 4
 """Queries (of up to 1 MB of keys each) that look for a checkpoint put since a thread's delete."""
+
+
 KNOWN_HEADS: Final = 1_024
 """Heads a container remembers (the threads it put to last), and checkpoints (what a child carries from them)."""
+
+
 MAX_REMEMBERED_INDEX_BYTES: Final = 8_192
 """A checkpoint is remembered for its child only when what it carries is this small (1,024 of them: 8 MB at most)."""
-MAX_KEY_BYTES: Final = 1_024
-"""DynamoDB's longest sort key (a cursor's position beyond it is not one this store made)."""
+
 
 _TOUCH_LIVE: Final = f"attribute_not_exists(#{schema.PK}) OR #{EXPIRES_MS} > :now"
+
+
 _TOUCH: Final = (
     f"SET #{GENERATION} = if_not_exists(#{GENERATION}, :g), #{CREATED} = if_not_exists(#{CREATED}, :now), "
     f"#{UPDATED} = :now, #{TTL_MS} = :tms, #{TTL_S} = :tts, #{EXPIRES_MS} = :exp, "
     f"#{schema.TTL_ATTRIBUTE} = :ttl"
 )
+
+
 _TOUCH_KEEP_TTL: Final = (
     f"SET #{GENERATION} = if_not_exists(#{GENERATION}, :g), #{CREATED} = if_not_exists(#{CREATED}, :now), "
     f"#{UPDATED} = :now, #{TTL_MS} = if_not_exists(#{TTL_MS}, :tms), #{TTL_S} = if_not_exists(#{TTL_S}, :tts), "
     f"#{EXPIRES_MS} = if_not_exists(#{TTL_MS}, :tms) + :later, "
     f"#{schema.TTL_ATTRIBUTE} = if_not_exists(#{TTL_S}, :tts) + :later_s"
 )
+
+
 _SAME_HEAD: Final = f"#{GENERATION} = :old_g AND #{EXPIRES_MS} = :old_exp"
+
+
 _PUT_CHECKPOINT_SET: Final = (
     f"#{GENERATION} = :g, #{DOCUMENT} = :cp, #{INLINE} = :iv, #{SIZES} = :vz, #{HELD} = :hv, #{UPDATED} = :now, "
     f"#{schema.TTL_ATTRIBUTE} = :kept"
 )
-KEPT: Final = {"S": "kept"}
-"""The TTL attribute of a stored checkpoint. DynamoDB's TTL ignores an item whose TTL attribute is not a number: a
-checkpoint goes with its thread, never by TTL, while writes that came before their checkpoint (their item made by
-`put_writes` with a day's TTL) go within a day unless the put comes. `put_writes` keeps what is there."""
+
+
 _SAME_LIFE: Final = f"attribute_not_exists(#{GENERATION}) OR #{GENERATION} = :g"
-HELD_VALUE_BYTES: Final = 8_192
-"""Most bytes (stored: packed when that pays) of large values new in a checkpoint that ride in its own item, so that
-a graph step's put is one write; the rest get items of their own. Not more: a `put_writes` after the put rewrites
-the item, which DynamoDB bills whole (at a 34 KB state, holding up to 32 KB made a step cost 29 write units where an
-item of its own costs 17: bench/langgraph_steps.py). Never more than the item has room for besides its pending writes
-(`ITEM_ROOM_BYTES`)."""
-ITEM_ROOM_BYTES: Final = 400_000 - 128_000 - 16_000
-"""What a checkpoint item may hold besides its pending writes (`MAX_INLINE_WRITE_BYTES`): DynamoDB's 400 KB, with
-16 KB for names, metadata of the writes and keys."""
-CALL_INLINE_VALUE_BYTES: Final = 4_096
-"""Most bytes of values over `INLINE_VALUE_BYTES` one `put_writes` call keeps in its checkpoint's item."""
-MAX_INLINE_WRITE_BYTES: Final = 128_000
-"""Most bytes of pending writes a checkpoint's item holds itself; more go to items of their own."""
-_KEYS_ONLY: Final = f"#{schema.PK}, #{schema.SK}"
-
-
-@dataclass(frozen=True)
-class Head:
-    """What a thread's head says: its generation, when it expires, and when it was last deleted (nothing put before
-    then shows)."""
-
-    generation: str
-    ttl_ms: int
-    expires_ms: int
-    floor_ms: int = 0
-
-    def shows(self, item: Item) -> bool:
-        """Whether a checkpoint item is of this life: its generation, and put after the last delete."""
-        return (
-            item.get(GENERATION, {}).get("S") == self.generation
-            and int(item.get(UPDATED, {}).get("N", "0")) > self.floor_ms
-        )
-
-
-@dataclass(frozen=True)
-class _Write:
-    """One write of a put_writes: its index and its value."""
-
-    index: int
-    channel: str
-    type: str
-    raw: bytes | Uploaded
-
-    @property
-    def size(self) -> int:
-        return self.raw.size if isinstance(self.raw, Uploaded) else len(self.raw)
-
-    @property
-    def small(self) -> bool:
-        """It may ride in the checkpoint's item."""
-        return isinstance(self.raw, bytes) and len(self.raw) <= INLINE_VALUE_BYTES
-
-    @property
-    def answered(self) -> int:
-        """What it adds to a read's answer as bytes (a value in the bucket is answered by URL)."""
-        return 0 if isinstance(self.raw, Uploaded) or len(self.raw) > ITEM_VALUE_BYTES else len(self.raw)
-
-
-@dataclass(frozen=True)
-class Uploaded:
-    """A value uploaded as a blob, checked: its size, SHA-256 (hex) and the object that holds its bytes."""
-
-    size: int
-    sha256: str
-    source: str
-
-
-@dataclass
-class _Loaded:
-    """A checkpoint item decoded, with the keys of what it references outside itself."""
-
-    item: Item
-    namespace: str
-    checkpoint_id: str
-    document: dict[str, Any]
-    document_bytes: int
-    values: dict[str, StoredValue] = field(default_factory=dict)
-    missing: dict[str, str] = field(default_factory=dict)
-    """Channel -> sort key of its value item, for values not inline."""
-    held: dict[str, str] = field(default_factory=dict)
-    """Channel -> sort key of the checkpoint that holds its value in its item (another than this one); when that
-    checkpoint is gone (pruned, deleted for its run), the value is in its value item (`missing`), written first."""
-    writes: list[tuple[PendingWrite, StoredValue | str]] = field(default_factory=list)
-    """Pending writes with their value, or the sort key of the item that holds it."""
-    estimate: int = 0
-    """At least the bytes of JSON its tuple takes in an answer, counted from the item alone (`_tuple_estimate`)."""
-
-
-class _Walk:
-    """The checkpoint items of a thread's current life, newest first (of one namespace, or of all: one after
-    another), under `reads`. `below` is an exclusive upper bound on the sort key (a cursor's position, or `before`
-    in a namespace). `before` without a namespace is a key bound in each: the first item of a namespace at or after
-    it moves the walk to just below it in that namespace (one Query), so no newer checkpoint is read twice.
-    `stopped` is True when the reads ran out before the thread's end; `position` is then where to go on from."""
-
-    def __init__(
-        self,
-        store: ThreadStore,
-        pk: str,
-        head: Head,
-        namespace: str | None,
-        below: str | None,
-        before: str | None,
-        reads: Reads | None,
-    ) -> None:
-        self._store = store
-        self._pk = pk
-        self._head = head
-        self._namespace = namespace
-        self._below = below
-        self._before = before if namespace is None else None
-        self._reads = reads
-        self.page_size: int | None = None
-        self.stopped = False
-        self.position: str | None = None
-        """The sort key of the last item read (of any life), or the bound the walk last moved to."""
-
-    def __iter__(self) -> Iterator[Item]:
-        if self._before is not None:
-            yield from self._before_in_each_namespace(self._before)
-            return
-        yield from self._range(layout.thread_checkpoints(self._namespace), self._below, self.page_size)
-
-    def _range(self, prefix: str, below: str | None, page_size: int | None) -> Iterator[Item]:
-        """The items under `prefix` below `below` (exclusive), newest first, of the head's life."""
-        pages = dynamo.query(self._store._client, self._reads, **self._request(prefix, below, page_size))
-        for item in pages:
-            sk = item[schema.SK]["S"]
-            if sk == below:
-                continue
-            self.position = sk
-            if self._head.shows(item):
-                yield item
-        self.stopped = self.stopped or pages.stopped
-
-    def _before_in_each_namespace(self, before: str) -> Iterator[Item]:
-        """Every namespace's checkpoints older than `before`, one namespace after another: a probe (one Query of at
-        most two items) finds the next namespace below where the walk stands, and the walk goes on in that namespace
-        from just below `before` (or from the probe's item when it is older). A namespace costs at most three items
-        more than the checkpoints it shows: the probe's two, and the `before` checkpoint (a key bound is inclusive)."""
-        below = self._below
-        while not (self._reads is not None and self._reads.spent):
-            probe = dynamo.query(self._store._client, self._reads, **self._request(layout.THREAD_CHECKPOINT, below, 2))
-            found = next((item for item in probe if item[schema.SK]["S"] != below), None)
-            if found is None:
-                return
-            sk = found[schema.SK]["S"]
-            keyed, checkpoint_id = layout.read_thread_checkpoint_sk(sk)
-            namespace = keyed if keyed is not None else found[NAMESPACE]["S"]
-            prefix = layout.thread_checkpoints(namespace)
-            if checkpoint_id >= before:
-                start = self.position = layout.thread_checkpoint_sk(namespace, before)
-            else:
-                start = self.position = sk
-                if self._head.shows(found):
-                    yield found
-            yield from self._range(prefix, start, self.page_size)
-            if self.stopped:
-                return
-            below = prefix  # no key is the prefix itself: the next probe starts below this namespace
-            self.position = below
-        self.stopped = True
-
-    def _request(self, prefix: str, below: str | None, page_size: int | None) -> dict[str, Any]:
-        if below is not None:
-            condition = f"#{schema.PK} = :pk AND #{schema.SK} BETWEEN :lo AND :hi"
-            values = {":pk": {"S": self._pk}, ":lo": {"S": prefix}, ":hi": {"S": below}}
-        else:
-            condition = f"#{schema.PK} = :pk AND begins_with(#{schema.SK}, :lo)"
-            values = {":pk": {"S": self._pk}, ":lo": {"S": prefix}}
-        request: dict[str, Any] = {
-            "TableName": self._store._table,
-            "KeyConditionExpression": condition,
-            "ExpressionAttributeNames": names_in(condition),
-            "ExpressionAttributeValues": values,
-            "ConsistentRead": True,
-            "ScanIndexForward": False,
-        }
-        if page_size is not None:
-            request["Limit"] = page_size
-        return request
-
-
-class _Blobs:
-    """The blobs one request names, each checked once however many values name it: declared by the caller's agent,
-    attached to no checkpoint, uploaded with its declared bytes, at most the state limit (else 400 naming the value's
-    `blob_id`, or 413). A blob of at most `ITEM_VALUE_BYTES` is read once (one GetObject, its SHA-256 checked) and
-    each value naming it holds its bytes like any other, counted in the request's budgets; a larger one is copied
-    into the thread's storage once per value, at most `MAX_BLOB_COPY_BYTES` per request. At most
-    `MAX_REQUEST_BLOBS` distinct blobs per request."""
-
-    def __init__(self, store: ThreadStore, tenant_id: str, agent_id: str, now_ms: int) -> None:
-        self._store = store
-        self._tenant_id = tenant_id
-        self._agent_id = agent_id
-        self._now_ms = now_ms
-        self._checked: dict[str, bytes | Uploaded | None] = {}
-        self.copied = 0
-
-    def value(self, ref: BlobRef, where: str) -> bytes | Uploaded:
-        """The value a reference stands for: the blob's bytes (a small one) or the blob to copy (a large one)."""
-        if ref.blob_id not in self._checked:
-            if len(self._checked) == MAX_REQUEST_BLOBS:
-                raise ValidationFailed.single(
-                    where, f"A request may name at most {MAX_REQUEST_BLOBS} distinct blobs; {where} names one more."
-                )
-            self._checked[ref.blob_id] = self._check(ref, where)
-        found = self._checked[ref.blob_id]
-        if found is None:
-            raise _refused(where)
-        if isinstance(found, Uploaded):
-            self.copied += found.size
-            if self.copied > MAX_BLOB_COPY_BYTES:
-                raise PayloadTooLarge(
-                    field=where.lstrip("/"),
-                    limit_bytes=MAX_BLOB_COPY_BYTES,
-                    actual_bytes=self.copied,
-                    what=f"The blobs over {ITEM_VALUE_BYTES} bytes this request names, each time it names one,",
-                )
-        return found
-
-    def _check(self, ref: BlobRef, where: str) -> bytes | Uploaded | None:
-        """One GetItem of the blob's record, then one GetObject (a small blob) or one HeadObject; None when the
-        blob is not one a value may name."""
-        blobs = self._store._blobs
-        if blobs is None:
-            return None
-        try:
-            blob = blobs.get(self._tenant_id, ref.blob_id, self._now_ms)
-        except NotFound:
-            return None
-        if blob.agent_id != self._agent_id or blob.owner is not None:
-            return None
-        if blob.size > limits.MAX_STATE_BYTES:
-            raise PayloadTooLarge(
-                field=where.lstrip("/"), limit_bytes=limits.MAX_STATE_BYTES, actual_bytes=blob.size, what="A value"
-            )
-        source = layout.blob_object(self._tenant_id, ref.blob_id)
-        bucket = self._store._bucket(blob.size)
-        if blob.size <= ITEM_VALUE_BYTES:
-            raw = bucket.get(source)
-            if raw is None or len(raw) != blob.size or hashlib.sha256(raw).hexdigest() != blob.sha256:
-                return None
-            return raw
-        found = bucket.head(source)
-        if found is None or found.size != blob.size or (found.sha256 is not None and found.sha256 != blob.sha256):
-            return None
-        return Uploaded(blob.size, blob.sha256, source)
-
-
-def _refused(where: str) -> ValidationFailed:
-    return ValidationFailed.single(
-        where,
-        f"{where} must name a blob this agent declared (POST /v1/blobs), uploaded with its declared size and "
-        "SHA-256, and attached to no checkpoint.",
-    )
 
 
 class ThreadStore:
@@ -470,8 +217,8 @@ class ThreadStore:
             inline: dict[str, Any] = {}
             sizes: dict[str, Any] = {}
             if source is not None:
-                _carry(source, versions, carried, inline, sizes)
-            blobs = _Blobs(self, tenant_id, agent_id, now_ms)
+                carry(source, versions, carried, inline, sizes)
+            blobs = RequestBlobs(self._blobs, self._bucket, tenant_id, agent_id, now_ms)
             resolved: dict[str, tuple[str, bytes | Uploaded]] = {}
             for channel, (type_tag, given) in values.items():
                 if isinstance(given, BlobRef):
@@ -482,11 +229,11 @@ class ThreadStore:
             # Values packed to see whether they fit the item: packed once, their own item reuses the packing.
             packings: dict[str, bytes | None] = {}
             checkpoint_id = str(document["id"])
-            stored_document = _stored_document(document, metadata)
+            stored_document = packed_document(document, metadata)
             held: dict[str, Any] = {}
             room = min(HELD_VALUE_BYTES, ITEM_ROOM_BYTES - MAX_CHANNEL_INDEX_BYTES - len(stored_document))
-            index = sum(_index_bytes(c, e[VERSION], e[TYPE], len(e[BYTES])) for c, e in inline.items())
-            index += sum(_index_bytes(c, e[0]) for c, e in sizes.items())
+            index = sum(index_bytes(c, e[VERSION], e[TYPE], len(e[BYTES])) for c, e in inline.items())
+            index += sum(index_bytes(c, e[0]) for c, e in sizes.items())
             # What a read of this checkpoint answers with: values held in the table (those in the bucket are URLs).
             answered = sum(len(e[BYTES]) for e in inline.values()) + sum(int(e[1]) for e in sizes.values() if not e[2])
             for channel, (type_tag, raw) in resolved.items():
@@ -494,7 +241,7 @@ class ThreadStore:
                 size = raw.size if isinstance(raw, Uploaded) else len(raw)
                 in_bucket = isinstance(raw, Uploaded) or size > ITEM_VALUE_BYTES
                 answered += 0 if in_bucket else size
-                entry_bytes = _index_bytes(channel, key, type_tag, size)
+                entry_bytes = index_bytes(channel, key, type_tag, size)
                 small = isinstance(raw, bytes) and size <= INLINE_VALUE_BYTES
                 if small and index + entry_bytes <= MAX_INLINE_VALUE_BYTES:
                     inline[channel] = {VERSION: key, TYPE: type_tag, BYTES: raw}
@@ -509,10 +256,10 @@ class ThreadStore:
                             held[channel][PACKED] = True
                         room -= len(body) + len(channel.encode()) + len(key.encode()) + 32
                         sizes[channel] = [key, size, 0, checkpoint_id]
-                        index += _index_bytes(channel, key) + len(checkpoint_id.encode())
+                        index += index_bytes(channel, key) + len(checkpoint_id.encode())
                         continue
                 sizes[channel] = [key, size, int(in_bucket)]
-                index += _index_bytes(channel, key)
+                index += index_bytes(channel, key)
                 out_of_line.append((channel, key, type_tag, raw))
             if answered > MAX_CHECKPOINT_VALUE_BYTES:
                 raise PayloadTooLarge(
@@ -617,7 +364,7 @@ class ThreadStore:
         )
         if isinstance(answer, dynamo.Refused):
             return self._restart(pk, answer.item, ttl_seconds, now_ms)
-        return _head(answer["Attributes"])
+        return head_of(answer["Attributes"])
 
     def _restart(self, pk: str, old: Item, ttl_seconds: int | None, now_ms: int) -> Head:
         """A new generation over an expired head (its items are left to the reaper, which reads the change)."""
@@ -831,9 +578,9 @@ class ThreadStore:
         pk = layout.thread_pk(tenant_id, agent_id, thread_id)
         key = layout.key(pk, layout.thread_checkpoint_sk(namespace, checkpoint_id))
         with translated_errors():
-            blobs = _Blobs(self, tenant_id, agent_id, now_ms)
+            blobs = RequestBlobs(self._blobs, self._bucket, tenant_id, agent_id, now_ms)
             prepared = [
-                _Write(
+                Write(
                     write_index(channel, n),
                     channel,
                     type_tag,
@@ -849,13 +596,13 @@ class ThreadStore:
                     actual_bytes=answered,
                     what="The pending writes",
                 )
-            name = _call_name(task_id, task_path, prepared)
+            name = call_name(task_id, task_path, prepared)
             # The special channels' writes overwrite: each gets an attribute of its own per (task_id, idx), set again
             # by a later call (the last of a call's writes to one of them is the one kept); the others ride in the
             # call's attribute, which an earlier call's writes under the same (task_id, idx) precede on read.
             special = {w.index: w for w in prepared if overwrites(w.index)}
             groups = {name: [w for w in prepared if not overwrites(w.index)]}
-            groups |= {_special_name(task_id, index): [write] for index, write in special.items()}
+            groups |= {special_name(task_id, index): [write] for index, write in special.items()}
             inline = 0
             for out_of_line in (False, True):
                 attributes: dict[str, dict[str, Any]] = {}
@@ -887,7 +634,7 @@ class ThreadStore:
         tenant_id: str,
         namespace: str,
         checkpoint_id: str,
-        prepared: list[_Write],
+        prepared: list[Write],
         out_of_line: bool,
         now_ms: int,
     ) -> tuple[list[dict[str, Any]], list[Item]]:
@@ -909,7 +656,7 @@ class ThreadStore:
                 if stored is not None:
                     entry[PACKED] = True
             else:
-                sk = _write_value_sk(namespace, checkpoint_id, write)
+                sk = write_value_sk(namespace, checkpoint_id, write)
                 if sk not in items:
                     items[sk] = self._value_item(pk, sk, tenant_id, write.type, write.raw, "", now_ms)
                 entry[REFERENCE] = sk
@@ -979,7 +726,7 @@ class ThreadStore:
             Key=layout.key(layout.thread_pk(tenant_id, agent_id, thread_id), layout.THREAD_HEAD_SK),
             ConsistentRead=True,
         )
-        return _live_head(answer.get("Item"), now_ms)
+        return live_head(answer.get("Item"), now_ms)
 
     def _deleted(self, pk: str, head: Head) -> bool:
         """True when the thread was deleted and no checkpoint was put since (Queries that count, reading no item back,
@@ -1019,7 +766,7 @@ class ThreadStore:
                 head_key = layout.key(pk, layout.THREAD_HEAD_SK)
                 item_key = layout.key(pk, layout.thread_checkpoint_sk(namespace, checkpoint_id))
                 found = batch_get(self._client, self._table, [head_key, item_key])
-                head = _live_head(found.get(layout.identity(head_key)), now_ms)
+                head = live_head(found.get(layout.identity(head_key)), now_ms)
                 item = found.get(layout.identity(item_key))
                 if head is None or item is None or not head.shows(item):
                     raise NotFound()
@@ -1030,7 +777,9 @@ class ThreadStore:
                 head = self.head(tenant_id, agent_id, thread_id, now_ms)
                 if head is None:
                     raise NotFound()
-                latest = _Walk(self, pk, head, namespace, None, None, Reads(max_bytes=LIST_READ_BYTES))
+                latest = Walk(
+                    self._client, self._table, pk, head, namespace, None, None, Reads(max_bytes=LIST_READ_BYTES)
+                )
                 latest.page_size = 1
                 item = next(iter(latest), None)
                 if item is None:
@@ -1061,12 +810,12 @@ class ThreadStore:
             if len(answer.get("Items", [])) == LATEST_PROBE_ITEMS:
                 return None  # more to read: the caller walks on
             head_item = batch_get(self._client, self._table, [head_key]).get(layout.identity(head_key))
-            if _live_head(head_item, now_ms) is None:
+            if live_head(head_item, now_ms) is None:
                 raise NotFound()
             return None
         found: dict[tuple[str, str], Item] = {}
         (loaded,) = self._resolve(thread_id, pk, [self._load(item)], also=[head_key], found=found)
-        head = _live_head(found.get(layout.identity(head_key)), now_ms)
+        head = live_head(found.get(layout.identity(head_key)), now_ms)
         if head is None:
             raise NotFound()
         return loaded if head.shows(item) else None
@@ -1109,9 +858,9 @@ class ThreadStore:
             prefix = layout.thread_checkpoints(namespace)
             if below is not None and (not below.startswith(prefix) or len(below.encode()) > MAX_KEY_BYTES):
                 raise invalid_cursor()
-            walk = _Walk(self, pk, head, namespace, below, before, Reads(max_bytes=LIST_READ_BYTES))
+            walk = Walk(self._client, self._table, pk, head, namespace, below, before, Reads(max_bytes=LIST_READ_BYTES))
             walk.page_size = min(limit + 1, 100)
-            chosen: list[_Loaded] = []
+            chosen: list[Loaded] = []
             estimate = 0
             stop: str | None
             for item in walk:
@@ -1136,14 +885,14 @@ class ThreadStore:
 
         return Page(page, encode_after(stop, binding), cursor_after)
 
-    def _load(self, item: Item) -> _Loaded:
+    def _load(self, item: Item) -> Loaded:
         """A checkpoint item decoded: its document, its inline values and writes, and the keys of the rest."""
         keyed, checkpoint_id = layout.read_thread_checkpoint_sk(item[schema.SK]["S"])
         namespace = keyed if keyed is not None else item[NAMESPACE]["S"]
         stored = bytes(item[DOCUMENT]["B"])
         text = codec.decode(stored, 8 * limits.MAX_STATE_BYTES) if codec.is_packed(stored) else stored
         document = json.loads(text)
-        loaded = _Loaded(item, namespace, checkpoint_id, document, len(text))
+        loaded = Loaded(item, namespace, checkpoint_id, document, len(text))
         versions: dict[str, Any] = document["c"].get("channel_versions", {})
         inline = item.get(INLINE, {}).get("M", {})
         large_ones = item.get(SIZES, {}).get("M", {})
@@ -1162,13 +911,13 @@ class ThreadStore:
                 mine = held_here.get(channel, {}).get("M")
                 if mine is not None and mine[VERSION]["S"] == key:
                     if mine[TYPE]["S"] != EMPTY_TYPE:
-                        loaded.values[channel] = _held_value(mine[TYPE]["S"], mine)
+                        loaded.values[channel] = held_value(mine[TYPE]["S"], mine)
                     continue
             elif holder is not None:
                 loaded.held[channel] = layout.thread_checkpoint_sk(namespace, holder)
             loaded.missing[channel] = layout.thread_value_sk(generation, namespace, channel, key)
         shown: dict[tuple[str, int], tuple[PendingWrite, StoredValue | str]] = {}
-        for call in _calls(item):
+        for call in calls(item):
             task_id, task_path = call[TASK]["S"], call[TASK_PATH]["S"]
             for attr in call[LIST]["L"]:
                 entry = attr["M"]
@@ -1176,17 +925,17 @@ class ThreadStore:
                 if (task_id, index) in shown and not overwrites(index):
                     continue  # an earlier call's write under this (task_id, idx) is the one kept
                 write = PendingWrite(task_id, index, entry[CHANNEL]["S"], entry[TYPE]["S"], None, task_path)
-                held = _held_write(write.type, entry)
+                held = held_write(write.type, entry)
                 shown[(task_id, index)] = (write, held)
         loaded.writes = list(shown.values())
-        loaded.estimate = _tuple_estimate(loaded)
+        loaded.estimate = tuple_estimate(loaded)
         return loaded
 
     def _resolve(
         self,
         thread_id: str,
         pk: str,
-        loaded: list[_Loaded],
+        loaded: list[Loaded],
         also: Sequence[Item] = (),
         found: dict[tuple[str, str], Item] | None = None,
     ) -> list[ThreadCheckpoint]:
@@ -1210,7 +959,7 @@ class ThreadStore:
             sk: layout.key(pk, sk)
             for one in loaded
             for channel, sk in one.missing.items()
-            if channel in one.held and _held_in(by_sk.get(one.held[channel]), channel, sk) is None
+            if channel in one.held and held_in(by_sk.get(one.held[channel]), channel, sk) is None
         }
         if moved:
             again = batch_get(self._client, self._table, list(moved.values()))
@@ -1219,10 +968,10 @@ class ThreadStore:
         for one in loaded:
             values = dict(one.values)
             for channel, sk in one.missing.items():
-                entry = _held_in(by_sk.get(one.held[channel]), channel, sk) if channel in one.held else None
+                entry = held_in(by_sk.get(one.held[channel]), channel, sk) if channel in one.held else None
                 if entry is not None:
                     if entry[TYPE]["S"] != EMPTY_TYPE:
-                        values[channel] = _held_value(entry[TYPE]["S"], entry)
+                        values[channel] = held_value(entry[TYPE]["S"], entry)
                     continue
                 item = by_sk.get(sk)
                 if item is not None and item[TYPE]["S"] != EMPTY_TYPE:
@@ -1294,7 +1043,7 @@ class ThreadStore:
                 self._delete_partition(pk, deadline, now_ms)
                 return False
             # A retry of a delete that landed (botocore sent it again) finds the floor it set: still a success.
-            was = _head(answer["Attributes"])
+            was = head_of(answer["Attributes"])
             retried = int(answer.get("ResponseMetadata", {}).get("RetryAttempts", 0)) > 0
             existed = retried or not self._deleted(pk, was)
             self._delete_partition(pk, deadline, now_ms)
@@ -1363,10 +1112,10 @@ class ThreadStore:
     def _keep_latest(self, pk: str, head: Head) -> int:
         """Delete every checkpoint but the latest of each namespace, and the values and write values only they held;
         the checkpoints deleted. Only the kept checkpoints are decoded."""
-        latest: dict[str, _Loaded] = {}
+        latest: dict[str, Loaded] = {}
         doomed: list[Item] = []
         holders: dict[str, Item] = {}
-        for item in _Walk(self, pk, head, None, None, None, None):
+        for item in Walk(self._client, self._table, pk, head, None, None, None, None):
             keyed, _ = layout.read_thread_checkpoint_sk(item[schema.SK]["S"])
             namespace = keyed if keyed is not None else item[NAMESPACE]["S"]
             if namespace in latest:
@@ -1377,7 +1126,7 @@ class ThreadStore:
                 latest[namespace] = self._load(item)
         # A kept checkpoint may keep a version that a pruned one holds in its item: its value item first.
         needed_held = {holder for one in latest.values() for holder in one.held.values()}
-        self._batch_put(_relocated([holders[sk] for sk in needed_held if sk in holders], self._now_ms()))
+        self._batch_put(relocated([holders[sk] for sk in needed_held if sk in holders], self._now_ms()))
         needed = {sk for one in latest.values() for sk in one.missing.values()}
         needed |= {value for one in latest.values() for _, value in one.writes if isinstance(value, str)}
         needed |= self._early_references(pk)
@@ -1409,8 +1158,8 @@ class ThreadStore:
                 self._client,
                 TableName=self._table,
                 KeyConditionExpression=condition,
-                ProjectionExpression=_KEYS_ONLY,
-                ExpressionAttributeNames=names_in(condition, _KEYS_ONLY),
+                ProjectionExpression=KEYS_ONLY,
+                ExpressionAttributeNames=names_in(condition, KEYS_ONLY),
                 ExpressionAttributeValues={":pk": {"S": pk}, ":prefix": {"S": prefix}},
                 ConsistentRead=True,
             )
@@ -1448,7 +1197,7 @@ class ThreadStore:
                     copy[OBJECT] = {"S": self._objects.copy_state(tenant_id, item[OBJECT]["S"])}
                 (checkpoints if sk.startswith(layout.THREAD_CHECKPOINT) else copies).append(copy)
             for checkpoint in checkpoints:
-                _rename_write_values(checkpoint, renamed)
+                rename_write_values(checkpoint, renamed)
             # Values first, checkpoints last: a copy cut short never shows a checkpoint without its values.
             self._batch_put(copies)
             self._batch_put(checkpoints)
@@ -1487,15 +1236,15 @@ class ThreadStore:
                     TableName=self._table,
                     IndexName=schema.GSI1,
                     KeyConditionExpression=condition,
-                    ProjectionExpression=_KEYS_ONLY,
-                    ExpressionAttributeNames=names_in(condition, _KEYS_ONLY),
+                    ProjectionExpression=KEYS_ONLY,
+                    ExpressionAttributeNames=names_in(condition, KEYS_ONLY),
                     ExpressionAttributeValues={":gpk": {"S": layout.run_index_pk(tenant_id, agent_id, run_id)}},
                 )
                 doomed += [layout.key(*layout.identity(item)) for item in found_keys]
             if doomed:
                 # Their children may keep versions they hold in their items: those go to value items first.
                 found = batch_get(self._client, self._table, doomed)
-                self._batch_put(_relocated(list(found.values()), self._now_ms()))
+                self._batch_put(relocated(list(found.values()), self._now_ms()))
             self._batch_delete(doomed)
         return len(doomed)
 
@@ -1510,183 +1259,3 @@ class ThreadStore:
 
     def _batch_delete(self, keys: list[Item]) -> None:
         dynamo.delete_all(self._client, self._table, keys)
-
-
-def _answered(size: int, in_bucket: bool) -> int:
-    """At most what a value of `size` bytes adds to an answer: base64, or a presigned URL."""
-    return PRESIGNED_URL_BYTES if in_bucket else 4 * -(-size // 3)
-
-
-def _tuple_estimate(loaded: _Loaded) -> int:
-    """At least the bytes of JSON a checkpoint's tuple takes in an answer, from its item alone (before any value is
-    read): the document, each value as base64 (or a URL), and every name twice (JSON may escape each byte of a
-    name, `"` and `\\`, into two), with each field's own syntax."""
-    total = TUPLE_SYNTAX_BYTES + 2 * (len(loaded.namespace.encode()) + len(loaded.checkpoint_id.encode()) + 128)
-    total += loaded.document_bytes + 2 * len(loaded.item.get(PARENT, {}).get("S", "").encode())
-    sizes = loaded.item.get(SIZES, {}).get("M", {})
-    for channel in loaded.values.keys() | loaded.missing.keys():
-        total += VALUE_SYNTAX_BYTES + 2 * len(channel.encode())
-        value = loaded.values.get(channel)
-        if value is not None:
-            total += _answered(len(value.data or b""), in_bucket=False)
-            continue
-        large = sizes.get(channel, {}).get("L")
-        if large is None:
-            total += PRESIGNED_URL_BYTES  # not this item's to say: counted as the largest a read could answer
-            continue
-        size, in_bucket = int(large[1]["N"]), len(large) > 2 and large[2]["N"] == "1"
-        total += _answered(size, in_bucket or size > ITEM_VALUE_BYTES)
-    for call in _calls(loaded.item):
-        task = len(call[TASK]["S"].encode()) + len(call[TASK_PATH]["S"].encode())
-        for attr in call[LIST]["L"]:
-            entry = attr["M"]
-            size = int(entry[SIZE]["N"])
-            names = task + len(entry[CHANNEL]["S"].encode())
-            total += WRITE_SYNTAX_BYTES + 2 * names + len(entry[TYPE]["S"]) + _answered(size, size > ITEM_VALUE_BYTES)
-    return total
-
-
-def _carry(
-    source: Item, versions: dict[str, Any], carried: list[str], inline: dict[str, Any], sizes: dict[str, Any]
-) -> None:
-    """Copy from `source` what a child keeps: small values and the sizes of large ones whose version it shares."""
-    source_inline = source.get(INLINE, {}).get("M", {})
-    source_sizes = source.get(SIZES, {}).get("M", {})
-    for channel in carried:
-        key = version_key(versions[channel])
-        small = source_inline.get(channel, {}).get("M")
-        if small is not None and small[VERSION]["S"] == key:
-            inline[channel] = {VERSION: key, TYPE: small[TYPE]["S"], BYTES: bytes(small[BYTES]["B"])}
-            continue
-        large = source_sizes.get(channel, {}).get("L")
-        if large is not None and large[0]["S"] == key:
-            sizes[channel] = [key, int(large[1]["N"]), int(large[2]["N"]) if len(large) > 2 else 0]
-            if len(large) > 3:
-                sizes[channel].append(large[3]["S"])  # the checkpoint that holds the value in its item
-
-
-def _index_bytes(channel: str, version: str, type_tag: str = "", size: int = 0) -> int:
-    """What one channel adds to its checkpoint's item (`iv` or `vz`): its name, version, type and small value."""
-    return len(channel.encode()) + len(version.encode()) + len(type_tag) + size + 24
-
-
-def _stored_document(document: dict[str, Any], metadata: dict[str, Any]) -> bytes:
-    """A checkpoint and its metadata as the item holds them: compact JSON, packed when that pays."""
-    text = json.dumps({"c": document, "m": metadata}, separators=(",", ":"), ensure_ascii=False).encode("utf-8")
-    packed = codec.encode(text)
-    return packed if packed is not None else text
-
-
-def _relocated(holders: list[Item], now_ms: int) -> list[Item]:
-    """The value items of the large values `holders` (checkpoint items) hold (`HELD`), for checkpoints about to go:
-    a child that keeps such a version then reads it from its value item."""
-    items: list[Item] = []
-    for holder in holders:
-        generation = holder.get(GENERATION, {}).get("S")
-        if not generation:
-            continue
-        keyed, _ = layout.read_thread_checkpoint_sk(holder[schema.SK]["S"])
-        namespace = keyed if keyed is not None else holder[NAMESPACE]["S"]
-        for channel, attr in holder.get(HELD, {}).get("M", {}).items():
-            entry = attr["M"]
-            value = _held_value(entry[TYPE]["S"], entry)
-            item: Item = {
-                schema.PK: holder[schema.PK],
-                schema.SK: {"S": layout.thread_value_sk(generation, namespace, channel, entry[VERSION]["S"])},
-                GENERATION: {"S": generation},
-                UPDATED: {"N": str(now_ms)},
-                TYPE: entry[TYPE],
-                SIZE: {"N": str(len(value.data or b""))},
-                BYTES: entry[BYTES],
-            }
-            if PACKED in entry:
-                item[PACKED] = {"BOOL": True}
-            items.append(item)
-    return items
-
-
-def _held_in(holder: Item | None, channel: str, value_sk: str) -> Item | None:
-    """The entry of `channel` that a checkpoint item holds (`HELD`), when it holds the version whose value item is
-    `value_sk` (the version ends that key); None when it does not."""
-    entry = (holder or {}).get(HELD, {}).get("M", {}).get(channel, {}).get("M")
-    if entry is None or not value_sk.endswith("#" + layout.part(entry[VERSION]["S"])):
-        return None
-    return dict(entry)
-
-
-def _held_value(type_tag: str, entry: Item) -> StoredValue:
-    """A large value as a checkpoint item holds it (`HELD`), unpacked."""
-    raw = bytes(entry[BYTES]["B"])
-    return StoredValue(type_tag, codec.decode(raw, limits.MAX_STATE_BYTES) if PACKED in entry else raw)
-
-
-def _held_write(type_tag: str, entry: Item) -> StoredValue | str:
-    """A pending write's value as its call holds it (unpacked), or the sort key of the item that does."""
-    if BYTES not in entry:
-        return str(entry[REFERENCE]["S"])
-    raw = bytes(entry[BYTES]["B"])
-    return StoredValue(type_tag, codec.decode(raw, limits.MAX_STATE_BYTES) if PACKED in entry else raw)
-
-
-def _calls(item: Item) -> list[dict[str, Any]]:
-    """The `put_writes` calls an item holds, in the order they arrived (then by name)."""
-    found = [(int(a["M"][ARRIVED]["N"]), name, a["M"]) for name, a in item.items() if name.startswith(WRITE_CALL)]
-    return [call for _, _, call in sorted(found, key=lambda one: (one[0], one[1]))]
-
-
-def _call_name(task_id: str, task_path: str, writes: Sequence[_Write]) -> str:
-    """The attribute of one `put_writes` call: a digest of everything it carries, so a retry names the same one."""
-    digest = hashlib.sha256()
-    for part in (task_id, task_path):
-        digest.update(part.encode() + b"\x1f")
-    for write in writes:
-        content = write.raw.sha256.encode() if isinstance(write.raw, Uploaded) else hashlib.sha256(write.raw).digest()
-        digest.update(f"{write.index}\x1f{write.channel}\x1f{write.type}\x1f".encode() + content + b"\x1e")
-    return WRITE_CALL + digest.hexdigest()[:24]
-
-
-def _special_name(task_id: str, index: int) -> str:
-    """The attribute of a task's write to a special channel (its fixed index): a later call sets it again."""
-    return f"{WRITE_CALL}{hashlib.sha256(task_id.encode()).hexdigest()[:24]}:{index}"
-
-
-def _write_value_sk(namespace: str, checkpoint_id: str, write: _Write) -> str:
-    """The sort key of a write value that does not ride in its call, named by its type and content: a retry names the
-    same item, and writes of the same value share one."""
-    content = write.raw.sha256.encode() if isinstance(write.raw, Uploaded) else write.raw
-    digest = hashlib.sha256(f"{write.type}\x1f".encode() + content).hexdigest()[:32]
-    return layout.thread_write_value_sk(namespace, checkpoint_id, digest)
-
-
-def _rename_write_values(item: Item, renamed: dict[str, str]) -> None:
-    """Point a copied checkpoint's pending writes at the copies of their write values."""
-    for name in [n for n in item if n.startswith(WRITE_CALL)]:
-        call = dict(item[name]["M"])
-        entries = []
-        for attr in call[LIST]["L"]:
-            entry = dict(attr["M"])
-            if REFERENCE in entry:
-                entry[REFERENCE] = {"S": renamed.get(entry[REFERENCE]["S"], entry[REFERENCE]["S"])}
-            entries.append({"M": entry})
-        call[LIST] = {"L": entries}
-        item[name] = {"M": call}
-
-
-def _head(item: Item) -> Head:
-    floor = int(item.get(FLOOR, {}).get("N", "0"))
-    return Head(item[GENERATION]["S"], int(item[TTL_MS]["N"]), int(item[EXPIRES_MS]["N"]), floor)
-
-
-def refresh_slack_ms(ttl_ms: int) -> int:
-    """How much longer than its time to live a touch keeps a thread: a tenth of it, at most a minute. For that long
-    after a touch, a container's puts to the thread touch nothing (the expiry is still a time to live away): a thread
-    expires between its time to live and this much more after its last put."""
-    return min(MAX_REFRESH_SLACK_MS, ttl_ms // 10)
-
-
-def _live_head(item: Item | None, now_ms: int) -> Head | None:
-    """The head of a live thread, or None when it is missing or expired."""
-    if not item or GENERATION not in item:
-        return None
-    head = _head(item)
-    return head if head.expires_ms > now_ms else None
