@@ -1,7 +1,7 @@
 """DynamoDB plumbing every repository shares: Queries page by page under a read budget, batch writes that finish
 what DynamoDB leaves unprocessed, and one reading of a conditional write's outcome.
 
-- `Reads` bounds what one request reads: Query requests and item bytes (DynamoDB's sizes, `sizes.item_bytes`). A
+- `Reads` bounds what one request reads: item bytes (DynamoDB's sizes, `sizes.item_bytes`). A
   Query stops when the budget is spent and says where (`QueryPages.position`), so a page may come back short, or
   empty with a cursor, instead of reading a partition to its end.
 - `write_all` sends Put and Delete requests 25 per BatchWriteItem, sending again (with backoff) what DynamoDB leaves
@@ -34,25 +34,18 @@ WRITE_ROUNDS: Final = 4
 WRITE_BACKOFF_SECONDS: Final = 0.05
 
 
-class ReadBudgetSpent(Exception):
-    """Raised by `Reads.charge` when a request has read all it may: the caller answers with what it has."""
-
-
 @dataclass
 class Reads:
-    """What one request may still read: Query (and BatchGetItem) requests and item bytes. `None` is no bound."""
+    """What one request may still read: item bytes (DynamoDB's sizes). `None` is no bound."""
 
     max_bytes: int | None = None
-    max_requests: int | None = None
     bytes_read: int = 0
     requests: int = 0
 
     @property
     def spent(self) -> bool:
         """No further request may be made."""
-        return (self.max_bytes is not None and self.bytes_read >= self.max_bytes) or (
-            self.max_requests is not None and self.requests >= self.max_requests
-        )
+        return self.max_bytes is not None and self.bytes_read >= self.max_bytes
 
     def charge(self, items: Sequence[Item]) -> None:
         """Count one request and the items it read."""

@@ -24,8 +24,6 @@ DOCUMENT: Final = "cp"
 PARENT: Final = "par"
 INLINE: Final = "iv"
 SIZES: Final = "vz"
-WRITES: Final = "w"
-"""Legacy: pending writes as one map (no longer written; `WRITE_CALL` attributes hold them)."""
 WRITE_CALL: Final = "w:"
 """The prefix of a `put_writes` call's attribute (`w:<digest of the call>`): the call's task, task path, arrival
 and writes, set at once by one UpdateItem, so a call is visible whole or not at all."""
@@ -42,7 +40,7 @@ checkpoint that holds a version (its own id here; a child that keeps the version
 NAMESPACE: Final = "ns"
 """The namespace in full, on a checkpoint item whose key holds the namespace's digest (a long one)."""
 
-# A value (`V#...`), a write value (`W#...`), and the entries of `INLINE` and `WRITES`.
+# A value (`V#...`), a write value (`W#...`), and the entries of `INLINE` and of `WRITE_CALL` attributes.
 TYPE: Final = "t"
 BYTES: Final = "b"
 PACKED: Final = "z"

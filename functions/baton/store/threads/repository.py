@@ -1068,6 +1068,9 @@ class ThreadStore:
         )
         requests: list[dict[str, Any]] = []
         for item in pages:
+            if time.monotonic() >= deadline:
+                dynamo.write_all(self._client, self._table, requests)
+                return False  # pages of tombstones cost reads too: the reaper finishes
             key = layout.key(*layout.identity(item))
             sk = key[schema.SK]["S"]
             if DEAD in item or sk == layout.THREAD_HEAD_SK or int(item.get(UPDATED, {}).get("N", "0")) > floor_ms:
@@ -1079,8 +1082,6 @@ class ThreadStore:
             if len(requests) == dynamo.BATCH_WRITE_ITEMS:
                 dynamo.write_all(self._client, self._table, requests)
                 requests = []
-                if time.monotonic() >= deadline:
-                    return False
         dynamo.write_all(self._client, self._table, requests)
         return True
 
