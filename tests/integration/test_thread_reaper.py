@@ -9,6 +9,7 @@ values of their own) that nothing may touch.
 
 from __future__ import annotations
 
+import base64
 import copy
 import os
 import time
@@ -18,6 +19,8 @@ from typing import Any
 import pytest
 from botocore.config import Config
 
+from baton.domain.thread_puts import ThreadRef, plan_put, plan_writes
+from baton.domain.threads import PutCheckpointRequest, PutWritesRequest
 from baton.handlers import reaper as reaper_function
 from baton.local import stream as local_stream
 from baton.store import layout, reaping, schema
@@ -34,6 +37,7 @@ pytestmark = pytest.mark.engines
 SUITE = "thread reaper (integration)"
 TENANT, OTHER_TENANT, AGENT = "acme", "globex", "operator"
 NOW_MS = 1_785_400_000_000
+MAIN = ThreadRef(TENANT, AGENT, "main")
 BIG = 400_000
 """Random bytes of this size do not pack and pass `ITEM_VALUE_BYTES`: the value spills to the bucket."""
 PENDING, ATTACHED = schema.PENDING_TAG[1], schema.ATTACHED_TAG[1]
@@ -84,26 +88,29 @@ class World:
         versions `kept` of others (their values carried from the parent)."""
         versions = {**(kept or {}), **dict.fromkeys(values, checkpoint_id)}
         document = {"id": checkpoint_id, "channel_versions": versions}
-        self.store.put(
-            tenant_id,
-            AGENT,
-            thread_id,
-            "",
-            document,
-            {"run_id": run_id} if run_id else {},
-            parent,
-            {channel: ("bytes", raw) for channel, raw in values.items()},
-            ttl_seconds,
-            now_ms,
+        request = PutCheckpointRequest.model_validate(
+            {
+                "checkpoint": document,
+                "metadata": {"run_id": run_id} if run_id else {},
+                "parent_checkpoint_id": parent,
+                "values": {c: {"type": "bytes", "data": base64.b64encode(raw).decode()} for c, raw in values.items()},
+                "ttl_seconds": ttl_seconds,
+            }
         )
+        self.store.put(plan_put(request, ThreadRef(tenant_id, AGENT, thread_id), now_ms))
 
     def put_writes(
         self, thread_id: str, checkpoint_id: str, writes: list[tuple[str, bytes]], tenant_id: str = TENANT
     ) -> None:
         task = "task-1"
-        self.store.put_writes(
-            tenant_id, AGENT, thread_id, "", checkpoint_id, task, "", [(c, "bytes", raw) for c, raw in writes]
+        request = PutWritesRequest.model_validate(
+            {
+                "checkpoint_id": checkpoint_id,
+                "task_id": task,
+                "writes": [{"channel": c, "type": "bytes", "data": base64.b64encode(r).decode()} for c, r in writes],
+            }
         )
+        self.store.put_writes(plan_writes(request, ThreadRef(tenant_id, AGENT, thread_id), NOW_MS))
 
     def partition(self, thread_id: str, tenant_id: str = TENANT) -> list[dict[str, Any]]:
         answer = self.dynamodb.query(
@@ -247,7 +254,7 @@ def test_spilled_values_and_writes_are_retagged_attached_and_deleted_with_their_
     # Then every object its items name is attached (no lifecycle rule will expire it)
     assert {world.tag(key) for key in spilled} == {ATTACHED}
     # When the thread is deleted and the stream reaped
-    assert world.store.delete(TENANT, AGENT, "main", NOW_MS, time.monotonic() + 15)
+    assert world.store.delete(MAIN, NOW_MS, time.monotonic() + 15)
     world.drain()
     # Then its items and objects are gone (the head stays, saying when it was deleted), and nothing of the
     # bystanders changed
@@ -326,7 +333,7 @@ def test_a_new_generation_over_an_expired_head_reaps_the_old_one_and_keeps_itsel
     # And the old generation's objects are deleted, the new one's attached and readable
     assert not old_objects & world.bucket()
     assert {world.tag(key) for key in world.objects_of("main")} == {ATTACHED}
-    tuple_now = world.store.get(TENANT, AGENT, "main", "", None, later)
+    tuple_now = world.store.get(MAIN, "", None, later)
     assert tuple_now.checkpoint_id == "n1"
     assert tuple_now.values["big"].url
     assert len(tuple_now.writes) == 1
@@ -348,7 +355,7 @@ def test_a_delete_cut_short_is_finished_by_the_reaper_and_a_put_after_it_stays(w
     world.put("main", "c29", {"mid": b"known"})  # the other container: it touched the head, and knows it
     world.store = writer
     # When the thread is deleted with no time to finish (the first batch of 25 only)
-    assert world.store.delete(TENANT, AGENT, "main", NOW_MS + 1, time.monotonic())
+    assert world.store.delete(MAIN, NOW_MS + 1, time.monotonic())
     left = [sk for sk in world.sort_keys("main") if sk != "H"]
     assert left, "the delete had time for everything"
     # And the other container puts after it, touching nothing (it knows the head)
@@ -358,7 +365,7 @@ def test_a_delete_cut_short_is_finished_by_the_reaper_and_a_put_after_it_stays(w
     # Then the reaper removed what was put before the delete, and the put after it is the thread
     assert world.sort_keys("main") == ["H", layout.thread_checkpoint_sk("", "n1"), *value_keys(world, "main")]
     assert len(world.tombstones("main")) == 30
-    assert [c.checkpoint_id for c in world.store.page(TENANT, AGENT, "main", None, None, None, 10, None, NOW_MS + 3)
+    assert [c.checkpoint_id for c in world.store.page(MAIN, None, None, None, 10, None, NOW_MS + 3)
             .checkpoints] == ["n1"]  # fmt: skip
     assert world.objects_of("main") == set()
     assert world.snapshot(*BYSTANDERS) == bystanders
@@ -383,9 +390,9 @@ def test_a_thread_written_again_before_its_removal_is_reaped_keeps_its_new_life(
     world.drain()
     # Then the new life's checkpoints and values are all there, the old life's other items gone
     for checkpoint_id in ("c1", "c2"):
-        found = world.store.get(TENANT, AGENT, "main", "", checkpoint_id, NOW_MS)
+        found = world.store.get(MAIN, "", checkpoint_id, NOW_MS)
         assert found.checkpoint_id == checkpoint_id
-    assert world.store.get(TENANT, AGENT, "main", "", "c1", NOW_MS).values["big"].url
+    assert world.store.get(MAIN, "", "c1", NOW_MS).values["big"].url
     assert layout.thread_checkpoint_sk("", "c3") not in world.sort_keys("main")
     assert {world.tag(key) for key in world.objects_of("main")} == {ATTACHED}
     record(SUITE, cases=1)
@@ -441,7 +448,7 @@ def test_checkpoints_deleted_for_runs_take_their_write_values_and_objects(world:
     assert len([sk for sk in left if sk.startswith(layout.THREAD_WRITE_VALUE) and "#2:c2#" in sk]) == 1
     assert not dropped_objects & world.bucket()
     assert kept_objects <= world.bucket()
-    assert world.store.get(TENANT, AGENT, "main", "", "c2", NOW_MS).writes[0][1].url
+    assert world.store.get(MAIN, "", "c2", NOW_MS).writes[0][1].url
     assert world.snapshot(*BYSTANDERS) == bystanders
     record(SUITE, cases=1)
 
@@ -468,7 +475,7 @@ def test_keep_latest_prunes_and_the_reaper_deletes_what_the_pruned_named(world: 
     new_life_of(world, "main")
     world.drain()
     before = world.objects_of("main")
-    assert world.store.prune(TENANT, AGENT, ["main"], "keep_latest", NOW_MS, time.monotonic() + 15) == (1, 2)
+    assert world.store.prune([MAIN], "keep_latest", NOW_MS, time.monotonic() + 15) == (1, 2)
     world.drain()
     # c3 (latest) keeps the big value of c2 it carries (and c1's mid); c1's big value and both pending writes' objects
     # went
@@ -476,7 +483,7 @@ def test_keep_latest_prunes_and_the_reaper_deletes_what_the_pruned_named(world: 
     assert len(after) == 1
     assert after <= before
     assert not (before - after) & world.bucket()
-    latest = world.store.get(TENANT, AGENT, "main", "", None, NOW_MS)
+    latest = world.store.get(MAIN, "", None, NOW_MS)
     assert latest.values["big"].url
     assert latest.values["mid"].data is not None
     assert len(latest.values["mid"].data) == 2_000
@@ -488,18 +495,18 @@ def test_keep_latest_prunes_and_the_reaper_deletes_what_the_pruned_named(world: 
 
 def test_a_copys_objects_survive_the_sources_deletion(world: World) -> None:
     new_life_of(world, "main")
-    assert world.store.copy(TENANT, AGENT, "main", "copy", NOW_MS, time.monotonic() + 15) == 3
+    assert world.store.copy(MAIN, "copy", NOW_MS, time.monotonic() + 15) == 3
     world.drain()
     copied = world.objects_of("copy")
     assert len(copied) == 4
     assert not copied & world.objects_of("main")
     # When the source is deleted, and again its head expires (a second generation's removal)
-    world.store.delete(TENANT, AGENT, "main", NOW_MS, time.monotonic() + 15)
+    world.store.delete(MAIN, NOW_MS, time.monotonic() + 15)
     world.drain()
     # Then the copy keeps every item and object, attached
     assert copied <= world.bucket()
     assert {world.tag(key) for key in copied} == {ATTACHED}
-    found = world.store.get(TENANT, AGENT, "copy", "", "c1", NOW_MS)
+    found = world.store.get(ThreadRef(TENANT, AGENT, "copy"), "", "c1", NOW_MS)
     assert found.values["big"].url
     assert len(found.writes) == 3
     record(SUITE, cases=1)

@@ -25,6 +25,7 @@ from baton.domain import limits, threads
 from baton.domain.clock import format_ms
 from baton.domain.errors import NotFound, ValidationFailed
 from baton.domain.models import Identifier, Time
+from baton.domain.thread_puts import ThreadRef, plan_put, plan_writes
 from baton.domain.threads import (
     DELETE_SECONDS,
     CopyThreadRequest,
@@ -162,6 +163,12 @@ def _owner(call: Call, agent_id: str | None, write: bool) -> tuple[str, str]:
     return caller.tenant_id, caller.agent_for_write(agent_id) if write else caller.agent_for_read(agent_id)
 
 
+def _thread(call: Call, thread_id: str, agent_id: str | None, write: bool) -> ThreadRef:
+    """The thread a request names in its path, of the caller's tenant and the agent it acts for."""
+    thread = thread_from_path(thread_id)
+    return ThreadRef(*_owner(call, agent_id, write), thread)
+
+
 _THREAD_404 = "NOT_FOUND: the thread (or the checkpoint) is missing, expired, deleted, or not the caller's"
 
 
@@ -191,23 +198,10 @@ def put_checkpoint(
     agent_id: AgentParameter = None,
 ) -> Response[str]:
     """Store one checkpoint of a thread."""
-    thread = thread_from_path(thread_id)
-    tenant, agent = _owner(call, agent_id, write=True)
-    values = {channel: (value.type, value.raw()) for channel, value in request.values.items()}
-    put = services.threads.put(
-        tenant,
-        agent,
-        thread,
-        request.checkpoint_ns,
-        request.checkpoint.document(),
-        request.metadata,
-        request.parent_checkpoint_id,
-        values,
-        request.ttl_seconds,
-        call.now_ms,
-    )
+    ref = _thread(call, thread_id, agent_id, write=True)
+    put = services.threads.put(plan_put(request, ref, call.now_ms))
     answer = PutAnswer.model_construct(
-        thread_id=thread,
+        thread_id=ref.thread_id,
         checkpoint_ns=put.namespace,
         checkpoint_id=put.checkpoint_id,
         expires_at=format_ms(put.expires_ms),
@@ -243,21 +237,10 @@ def put_writes(
     agent_id: AgentParameter = None,
 ) -> Response[str]:
     """Keep the writes a task made against a checkpoint."""
-    thread = thread_from_path(thread_id)
-    tenant, agent = _owner(call, agent_id, write=True)
-    kept = services.threads.put_writes(
-        tenant,
-        agent,
-        thread,
-        request.checkpoint_ns,
-        request.checkpoint_id,
-        request.task_id,
-        request.task_path,
-        [(w.channel, w.type, w.raw()) for w in request.writes],
-        call.now_ms,
-    )
+    ref = _thread(call, thread_id, agent_id, write=True)
+    kept = services.threads.put_writes(plan_writes(request, ref, call.now_ms))
     answer = WritesAnswer.model_construct(
-        thread_id=thread,
+        thread_id=ref.thread_id,
         checkpoint_ns=request.checkpoint_ns,
         checkpoint_id=request.checkpoint_id,
         task_id=request.task_id,
@@ -288,9 +271,8 @@ def get_checkpoint(
     agent_id: AgentParameter = None,
 ) -> Response[str]:
     """Read one checkpoint of a thread, as LangGraph resumes from it."""
-    thread = thread_from_path(thread_id)
-    tenant, agent = _owner(call, agent_id, write=False)
-    found = services.threads.get(tenant, agent, thread, checkpoint_ns, checkpoint_id, call.now_ms)
+    ref = _thread(call, thread_id, agent_id, write=False)
+    found = services.threads.get(ref, checkpoint_ns, checkpoint_id, call.now_ms)
     return plain(_tuple(found), call.request_id)
 
 
@@ -328,8 +310,8 @@ def list_checkpoints(
         wanted = threads.parse_filter(filter)
     except ValueError as exc:
         raise ValidationFailed.single("/filter", f"The query parameter filter {exc}.", "query") from None
-    tenant, agent = _owner(call, agent_id, write=False)
-    found = services.threads.page(tenant, agent, thread, checkpoint_ns, before, wanted, limit, cursor, call.now_ms)
+    ref = ThreadRef(*_owner(call, agent_id, write=False), thread)
+    found = services.threads.page(ref, checkpoint_ns, before, wanted, limit, cursor, call.now_ms)
     return fitted_json_page(
         found.checkpoints, lambda c: dumps(_tuple(c)), call.request_id, found.next_cursor, found.cursor_after
     )
@@ -353,11 +335,10 @@ def delete_thread(
 ) -> Response[str]:
     """Forget a thread."""
     deadline = time.monotonic() + DELETE_SECONDS
-    thread = thread_from_path(thread_id)
-    tenant, agent = _owner(call, agent_id, write=False)
-    if not services.threads.delete(tenant, agent, thread, call.now_ms, deadline):
+    ref = _thread(call, thread_id, agent_id, write=False)
+    if not services.threads.delete(ref, call.now_ms, deadline):
         raise NotFound()
-    return ok(ThreadDeleted.model_construct(thread_id=thread, deleted=True), call.request_id)
+    return ok(ThreadDeleted.model_construct(thread_id=ref.thread_id, deleted=True), call.request_id)
 
 
 @router.post(
@@ -384,11 +365,10 @@ def copy_thread(
 ) -> Response[str]:
     """Fork a thread under a new id."""
     deadline = time.monotonic() + DELETE_SECONDS
-    thread = thread_from_path(thread_id)
-    tenant, agent = _owner(call, agent_id, write=True)
-    copied = services.threads.copy(tenant, agent, thread, request.target_thread_id, call.now_ms, deadline)
+    ref = _thread(call, thread_id, agent_id, write=True)
+    copied = services.threads.copy(ref, request.target_thread_id, call.now_ms, deadline)
     answer = ThreadCopied.model_construct(
-        thread_id=thread, target_thread_id=request.target_thread_id, copied_checkpoints=copied
+        thread_id=ref.thread_id, target_thread_id=request.target_thread_id, copied_checkpoints=copied
     )
     return ok(answer, call.request_id)
 
@@ -413,7 +393,8 @@ def prune_threads(
     """Drop old checkpoints of threads."""
     deadline = time.monotonic() + DELETE_SECONDS
     tenant, agent = _owner(call, agent_id, write=True)
-    pruned, deleted = services.threads.prune(tenant, agent, request.thread_ids, request.strategy, call.now_ms, deadline)
+    refs = [ThreadRef(tenant, agent, thread_id) for thread_id in request.thread_ids]
+    pruned, deleted = services.threads.prune(refs, request.strategy, call.now_ms, deadline)
     return ok(ThreadsPruned.model_construct(pruned_threads=pruned, deleted_checkpoints=deleted), call.request_id)
 
 

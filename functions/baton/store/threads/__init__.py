@@ -7,7 +7,7 @@ Items of a thread (keys in `layout`, attribute names in `store/thread_names.py`)
   nothing unless it is there and not expired, and shows nothing put before `fl`. A thread written again after an
   expiry gets a new generation, so no item of its former life is read again (the reaper removes those).
 - a checkpoint (`K#<ns>#<id>`): the checkpoint and its metadata (compact JSON, packed when that pays), its parent,
-  the channel values of at most `items.INLINE_VALUE_BYTES` (`iv`: carried from the parent into every child that
+  the channel values of at most `thread_puts.INLINE_VALUE_BYTES` (`iv`: carried from the parent into every child that
   keeps their version), the versions and sizes of the larger ones (`vz`, with the id of the checkpoint that holds
   a value in its item), the large values new in it that ride in its item (`hv`), and its pending writes: one
   attribute per `put_writes` call (`w:<digest>`), set by one conditional UpdateItem. Writes that come before their
@@ -20,9 +20,10 @@ Items of a thread (keys in `layout`, attribute names in `store/thread_names.py`)
 Values and write values are written before the checkpoint item that references them, so a failure half way leaves
 unreferenced items, never a checkpoint without its values.
 
-One module per job: `items` (what the items hold, read and written without AWS), `reads` (checkpoints page by page
-under a read budget), `blobs` (the blobs a write names, checked once each), `repository` (`ThreadStore`: the
-requests).
+A put and a put_writes are planned in the domain (`domain/thread_puts.py`: what they store, and where each value
+goes); the store carries the plan out. One module per job: `items` (what the items hold, read and written without
+AWS), `reads` (checkpoints page by page under a read budget), `blobs` (the blobs a write names, checked once each),
+`repository` (`ThreadStore`: the requests, each on one `ThreadRef`).
 """
 
 from baton.store.threads.repository import ThreadStore

@@ -8,19 +8,14 @@ from typing import TYPE_CHECKING
 
 from baton.domain import limits
 from baton.domain.errors import NotFound, PayloadTooLarge, ValidationFailed
+from baton.domain.thread_puts import ITEM_VALUE_BYTES
 from baton.domain.threads import (
     MAX_BLOB_COPY_BYTES,
     MAX_REQUEST_BLOBS,
     BlobRef,
 )
 from baton.store import layout
-
-if TYPE_CHECKING:
-    pass
-from baton.store.threads.items import (
-    ITEM_VALUE_BYTES,
-    Uploaded,
-)
+from baton.store.threads.items import Uploaded
 
 if TYPE_CHECKING:
     from baton.store.blobs import BlobStore

@@ -6,15 +6,22 @@ from __future__ import annotations
 
 import hashlib
 import json
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, Final
+from typing import Any, Final
 
 from baton.domain import limits
+from baton.domain.thread_puts import (
+    INLINE_VALUE_BYTES,
+    ITEM_VALUE_BYTES,
+    Carried,
+    Place,
+    Placement,
+    index_bytes,
+)
 from baton.domain.threads import (
     PendingWrite,
     StoredValue,
-    version_key,
 )
 from baton.store import codec, layout, schema
 from baton.store.attributes import Item
@@ -42,28 +49,6 @@ from baton.store.thread_names import (
     VERSION,
     WRITE_CALL,
 )
-
-if TYPE_CHECKING:
-    pass
-
-
-INLINE_VALUE_BYTES: Final = 512
-"""Values (and pending writes) of at most this many bytes ride in the checkpoint item; larger ones get an item."""
-
-
-MAX_INLINE_VALUE_BYTES: Final = 32_768
-"""Most bytes of small values one checkpoint item holds (with their names and versions); the rest get items of their
-own (the item stays small)."""
-
-
-MAX_CHANNEL_INDEX_BYTES: Final = 65_536
-"""Most bytes a checkpoint item keeps of its channels (names, versions, small values): with the checkpoint (at most
-196 KB of JSON with its metadata) and its pending writes (128 KB), the item stays under DynamoDB's 400 KB."""
-
-
-ITEM_VALUE_BYTES: Final = 350_000
-"""Most bytes of a value kept in the table; a larger one lives in the bucket, as it is (answered by URL)."""
-
 
 PAGE_ANSWER_BYTES: Final = limits.MAX_ANSWER_DATA_BYTES
 """A list page chooses its tuples while an upper bound of their JSON stays under this many bytes (the api then cuts
@@ -99,25 +84,8 @@ checkpoint goes with its thread, never by TTL, while writes that came before the
 `put_writes` with a day's TTL) go within a day unless the put comes. `put_writes` keeps what is there."""
 
 
-HELD_VALUE_BYTES: Final = 8_192
-"""Most bytes (stored: packed when that pays) of large values new in a checkpoint that ride in its own item, so that
-a graph step's put is one write; the rest get items of their own. Not more: a `put_writes` after the put rewrites
-the item, which DynamoDB bills whole (at a 34 KB state, holding up to 32 KB made a step cost 29 write units where an
-item of its own costs 17: bench/langgraph_steps.py). Never more than the item has room for besides its pending writes
-(`ITEM_ROOM_BYTES`)."""
-
-
-ITEM_ROOM_BYTES: Final = 400_000 - 128_000 - 16_000
-"""What a checkpoint item may hold besides its pending writes (`MAX_INLINE_WRITE_BYTES`): DynamoDB's 400 KB, with
-16 KB for names, metadata of the writes and keys."""
-
-
 CALL_INLINE_VALUE_BYTES: Final = 4_096
 """Most bytes of values over `INLINE_VALUE_BYTES` one `put_writes` call keeps in its checkpoint's item."""
-
-
-MAX_INLINE_WRITE_BYTES: Final = 128_000
-"""Most bytes of pending writes a checkpoint's item holds itself; more go to items of their own."""
 
 
 @dataclass(frozen=True)
@@ -227,27 +195,51 @@ def tuple_estimate(loaded: Loaded) -> int:
 
 
 def carry(
-    source: Item, versions: dict[str, Any], carried: list[str], inline: dict[str, Any], sizes: dict[str, Any]
-) -> None:
-    """Copy from `source` what a child keeps: small values and the sizes of large ones whose version it shares."""
+    source: Item, versions: Mapping[str, str], carried: list[str]
+) -> tuple[dict[str, Any], dict[str, Any], Carried]:
+    """What a child keeps of `source` (its parent): small values (`iv`) and the sizes of large ones (`vz`) whose
+    version it shares, and what they take of its item."""
     source_inline = source.get(INLINE, {}).get("M", {})
     source_sizes = source.get(SIZES, {}).get("M", {})
+    inline: dict[str, Any] = {}
+    sizes: dict[str, Any] = {}
+    index = answered = 0
     for channel in carried:
-        key = version_key(versions[channel])
+        key = versions[channel]
         small = source_inline.get(channel, {}).get("M")
         if small is not None and small[VERSION]["S"] == key:
-            inline[channel] = {VERSION: key, TYPE: small[TYPE]["S"], BYTES: bytes(small[BYTES]["B"])}
+            data = bytes(small[BYTES]["B"])
+            inline[channel] = {VERSION: key, TYPE: small[TYPE]["S"], BYTES: data}
+            index += index_bytes(channel, key, small[TYPE]["S"], len(data))
+            answered += len(data)
             continue
         large = source_sizes.get(channel, {}).get("L")
         if large is not None and large[0]["S"] == key:
-            sizes[channel] = [key, int(large[1]["N"]), int(large[2]["N"]) if len(large) > 2 else 0]
+            in_bucket = int(large[2]["N"]) if len(large) > 2 else 0
+            sizes[channel] = [key, int(large[1]["N"]), in_bucket]
             if len(large) > 3:
                 sizes[channel].append(large[3]["S"])  # the checkpoint that holds the value in its item
+            index += index_bytes(channel, key)
+            answered += 0 if in_bucket else int(large[1]["N"])
+    return inline, sizes, Carried(index, answered)
 
 
-def index_bytes(channel: str, version: str, type_tag: str = "", size: int = 0) -> int:
-    """What one channel adds to its checkpoint's item (`iv` or `vz`): its name, version, type and small value."""
-    return len(channel.encode()) + len(version.encode()) + len(type_tag) + size + 24
+def lay_in(placement: Placement, checkpoint_id: str, inline: dict[str, Any], sizes: dict[str, Any]) -> dict[str, Any]:
+    """Enter the new values of `placement` in a checkpoint's channel maps: small ones in `inline`, the version and
+    size of the others in `sizes` (with the checkpoint's id for those it holds); the map of those it holds (`hv`)."""
+    held: dict[str, Any] = {}
+    for placed in placement.placed:
+        value = placed.value
+        if placed.place is Place.INLINE:
+            inline[value.channel] = {VERSION: value.version, TYPE: value.type_tag, BYTES: placed.stored}
+        elif placed.place is Place.HELD:
+            held[value.channel] = {VERSION: value.version, TYPE: value.type_tag, BYTES: placed.stored}
+            if placed.packed:
+                held[value.channel][PACKED] = True
+            sizes[value.channel] = [value.version, placed.size, 0, checkpoint_id]
+        else:
+            sizes[value.channel] = [value.version, placed.size, int(placed.place is Place.BUCKET)]
+    return held
 
 
 def packed_document(document: dict[str, Any], metadata: dict[str, Any]) -> bytes:

@@ -14,10 +14,19 @@ from typing import TYPE_CHECKING, Any, Final
 from baton.domain import limits
 from baton.domain.canonical import pointer
 from baton.domain.errors import NotFound, PayloadTooLarge, Unavailable
+from baton.domain.thread_puts import (
+    ITEM_VALUE_BYTES,
+    MAX_INLINE_WRITE_BYTES,
+    Carried,
+    Place,
+    PutPlan,
+    ThreadRef,
+    WritesPlan,
+    place,
+)
 from baton.domain.threads import (
     EMPTY_TYPE,
     LIST_READ_BYTES,
-    MAX_CHECKPOINT_VALUE_BYTES,
     MAX_PENDING_WRITE_BYTES,
     BlobRef,
     Page,
@@ -29,7 +38,6 @@ from baton.domain.threads import (
     overwrites,
     sorted_writes,
     version_key,
-    write_index,
 )
 from baton.store import codec, dynamo, layout, schema, sizes
 from baton.store.attributes import Item, names_in, to_attr
@@ -71,25 +79,10 @@ from baton.store.thread_names import (
     tombstone,
     write_references,
 )
-
-if TYPE_CHECKING:
-    from mypy_boto3_dynamodb import DynamoDBClient
-
-    from baton.store.blobs import BlobStore
-    from baton.store.objects import ObjectStore
-from baton.store.threads.blobs import (
-    RequestBlobs,
-)
+from baton.store.threads.blobs import RequestBlobs
 from baton.store.threads.items import (
     CALL_INLINE_VALUE_BYTES,
-    HELD_VALUE_BYTES,
-    INLINE_VALUE_BYTES,
-    ITEM_ROOM_BYTES,
-    ITEM_VALUE_BYTES,
     KEPT,
-    MAX_CHANNEL_INDEX_BYTES,
-    MAX_INLINE_VALUE_BYTES,
-    MAX_INLINE_WRITE_BYTES,
     PAGE_ANSWER_BYTES,
     UNPACKED,
     Head,
@@ -103,7 +96,7 @@ from baton.store.threads.items import (
     held_in,
     held_value,
     held_write,
-    index_bytes,
+    lay_in,
     live_head,
     packed_document,
     refresh_slack_ms,
@@ -119,6 +112,12 @@ from baton.store.threads.reads import (
     MAX_KEY_BYTES,
     Walk,
 )
+
+if TYPE_CHECKING:
+    from mypy_boto3_dynamodb import DynamoDBClient
+
+    from baton.store.blobs import BlobStore
+    from baton.store.objects import ObjectStore
 
 MAX_DELETED_PROBES: Final = 4
 """Queries (of up to 1 MB of keys each) that look for a checkpoint put since a thread's delete."""
@@ -162,6 +161,11 @@ _PUT_CHECKPOINT_SET: Final = (
 _SAME_LIFE: Final = f"attribute_not_exists(#{GENERATION}) OR #{GENERATION} = :g"
 
 
+def pk_of(ref: ThreadRef) -> str:
+    """The partition of a thread."""
+    return layout.thread_pk(ref.tenant_id, ref.agent_id, ref.thread_id)
+
+
 class ThreadStore:
     """LangGraph threads in one DynamoDB table (and the bucket, for values too large for an item)."""
 
@@ -191,125 +195,55 @@ class ThreadStore:
 
     # -- put ----------------------------------------------------------------------------------------------------
 
-    def put(
-        self,
-        tenant_id: str,
-        agent_id: str,
-        thread_id: str,
-        namespace: str,
-        document: dict[str, Any],
-        metadata: dict[str, Any],
-        parent_id: str | None,
-        values: dict[str, tuple[str, bytes | BlobRef]],
-        ttl_seconds: int | None,
-        now_ms: int,
-    ) -> PutResult:
-        """Store one checkpoint: refresh the head, write its large new values, then its item (UpdateItem, so that
-        the pending writes of a checkpoint put again are kept). `values` holds (type, bytes) of the channels whose
-        version is new; the others keep the value stored for their version (carried from the parent when small)."""
-        pk = layout.thread_pk(tenant_id, agent_id, thread_id)
-        versions: dict[str, Any] = document.get("channel_versions", {})
+    def put(self, plan: PutPlan) -> PutResult:
+        """Carry out a planned put (`thread_puts.plan_put`): refresh the head, write the large new values that get
+        items of their own, then the checkpoint's item (UpdateItem, so that the pending writes of a checkpoint put
+        again are kept). The channels it carries keep the value stored for their version (carried from the parent
+        when small). Everything is decided, and checked against the limits, before anything is written: a refused
+        put changes nothing (not even the thread's expiry)."""
+        ref = plan.ref
+        pk = pk_of(ref)
         with translated_errors():
-            # Everything is decided, and checked against the limits, before anything is written: a refused put
-            # changes nothing (not even the thread's expiry).
-            carried = [c for c in versions if c not in values]
-            source = self._carry_source(pk, namespace, parent_id) if carried else None
-            inline: dict[str, Any] = {}
-            sizes: dict[str, Any] = {}
-            if source is not None:
-                carry(source, versions, carried, inline, sizes)
-            blobs = RequestBlobs(self._blobs, self._bucket, tenant_id, agent_id, now_ms)
-            resolved: dict[str, tuple[str, bytes | Uploaded]] = {}
-            for channel, (type_tag, given) in values.items():
-                if isinstance(given, BlobRef):
-                    resolved[channel] = (type_tag, blobs.value(given, pointer("values", channel, "blob_id")))
-                else:
-                    resolved[channel] = (type_tag, given)
-            out_of_line: list[tuple[str, str, str, bytes | Uploaded]] = []
-            # Values packed to see whether they fit the item: packed once, their own item reuses the packing.
-            packings: dict[str, bytes | None] = {}
-            checkpoint_id = str(document["id"])
-            stored_document = packed_document(document, metadata)
-            held: dict[str, Any] = {}
-            room = min(HELD_VALUE_BYTES, ITEM_ROOM_BYTES - MAX_CHANNEL_INDEX_BYTES - len(stored_document))
-            index = sum(index_bytes(c, e[VERSION], e[TYPE], len(e[BYTES])) for c, e in inline.items())
-            index += sum(index_bytes(c, e[0]) for c, e in sizes.items())
-            # What a read of this checkpoint answers with: values held in the table (those in the bucket are URLs).
-            answered = sum(len(e[BYTES]) for e in inline.values()) + sum(int(e[1]) for e in sizes.values() if not e[2])
-            for channel, (type_tag, raw) in resolved.items():
-                key = version_key(versions[channel])
-                size = raw.size if isinstance(raw, Uploaded) else len(raw)
-                in_bucket = isinstance(raw, Uploaded) or size > ITEM_VALUE_BYTES
-                answered += 0 if in_bucket else size
-                entry_bytes = index_bytes(channel, key, type_tag, size)
-                small = isinstance(raw, bytes) and size <= INLINE_VALUE_BYTES
-                if small and index + entry_bytes <= MAX_INLINE_VALUE_BYTES:
-                    inline[channel] = {VERSION: key, TYPE: type_tag, BYTES: raw}
-                    index += entry_bytes
-                    continue
-                if isinstance(raw, bytes) and not in_bucket:
-                    packed = packings[channel] = codec.encode(raw)
-                    body = packed if packed is not None else raw
-                    if len(body) + len(channel.encode()) + len(key.encode()) + 32 <= room:
-                        held[channel] = {VERSION: key, TYPE: type_tag, BYTES: body}
-                        if packed is not None:
-                            held[channel][PACKED] = True
-                        room -= len(body) + len(channel.encode()) + len(key.encode()) + 32
-                        sizes[channel] = [key, size, 0, checkpoint_id]
-                        index += index_bytes(channel, key) + len(checkpoint_id.encode())
-                        continue
-                sizes[channel] = [key, size, int(in_bucket)]
-                index += index_bytes(channel, key)
-                out_of_line.append((channel, key, type_tag, raw))
-            if answered > MAX_CHECKPOINT_VALUE_BYTES:
-                raise PayloadTooLarge(
-                    field="values",
-                    limit_bytes=MAX_CHECKPOINT_VALUE_BYTES,
-                    actual_bytes=answered,
-                    what=f"The channel values of this checkpoint held in the table (values over {ITEM_VALUE_BYTES} "
-                    "bytes each go to the bucket and do not count)",
+            carried = plan.carried
+            source = self._carry_source(pk, plan.namespace, plan.parent_id) if carried else None
+            inline, sizes, kept = carry(source, plan.versions, carried) if source is not None else ({}, {}, Carried())
+            blobs = RequestBlobs(self._blobs, self._bucket, ref.tenant_id, ref.agent_id, plan.now_ms)
+            given: dict[str, bytes | Uploaded] = {
+                value.channel: (
+                    blobs.value(value.sent, pointer("values", value.channel, "blob_id"))
+                    if isinstance(value.sent, BlobRef)
+                    else value.sent
                 )
-            if index > MAX_CHANNEL_INDEX_BYTES:
-                raise PayloadTooLarge(
-                    field="checkpoint",
-                    limit_bytes=MAX_CHANNEL_INDEX_BYTES,
-                    actual_bytes=index,
-                    what="What this checkpoint's item keeps of its channels (names, versions and small values)",
-                )
-            head = self._head_for_put(pk, ttl_seconds, now_ms)
+                for value in plan.new
+            }
+            stored_document = packed_document(plan.document, plan.metadata)
+            placement = place(plan, given, kept, len(stored_document), codec.encode)
+            head = self._head_for_put(pk, plan.ttl_seconds, plan.now_ms)
             if source is not None and not head.shows(source):
                 # What was carried belongs to a former life of the thread: none of it is this one's.
-                for channel in carried:
-                    inline.pop(channel, None)
-                    sizes.pop(channel, None)
-            value_items = [
-                self._value_item(
-                    pk,
-                    layout.thread_value_sk(head.generation, namespace, channel, key),
-                    tenant_id,
-                    tag,
-                    raw,
-                    head.generation,
-                    now_ms,
-                    packings.get(channel, UNPACKED),
-                )
-                for channel, key, tag, raw in out_of_line
-            ]
-            self._batch_put(value_items)
-            self._put_checkpoint(
-                pk,
-                namespace,
-                checkpoint_id,
-                stored_document,
-                metadata,
-                parent_id,
-                (inline, sizes, held),
-                head,
-                (tenant_id, agent_id),
-                now_ms,
+                inline, sizes = {}, {}
+            held = lay_in(placement, plan.checkpoint_id, inline, sizes)
+            self._batch_put(
+                [
+                    self._value_item(
+                        pk,
+                        layout.thread_value_sk(
+                            head.generation, plan.namespace, placed.value.channel, placed.value.version
+                        ),
+                        ref.tenant_id,
+                        placed.value.type_tag,
+                        given[placed.value.channel],
+                        head.generation,
+                        plan.now_ms,
+                        placed.stored if placed.packed else None,
+                    )
+                    for placed in placement.placed
+                    if placed.place in (Place.ITEM, Place.BUCKET)
+                ]
             )
-            self._remember(pk, namespace, str(document["id"]), head, inline, sizes, index, now_ms)
-        return PutResult(namespace, str(document["id"]), head.expires_ms)
+            self._put_checkpoint(plan, stored_document, (inline, sizes, held), head)
+            self._remember(pk, plan, head, inline, sizes, placement.index_bytes)
+        return PutResult(plan.namespace, plan.checkpoint_id, head.expires_ms)
 
     def _head_for_put(self, pk: str, ttl_seconds: int | None, now_ms: int) -> Head:
         """The head a put writes under: the one this container last touched while its expiry is still at least a
@@ -393,23 +327,15 @@ class ThreadStore:
         return head
 
     def _remember(
-        self,
-        pk: str,
-        namespace: str,
-        checkpoint_id: str,
-        head: Head,
-        inline: dict[str, Any],
-        sizes: dict[str, Any],
-        index: int,
-        now_ms: int,
+        self, pk: str, plan: PutPlan, head: Head, inline: dict[str, Any], sizes: dict[str, Any], index: int
     ) -> None:
         """Keep what a child of this checkpoint carries from it (`_carry_source`), when it is small."""
         if index > MAX_REMEMBERED_INDEX_BYTES:
             return
-        key = (pk, namespace, checkpoint_id)
+        key = (pk, plan.namespace, plan.checkpoint_id)
         self._stored[key] = {
             GENERATION: {"S": head.generation},
-            UPDATED: {"N": str(now_ms)},
+            UPDATED: {"N": str(plan.now_ms)},
             INLINE: to_attr(inline),
             SIZES: to_attr(sizes),
         }
@@ -489,20 +415,15 @@ class ThreadStore:
 
     def _put_checkpoint(
         self,
-        pk: str,
-        namespace: str,
-        checkpoint_id: str,
+        plan: PutPlan,
         stored_document: bytes,
-        metadata: dict[str, Any],
-        parent_id: str | None,
         channels: tuple[dict[str, Any], dict[str, Any], dict[str, Any]],
         head: Head,
-        owner: tuple[str, str],
-        now_ms: int,
     ) -> None:
         """Write the checkpoint's item (an UpdateItem: a checkpoint put again keeps its pending writes) with its
         channels: small values inline, large values' versions and sizes (and holder), large values it holds."""
         inline, sizes, held = channels
+        ref, namespace, checkpoint_id = plan.ref, plan.namespace, plan.checkpoint_id
         update = f"SET {_PUT_CHECKPOINT_SET}"
         values: dict[str, Any] = {
             ":g": {"S": head.generation},
@@ -510,25 +431,25 @@ class ThreadStore:
             ":iv": to_attr(inline),
             ":vz": to_attr(sizes),
             ":hv": to_attr(held),
-            ":now": {"N": str(now_ms)},
+            ":now": {"N": str(plan.now_ms)},
             ":kept": KEPT,
         }
         removals = [f"#{DEAD}"]  # a checkpoint put again after its thread was deleted: a tombstone no more
         if layout.part(namespace).startswith(layout.HASHED):
             update += f", #{NAMESPACE} = :ns"
             values[":ns"] = {"S": namespace}
-        if parent_id is not None:
+        if plan.parent_id is not None:
             update += f", #{PARENT} = :par"
-            values[":par"] = {"S": parent_id}
+            values[":par"] = {"S": plan.parent_id}
         else:
             removals.append(f"#{PARENT}")
-        run_id = metadata.get("run_id")
-        if isinstance(run_id, str) and run_id:
+        if plan.run_id is not None:
             update += f", #{schema.GSI1_PK} = :gpk, #{schema.GSI1_SK} = :gsk"
-            values[":gpk"] = {"S": layout.run_index_pk(*owner, run_id)}
+            values[":gpk"] = {"S": layout.run_index_pk(ref.tenant_id, ref.agent_id, plan.run_id)}
             values[":gsk"] = {"S": layout.thread_checkpoint_sk(namespace, checkpoint_id)}
         else:
             removals += [f"#{schema.GSI1_PK}", f"#{schema.GSI1_SK}"]
+        pk = pk_of(ref)
         key = layout.key(pk, layout.thread_checkpoint_sk(namespace, checkpoint_id))
         # Pending writes are kept when the item is this life's (a put again) or writes that came first.
         answer = dynamo.attempt(
@@ -556,18 +477,7 @@ class ThreadStore:
 
     # -- put_writes ---------------------------------------------------------------------------------------------
 
-    def put_writes(
-        self,
-        tenant_id: str,
-        agent_id: str,
-        thread_id: str,
-        namespace: str,
-        checkpoint_id: str,
-        task_id: str,
-        task_path: str,
-        writes: Sequence[tuple[str, str, bytes | BlobRef]],
-        now_ms: int = 0,
-    ) -> int:
+    def put_writes(self, plan: WritesPlan) -> int:
         """Keep a task's pending writes on its checkpoint: one UpdateItem sets the whole call as one attribute of the
         checkpoint's item (`WRITE_CALL`), so the call shows whole or not at all, creating the item when the writes come
         before their checkpoint (LangGraph stores checkpoints in the background), after one BatchWriteItem for values
@@ -575,18 +485,23 @@ class ThreadStore:
         write whose (task_id, idx) an earlier call stored is shown as that call stored it, except the special
         channels', where the latest call's shows. A tombstone (the checkpoint of a deleted thread) refuses the call:
         NotFound. The count of writes in the call."""
-        pk = layout.thread_pk(tenant_id, agent_id, thread_id)
-        key = layout.key(pk, layout.thread_checkpoint_sk(namespace, checkpoint_id))
+        ref = plan.ref
+        pk = pk_of(ref)
+        key = layout.key(pk, layout.thread_checkpoint_sk(plan.namespace, plan.checkpoint_id))
         with translated_errors():
-            blobs = RequestBlobs(self._blobs, self._bucket, tenant_id, agent_id, now_ms)
+            blobs = RequestBlobs(self._blobs, self._bucket, ref.tenant_id, ref.agent_id, plan.now_ms)
             prepared = [
                 Write(
-                    write_index(channel, n),
-                    channel,
-                    type_tag,
-                    blobs.value(raw, pointer("writes", n, "blob_id")) if isinstance(raw, BlobRef) else raw,
+                    write.index,
+                    write.channel,
+                    write.type_tag,
+                    (
+                        blobs.value(write.sent, pointer("writes", n, "blob_id"))
+                        if isinstance(write.sent, BlobRef)
+                        else write.sent
+                    ),
                 )
-                for n, (channel, type_tag, raw) in enumerate(writes)
+                for n, write in enumerate(plan.writes)
             ]
             answered = sum(w.answered for w in prepared)
             if answered > MAX_PENDING_WRITE_BYTES:
@@ -596,30 +511,28 @@ class ThreadStore:
                     actual_bytes=answered,
                     what="The pending writes",
                 )
-            name = call_name(task_id, task_path, prepared)
+            name = call_name(plan.task_id, plan.task_path, prepared)
             # The special channels' writes overwrite: each gets an attribute of its own per (task_id, idx), set again
             # by a later call (the last of a call's writes to one of them is the one kept); the others ride in the
             # call's attribute, which an earlier call's writes under the same (task_id, idx) precede on read.
             special = {w.index: w for w in prepared if overwrites(w.index)}
             groups = {name: [w for w in prepared if not overwrites(w.index)]}
-            groups |= {special_name(task_id, index): [write] for index, write in special.items()}
+            groups |= {special_name(plan.task_id, index): [write] for index, write in special.items()}
             inline = 0
             for out_of_line in (False, True):
                 attributes: dict[str, dict[str, Any]] = {}
                 items: list[Item] = []
                 for attribute, group in groups.items():
-                    entries, needed = self._call_entries(
-                        pk, tenant_id, namespace, checkpoint_id, group, out_of_line, now_ms
-                    )
+                    entries, needed = self._call_entries(pk, plan, group, out_of_line)
                     attributes[attribute] = to_attr(
-                        {TASK: task_id, TASK_PATH: task_path, ARRIVED: now_ms, LIST: entries}
+                        {TASK: plan.task_id, TASK_PATH: plan.task_path, ARRIVED: plan.now_ms, LIST: entries}
                     )
                     items += needed
                 inline = sum(len(a.encode()) + sizes.value_bytes(value) for a, value in attributes.items())
                 if inline > MAX_INLINE_WRITE_BYTES:
                     continue
                 self._batch_put(list({item[schema.SK]["S"]: item for item in items}.values()))
-                if self._add_call(key, name, attributes, inline, answered, now_ms):
+                if self._add_call(key, name, attributes, inline, answered, plan.now_ms):
                     return len(prepared)
             raise PayloadTooLarge(
                 field="writes",
@@ -629,14 +542,7 @@ class ThreadStore:
             )
 
     def _call_entries(
-        self,
-        pk: str,
-        tenant_id: str,
-        namespace: str,
-        checkpoint_id: str,
-        prepared: list[Write],
-        out_of_line: bool,
-        now_ms: int,
+        self, pk: str, plan: WritesPlan, prepared: list[Write], out_of_line: bool
     ) -> tuple[list[dict[str, Any]], list[Item]]:
         """Each write's entry in its call's attribute, and the items of the values that do not ride in it: one per
         distinct value. Values of at most `INLINE_VALUE_BYTES` ride in it, and larger ones while the call's values come
@@ -656,9 +562,9 @@ class ThreadStore:
                 if stored is not None:
                     entry[PACKED] = True
             else:
-                sk = write_value_sk(namespace, checkpoint_id, write)
+                sk = write_value_sk(plan.namespace, plan.checkpoint_id, write)
                 if sk not in items:
-                    items[sk] = self._value_item(pk, sk, tenant_id, write.type, write.raw, "", now_ms)
+                    items[sk] = self._value_item(pk, sk, plan.ref.tenant_id, write.type, write.raw, "", plan.now_ms)
                 entry[REFERENCE] = sk
             entries.append(entry)
         return entries, list(items.values())
@@ -719,11 +625,11 @@ class ThreadStore:
 
     # -- reads --------------------------------------------------------------------------------------------------
 
-    def head(self, tenant_id: str, agent_id: str, thread_id: str, now_ms: int) -> Head | None:
+    def head(self, ref: ThreadRef, now_ms: int) -> Head | None:
         """The thread's head when the thread is live (one consistent GetItem), else None."""
         answer = self._client.get_item(
             TableName=self._table,
-            Key=layout.key(layout.thread_pk(tenant_id, agent_id, thread_id), layout.THREAD_HEAD_SK),
+            Key=layout.key(pk_of(ref), layout.THREAD_HEAD_SK),
             ConsistentRead=True,
         )
         return live_head(answer.get("Item"), now_ms)
@@ -754,13 +660,12 @@ class ThreadStore:
             "ConsistentRead": True,
         }
 
-    def get(
-        self, tenant_id: str, agent_id: str, thread_id: str, namespace: str, checkpoint_id: str | None, now_ms: int
-    ) -> ThreadCheckpoint:
+    def get(self, ref: ThreadRef, namespace: str, checkpoint_id: str | None, now_ms: int) -> ThreadCheckpoint:
         """One checkpoint with its values and pending writes (the latest of the namespace without an id); NotFound
         when the thread or the checkpoint is not there. A checkpoint by id: one BatchGetItem of head and item; the
         latest: a GetItem of the head and one Query; then one BatchGetItem for values not in the item."""
-        pk = layout.thread_pk(tenant_id, agent_id, thread_id)
+        pk = pk_of(ref)
+        thread_id = ref.thread_id
         with translated_errors():
             if checkpoint_id is not None:
                 head_key = layout.key(pk, layout.THREAD_HEAD_SK)
@@ -774,7 +679,7 @@ class ThreadStore:
                 quick = self._latest_at_once(thread_id, pk, namespace, now_ms)
                 if quick is not None:
                     return quick
-                head = self.head(tenant_id, agent_id, thread_id, now_ms)
+                head = self.head(ref, now_ms)
                 if head is None:
                     raise NotFound()
                 latest = Walk(
@@ -822,9 +727,7 @@ class ThreadStore:
 
     def page(
         self,
-        tenant_id: str,
-        agent_id: str,
-        thread_id: str,
+        ref: ThreadRef,
         namespace: str | None,
         before: str | None,
         wanted: dict[str, Any] | None,
@@ -838,17 +741,17 @@ class ThreadStore:
         short, or empty, with a cursor from where it stopped). `before` is a key bound in each namespace."""
         binding = query_binding(
             "threads",
-            tenant_id,
-            agent_id,
-            thread_id,
+            ref.tenant_id,
+            ref.agent_id,
+            ref.thread_id,
             namespace,
             before,
             None if wanted is None else json.dumps(wanted, sort_keys=True),
         )
         after = decode_after(cursor, binding)
-        pk = layout.thread_pk(tenant_id, agent_id, thread_id)
+        pk = pk_of(ref)
         with translated_errors():
-            head = self.head(tenant_id, agent_id, thread_id, now_ms)
+            head = self.head(ref, now_ms)
             if head is None:
                 raise NotFound()
             below = after
@@ -877,7 +780,7 @@ class ThreadStore:
                 stop = walk.position if walk.stopped else None
             if not chosen and stop is None and after is None and self._deleted(pk, head):
                 raise NotFound()  # deleted, and nothing put since
-            page = self._resolve(thread_id, pk, chosen)
+            page = self._resolve(ref.thread_id, pk, chosen)
 
         def cursor_after(checkpoint: ThreadCheckpoint) -> str | None:
             sk = layout.thread_checkpoint_sk(checkpoint.namespace, checkpoint.checkpoint_id)
@@ -1016,14 +919,14 @@ class ThreadStore:
 
     # -- deletes, prune, copy, runs -----------------------------------------------------------------------------
 
-    def delete(self, tenant_id: str, agent_id: str, thread_id: str, now_ms: int, deadline: float) -> bool:
+    def delete(self, ref: ThreadRef, now_ms: int, deadline: float) -> bool:
         """Hide the thread at once and remove its items until `deadline`; the reaper removes the rest. False when
         there was no live thread (its items are removed all the same).
 
         A live thread keeps its head, which records when it was deleted (`FLOOR`): nothing put before then shows,
         and a put after it (from a container that still knows the head, so it touches nothing) starts the thread
         again without losing a checkpoint. An expired head is deleted (the reaper ends its generation)."""
-        pk = layout.thread_pk(tenant_id, agent_id, thread_id)
+        pk = pk_of(ref)
         key = layout.key(pk, layout.THREAD_HEAD_SK)
         with translated_errors():
             live = f"#{EXPIRES_MS} > :now"
@@ -1085,23 +988,21 @@ class ThreadStore:
         dynamo.write_all(self._client, self._table, requests)
         return True
 
-    def prune(
-        self, tenant_id: str, agent_id: str, thread_ids: Iterable[str], strategy: str, now_ms: int, deadline: float
-    ) -> tuple[int, int]:
+    def prune(self, refs: Iterable[ThreadRef], strategy: str, now_ms: int, deadline: float) -> tuple[int, int]:
         """Prune each live thread: `delete` removes it, `keep_latest` keeps the latest checkpoint of each namespace
         (its pending writes and the values it needs); (threads pruned, checkpoints deleted)."""
         threads = 0
         deleted = 0
         with translated_errors():
-            for thread_id in dict.fromkeys(thread_ids):
-                pk = layout.thread_pk(tenant_id, agent_id, thread_id)
-                head = self.head(tenant_id, agent_id, thread_id, now_ms)
+            for ref in dict.fromkeys(refs):
+                pk = pk_of(ref)
+                head = self.head(ref, now_ms)
                 if head is None or self._deleted(pk, head):
                     continue
                 threads += 1
                 if strategy == "delete":
                     deleted += self._count_checkpoints(pk, head)
-                    self.delete(tenant_id, agent_id, thread_id, now_ms, deadline)
+                    self.delete(ref, now_ms, deadline)
                     continue
                 deleted += self._keep_latest(pk, head)
         return threads, deleted
@@ -1165,16 +1066,16 @@ class ThreadStore:
                 ConsistentRead=True,
             )
 
-    def copy(self, tenant_id: str, agent_id: str, source_id: str, target_id: str, now_ms: int, deadline: float) -> int:
-        """Copy every checkpoint (with its pending writes) and value of a thread into another (merged into it when it
-        exists), with the source's time to live; the checkpoints copied."""
-        source_pk = layout.thread_pk(tenant_id, agent_id, source_id)
-        target_pk = layout.thread_pk(tenant_id, agent_id, target_id)
+    def copy(self, source: ThreadRef, target_id: str, now_ms: int, deadline: float) -> int:
+        """Copy every checkpoint (with its pending writes) and value of a thread into its owner's thread `target_id`
+        (merged into it when it exists), with the source's time to live; the checkpoints copied."""
+        source_pk = pk_of(source)
+        target_pk = pk_of(ThreadRef(source.tenant_id, source.agent_id, target_id))
         with translated_errors():
-            head = self.head(tenant_id, agent_id, source_id, now_ms)
+            head = self.head(source, now_ms)
             if head is None or self._deleted(source_pk, head):
                 raise NotFound()
-            if source_id == target_id:
+            if source.thread_id == target_id:
                 return self._count_checkpoints(source_pk, head)
             target = self._touch(target_pk, head.ttl_ms // 1000, now_ms)
             copies: list[Item] = []
@@ -1195,7 +1096,7 @@ class ThreadStore:
                     copy[GENERATION] = {"S": target.generation}
                     copy[UPDATED] = {"N": str(now_ms)}  # put now, in the target's life (after any delete of it)
                 if OBJECT in copy and self._objects is not None:
-                    copy[OBJECT] = {"S": self._objects.copy_state(tenant_id, item[OBJECT]["S"])}
+                    copy[OBJECT] = {"S": self._objects.copy_state(source.tenant_id, item[OBJECT]["S"])}
                 (checkpoints if sk.startswith(layout.THREAD_CHECKPOINT) else copies).append(copy)
             for checkpoint in checkpoints:
                 rename_write_values(checkpoint, renamed)
