@@ -197,8 +197,8 @@ def tuple_estimate(loaded: Loaded) -> int:
 def carry(
     source: Item, versions: Mapping[str, str], carried: list[str]
 ) -> tuple[dict[str, Any], dict[str, Any], Carried]:
-    """What a child keeps of `source` (its parent): small values (`iv`) and the sizes of large ones (`vz`) whose
-    version it shares, and what they take of its item."""
+    """What a child keeps of `source` (its parent), as the item holds it (typed attribute values, taken as they are):
+    small values (`iv`) and the sizes of large ones (`vz`) whose version it shares, and what they take of its item."""
     source_inline = source.get(INLINE, {}).get("M", {})
     source_sizes = source.get(SIZES, {}).get("M", {})
     inline: dict[str, Any] = {}
@@ -206,39 +206,42 @@ def carry(
     index = answered = 0
     for channel in carried:
         key = versions[channel]
-        small = source_inline.get(channel, {}).get("M")
-        if small is not None and small[VERSION]["S"] == key:
-            data = bytes(small[BYTES]["B"])
-            inline[channel] = {VERSION: key, TYPE: small[TYPE]["S"], BYTES: data}
-            index += index_bytes(channel, key, small[TYPE]["S"], len(data))
-            answered += len(data)
+        small = source_inline.get(channel)
+        if small is not None and small["M"][VERSION]["S"] == key:
+            inline[channel] = small
+            size = len(small["M"][BYTES]["B"])
+            index += index_bytes(channel, key, small["M"][TYPE]["S"], size)
+            answered += size
             continue
-        large = source_sizes.get(channel, {}).get("L")
-        if large is not None and large[0]["S"] == key:
-            in_bucket = int(large[2]["N"]) if len(large) > 2 else 0
-            sizes[channel] = [key, int(large[1]["N"]), in_bucket]
-            if len(large) > 3:
-                sizes[channel].append(large[3]["S"])  # the checkpoint that holds the value in its item
+        large = source_sizes.get(channel)
+        if large is not None and large["L"][0]["S"] == key:
+            sizes[channel] = large  # [version, size, in the bucket (0/1), the checkpoint that holds it (optional)]
             index += index_bytes(channel, key)
-            answered += 0 if in_bucket else int(large[1]["N"])
+            entry = large["L"]
+            answered += 0 if len(entry) > 2 and entry[2]["N"] == "1" else int(entry[1]["N"])
     return inline, sizes, Carried(index, answered)
 
 
 def lay_in(placement: Placement, checkpoint_id: str, inline: dict[str, Any], sizes: dict[str, Any]) -> dict[str, Any]:
-    """Enter the new values of `placement` in a checkpoint's channel maps: small ones in `inline`, the version and
-    size of the others in `sizes` (with the checkpoint's id for those it holds); the map of those it holds (`hv`)."""
+    """Enter the new values of `placement` in a checkpoint's channel maps (typed attribute values): small ones in
+    `inline`, the version and size of the others in `sizes` (with the checkpoint's id for those it holds); the map of
+    those it holds (`hv`)."""
     held: dict[str, Any] = {}
     for placed in placement.placed:
         value = placed.value
+        version = {"S": value.version}
         if placed.place is Place.INLINE:
-            inline[value.channel] = {VERSION: value.version, TYPE: value.type_tag, BYTES: placed.stored}
-        elif placed.place is Place.HELD:
-            held[value.channel] = {VERSION: value.version, TYPE: value.type_tag, BYTES: placed.stored}
+            inline[value.channel] = {"M": {VERSION: version, TYPE: {"S": value.type_tag}, BYTES: {"B": placed.stored}}}
+            continue
+        size = {"N": str(placed.size)}
+        if placed.place is Place.HELD:
+            entry = {VERSION: version, TYPE: {"S": value.type_tag}, BYTES: {"B": placed.stored}}
             if placed.packed:
-                held[value.channel][PACKED] = True
-            sizes[value.channel] = [value.version, placed.size, 0, checkpoint_id]
+                entry[PACKED] = {"BOOL": True}
+            held[value.channel] = {"M": entry}
+            sizes[value.channel] = {"L": [version, size, {"N": "0"}, {"S": checkpoint_id}]}
         else:
-            sizes[value.channel] = [value.version, placed.size, int(placed.place is Place.BUCKET)]
+            sizes[value.channel] = {"L": [version, size, {"N": str(int(placed.place is Place.BUCKET))}]}
     return held
 
 

@@ -329,15 +329,16 @@ class ThreadStore:
     def _remember(
         self, pk: str, plan: PutPlan, head: Head, inline: dict[str, Any], sizes: dict[str, Any], index: int
     ) -> None:
-        """Keep what a child of this checkpoint carries from it (`_carry_source`), when it is small."""
+        """Keep what a child of this checkpoint carries from it (`_carry_source`), when it is small: its channel maps as
+        the item holds them (never changed: a child's maps are new dicts of the same entries)."""
         if index > MAX_REMEMBERED_INDEX_BYTES:
             return
         key = (pk, plan.namespace, plan.checkpoint_id)
         self._stored[key] = {
             GENERATION: {"S": head.generation},
             UPDATED: {"N": str(plan.now_ms)},
-            INLINE: to_attr(inline),
-            SIZES: to_attr(sizes),
+            INLINE: {"M": inline},
+            SIZES: {"M": sizes},
         }
         self._stored.move_to_end(key)
         while len(self._stored) > KNOWN_HEADS:
@@ -428,9 +429,9 @@ class ThreadStore:
         values: dict[str, Any] = {
             ":g": {"S": head.generation},
             ":cp": {"B": stored_document},
-            ":iv": to_attr(inline),
-            ":vz": to_attr(sizes),
-            ":hv": to_attr(held),
+            ":iv": {"M": inline},
+            ":vz": {"M": sizes},
+            ":hv": {"M": held},
             ":now": {"N": str(plan.now_ms)},
             ":kept": KEPT,
         }
