@@ -117,7 +117,7 @@ def test_requests_per_put(api: ApiDriver, meter: Meter, engine: str) -> None:  #
     # GetItem of what the child carries from it
     from baton.api.app import app
 
-    app.services().threads._stored.clear()
+    app.services().threads.forget()
     again = meter(lambda: put(api, "n-put", "c6", {**spilled, "a": 5}, {"a": _small(5)}, parent="c5"), 201)
     assert again == ({"GetItem": 1, "UpdateItem": 1}, {})
     # Against DynamoDBSaver: the same 2 writes for a first put, one consistent read more once there is a parent

@@ -3,7 +3,7 @@
 Items of a thread (keys in `layout`, attribute names in `store/thread_names.py`):
 
 - the head (`H`): the thread's generation `g`, time to live and expiry, and when it was last deleted (`fl`). A put
-  touches it once in a while (the container remembers it: `repository.ThreadStore._head_for_put`); a read finds
+  touches it once in a while (the container remembers it: `heads.Heads.for_put`); a read finds
   nothing unless it is there and not expired, and shows nothing put before `fl`. A thread written again after an
   expiry gets a new generation, so no item of its former life is read again (the reaper removes those).
 - a checkpoint (`K#<ns>#<id>`): the checkpoint and its metadata (compact JSON, packed when that pays), its parent,
@@ -22,8 +22,9 @@ unreferenced items, never a checkpoint without its values.
 
 A put and a put_writes are planned in the domain (`domain/thread_puts.py`: what they store, and where each value
 goes); the store carries the plan out. One module per job: `items` (what the items hold, read and written without
-AWS), `reads` (checkpoints page by page under a read budget), `blobs` (the blobs a write names, checked once each),
-`repository` (`ThreadStore`: the requests, each on one `ThreadRef`).
+AWS), `heads` (touching and reading a thread's head), `writes` (put and put_writes), `reads` (a checkpoint, and pages
+of them under a read budget), `upkeep` (delete, prune, copy, deletes for runs), `blobs` (the blobs a write names,
+checked once each), and `repository` (`ThreadStore`, what the routes hold: each request on one `ThreadRef`).
 """
 
 from baton.store.threads.repository import ThreadStore

@@ -1,0 +1,288 @@
+"""A thread's upkeep: delete (tombstones), prune, copy, and deletes for runs; each bounded by a deadline where a
+thread can be large, leaving the rest to the reaper."""
+
+from __future__ import annotations
+
+import time
+import uuid
+from collections.abc import Iterable, Iterator, Sequence
+from typing import TYPE_CHECKING, Any
+
+from baton.domain.clock import now_ms
+from baton.domain.errors import NotFound
+from baton.domain.thread_puts import ThreadRef
+from baton.store import dynamo, layout, schema
+from baton.store.attributes import Item, names_in
+from baton.store.batch import batch_get
+from baton.store.errors import translated_errors
+from baton.store.thread_names import (
+    DEAD,
+    EXPIRES_MS,
+    FLOOR,
+    GENERATION,
+    HELD,
+    NAMESPACE,
+    OBJECT,
+    UPDATED,
+    tombstone,
+    write_references,
+)
+from baton.store.threads.heads import Heads, pk_of
+from baton.store.threads.items import (
+    Head,
+    Loaded,
+    head_of,
+    relocated,
+    rename_write_values,
+)
+from baton.store.threads.reads import (
+    KEYS_ONLY,
+    Reader,
+    Walk,
+)
+
+if TYPE_CHECKING:
+    from mypy_boto3_dynamodb import DynamoDBClient
+
+    from baton.store.objects import ObjectStore
+
+
+class Upkeep:
+    """Deletes, prunes and copies of the threads of one table."""
+
+    def __init__(
+        self, client: DynamoDBClient, table_name: str, objects: ObjectStore | None, heads: Heads, reader: Reader
+    ) -> None:
+        self._client = client
+        self._table = table_name
+        self._objects = objects
+        self._heads = heads
+        self._reader = reader
+
+    def delete(self, ref: ThreadRef, now_ms: int, deadline: float) -> bool:
+        """Hide the thread at once and remove its items until `deadline`; the reaper removes the rest. False when
+        there was no live thread (its items are removed all the same).
+
+        A live thread keeps its head, which records when it was deleted (`FLOOR`): nothing put before then shows,
+        and a put after it (from a container that still knows the head, so it touches nothing) starts the thread
+        again without losing a checkpoint. An expired head is deleted (the reaper ends its generation)."""
+        pk = pk_of(ref)
+        key = layout.key(pk, layout.THREAD_HEAD_SK)
+        with translated_errors():
+            live = f"#{EXPIRES_MS} > :now"
+            answer = dynamo.attempt(
+                self._client.update_item,
+                TableName=self._table,
+                Key=key,
+                UpdateExpression=f"SET #{FLOOR} = :now",
+                ConditionExpression=live,
+                ExpressionAttributeNames=names_in(f"#{FLOOR}", live),
+                ExpressionAttributeValues={":now": {"N": str(now_ms)}},
+                ReturnValues="ALL_OLD",
+            )
+            if isinstance(answer, dynamo.Refused):
+                if answer.found:
+                    self._client.delete_item(TableName=self._table, Key=key)
+                self._delete_partition(pk, deadline, now_ms)
+                return False
+            # A retry of a delete that landed (botocore sent it again) finds the floor it set: still a success.
+            was = head_of(answer["Attributes"])
+            retried = int(answer.get("ResponseMetadata", {}).get("RetryAttempts", 0)) > 0
+            existed = retried or not self._heads.deleted(pk, was)
+            self._delete_partition(pk, deadline, now_ms)
+        return existed
+
+    def _delete_partition(self, pk: str, deadline: float, floor_ms: int) -> bool:
+        """Remove a deleted thread's items put before `floor_ms`, page by page, until `deadline`; True when it got
+        through them all. Each checkpoint becomes a tombstone (`DEAD`, removed by TTL after `TOMBSTONE_SECONDS`), so a
+        task's writes that arrive late are refused instead of waiting for a put of the same id in the thread's next
+        life; values and write values are deleted; the head stays."""
+        condition = f"#{schema.PK} = :pk"
+        projection = f"#{schema.PK}, #{schema.SK}, #{DEAD}, #{UPDATED}"
+        pages = dynamo.query(
+            self._client,
+            TableName=self._table,
+            KeyConditionExpression=condition,
+            ProjectionExpression=projection,
+            ExpressionAttributeNames=names_in(condition, projection),
+            ExpressionAttributeValues={":pk": {"S": pk}},
+            ConsistentRead=True,
+            Limit=100,
+        )
+        requests: list[dict[str, Any]] = []
+        for item in pages:
+            if time.monotonic() >= deadline:
+                dynamo.write_all(self._client, self._table, requests)
+                return False  # pages of tombstones cost reads too: the reaper finishes
+            key = layout.key(*layout.identity(item))
+            sk = key[schema.SK]["S"]
+            if DEAD in item or sk == layout.THREAD_HEAD_SK or int(item.get(UPDATED, {}).get("N", "0")) > floor_ms:
+                continue  # a tombstone already, the head, or put after the delete (by a writer that knew the head)
+            if sk.startswith(layout.THREAD_CHECKPOINT):
+                requests.append({"PutRequest": {"Item": tombstone(key, floor_ms)}})
+            else:
+                requests.append({"DeleteRequest": {"Key": key}})
+            if len(requests) == dynamo.BATCH_WRITE_ITEMS:
+                dynamo.write_all(self._client, self._table, requests)
+                requests = []
+        dynamo.write_all(self._client, self._table, requests)
+        return True
+
+    def prune(self, refs: Iterable[ThreadRef], strategy: str, now_ms: int, deadline: float) -> tuple[int, int]:
+        """Prune each live thread: `delete` removes it, `keep_latest` keeps the latest checkpoint of each namespace
+        (its pending writes and the values it needs); (threads pruned, checkpoints deleted)."""
+        threads = 0
+        deleted = 0
+        with translated_errors():
+            for ref in dict.fromkeys(refs):
+                pk = pk_of(ref)
+                head = self._heads.read(ref, now_ms)
+                if head is None or self._heads.deleted(pk, head):
+                    continue
+                threads += 1
+                if strategy == "delete":
+                    deleted += self._heads.count(pk, head)
+                    self.delete(ref, now_ms, deadline)
+                    continue
+                deleted += self._keep_latest(pk, head)
+        return threads, deleted
+
+    def _keep_latest(self, pk: str, head: Head) -> int:
+        """Delete every checkpoint but the latest of each namespace, and the values and write values only they held;
+        the checkpoints deleted. Only the kept checkpoints are decoded."""
+        latest: dict[str, Loaded] = {}
+        doomed: list[Item] = []
+        holders: dict[str, Item] = {}
+        for item in Walk(self._client, self._table, pk, head, None, None, None, None):
+            keyed, _ = layout.read_thread_checkpoint_sk(item[schema.SK]["S"])
+            namespace = keyed if keyed is not None else item[NAMESPACE]["S"]
+            if namespace in latest:
+                doomed.append(layout.key(*layout.identity(item)))
+                if item.get(HELD, {}).get("M"):
+                    holders[item[schema.SK]["S"]] = item
+            else:
+                latest[namespace] = self._reader.load(item)
+        # A kept checkpoint may keep a version that a pruned one holds in its item: its value item first.
+        needed_held = {holder for one in latest.values() for holder in one.held.values()}
+        relocating = [holders[sk] for sk in needed_held if sk in holders]
+        dynamo.put_all(self._client, self._table, relocated(relocating, now_ms()))
+        needed = {sk for one in latest.values() for sk in one.missing.values()}
+        needed |= {value for one in latest.values() for _, value in one.writes if isinstance(value, str)}
+        needed |= self._early_references(pk)
+        for item in self._partition_items(pk, (layout.thread_values(head.generation), layout.THREAD_WRITE_VALUE)):
+            if layout.identity(item)[1] not in needed:
+                doomed.append(layout.key(*layout.identity(item)))
+        dynamo.delete_all(self._client, self._table, doomed)
+        return sum(1 for key in doomed if layout.identity(key)[1].startswith(layout.THREAD_CHECKPOINT))
+
+    def _early_references(self, pk: str) -> set[str]:
+        """The write values that writes-only items reference: writes that came before their checkpoint, which is on
+        its way (a prune must not take them from it)."""
+        condition = f"#{schema.PK} = :pk AND begins_with(#{schema.SK}, :prefix)"
+        items = dynamo.query(
+            self._client,
+            TableName=self._table,
+            KeyConditionExpression=condition,
+            ExpressionAttributeNames=names_in(condition),
+            ExpressionAttributeValues={":pk": {"S": pk}, ":prefix": {"S": layout.THREAD_CHECKPOINT}},
+            ConsistentRead=True,
+        )
+        return {sk for item in items if GENERATION not in item for sk in write_references(item)}
+
+    def _partition_items(self, pk: str, prefixes: Sequence[str]) -> Iterator[Item]:
+        """Keys of the partition's items under each prefix (consistent Queries of keys only)."""
+        condition = f"#{schema.PK} = :pk AND begins_with(#{schema.SK}, :prefix)"
+        for prefix in prefixes:
+            yield from dynamo.query(
+                self._client,
+                TableName=self._table,
+                KeyConditionExpression=condition,
+                ProjectionExpression=KEYS_ONLY,
+                ExpressionAttributeNames=names_in(condition, KEYS_ONLY),
+                ExpressionAttributeValues={":pk": {"S": pk}, ":prefix": {"S": prefix}},
+                ConsistentRead=True,
+            )
+
+    def copy(self, source: ThreadRef, target_id: str, now_ms: int, deadline: float) -> int:
+        """Copy every checkpoint (with its pending writes) and value of a thread into its owner's thread `target_id`
+        (merged into it when it exists), with the source's time to live; the checkpoints copied."""
+        source_pk = pk_of(source)
+        target_pk = pk_of(ThreadRef(source.tenant_id, source.agent_id, target_id))
+        with translated_errors():
+            head = self._heads.read(source, now_ms)
+            if head is None or self._heads.deleted(source_pk, head):
+                raise NotFound()
+            if source.thread_id == target_id:
+                return self._heads.count(source_pk, head)
+            target = self._heads.touch(target_pk, head.ttl_ms // 1000, now_ms)
+            copies: list[Item] = []
+            checkpoints: list[Item] = []
+            renamed: dict[str, str] = {}
+            for item in self._all_of_generation(source_pk, head):
+                sk = item[schema.SK]["S"]
+                copy = dict(item)
+                copy[schema.PK] = {"S": target_pk}
+                if sk.startswith(layout.THREAD_VALUE):
+                    rest = sk.removeprefix(layout.thread_values(head.generation))
+                    copy[schema.SK] = {"S": layout.thread_values(target.generation) + rest}
+                elif sk.startswith(layout.THREAD_WRITE_VALUE):
+                    # A write value of its own in the target: the reaper deletes one by its key with its checkpoint.
+                    renamed[sk] = sk.rsplit("#", 1)[0] + "#" + uuid.uuid4().hex
+                    copy[schema.SK] = {"S": renamed[sk]}
+                if GENERATION in copy and copy[GENERATION]["S"]:
+                    copy[GENERATION] = {"S": target.generation}
+                    copy[UPDATED] = {"N": str(now_ms)}  # put now, in the target's life (after any delete of it)
+                if OBJECT in copy and self._objects is not None:
+                    copy[OBJECT] = {"S": self._objects.copy_state(source.tenant_id, item[OBJECT]["S"])}
+                (checkpoints if sk.startswith(layout.THREAD_CHECKPOINT) else copies).append(copy)
+            for checkpoint in checkpoints:
+                rename_write_values(checkpoint, renamed)
+            # Values first, checkpoints last: a copy cut short never shows a checkpoint without its values.
+            dynamo.put_all(self._client, self._table, copies)
+            dynamo.put_all(self._client, self._table, checkpoints)
+        return len(checkpoints)
+
+    def _all_of_generation(self, pk: str, head: Head) -> Iterator[Item]:
+        """Every item of the thread's current generation except its head."""
+        condition = f"#{schema.PK} = :pk"
+        items = dynamo.query(
+            self._client,
+            TableName=self._table,
+            KeyConditionExpression=condition,
+            ExpressionAttributeNames=names_in(condition),
+            ExpressionAttributeValues={":pk": {"S": pk}},
+            ConsistentRead=True,
+        )
+        for item in items:
+            sk = item[schema.SK]["S"]
+            if sk == layout.THREAD_HEAD_SK:
+                continue
+            if sk.startswith(layout.THREAD_VALUE):
+                if sk.startswith(layout.thread_values(head.generation)):
+                    yield item
+            elif head.shows(item) or item.get(GENERATION, {}).get("S") == "":
+                yield item
+
+    def delete_for_runs(self, tenant_id: str, agent_id: str, run_ids: Iterable[str]) -> int:
+        """Delete the agent's thread checkpoints whose metadata names one of `run_ids` (found through gsi1, one
+        Query per run); their large pending writes are removed by the reaper. The checkpoints deleted."""
+        doomed: list[Item] = []
+        condition = f"#{schema.GSI1_PK} = :gpk"
+        with translated_errors():
+            for run_id in dict.fromkeys(run_ids):
+                found_keys = dynamo.query(
+                    self._client,
+                    TableName=self._table,
+                    IndexName=schema.GSI1,
+                    KeyConditionExpression=condition,
+                    ProjectionExpression=KEYS_ONLY,
+                    ExpressionAttributeNames=names_in(condition, KEYS_ONLY),
+                    ExpressionAttributeValues={":gpk": {"S": layout.run_index_pk(tenant_id, agent_id, run_id)}},
+                )
+                doomed += [layout.key(*layout.identity(item)) for item in found_keys]
+            if doomed:
+                # Their children may keep versions they hold in their items: those go to value items first.
+                found = batch_get(self._client, self._table, doomed)
+                dynamo.put_all(self._client, self._table, relocated(list(found.values()), now_ms()))
+            dynamo.delete_all(self._client, self._table, doomed)
+        return len(doomed)
