@@ -119,9 +119,9 @@ def retry_delays(monkeypatch: pytest.MonkeyPatch) -> list[float]:
 
 @pytest.fixture(autouse=True)
 def store_backoffs(monkeypatch: pytest.MonkeyPatch) -> list[float]:
-    """The store's own backoffs (a contended save, a batch's unprocessed keys, a batch write's unprocessed items, a
-    purge's unprocessed deletes, a thread write), recorded instead of slept: nothing here depends on time passing,
-    and they came to 7 s a run."""
+    """The store's own backoffs (a contended save, a batch's unprocessed keys, a batch write's unprocessed items:
+    a purge's and the reaper's deletes among them, a thread write), recorded instead of slept: nothing here depends
+    on time passing, and they came to 7 s a run."""
     import time
 
     backoffs: list[float] = []
@@ -129,8 +129,7 @@ def store_backoffs(monkeypatch: pytest.MonkeyPatch) -> list[float]:
     for module in ("checkpoints", "batch", "dynamo", "thread_reaping"):
         monkeypatch.setattr(f"baton.store.{module}.time", clock)
     # `threads` may come to leave its backoffs to `dynamo`, and import no `time` of its own.
-    monkeypatch.setattr("baton.store.threads.repository.time", clock)
-    monkeypatch.setattr("baton.store.purge.sleep", backoffs.append)
+    monkeypatch.setattr("baton.store.threads.upkeep.time", clock)
     return backoffs
 
 

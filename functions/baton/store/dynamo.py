@@ -4,8 +4,12 @@ what DynamoDB leaves unprocessed, and one reading of a conditional write's outco
 - `Reads` bounds what one request reads: item bytes (DynamoDB's sizes, `sizes.item_bytes`). A
   Query stops when the budget is spent and says where (`QueryPages.position`), so a page may come back short, or
   empty with a cursor, instead of reading a partition to its end.
-- `write_all` sends Put and Delete requests 25 per BatchWriteItem, sending again (with backoff) what DynamoDB leaves
-  unprocessed, then 503.
+- `QueryPages` is the one paging loop (`ExclusiveStartKey` from each `LastEvaluatedKey`): item by item, or page by
+  page (`next_page`, `pages`) for a caller that does something with each page (deletes it) or decides between pages
+  (a deadline) whether to read on.
+- `write_some` sends Put and Delete requests 25 per BatchWriteItem, sending again (with backoff) what DynamoDB leaves
+  unprocessed, and hands back what it could not write (`Unwritten`), for a caller that leaves the rest to a later
+  pass; `write_all` (`put_all`, `delete_all`) answers 503 instead.
 - `attempt` makes a conditional write and answers what a refusal found (`Refused`: the item's old image, asked for
   with `ReturnValuesOnConditionCheckFailure=ALL_OLD`), letting every other failure through to `translated_errors`.
 """
@@ -19,7 +23,7 @@ from typing import TYPE_CHECKING, Any, Final, TypeVar
 
 from baton.domain.errors import Unavailable
 from baton.store.attributes import Item
-from baton.store.errors import UNAVAILABLE_MESSAGE, Failure, classify, was_retried
+from baton.store.errors import TRANSIENT, UNAVAILABLE_MESSAGE, Failure, classify, unavailable, was_retried
 from baton.store.sizes import item_bytes
 
 if TYPE_CHECKING:
@@ -56,35 +60,59 @@ class Reads:
 @dataclass
 class QueryPages:
     """The items of a Query, page by page (`ExclusiveStartKey` from each `LastEvaluatedKey`), consistent as the
-    request says. With `reads`, no request is made once the budget is spent: `stopped` is then True and `position`
-    the key of the last item read (a caller's cursor resumes after it)."""
+    request says: iterate it for its items, or take a page at a time (`next_page`, `pages`).
+
+    With `reads`, no request is made once the budget is spent: `stopped` is then True. `position` is where the
+    reading stands: the key of the last item read (a caller's cursor resumes after it), or, between pages, the
+    `LastEvaluatedKey` the next page starts after. `finished` is True once a page came back without one: the Query
+    was read to its end. `counted` adds up each answer's `Count` (what its filter kept; with `Select=COUNT`, the
+    items it counted without reading them back)."""
 
     client: DynamoDBClient
     request: dict[str, Any]
     reads: Reads | None = None
     stopped: bool = False
     position: Item | None = None
-    _done: bool = field(default=False, repr=False)
+    finished: bool = False
+    counted: int = 0
+    _start: Item | None = field(default=None, repr=False)
+
+    def next_page(self, limit: int | None = None) -> list[Item] | None:
+        """The next page's items (one Query; at most `limit` read when given: DynamoDB's `Limit`), or None when
+        there is no next page: the Query was read to its end, or `reads` is spent (`stopped`). A page may be empty
+        with more after it (a filter dropped what it read): `finished` tells."""
+        if self.finished:
+            return None
+        if self.reads is not None and self.reads.spent:
+            self.stopped = True
+            return None
+        request = dict(self.request)
+        if self._start is not None:
+            request["ExclusiveStartKey"] = self._start
+        if limit is not None:
+            request["Limit"] = limit
+        answer = self.client.query(**request)
+        found: list[Item] = answer.get("Items", [])
+        if self.reads is not None:
+            self.reads.charge(found)
+        self.counted += int(answer.get("Count", 0))
+        self._start = answer.get("LastEvaluatedKey") or None
+        self.finished = self._start is None
+        self.position = self._start or (found[-1] if found else self.position)
+        return found
+
+    def pages(self) -> Iterator[list[Item]]:
+        """Every page (`next_page`), each read when the one before it is done with."""
+        while (page := self.next_page()) is not None:
+            yield page
 
     def __iter__(self) -> Iterator[Item]:
-        request = dict(self.request)
-        while not self._done:
-            if self.reads is not None and self.reads.spent:
-                self.stopped = True
-                return
-            answer = self.client.query(**request)
-            found: list[Item] = answer.get("Items", [])
-            if self.reads is not None:
-                self.reads.charge(found)
-            last = answer.get("LastEvaluatedKey")
-            for item in found:
+        for page in self.pages():
+            after = self.position
+            for item in page:
                 self.position = item
                 yield item
-            if not last:
-                self._done = True
-                return
-            self.position = last
-            request["ExclusiveStartKey"] = last
+            self.position = after
 
 
 def query(client: DynamoDBClient, reads: Reads | None = None, **request: Any) -> QueryPages:
@@ -97,36 +125,70 @@ def count(
 ) -> tuple[int, bool]:
     """How many items a Query's filter keeps (`Select=COUNT`: no item is read back), page by page, and whether it
     counted them all: it stops once it has counted `enough`, or after `max_requests` Queries."""
-    counted = 0
-    request = {**request, "Select": "COUNT"}
+    pages = query(client, **{**request, "Select": "COUNT"})
     made = 0
-    while max_requests is None or made < max_requests:
-        answer = client.query(**request)
+    while (max_requests is None or made < max_requests) and pages.next_page() is not None:
         made += 1
-        counted += int(answer.get("Count", 0))
-        last = answer.get("LastEvaluatedKey")
-        if not last:
-            return counted, True
-        if enough is not None and counted >= enough:
+        if enough is not None and pages.counted >= enough:
             break
-        request["ExclusiveStartKey"] = last
-    return counted, False
+    return pages.counted, pages.finished
 
 
-def write_all(client: DynamoDBClient, table: str, requests: Sequence[dict[str, Any]]) -> None:
-    """Every Put and Delete request, `BATCH_WRITE_ITEMS` per BatchWriteItem, sending again what DynamoDB leaves
-    unprocessed (`WRITE_ROUNDS` rounds, backing off), then 503. Unconditional: for items only this request names."""
+@dataclass(frozen=True)
+class Unwritten:
+    """What `write_some` did not write: the requests (none when it wrote them all; else what was left of the batch
+    it stopped at, then every request after it), and the transient failure of a resend that ended it, when that is
+    what did (None when DynamoDB kept leaving them unprocessed, or the deadline came)."""
+
+    requests: list[dict[str, Any]] = field(default_factory=list)
+    failure: Exception | None = None
+
+
+def write_some(
+    client: DynamoDBClient,
+    table: str,
+    requests: Sequence[dict[str, Any]],
+    rounds: int = WRITE_ROUNDS,
+    deadline: float | None = None,
+) -> Unwritten:
+    """Put and Delete requests, `BATCH_WRITE_ITEMS` per BatchWriteItem in the order given, each batch sent up to
+    `rounds` times in all while DynamoDB leaves some of it unprocessed (backing off between sends); what it could
+    not write is handed back rather than raised, for a caller that leaves the rest to a later pass.
+
+    It stops, handing back what is left of the batch and every request after it, when a batch is still partly
+    unprocessed after its rounds, when a resend fails transiently (DynamoDB refused it, or its answer was lost:
+    the requests it carried are handed back, `failure` says why), and before any batch once `deadline` (a
+    `time.monotonic()` value) has passed. A failure of a batch's first send is raised as it came, as is any
+    failure `classify` does not call transient. Unconditional: for items only this request names."""
     for start in range(0, len(requests), BATCH_WRITE_ITEMS):
+        if deadline is not None and time.monotonic() >= deadline:
+            return Unwritten(list(requests[start:]))
         pending: Any = list(requests[start : start + BATCH_WRITE_ITEMS])
-        for round_ in range(WRITE_ROUNDS):
+        for round_ in range(rounds):
             if round_:
                 time.sleep(WRITE_BACKOFF_SECONDS * 2 ** (round_ - 1))
-            answer = client.batch_write_item(RequestItems={table: pending})
+            try:
+                answer = client.batch_write_item(RequestItems={table: pending})
+            except Exception as exc:
+                if not round_ or classify(exc) not in TRANSIENT:
+                    raise
+                return Unwritten([*pending, *requests[start + BATCH_WRITE_ITEMS :]], exc)
             pending = (answer.get("UnprocessedItems") or {}).get(table, [])
             if not pending:
                 break
         else:
-            raise Unavailable(UNAVAILABLE_MESSAGE)
+            return Unwritten([*pending, *requests[start + BATCH_WRITE_ITEMS :]])
+    return Unwritten()
+
+
+def write_all(client: DynamoDBClient, table: str, requests: Sequence[dict[str, Any]]) -> None:
+    """Every Put and Delete request (`write_some`, `WRITE_ROUNDS` rounds), else 503: what a transient failure of a
+    resend becomes (`unavailable`), or, when DynamoDB kept leaving some unprocessed, `Unavailable`."""
+    left = write_some(client, table, requests)
+    if left.failure is not None:
+        raise unavailable(left.failure) from left.failure
+    if left.requests:
+        raise Unavailable(UNAVAILABLE_MESSAGE)
 
 
 def put_all(client: DynamoDBClient, table: str, items: Sequence[Item]) -> None:
@@ -136,7 +198,23 @@ def put_all(client: DynamoDBClient, table: str, items: Sequence[Item]) -> None:
 
 def delete_all(client: DynamoDBClient, table: str, keys: Sequence[Item]) -> None:
     """Delete the item at every key (`write_all`)."""
-    write_all(client, table, [{"DeleteRequest": {"Key": key}} for key in keys])
+    write_all(client, table, _deletes(keys))
+
+
+def delete_some(
+    client: DynamoDBClient,
+    table: str,
+    keys: Sequence[Item],
+    rounds: int = WRITE_ROUNDS,
+    deadline: float | None = None,
+) -> list[Item]:
+    """Delete the item at every key (`write_some`): the keys it did not delete."""
+    left = write_some(client, table, _deletes(keys), rounds, deadline)
+    return [request["DeleteRequest"]["Key"] for request in left.requests]
+
+
+def _deletes(keys: Sequence[Item]) -> list[dict[str, Any]]:
+    return [{"DeleteRequest": {"Key": key}} for key in keys]
 
 
 @dataclass(frozen=True)

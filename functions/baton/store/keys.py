@@ -10,7 +10,7 @@ from baton.domain.errors import NotFound
 from baton.store import layout, schema
 from baton.store.attributes import Item, from_item, names_in, to_attr, to_item
 from baton.store.cursors import MAX_PAGE_READS, decode_after, encode_after, query_binding
-from baton.store.dynamo import refusal
+from baton.store.dynamo import query, refusal
 from baton.store.errors import may_have_landed, translated_errors
 
 if TYPE_CHECKING:
@@ -118,6 +118,10 @@ class KeyStore:
         binding = query_binding("keys", tenant_id, agent_id)
         after = decode_after(cursor, binding)
         values: dict[str, Any] = {":pk": layout.tenant_keys_pk(tenant_id), ":now": format_ms(now_ms)}
+        key_condition = f"#{schema.GSI1_PK} = :pk"
+        if after is not None:
+            values[":after"] = after
+            key_condition += f" AND #{schema.GSI1_SK} > :after"
         filters = [
             "attribute_not_exists(#revoked_at)",
             "(attribute_not_exists(#key_expires_at) OR #key_expires_at > :now)",
@@ -125,34 +129,24 @@ class KeyStore:
         if agent_id is not None:
             values[":agent"] = agent_id
             filters.append("#agent_id = :agent")
+        pages = query(
+            self._client,
+            TableName=self._table,
+            IndexName=schema.GSI1,
+            KeyConditionExpression=key_condition,
+            FilterExpression=" AND ".join(filters),
+            ExpressionAttributeNames=names_in(key_condition, *filters),
+            ExpressionAttributeValues={k: to_attr(v) for k, v in values.items()},
+        )
         shown: list[KeyRecord] = []
-        exhausted = False
         reads = limit + 1
         # Keys the filter drops (revoked, expired, another agent's) never shape the page: Query goes on until the
         # page has one key more than it shows, or the tenant's keys end. The cursor is the last key id shown.
-        while len(shown) <= limit and not exhausted:
-            key_condition = f"#{schema.GSI1_PK} = :pk"
-            if after is not None:
-                values[":after"] = after
-                key_condition += f" AND #{schema.GSI1_SK} > :after"
-            request: dict[str, Any] = {
-                "TableName": self._table,
-                "IndexName": schema.GSI1,
-                "KeyConditionExpression": key_condition,
-                "FilterExpression": " AND ".join(filters),
-                "ExpressionAttributeNames": names_in(key_condition, *filters),
-                "ExpressionAttributeValues": {k: to_attr(v) for k, v in values.items()},
-                "Limit": reads,
-            }
-            with translated_errors():
-                response = self._client.query(**request)
-            shown.extend(r for r in map(_readable, response.get("Items", [])) if r is not None)
-            last = response.get("LastEvaluatedKey")
-            exhausted = not last
-            if last:
-                after = last[schema.GSI1_SK]["S"]
-            # Revoked and expired keys stay in the index: read twice as many per round (log2 rounds to skip N).
-            reads = min(reads * 2, MAX_PAGE_READS)
+        with translated_errors():
+            while len(shown) <= limit and (found := pages.next_page(reads)) is not None:
+                shown.extend(r for r in map(_readable, found) if r is not None)
+                # Revoked and expired keys stay in the index: read twice as many per round (log2 rounds to skip N).
+                reads = min(reads * 2, MAX_PAGE_READS)
         page = shown[:limit]
         return page, encode_after(page[-1].key_id if len(shown) > limit else None, binding)
 

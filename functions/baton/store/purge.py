@@ -25,12 +25,13 @@ before the purge read it) outlives the purge; a write that close to a purge race
 from __future__ import annotations
 
 from dataclasses import dataclass
-from time import monotonic, sleep
-from typing import TYPE_CHECKING, Any, Final
+from time import monotonic
+from typing import TYPE_CHECKING, Final
 
 from baton.domain.errors import Unavailable
 from baton.store import layout, schema
 from baton.store.attributes import Item, names_in
+from baton.store.dynamo import delete_some, query
 from baton.store.errors import TRANSIENT, UNAVAILABLE_MESSAGE, classify, may_have_landed, translated_errors
 
 if TYPE_CHECKING:
@@ -40,8 +41,7 @@ PAGE_KEYS: Final = 25
 """Keys read and deleted per page: DynamoDB's limit on the requests of one BatchWriteItem."""
 MAX_WRITE_ROUNDS: Final = 3
 """A page's BatchWriteItem is sent this many times in all while DynamoDB leaves some of its deletes unprocessed
-(throttling), backing off between rounds; past that the purge stops where it got to."""
-WRITE_BACKOFF_SECONDS: Final = 0.05
+(throttling), backing off between rounds (`dynamo.write_some`); past that the purge stops where it got to."""
 
 _KEY_CONDITION: Final = f"#{schema.PK} = :pk"
 _RECORDS_CONDITION: Final = f"#{schema.GSI1_PK} = :gpk"
@@ -119,23 +119,25 @@ class SubjectPurger:
         module's docstring): (whether the index was read to its end, whether anything may have been deleted). A
         transient failure before any progress raises 503 `Unavailable`."""
         progressed = False
-        request: dict[str, Any] = {
-            "TableName": self._table,
-            "IndexName": schema.GSI1,
-            "KeyConditionExpression": _RECORDS_CONDITION,
-            "ProjectionExpression": _KEYS_ONLY,
-            "ExpressionAttributeNames": names_in(_RECORDS_CONDITION, _KEYS_ONLY),
-            "ExpressionAttributeValues": {":gpk": {"S": layout.subject_records_pk(tenant_id, subject_id)}},
-            "Limit": PAGE_KEYS,
-        }
+        pages = query(
+            self._client,
+            TableName=self._table,
+            IndexName=schema.GSI1,
+            KeyConditionExpression=_RECORDS_CONDITION,
+            ProjectionExpression=_KEYS_ONLY,
+            ExpressionAttributeNames=names_in(_RECORDS_CONDITION, _KEYS_ONLY),
+            ExpressionAttributeValues={":gpk": {"S": layout.subject_records_pk(tenant_id, subject_id)}},
+            Limit=PAGE_KEYS,
+        )
         with translated_errors():
             while monotonic() < deadline:
+                found: list[Item] = []
                 keys: list[Item] = []
                 try:
-                    response = self._client.query(**request)
+                    found = pages.next_page() or []
                     keys = [
                         layout.key(*layout.identity(item))
-                        for item in response.get("Items", [])
+                        for item in found
                         if layout.identity(item)[1] == layout.IDEMPOTENCY_SK  # only records are entered there
                     ]
                     done = self._delete(keys) if keys else []
@@ -150,16 +152,16 @@ class SubjectPurger:
                     if not progressed:
                         raise Unavailable(UNAVAILABLE_MESSAGE)
                     return False, True
-                start = response.get("LastEvaluatedKey")
-                if not start or not response.get("Items"):
+                # An empty page ends the index entry even if DynamoDB hands back a LastEvaluatedKey with it.
+                if pages.finished or not found:
                     return True, progressed
-                request["ExclusiveStartKey"] = start
         return False, progressed
 
     def _page(self, partition: str) -> tuple[list[Item], bool]:
         """The keys of the partition's first items (at most `PAGE_KEYS`, one consistent Query of the keys only),
         and whether more may follow them."""
-        response = self._client.query(
+        pages = query(
+            self._client,
             TableName=self._table,
             KeyConditionExpression=_KEY_CONDITION,
             ProjectionExpression=_KEYS_ONLY,
@@ -168,9 +170,9 @@ class SubjectPurger:
             ConsistentRead=True,
             Limit=PAGE_KEYS,
         )
-        keys = [layout.key(*layout.identity(item)) for item in response.get("Items", [])]
+        keys = [layout.key(*layout.identity(item)) for item in pages.next_page() or []]
         # An empty page ends the partition even if DynamoDB hands back a LastEvaluatedKey with it.
-        return keys, bool(keys) and "LastEvaluatedKey" in response
+        return keys, bool(keys) and not pages.finished
 
     def _gone(self, partition: str, keys: list[Item]) -> list[Item]:
         """Which of `keys` (the partition's first page) are no longer there: one consistent Query of the first
@@ -183,26 +185,10 @@ class SubjectPurger:
         return [key for key in keys if layout.identity(key) not in present]
 
     def _delete(self, keys: list[Item]) -> list[Item]:
-        """Delete `keys` with one BatchWriteItem, sending what DynamoDB leaves unprocessed again a few times with a
-        short backoff: the keys deleted, which are all of them unless some stayed unprocessed (or a later round
+        """Delete `keys` with one BatchWriteItem, sending what DynamoDB leaves unprocessed again (`MAX_WRITE_ROUNDS`
+        in all, backing off): the keys deleted, which are all of them unless some stayed unprocessed (or a resend
         failed transiently: what the earlier rounds deleted is reported, the rest left for a repeat)."""
-        pending = keys
-        for attempt in range(MAX_WRITE_ROUNDS):
-            if attempt:
-                sleep(WRITE_BACKOFF_SECONDS * 2 ** (attempt - 1))
-            try:
-                response = self._client.batch_write_item(
-                    RequestItems={self._table: [{"DeleteRequest": {"Key": key}} for key in pending]}
-                )
-            except Exception as exc:
-                if attempt == 0 or classify(exc) not in TRANSIENT:
-                    raise
-                break
-            unprocessed: Any = (response.get("UnprocessedItems") or {}).get(self._table, [])
-            pending = [request["DeleteRequest"]["Key"] for request in unprocessed]
-            if not pending:
-                return keys
-        left = {layout.identity(key) for key in pending}
+        left = {layout.identity(key) for key in delete_some(self._client, self._table, keys, MAX_WRITE_ROUNDS)}
         return [key for key in keys if layout.identity(key) not in left]
 
 

@@ -49,7 +49,7 @@ from typing import TYPE_CHECKING, Any, Final, Union
 from baton.domain.ids import BLOB_ID_PATTERN
 from baton.store import layout, schema
 from baton.store.attributes import Item, names_in, to_attr
-from baton.store.dynamo import Refused, attempt, query
+from baton.store.dynamo import Refused, attempt, delete_all, query
 from baton.store.errors import error_code
 
 if TYPE_CHECKING:
@@ -462,39 +462,23 @@ class Reaper:
 
     def _delete_revisions(self, change: CheckpointChange, between: tuple[str, str], outcome: Outcome) -> None:
         """Delete the revisions whose sort keys are `between` these two (of a checkpoint that is gone, or below its
-        window), a page of keys at a time."""
+        window), a page of keys at a time: one BatchWriteItem each (`delete_all`: what DynamoDB leaves unprocessed is
+        sent again, then `Unavailable` is raised and the record retried)."""
         pk, _ = change.owner
-        request: dict[str, Any] = {
-            "TableName": self._table,
-            "KeyConditionExpression": "#pk = :pk AND #sk BETWEEN :low AND :high",
-            "ProjectionExpression": "#pk, #sk",
-            "ExpressionAttributeNames": {"#pk": schema.PK, "#sk": schema.SK},
-            "ExpressionAttributeValues": {
-                ":pk": to_attr(pk),
-                ":low": to_attr(between[0]),
-                ":high": to_attr(between[1]),
-            },
-            "ConsistentRead": True,
-            "Limit": REVISION_PAGE,
-        }
-        while True:
-            response = self.dynamodb.query(**request)
-            keys = [dict(item) for item in response.get("Items", [])]
-            if keys:
-                self._delete_items(keys)
-                outcome.revisions_deleted += len(keys)
-            start = response.get("LastEvaluatedKey")
-            if not start:
-                return
-            request["ExclusiveStartKey"] = start
-
-    def _delete_items(self, keys: list[Item]) -> None:
-        """Delete `keys` with one BatchWriteItem; what DynamoDB leaves unprocessed raises (the record is retried)."""
-        response = self.dynamodb.batch_write_item(
-            RequestItems={self._table: [{"DeleteRequest": {"Key": key}} for key in keys]}
+        pages = query(
+            self.dynamodb,
+            TableName=self._table,
+            KeyConditionExpression="#pk = :pk AND #sk BETWEEN :low AND :high",
+            ProjectionExpression="#pk, #sk",
+            ExpressionAttributeNames={"#pk": schema.PK, "#sk": schema.SK},
+            ExpressionAttributeValues={":pk": to_attr(pk), ":low": to_attr(between[0]), ":high": to_attr(between[1])},
+            ConsistentRead=True,
+            Limit=REVISION_PAGE,
         )
-        if (response.get("UnprocessedItems") or {}).get(self._table):
-            raise RuntimeError("DynamoDB left revision deletes unprocessed; the record is retried")
+        for keys in pages.pages():
+            if keys:
+                delete_all(self.dynamodb, self._table, keys)
+                outcome.revisions_deleted += len(keys)
 
     def _retag(self, key: str, outcome: Outcome) -> None:
         try:

@@ -41,7 +41,7 @@ from typing import TYPE_CHECKING, Any, Final
 
 from baton.store import layout, schema
 from baton.store.attributes import Item, names_in
-from baton.store.dynamo import Refused, attempt
+from baton.store.dynamo import Refused, attempt, delete_some, query
 from baton.store.thread_names import DEAD, FLOOR, GENERATION, OBJECT, UPDATED, tombstone, write_references
 
 if TYPE_CHECKING:
@@ -49,8 +49,6 @@ if TYPE_CHECKING:
 
 PAGE: Final = 100
 """Items listed per Query of a partition."""
-BATCH: Final = 25
-"""Deletes per BatchWriteItem (DynamoDB's limit)."""
 WRITE_ROUNDS: Final = 3
 """BatchWriteItem rounds for what DynamoDB leaves unprocessed (then the record is retried)."""
 
@@ -210,26 +208,23 @@ class ThreadItems:
             self._batch_delete([layout.key(*layout.identity(item)) for item in page])
 
     def _pages(self, pk: str, prefix: str) -> Iterator[list[Item]]:
-        """The keys (and generation) of the partition's items under `prefix`, a page at a time (consistent)."""
-        request: dict[str, Any] = {
-            "TableName": self._table,
-            "KeyConditionExpression": _PREFIX,
-            "ProjectionExpression": _LISTED,
-            "ExpressionAttributeNames": names_in(_PREFIX, _LISTED),
-            "ExpressionAttributeValues": {":pk": {"S": pk}, ":prefix": {"S": prefix}},
-            "ConsistentRead": True,
-            "Limit": PAGE,
-        }
-        while True:
+        """The keys (and generation) of the partition's items under `prefix`, a page at a time (consistent), each
+        Query made only while the deadline has not passed."""
+        pages = query(
+            self._dynamodb,
+            TableName=self._table,
+            KeyConditionExpression=_PREFIX,
+            ProjectionExpression=_LISTED,
+            ExpressionAttributeNames=names_in(_PREFIX, _LISTED),
+            ExpressionAttributeValues={":pk": {"S": pk}, ":prefix": {"S": prefix}},
+            ConsistentRead=True,
+            Limit=PAGE,
+        )
+        while not pages.finished:
             self._in_time()
-            answer = self._dynamodb.query(**request)
-            items = [dict(item) for item in answer.get("Items", [])]
+            items = [dict(item) for item in pages.next_page() or []]
             if items:
                 yield items
-            start = answer.get("LastEvaluatedKey")
-            if not start:
-                return
-            request["ExclusiveStartKey"] = start
 
     def _delete_if_old(self, item: Item, generation: str) -> None:
         """Leave a tombstone for a checkpoint still of the old generation (a task's writes that arrive late are then
@@ -258,20 +253,14 @@ class ThreadItems:
         return GENERATION in (answer.get("Item") or {})
 
     def _batch_delete(self, keys: list[Item]) -> None:
-        """Delete `keys`, `BATCH` per BatchWriteItem; what DynamoDB leaves unprocessed is sent again, then raises."""
-        for start in range(0, len(keys), BATCH):
+        """Delete `keys` (`dynamo.delete_some`: 25 per BatchWriteItem, what DynamoDB leaves unprocessed sent again,
+        `WRITE_ROUNDS` in all), no batch sent once the deadline has passed (`Unfinished`); what could not be deleted
+        otherwise raises too: the record is retried."""
+        left = delete_some(self._dynamodb, self._table, keys, WRITE_ROUNDS, self._deadline)
+        self.deleted += len(keys) - len(left)
+        if left:
             self._in_time()
-            pending: Any = [{"DeleteRequest": {"Key": key}} for key in keys[start : start + BATCH]]
-            for tried in range(WRITE_ROUNDS):
-                if tried:
-                    time.sleep(0.05 * 2 ** (tried - 1))
-                answer = self._dynamodb.batch_write_item(RequestItems={self._table: pending})
-                pending = (answer.get("UnprocessedItems") or {}).get(self._table)
-                if not pending:
-                    break
-            else:
-                raise RuntimeError("DynamoDB left thread item deletes unprocessed; the record is retried")
-            self.deleted += len(keys[start : start + BATCH])
+            raise RuntimeError("DynamoDB left thread item deletes unprocessed; the record is retried")
 
     def _in_time(self) -> None:
         if self._deadline is not None and time.monotonic() >= self._deadline:
