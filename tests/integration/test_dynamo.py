@@ -296,3 +296,22 @@ def test_write_all_answers_503_when_dynamodb_keeps_leaving_requests_unprocessed(
         with pytest.raises(Unavailable) as raised:
             dynamo.delete_all(client, TABLE, [key(0)])
     assert raised.value.message == UNAVAILABLE_MESSAGE
+
+
+def test_write_until_stops_at_its_deadline_and_answers_503_only_when_dynamodb_will_not_take_the_writes(
+    aws: Any, client: Any, calls: CallCounter
+) -> None:
+    # A deadline ahead: everything is written
+    assert dynamo.write_until(client, TABLE, puts(30), time.monotonic() + 60) is True
+    assert len(stored(aws)) == 30
+    # A deadline passed: nothing is sent, and the caller is told to leave the rest to a later pass
+    sent = calls.calls["BatchWriteItem"]
+    assert dynamo.write_until(client, TABLE, puts(3), time.monotonic() - 1) is False
+    assert calls.calls["BatchWriteItem"] == sent
+    # DynamoDB leaving the writes unprocessed on every send, well before the deadline: 503, not a quiet stop
+    with injected(client) as injector:
+        armed(injector, Fault("BatchWriteItem", UNPROCESSED_ITEMS, BEFORE, EVERY))
+        with pytest.raises(Unavailable) as raised:
+            dynamo.write_until(client, TABLE, [{"DeleteRequest": {"Key": key(0)}}], time.monotonic() + 60)
+    assert raised.value.message == UNAVAILABLE_MESSAGE
+    assert "S#000" in stored(aws)

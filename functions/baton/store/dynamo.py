@@ -191,6 +191,18 @@ def write_all(client: DynamoDBClient, table: str, requests: Sequence[dict[str, A
         raise Unavailable(UNAVAILABLE_MESSAGE)
 
 
+def write_until(client: DynamoDBClient, table: str, requests: Sequence[dict[str, Any]], deadline: float) -> bool:
+    """Every Put and Delete request (`write_some`) unless `deadline` (a `time.monotonic()` value) passes first: True
+    when all were written, False when the deadline stopped it (the rest left to a later pass); 503 as `write_all`
+    when DynamoDB would not take them."""
+    left = write_some(client, table, requests, deadline=deadline)
+    if left.failure is not None:
+        raise unavailable(left.failure) from left.failure
+    if left.requests and time.monotonic() < deadline:
+        raise Unavailable(UNAVAILABLE_MESSAGE)
+    return not left.requests
+
+
 def put_all(client: DynamoDBClient, table: str, items: Sequence[Item]) -> None:
     """Put every item (`write_all`)."""
     write_all(client, table, [{"PutRequest": {"Item": item}} for item in items])

@@ -6,7 +6,8 @@ from __future__ import annotations
 
 from typing import Any, Final
 
-from baton.store.schema import TTL_ATTRIBUTE
+from baton.store.layout import THREAD_CHECKPOINT, THREAD_HEAD_SK
+from baton.store.schema import SK, TTL_ATTRIBUTE
 
 # The head (`H`).
 GENERATION: Final = "g"
@@ -75,3 +76,17 @@ def tombstone(key: dict[str, Any], now_ms: int) -> dict[str, Any]:
         DEAD: {"N": str(now_ms)},
         TTL_ATTRIBUTE: {"N": str(now_ms // 1000 + 1 + TOMBSTONE_SECONDS)},
     }
+
+
+def ended_by_delete(item: dict[str, Any], floor_ms: int) -> bool:
+    """Whether a delete of the thread at `floor_ms` ends `item` (one of its partition's, with its sort key, `DEAD` and
+    `UPDATED`): everything put before it, but the head (it records the delete) and tombstones (ended already)."""
+    return item[SK]["S"] != THREAD_HEAD_SK and DEAD not in item and int(item.get(UPDATED, {}).get("N", "0")) <= floor_ms
+
+
+def ending(key: dict[str, Any], floor_ms: int) -> dict[str, Any]:
+    """The write that ends the item at `key` for a delete at `floor_ms` (a BatchWriteItem request): a checkpoint
+    leaves a tombstone, a value or write value goes."""
+    if key[SK]["S"].startswith(THREAD_CHECKPOINT):
+        return {"PutRequest": {"Item": tombstone(key, floor_ms)}}
+    return {"DeleteRequest": {"Key": key}}

@@ -42,7 +42,17 @@ from typing import TYPE_CHECKING, Any, Final
 from baton.store import layout, schema
 from baton.store.attributes import Item, names_in
 from baton.store.dynamo import Refused, attempt, delete_some, query
-from baton.store.thread_names import DEAD, FLOOR, GENERATION, OBJECT, UPDATED, tombstone, write_references
+from baton.store.thread_names import (
+    DEAD,
+    FLOOR,
+    GENERATION,
+    OBJECT,
+    UPDATED,
+    ended_by_delete,
+    ending,
+    tombstone,
+    write_references,
+)
 
 if TYPE_CHECKING:
     from mypy_boto3_dynamodb import DynamoDBClient
@@ -161,21 +171,20 @@ class ThreadItems:
         prefixes = (layout.THREAD_CHECKPOINT, layout.THREAD_VALUE, layout.THREAD_WRITE_VALUE)
         for page in (page for prefix in prefixes for page in self._pages(pk, prefix)):
             for item in page:
-                sk = item[schema.SK]["S"]
-                if sk == layout.THREAD_HEAD_SK or DEAD in item or int(item.get(UPDATED, {}).get("N", "0")) > floor_ms:
+                if not ended_by_delete(item, floor_ms):
                     continue
                 self._in_time()
-                key = layout.key(pk, sk)
                 request: dict[str, Any] = {
                     "TableName": self._table,
                     "ConditionExpression": _PUT_BEFORE,
                     "ExpressionAttributeNames": names_in(_PUT_BEFORE),
                     "ExpressionAttributeValues": {":floor": {"N": str(floor_ms)}},
                 }
-                if sk.startswith(layout.THREAD_CHECKPOINT):
-                    answer = attempt(self._dynamodb.put_item, Item=tombstone(key, floor_ms), **request)
+                end = ending(layout.key(*layout.identity(item)), floor_ms)
+                if "PutRequest" in end:
+                    answer = attempt(self._dynamodb.put_item, **end["PutRequest"], **request)
                 else:
-                    answer = attempt(self._dynamodb.delete_item, Key=key, **request)
+                    answer = attempt(self._dynamodb.delete_item, **end["DeleteRequest"], **request)
                 if not isinstance(answer, Refused):
                     self.deleted += 1
 

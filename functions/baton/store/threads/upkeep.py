@@ -6,7 +6,7 @@ from __future__ import annotations
 import time
 import uuid
 from collections.abc import Iterable, Iterator, Sequence
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from baton.domain.clock import now_ms
 from baton.domain.errors import NotFound
@@ -24,7 +24,8 @@ from baton.store.thread_names import (
     NAMESPACE,
     OBJECT,
     UPDATED,
-    tombstone,
+    ended_by_delete,
+    ending,
     write_references,
 )
 from baton.store.threads.heads import Heads, pk_of
@@ -109,23 +110,12 @@ class Upkeep:
             ConsistentRead=True,
             Limit=100,
         )
-        requests: list[dict[str, Any]] = []
-        for item in pages:
-            if time.monotonic() >= deadline:
-                dynamo.write_all(self._client, self._table, requests)
-                return False  # pages of tombstones cost reads too: the reaper finishes
-            key = layout.key(*layout.identity(item))
-            sk = key[schema.SK]["S"]
-            if DEAD in item or sk == layout.THREAD_HEAD_SK or int(item.get(UPDATED, {}).get("N", "0")) > floor_ms:
-                continue  # a tombstone already, the head, or put after the delete (by a writer that knew the head)
-            if sk.startswith(layout.THREAD_CHECKPOINT):
-                requests.append({"PutRequest": {"Item": tombstone(key, floor_ms)}})
-            else:
-                requests.append({"DeleteRequest": {"Key": key}})
-            if len(requests) == dynamo.BATCH_WRITE_ITEMS:
-                dynamo.write_all(self._client, self._table, requests)
-                requests = []
-        dynamo.write_all(self._client, self._table, requests)
+        for page in pages.pages():
+            ended = [
+                ending(layout.key(*layout.identity(item)), floor_ms) for item in page if ended_by_delete(item, floor_ms)
+            ]
+            if not dynamo.write_until(self._client, self._table, ended, deadline) or time.monotonic() >= deadline:
+                return False  # out of time (pages of tombstones cost reads too): the reaper finishes
         return True
 
     def prune(self, refs: Iterable[ThreadRef], strategy: str, now_ms: int, deadline: float) -> tuple[int, int]:
