@@ -380,3 +380,27 @@ def test_a_key_request_needs_agent_and_scopes(missing: str) -> None:
     errors = rejected(CreateKeyRequest, body)
     # Then the missing field is reported
     assert errors == [((missing,), "missing")]
+
+
+# --- repr: what powertools formats into a debug message on every request ----------------------------------------
+
+
+def test_a_requests_repr_shows_a_state_by_type_and_containers_and_long_text_by_size() -> None:
+    # Given a save with a state, a list, a nested model and a source field longer than a repr shows
+    body = save_body(
+        state={"note": "private words"},
+        resources=[{"name": "log", "blob_id": "blob_1", "sha256": SHA, "size": 0, "media_type": "text/plain"}],
+        source={"host": "h" * 150},
+        ttl_seconds=3600,
+    )
+    # When it is shown
+    shown = repr(SaveCheckpointRequest.model_validate(body))
+    # Then ids and numbers are shown as they are, everything else only by its type and size
+    assert f"subject_id='{SUBJECT}'" in shown
+    assert "ttl_seconds=3600" in shown
+    assert "state='<dict>'" in shown
+    assert "resources='<list of 1>'" in shown
+    assert "source='<Source>'" in shown
+    assert "private words" not in shown
+    assert "blob_1" not in shown
+    assert "h" * 101 not in repr(SaveCheckpointRequest.model_validate(body).source)

@@ -58,6 +58,9 @@ RequestTime = Annotated[
 ]
 """A time a client sends: the document states the form; `clock.parse_time` enforces it with its own message."""
 
+MAX_REPR_CHARS: Final = 100
+"""Longest text a request's repr shows as it is (an id, a name); longer text is shown by its length."""
+
 
 class RequestModel(BaseModel):
     """Base of request bodies: strict types, unknown fields rejected."""
@@ -65,10 +68,18 @@ class RequestModel(BaseModel):
     model_config = ConfigDict(strict=True, extra="forbid")
 
     def __repr_args__(self) -> Any:
-        """Field values in a repr, with a state shown only by its type: powertools formats the route's arguments
-        into a debug message on every request, and a repr of a 3 MB state is both slow and content for a log."""
+        """Field values in a repr, short: powertools formats the route's arguments into a debug message on every
+        request, logged or not, and the repr of a whole body is both slow and content for a log. A state is shown
+        by its type; containers, nested models and text over `MAX_REPR_CHARS` by their type and size; the rest as
+        it is."""
         for name, value in super().__repr_args__():
             if name == "state":
+                yield name, f"<{type(value).__name__}>"
+            elif isinstance(value, str) and len(value) > MAX_REPR_CHARS:
+                yield name, f"<str of {len(value)} chars>"
+            elif isinstance(value, dict | list | tuple | set | frozenset):
+                yield name, f"<{type(value).__name__} of {len(value)}>"
+            elif isinstance(value, BaseModel):
                 yield name, f"<{type(value).__name__}>"
             else:
                 yield name, value

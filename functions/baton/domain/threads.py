@@ -9,7 +9,6 @@ matches.
 
 from __future__ import annotations
 
-import base64
 import binascii
 import json
 from collections.abc import Callable, Iterable, Mapping
@@ -108,16 +107,36 @@ SPECIAL_WRITE_INDEX: Final[Mapping[str, int]] = {
 """Channels whose write has a fixed index (LangGraph's `WRITES_IDX_MAP`): a later write to one replaces the first."""
 
 
+_NOT_BASE64: Final = "must be standard base64 (A-Z, a-z, 0-9, +, / and = padding), as its bytes encode"
+_BASE64_ALPHABET: Final = b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/"
+_ONE_BYTE_LAST: Final = b"AQgw"
+"""The characters that may end a last group holding one byte (`xy==`): their unused four low bits are zero."""
+_TWO_BYTES_LAST: Final = b"AEIMQUYcgkosw048"
+"""The characters that may end a last group holding two bytes (`xyz=`): their unused two low bits are zero."""
+
+
+def is_canonical_base64(data: str) -> bool:
+    """True when `data` is standard base64 with padding whose unused bits are zero: the one text that encodes its
+    bytes. Checked without decoding them (a put decodes each value once, for the store: `TypedValue.raw`)."""
+    if len(data) % 4 or not data.isascii():
+        return False
+    text = data.encode("ascii")
+    padding = text.translate(None, _BASE64_ALPHABET)  # every character outside the alphabet, in order
+    if not padding:
+        return True
+    if padding == b"=" and text.endswith(b"="):
+        return text[-2:-1] in _TWO_BYTES_LAST
+    if padding == b"==" and text.endswith(b"=="):
+        return text[-3:-2] in _ONE_BYTE_LAST
+    return False
+
+
 def decode_data(data: str) -> bytes:
     """The bytes of a base64 `data` field, strictly: the alphabet, the padding and the unused bits are checked (one
     text per value: the canonical encoding of its bytes); ValueError when it is not."""
-    try:
-        raw = base64.b64decode(data.encode("ascii"), validate=True)
-    except (binascii.Error, UnicodeEncodeError):
-        raw = None
-    if raw is None or base64.b64encode(raw).decode("ascii") != data:
-        raise ValueError("must be standard base64 (A-Z, a-z, 0-9, +, / and = padding), as its bytes encode")
-    return raw
+    if not is_canonical_base64(data):
+        raise ValueError(_NOT_BASE64)
+    return binascii.a2b_base64(data)
 
 
 @dataclass(frozen=True)
@@ -147,8 +166,8 @@ class TypedValue(RequestModel):
     @field_validator("data")
     @classmethod
     def _base64(cls, data: str | None) -> str | None:
-        if data is not None:
-            decode_data(data)
+        if data is not None and not is_canonical_base64(data):
+            raise ValueError(_NOT_BASE64)
         return data
 
     @field_validator("blob_id")
@@ -168,7 +187,7 @@ class TypedValue(RequestModel):
         """The value's bytes, or the blob that holds them."""
         if self.blob_id is not None:
             return BlobRef(self.blob_id)
-        return base64.b64decode(self.data or "")
+        return binascii.a2b_base64(self.data or "")  # canonical base64 (validated): decoded as it is
 
 
 JSON_VALUES: Final[dict[str, Any]] = {"$ref": "#/components/schemas/JsonValue"}
@@ -242,11 +261,6 @@ class PutCheckpointRequest(RequestModel):
             )
         return values
 
-    def __repr_args__(self) -> Any:
-        # Values are bytes of somebody's state: never in a log line.
-        for name, value in super().__repr_args__():
-            yield name, (f"<{len(value)} values>" if name == "values" else value)
-
 
 class WriteIn(TypedValue):
     """One pending write: the channel it writes and its serialized value."""
@@ -262,10 +276,6 @@ class PutWritesRequest(RequestModel):
     writes: Annotated[list[WriteIn], Field(min_length=1, max_length=MAX_WRITES)]
     checkpoint_ns: Namespace = ""
     task_path: TaskPath = ""
-
-    def __repr_args__(self) -> Any:
-        for name, value in super().__repr_args__():
-            yield name, (f"<{len(value)} writes>" if name == "writes" else value)
 
 
 class PruneRequest(RequestModel):
