@@ -393,9 +393,11 @@ def _store_calls() -> set[str]:
     store = Path(__file__).resolve().parents[2] / "functions" / "baton" / "store"
     assert (store / REAPER_STORE_MODULE).is_file()
     found: set[str] = set()
-    for source in store.glob("*.py"):
+    # Every module of the store and its packages; dynamo.py, the shared plumbing, is handed the client as `client`.
+    for source in store.rglob("*.py"):
         if source.name != REAPER_STORE_MODULE:
-            found |= set(re.findall(r"\b(?:self\._client|dynamodb)\.([a-z_]+)\(", source.read_text(encoding="utf-8")))
+            names = r"self\._client|dynamodb|client" if source.name == "dynamo.py" else r"self\._client|dynamodb"
+            found |= set(re.findall(rf"\b(?:{names})\.([a-z_]+)\(", source.read_text(encoding="utf-8")))
     return found
 
 
