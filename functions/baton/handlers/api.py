@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import gc
 import os
 import time
 import uuid
@@ -13,6 +14,11 @@ os.environ.setdefault("PYDANTIC_DISABLE_PLUGINS", "__all__")
 
 from baton.api.app import app
 from baton.observability import log_access, request_logging
+
+# What the import built (modules, routes, models, validators) lives as long as the container: kept out of the
+# collector's generations, a collection walks only what requests allocate (`bench/warm.py`: the mean of a thread put
+# 1.43 -> 1.34 ms, from fewer and shorter pauses).
+gc.freeze()
 
 
 def handler(event: dict[str, Any], context: Any) -> dict[str, Any]:

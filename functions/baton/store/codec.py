@@ -3,10 +3,10 @@
 A stored packed state is bytes whose first byte names the codec, so a codec or a dictionary can change without
 a migration: items keep the byte they were written with, and every byte ever written stays decodable.
 
-| byte   | codec                                                                                          |
-|--------|------------------------------------------------------------------------------------------------|
-| `\\x01` | Brotli, text mode (written until issue 7; decoded only)                                       |
-| `\\x02` | zstd level 6, dictionary #1 (`state.zdict`, SHA-256 pinned below), content size and checksum |
+| byte    | codec                                                                                           |
+|---------|-------------------------------------------------------------------------------------------------|
+| `\\x01` | Brotli, text mode (written until issue 7; decoded only)                                         |
+| `\\x02` | zstd, dictionary #1 (`state.zdict`, SHA-256 pinned below), content size and checksum; any level |
 
 Why zstd with a dictionary: `bench/codec_study.py` prints every candidate (zlib; Brotli text mode, qualities 4
 to 10; zstd levels 1-9 with no dictionary and with dictionaries of 16, 32, 64, 110 and 256 KB) on the
@@ -30,10 +30,11 @@ Nothing without a dictionary gets there under 15 ms (Brotli q7-q9: 0.323-0.324).
 store 0.8% of the canonical bytes more, and bytes cost more than CPU: 0.8% of 32 KB is a quarter of a write unit
 per save on average, as much as ~6 ms of arm64 Lambda time at 1,769 MB (on-demand prices). A larger dictionary buys
 nothing more (384 KB and 512 KB measured: 0.294 and 0.293). The level is not part of the format: `LEVEL` can
-change without a new codec byte. Small states gain most: a 1 KB state packs to 0.36, against 0.59 for zstd alone
-and 0.49 for Brotli q6. The dictionary is trained offline by `bench/train_dictionary.py` on agent-state JSON whose
-text is disjoint from the benchmark's, but like it English about programming: on a conversation of other text
-(release notes, licence prose) it packs 32 KB to 0.320 (zstd 6 alone: 0.360, Brotli q6: 0.344).
+change without a new codec byte, and a LangGraph thread's values and checkpoints are packed at `FAST_LEVEL` (3; see
+there why). Small states gain most: a 1 KB state packs to 0.36, against 0.59 for zstd alone and 0.49 for Brotli
+q6. The dictionary is trained offline by `bench/train_dictionary.py` on agent-state JSON whose text is disjoint
+from the benchmark's, but like it English about programming: on a conversation of other text (release notes,
+licence prose) it packs 32 KB to 0.320 (zstd 6 alone: 0.360, Brotli q6: 0.344).
 
 When the text is stored as is (`encode` returns None): states under `MIN_BYTES`, whose item fits one 1 KB write
 unit whatever the codec does (packing would only add CPU to their saves and reads, and load zstandard on a cold
@@ -74,6 +75,14 @@ BIG_STATE_BYTES: Final = 128 * 1024
 """States over this many canonical bytes are packed at `BIG_LEVEL`: they go to the bucket (a realistic 128 KB state
 packs to about 31 KB at level 6, past the item's 16 KB), where a byte more costs nothing per write, and level 3 is
 four times faster on them (2 MB: 4.9 ms and 0.103 of the bytes, against 19 ms and 0.086 at level 6)."""
+FAST_LEVEL: Final = BIG_LEVEL
+"""The level of a LangGraph thread's values and checkpoints (`encode_fast`). A graph step puts one checkpoint whose
+new values ride in its item (up to 8 KB packed), so the put's CPU is what a step waits for, and level 3 packs about
+three times faster than level 6 for about a tenth more bytes, which rarely crosses a write unit: measured on the
+benchmark graph's `messages` value with the dictionary, 5,711 B packs to 2,097 B in 61 µs at level 6 and to 2,336 B
+in 18 µs at level 3 (the step's item stays at 4 write units); 32,140 B to 10,265 B in 434 µs and to 11,056 B in
+171 µs, a write unit more for a step whose value gets an item of its own (Baton's step still costs the least of
+the LangGraph savers: `bench/report.md`)."""
 MIN_BYTES: Final = 512
 """Below this a state is stored as its text: with the item's other attributes (a few hundred bytes) it fits one
 1 KB write unit either way."""
@@ -105,7 +114,7 @@ class _Zstd:
         self._decoding_tables_built = False
         self._lock = threading.Lock()
         # list.pop() and list.append() are atomic: a borrowed object is never in two threads' hands.
-        self._compressors: dict[int, list[zstandard.ZstdCompressor]] = {LEVEL: [], BIG_LEVEL: []}
+        self._compressors: dict[int, list[zstandard.ZstdCompressor]] = {LEVEL: [], BIG_LEVEL: [], FAST_LEVEL: []}
         self._decompressors: list[zstandard.ZstdDecompressor] = []
 
     def _new_compressor(self, level: int) -> zstandard.ZstdCompressor:
@@ -189,9 +198,18 @@ def _codec() -> _Zstd:
 def encode(text: bytes) -> bytes | None:
     """The stored form of a canonical state (codec byte, then the packed bytes), or None when storing `text` as
     is pays better: under `MIN_BYTES`, or saving less than `MIN_SAVING` of it."""
+    return _encode(text, BIG_LEVEL if len(text) > BIG_STATE_BYTES else LEVEL)
+
+
+def encode_fast(text: bytes) -> bytes | None:
+    """`encode` at `FAST_LEVEL`: for a thread's values and checkpoints (see `FAST_LEVEL`)."""
+    return _encode(text, FAST_LEVEL)
+
+
+def _encode(text: bytes, level: int) -> bytes | None:
     if len(text) < MIN_BYTES:
         return None
-    packed = ZSTD_DICTIONARY_1 + _codec().compress(text, BIG_LEVEL if len(text) > BIG_STATE_BYTES else LEVEL)
+    packed = ZSTD_DICTIONARY_1 + _codec().compress(text, level)
     if len(packed) > len(text) * (1 - MIN_SAVING):
         return None
     return packed

@@ -248,7 +248,7 @@ def lay_in(placement: Placement, checkpoint_id: str, inline: dict[str, Any], siz
 def packed_document(document: dict[str, Any], metadata: dict[str, Any]) -> bytes:
     """A checkpoint and its metadata as the item holds them: compact JSON, packed when that pays."""
     text = json.dumps({"c": document, "m": metadata}, separators=(",", ":"), ensure_ascii=False).encode("utf-8")
-    packed = codec.encode(text)
+    packed = codec.encode_fast(text)
     return packed if packed is not None else text
 
 
