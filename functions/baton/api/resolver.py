@@ -20,8 +20,11 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, replace
 from typing import Annotated, Any, Final
 
-from aws_lambda_powertools.event_handler import APIGatewayHttpResolver, Depends, Request, depends
+from aws_lambda_powertools.event_handler import APIGatewayHttpResolver, Depends, Request, Response, depends
 from aws_lambda_powertools.event_handler.api_gateway import ResponseBuilder, Route
+from aws_lambda_powertools.event_handler.api_gateway import _find_request_param_name as _request_param_name
+from aws_lambda_powertools.event_handler.middlewares import openapi_validation as validation
+from aws_lambda_powertools.event_handler.openapi.exceptions import RequestValidationError
 
 from baton.api.encoding import fit_for_lambda, within_lambda_limit
 from baton.api.paths import check_encoding
@@ -96,6 +99,15 @@ class Call:
         return self.principal
 
 
+@dataclass(frozen=True)
+class _Direct:
+    """A route called without powertools' middleware chain (`BatonResolver._direct`): the names of its parameters
+    that take the current `Call` and the services, if it has them."""
+
+    call: str | None
+    services: str | None
+
+
 class BatonResolver(APIGatewayHttpResolver):
     """`APIGatewayHttpResolver` with authentication, scope, media type, size and strict JSON checks first."""
 
@@ -111,6 +123,7 @@ class BatonResolver(APIGatewayHttpResolver):
         """Builds a resolver with the same routes and services (`api/app.py` sets it): MCP tool calls are served
         through one, since a resolve nested in this one's would overwrite the request it is serving."""
         self._twin: BatonResolver | None = None
+        self._directs: dict[Route, _Direct | None] = {}
 
     def twin(self) -> "BatonResolver":
         """This resolver's twin, built by the first call (once per container)."""
@@ -145,13 +158,82 @@ class BatonResolver(APIGatewayHttpResolver):
     def _call_route(self, route: Route, route_arguments: dict[str, str]) -> ResponseBuilder[Any]:
         try:
             self._gate(route, route_arguments)
+            self._evaluate_annotations(route.func)
+            direct = self._direct(route)
+            if direct is not None:
+                return self._call_direct(route, direct, route_arguments)
         except Exception as exc:
             handled = self._call_exception_handler(exc, route)
             if handled is not None:
                 return handled
             raise
-        self._evaluate_annotations(route.func)
         return super()._call_route(route, route_arguments)
+
+    def _direct(self, route: Route) -> "_Direct | None":
+        """How `route` is called without powertools' middleware chain, or None when it needs the chain.
+
+        Every Baton route is called the same way: the gate has run, there are no middlewares besides powertools'
+        two validation ones, and a route's only dependencies are `CurrentCall` and `Wired`. The chain around such a
+        route (frames, the headers' and cookies' normalization for routes that read neither, a debug message
+        formatting the arguments, dependency solving that reads annotations again) cost about a tenth of a warm
+        request (`bench/warm.py`). So such a route is called here, validated by the same powertools functions the
+        chain calls (`_call_direct`); a route with anything else (a middleware, a header or cookie parameter, a
+        `Request` parameter, another dependency, an overridden one besides `wired`) goes through the chain."""
+        if route in self._directs:
+            return self._directs[route]
+        direct = None
+        dependant = route.dependant
+        if (
+            not route.middlewares
+            and not self._router_middlewares
+            and route.enable_validation is not False
+            and not dependant.header_params
+            and not dependant.cookie_params
+            and _request_param_name(route.func) is None
+        ):
+            given = {
+                node.depends.dependency: node.param_name
+                for node in depends.build_dependency_tree(route.func).dependencies
+            }
+            if set(given) <= {current_call, wired}:
+                direct = _Direct(call=given.get(current_call), services=given.get(wired))
+        self._directs[route] = direct
+        return direct
+
+    def _call_direct(self, route: Route, direct: "_Direct", route_arguments: dict[str, str]) -> ResponseBuilder[Any]:
+        """Validate the request as powertools' request validation does, call the route, and validate its answer as
+        powertools' response validation does."""
+        if set(self.dependency_overrides) - {wired}:
+            raise RuntimeError("a direct route met a dependency override it does not apply")
+        event = self.current_event
+        dependant = route.dependant
+        values, errors = validation._request_params_to_args(dependant.path_params, route_arguments)
+        if dependant.query_params:
+            query = validation._normalize_multi_params(
+                event.resolved_query_string_parameters,
+                dependant.query_params,
+                multi_value_params=validation._get_multi_value_query_params(event),
+            )
+            found, wrong = validation._request_params_to_args(dependant.query_params, query)
+            values.update(found)
+            errors += wrong
+        if dependant.body_params:
+            found, wrong = validation._request_body_to_args(
+                required_params=dependant.body_params, received_body=self._request_validation_middleware._get_body(self)
+            )
+            values.update(found)
+            errors += wrong
+        if errors:
+            raise RequestValidationError(errors)
+        if direct.call is not None:
+            values[direct.call] = self.context[CALL_CONTEXT]
+        if direct.services is not None:
+            values[direct.services] = self.services()
+        response = self._to_response(route.func(**values))
+        if not isinstance(response, Response):  # what only a Bedrock agent's resolver makes
+            raise TypeError(f"{route.func.__name__} answered {type(response).__name__}")
+        response = self._response_validation_middleware._handle_response(route=route, response=response)
+        return self._response_builder_class(response=response, serializer=self._serializer, route=route)
 
     def services(self) -> Services:
         """The services this resolver serves with: those that `dependency_overrides[wired]` gives (a test's), or

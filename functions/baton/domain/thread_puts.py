@@ -98,6 +98,8 @@ class PutPlan:
     namespace: str
     checkpoint_id: str
     document: dict[str, Any]
+    document_json: bytes
+    """`document` as compact JSON (`threads.compact`)."""
     metadata: dict[str, Any]
     parent_id: str | None
     versions: Mapping[str, str]
@@ -131,6 +133,7 @@ def plan_put(request: PutCheckpointRequest, ref: ThreadRef, now_ms: int) -> PutP
         namespace=request.checkpoint_ns,
         checkpoint_id=str(document["id"]),
         document=document,
+        document_json=request.checkpoint.compact_document(),
         metadata=request.metadata,
         parent_id=request.parent_checkpoint_id,
         versions=versions,

@@ -15,7 +15,16 @@ from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 from typing import Annotated, Any, Final, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, StringConstraints, ValidationInfo, field_validator, model_validator
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    Field,
+    PrivateAttr,
+    StringConstraints,
+    ValidationInfo,
+    field_validator,
+    model_validator,
+)
 
 from baton.domain import limits
 from baton.domain.canonical import parse_strict
@@ -203,19 +212,29 @@ class CheckpointBody(BaseModel):
     id: CheckpointId
     channel_versions: dict[Name, Version] = Field(default_factory=dict)
 
+    _document: dict[str, Any] = PrivateAttr()
+    _compact: bytes = PrivateAttr()
+
     @model_validator(mode="after")
     def _without_values(self) -> CheckpointBody:
         if self.model_extra and "channel_values" in self.model_extra:
             raise ValueError(
                 "must not carry channel_values: send the values of the channels whose version is new in /values"
             )
-        if len(compact(self.document())) > MAX_CHECKPOINT_BYTES:
+        # Dumped and written once, here: the put stores this very text (`compact_document`).
+        self._document = self.model_dump(mode="json")
+        self._compact = compact(self._document)
+        if len(self._compact) > MAX_CHECKPOINT_BYTES:
             raise ValueError(f"must be at most {MAX_CHECKPOINT_BYTES} bytes of compact JSON (without its values)")
         return self
 
     def document(self) -> dict[str, Any]:
-        """The checkpoint as stored and returned."""
-        return self.model_dump(mode="json")
+        """The checkpoint as stored and returned (not to be changed: it is the validated body's)."""
+        return self._document
+
+    def compact_document(self) -> bytes:
+        """`document()` as compact JSON (`compact`)."""
+        return self._compact
 
 
 class PutCheckpointRequest(RequestModel):

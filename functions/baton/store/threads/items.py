@@ -245,9 +245,11 @@ def lay_in(placement: Placement, checkpoint_id: str, inline: dict[str, Any], siz
     return held
 
 
-def packed_document(document: dict[str, Any], metadata: dict[str, Any]) -> bytes:
-    """A checkpoint and its metadata as the item holds them: compact JSON, packed when that pays."""
-    text = json.dumps({"c": document, "m": metadata}, separators=(",", ":"), ensure_ascii=False).encode("utf-8")
+def packed_document(document_json: bytes, metadata: dict[str, Any]) -> bytes:
+    """A checkpoint (as compact JSON) and its metadata as the item holds them: `{"c": checkpoint, "m": metadata}` as
+    compact JSON, packed when that pays."""
+    metadata_json = json.dumps(metadata, separators=(",", ":"), ensure_ascii=False).encode("utf-8")
+    text = b'{"c":' + document_json + b',"m":' + metadata_json + b"}"
     packed = codec.encode_fast(text)
     return packed if packed is not None else text
 

@@ -145,7 +145,7 @@ class Writer:
                 )
                 for value in plan.new
             }
-            stored_document = packed_document(plan.document, plan.metadata)
+            stored_document = packed_document(plan.document_json, plan.metadata)
             placement = place(plan, given, kept, len(stored_document), codec.encode_fast)
             head = self._heads.for_put(pk, plan.ttl_seconds, plan.now_ms)
             if source is not None and not head.shows(source):
