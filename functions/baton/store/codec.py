@@ -81,8 +81,10 @@ new values ride in its item (up to 8 KB packed), so the put's CPU is what a step
 three times faster than level 6 for about a tenth more bytes, which rarely crosses a write unit: measured on the
 benchmark graph's `messages` value with the dictionary, 5,711 B packs to 2,097 B in 61 µs at level 6 and to 2,336 B
 in 18 µs at level 3 (the step's item stays at 4 write units); 32,140 B to 10,265 B in 434 µs and to 11,056 B in
-171 µs, a write unit more for a step whose value gets an item of its own (Baton's step still costs the least of
-the LangGraph savers: `bench/report.md`)."""
+171 µs, a write unit more for a step whose value gets an item of its own. In money that byte costs more than the
+CPU it saves (a write unit is $0.625 a million, about 15 ms of arm64 Lambda time at 1,769 MB), but a thread put's
+CPU is held to at most twice a bare PutItem of its item (performance.md), and Baton's step still costs the least of
+the LangGraph savers (`bench/report.md`). Level 1 would save another 0.25 ms at 34 KB for 9% more bytes."""
 MIN_BYTES: Final = 512
 """Below this a state is stored as its text: with the item's other attributes (a few hundred bytes) it fits one
 1 KB write unit either way."""
