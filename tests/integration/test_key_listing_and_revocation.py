@@ -111,3 +111,55 @@ def test_a_key_without_star_cannot_see_another_agents_key_to_revoke(api: ApiDriv
     # Then it is as if the key did not exist
     assert result.status == 404
     assert json.loads(result.raw_body)["error"]["message"] == "Resource was not found."
+
+
+def test_a_key_list_reads_at_most_its_budget_and_its_cursor_names_no_other_key(
+    api: ApiDriver, services: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # Given a key-manager of agent alice (no *) whose three keys lie after 40 keys of agent bob, and a budget of 8
+    # key records read per request
+    from baton.store import keys as key_store
+
+    monkeypatch.setattr(key_store, "MAX_KEY_LIST_READS", 8)
+    bobs = [f"key_{n:032x}" for n in range(0x1000, 0x1000 + 40 * 0x11, 0x11)]
+    for n, key_id in enumerate(bobs):
+        put_key(services, f"btn_bob_reader_secret_{n:06d}", "acme", "bob", {"checkpoints:read"}, key_id)
+    alices = ["key_" + "f" * 31 + c for c in "012"]
+    put_key(services, "btn_alice_manager_secret_0009", "acme", "alice", {"keys:manage"}, alices[0])
+    for n, key_id in enumerate(alices[1:]):
+        put_key(services, f"btn_alice_reader_secret_{n:04d}", "acme", "alice", {"checkpoints:read"}, key_id)
+    scanned: list[int] = []
+
+    def count_reads(parsed: dict[str, Any], **_: Any) -> None:
+        scanned.append(int(parsed.get("ScannedCount", 0)))
+
+    events = services.dynamodb.meta.events
+    events.register("after-call.dynamodb.Query", count_reads)
+    alice = ApiDriver("btn_alice_manager_secret_0009")
+    try:
+        # When alice lists her keys, following the cursors
+        seen: list[str] = []
+        cursor = None
+        pages = 0
+        while pages < 50:
+            scanned.clear()
+            query = {"limit": "2"} | ({"cursor": cursor} if cursor else {})
+            page = alice.invoke("list_keys", query=query)
+            assert page.status == 200, page.raw_body
+            pages += 1
+            # Then no request read more than its budget of key records
+            assert sum(scanned) <= 8, scanned
+            seen.extend(k["key_id"] for k in page.data)
+            cursor = page.body["meta"]["next_cursor"]
+            if cursor is None:
+                break
+            # And no cursor names one of bob's keys: at most a part of one (what two keys read share, and a
+            # character more)
+            position = json.loads(_decoded(cursor))["a"]
+            assert not any(key_id in position for key_id in bobs), position
+            assert position in alices or len(position) < len(bobs[0]), position
+    finally:
+        events.unregister("after-call.dynamodb.Query", count_reads)
+    # And the pages, some empty, reached exactly alice's keys, each once
+    assert seen == alices
+    assert 6 <= pages < 50

@@ -8,11 +8,13 @@ from decimal import Decimal
 from typing import Any
 
 import pytest
+from hypothesis import assume, given
+from hypothesis import strategies as st
 
 from baton.domain.errors import ValidationFailed
 from baton.store.attributes import from_attr, from_item, names_in, to_attr, to_item
 from baton.store.checkpoints import read_position, write_position
-from baton.store.cursors import decode_after, encode_after, query_binding
+from baton.store.cursors import decode_after, encode_after, past, query_binding
 
 BINDING = query_binding("subject", "tenant-1", "ticket-42", None, "task_state", None)
 POSITION = "1785412084652#agent-a#task_state"
@@ -267,3 +269,27 @@ def test_names_in_aliases_every_hash_name_once(expressions: tuple[str, ...], nam
     # When the attribute names are collected
     # Then each #name maps to its attribute, once, across all expressions (values like :s are not names)
     assert names_in(*expressions) == names
+
+
+@given(
+    st.text(alphabet="0123456789abcdef_key", max_size=12),
+    st.text(alphabet="0123456789abcdef_key", min_size=1, max_size=12),
+)
+def test_a_position_past_a_read_key_lies_after_what_was_shown_and_no_later_than_what_was_read(
+    shown: str, read: str
+) -> None:
+    # Given a key a page showed last (or none) and a later key it read without showing it
+    assume(read > shown)
+    # When the page's cursor resumes past what it read
+    position = past(shown, read)
+    # Then it lies after what was shown (progress), no later than what was read (nothing unread is skipped), and is
+    # what the two share and one character of the key read, no more
+    assert shown < position <= read
+    assert read.startswith(position)
+    shared = len(position) - 1
+    assert position[:shared] == shown[:shared]
+
+
+def test_a_position_past_a_key_not_read_after_what_was_shown_is_a_defect() -> None:
+    with pytest.raises(ValueError, match="does not sort after"):
+        past("key_b", "key_a")

@@ -141,7 +141,12 @@ export async function render(root, ctx) {
             h('tbody', {}, rows),
           ),
         )
-      : h('p', {class: 'muted'}, 'No live keys match.');
+      : h(
+          'p',
+          {class: 'muted'},
+          // A request reads a bounded number of keys: a page may come back empty with more after it.
+          answer.meta.next_cursor ? 'No live keys on this page; the next may hold more.' : 'No live keys match.',
+        );
     replace(
       listSlot,
       table,

@@ -67,3 +67,7 @@ PURGE_SECONDS: Final = 20
 """How long one purge request starts new pages, from the route's start, before it answers `complete: false`: API
 Gateway gives up on a request after 30 s (the function's timeout is 29 s), and the page in flight when time runs out
 (one Query and one BatchWriteItem, tens of milliseconds unless DynamoDB is failing) must still finish and answer."""
+
+MAX_KEY_LIST_READS: Final = 2_000
+"""Most key records one keys list request reads, kept or dropped (revoked, expired, another agent's): about 1 MB and
+at most four Queries. A page that reaches it comes back short, or empty, with a cursor past what it read."""

@@ -40,6 +40,19 @@ def query_binding(*parts: str | None) -> str:
     return hashlib.sha256(text.encode("utf-8")).hexdigest()[:32]
 
 
+def past(shown: str, read: str) -> str:
+    """A position past `shown` at which a page that read up to `read` (a later sort key, of an item it did not show)
+    resumes: the shortest prefix of `read` that sorts after `shown`. Every key up to it was read, and it tells of the
+    items not shown no more than one character past what `shown` already tells (a read may skip another agent's keys,
+    whose ids the caller must not learn). The next page reads again from there; each cursor lies past the last."""
+    if read <= shown:
+        raise ValueError(f"{read!r} does not sort after {shown!r}")
+    common = 0
+    while common < len(shown) and shown[common] == read[common]:
+        common += 1
+    return read[: common + 1]
+
+
 def encode_after(position: str | None, binding: str) -> str | None:
     """A cursor that carries only the sort key of the last item shown (never another item's keys)."""
     if position is None:

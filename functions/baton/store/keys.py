@@ -7,9 +7,10 @@ from typing import TYPE_CHECKING, Any
 from baton.domain.access import KeyRecord
 from baton.domain.clock import format_ms, parse_time
 from baton.domain.errors import NotFound
+from baton.domain.limits import MAX_KEY_LIST_READS
 from baton.store import layout, schema
 from baton.store.attributes import Item, from_item, names_in, to_attr, to_item
-from baton.store.cursors import MAX_PAGE_READS, decode_after, encode_after, query_binding
+from baton.store.cursors import MAX_PAGE_READS, decode_after, encode_after, past, query_binding
 from baton.store.dynamo import query, refusal
 from baton.store.errors import may_have_landed, translated_errors
 
@@ -140,15 +141,30 @@ class KeyStore:
         )
         shown: list[KeyRecord] = []
         reads = limit + 1
+        budget = MAX_KEY_LIST_READS
         # Keys the filter drops (revoked, expired, another agent's) never shape the page: Query goes on until the
-        # page has one key more than it shows, or the tenant's keys end. The cursor is the last key id shown.
+        # page has one key more than it shows, the tenant's keys end, or the request has read its budget of keys
+        # (each Query's `Limit` bounds what it reads, kept or not).
+        read_first = ""  # where the first Query stopped: every key from there to where the last stopped was read
         with translated_errors():
-            while len(shown) <= limit and (found := pages.next_page(reads)) is not None:
+            while len(shown) <= limit and budget > 0 and (found := pages.next_page(min(reads, budget))) is not None:
+                budget -= min(reads, budget)
                 shown.extend(r for r in map(_readable, found) if r is not None)
+                if not read_first and pages.position is not None:
+                    read_first = pages.position[schema.GSI1_SK]["S"]
                 # Revoked and expired keys stay in the index: read twice as many per round (log2 rounds to skip N).
                 reads = min(reads * 2, MAX_PAGE_READS)
         page = shown[:limit]
-        return page, encode_after(page[-1].key_id if len(shown) > limit else None, binding)
+        if len(shown) > limit:
+            return page, encode_after(page[-1].key_id, binding)
+        if pages.finished or pages.position is None:
+            return page, None
+        # The budget ran out first: a short (maybe empty) page whose cursor resumes past what was read, naming no
+        # key the caller was not shown (`past`).
+        read_last = pages.position[schema.GSI1_SK]["S"]
+        shown_last = page[-1].key_id if page else after or ""
+        below = max(shown_last, read_first) if max(shown_last, read_first) < read_last else shown_last
+        return page, encode_after(past(below, read_last), binding)
 
     def find_by_id(self, tenant_id: str, key_id: str) -> KeyRecord | None:
         """A tenant's key record by its id, revoked or not (one index Query)."""

@@ -85,7 +85,9 @@ def whoami(call: CurrentCall) -> Response[str]:
     summary="List API keys",
     description=(
         "Live keys (not revoked, not expired) of the caller's tenant (another tenant's with tenants:manage), "
-        "without secrets; a key without * sees only its own agent's."
+        "without secrets; a key without * sees only its own agent's. A request reads at most "
+        f"{limits.MAX_KEY_LIST_READS:,} key records, live or not: a page that reaches that comes back short, or "
+        "empty, with a next_cursor to follow."
     ),
     openapi_extensions=needs("keys:manage"),
     responses=responses({200: ("A page of keys", ListEnvelope[KeyInfo])}, (400, *AUTHENTICATED_ERRORS)),
