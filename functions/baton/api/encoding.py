@@ -21,11 +21,12 @@ An answer that would still not fit (none should: Baton's bounds keep every answe
 
 from __future__ import annotations
 
-import base64
 import gzip
 import json
 from collections.abc import Mapping
 from typing import Any, Final
+
+import pybase64
 
 from baton.api.errors import status_of
 from baton.api.responses import JSON, dumps
@@ -84,7 +85,7 @@ def fit_for_lambda(result: dict[str, Any], accept_encoding: str | None) -> dict[
         raw = gzip.compress(raw, compresslevel=GZIP_LEVEL, mtime=0)
         headers["Content-Encoding"] = "gzip"
     headers["Vary"] = "Accept-Encoding"
-    return {**result, "headers": headers, "body": base64.b64encode(raw).decode("ascii"), "isBase64Encoded": True}
+    return {**result, "headers": headers, "body": pybase64.b64encode(raw).decode("ascii"), "isBase64Encoded": True}
 
 
 def lambda_payload_bytes(result: Mapping[str, Any]) -> int:

@@ -59,10 +59,10 @@ class BatonSaver(BaseCheckpointSaver[str]):
 
     `agent_id` names another agent of the tenant (a key holding `*`); `ttl_seconds` sets each thread's lifetime
     (60 s to 30 days after its last put, plus at most a tenth of it and never more than a minute, since a put
-    refreshes the expiry only once that slack has passed; the server's default is a day). `serde` is LangGraph's serializer:
-    Baton stores what it produces as opaque typed bytes. `timeout`, `retry` and the transports configure HTTP
-    (tests pass transports). Both HTTP clients are created on first use; close them with `close()` / `aclose()`
-    or use the saver as a (sync or async) context manager.
+    refreshes the expiry only once that slack has passed; the server's default is a day). `serde` is LangGraph's
+    serializer: Baton stores what it produces as opaque typed bytes. `timeout`, `retry` and the transports
+    configure HTTP (tests pass transports). Both HTTP clients are created on first use; close them with `close()` /
+    `aclose()` or use the saver as a (sync or async) context manager.
     """
 
     def __init__(

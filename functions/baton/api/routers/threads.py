@@ -6,10 +6,10 @@ routes take no Idempotency-Key: a retry writes the same items again and answers 
 
 from __future__ import annotations
 
-import base64
 import time
 from typing import Annotated, Any, Literal
 
+import pybase64
 from aws_lambda_powertools.event_handler import Response
 from aws_lambda_powertools.event_handler.api_gateway import Router
 from aws_lambda_powertools.event_handler.openapi.params import Body, Query
@@ -136,7 +136,7 @@ class RunsDeleted(ResponseModel):
 def _value(value: StoredValue) -> dict[str, Any]:
     found: dict[str, Any] = {"type": value.type}
     if value.data is not None:
-        found["data"] = base64.b64encode(value.data).decode("ascii")
+        found["data"] = pybase64.b64encode(value.data).decode("ascii")  # SIMD: 20x the standard library
     else:
         found["url"] = value.url
     return found
