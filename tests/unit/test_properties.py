@@ -947,6 +947,17 @@ def test_two_versions_share_a_key_only_when_they_are_the_same_number_or_text(fir
 
 
 @settings(PROFILE, max_examples=examples(300))
+@given(version=st.one_of(_VERSIONS, st.text(alphabet=st.characters(max_codepoint=0x7F)), st.text()))
+def test_a_text_version_key_is_its_json_whatever_path_writes_it(version: Any) -> None:
+    from baton.domain.threads import version_key
+
+    tried("thread_version_json", version=version)
+    if isinstance(version, str):
+        assert version_key(version) == json.dumps(version, ensure_ascii=False)
+        assert json.loads(version_key(version)) == version
+
+
+@settings(PROFILE, max_examples=examples(300))
 @given(raw=st.one_of(st.none(), st.text(max_size=40), json_values(max_leaves=4).map(json.dumps)))
 def test_a_filter_parameter_is_an_object_or_refused(raw: str | None) -> None:
     from baton.domain.threads import parse_filter

@@ -10,6 +10,7 @@ matches.
 from __future__ import annotations
 
 import json
+import re
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 from typing import Annotated, Any, Final, Literal
@@ -325,8 +326,14 @@ def compact(value: Any) -> bytes:
     return json.dumps(value, separators=(",", ":"), ensure_ascii=False, allow_nan=False).encode("utf-8")
 
 
+_PLAIN_TEXT: Final = re.compile(r"[ !#-\[\]-~]*")
+"""Printable ASCII but `"` and `\\`: text JSON writes as it is, between quotes (LangGraph's versions are such)."""
+
+
 def version_key(version: str | int | float) -> str:
     """The version as part of a key: its JSON form, so `1`, `"1"` and `1.5` never name the same value."""
+    if type(version) is str and _PLAIN_TEXT.fullmatch(version):
+        return f'"{version}"'  # what json.dumps writes, without its machinery (a put keys every channel)
     if isinstance(version, float) and version.is_integer():
         return json.dumps(int(version))
     return json.dumps(version, ensure_ascii=False)
