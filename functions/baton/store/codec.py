@@ -30,10 +30,10 @@ Nothing without a dictionary gets there under 15 ms (Brotli q7-q9: 0.323-0.324).
 store 0.8% of the canonical bytes more, and bytes cost more than CPU: 0.8% of 32 KB is a quarter of a write unit
 per save on average, as much as ~6 ms of arm64 Lambda time at 1,769 MB (on-demand prices). A larger dictionary buys
 nothing more (384 KB and 512 KB measured: 0.294 and 0.293). The level is not part of the format: `LEVEL` can
-change without a new codec byte, and a LangGraph thread's values and checkpoints are packed at `FAST_LEVEL` (3; see
-there why). Small states gain most: a 1 KB state packs to 0.36, against 0.59 for zstd alone and 0.49 for Brotli
-q6. The dictionary is trained offline by `bench/train_dictionary.py` on agent-state JSON whose text is disjoint
-from the benchmark's, but like it English about programming: on a conversation of other text (release notes,
+change without a new codec byte, and a LangGraph thread's values over 16 KB are packed at `BIG_LEVEL` (3; see
+`BIG_VALUE_BYTES` why). Small states gain most: a 1 KB state packs to 0.36, against 0.59 for zstd alone and 0.49
+for Brotli q6. The dictionary is trained offline by `bench/train_dictionary.py` on agent-state JSON whose text is
+disjoint from the benchmark's, but like it English about programming: on a conversation of other text (release notes,
 licence prose) it packs 32 KB to 0.320 (zstd 6 alone: 0.360, Brotli q6: 0.344).
 
 When the text is stored as is (`encode` returns None): states under `MIN_BYTES`, whose item fits one 1 KB write
@@ -75,16 +75,14 @@ BIG_STATE_BYTES: Final = 128 * 1024
 """States over this many canonical bytes are packed at `BIG_LEVEL`: they go to the bucket (a realistic 128 KB state
 packs to about 31 KB at level 6, past the item's 16 KB), where a byte more costs nothing per write, and level 3 is
 four times faster on them (2 MB: 4.9 ms and 0.103 of the bytes, against 19 ms and 0.086 at level 6)."""
-FAST_LEVEL: Final = BIG_LEVEL
-"""The level of a LangGraph thread's values and checkpoints (`encode_fast`). A graph step puts one checkpoint whose
-new values ride in its item (up to 8 KB packed), so the put's CPU is what a step waits for, and level 3 packs about
-three times faster than level 6 for about a tenth more bytes, which rarely crosses a write unit: measured on the
-benchmark graph's `messages` value with the dictionary, 5,711 B packs to 2,097 B in 61 µs at level 6 and to 2,336 B
-in 18 µs at level 3 (the step's item stays at 4 write units); 32,140 B to 10,265 B in 434 µs and to 11,056 B in
-171 µs, a write unit more for a step whose value gets an item of its own. In money that byte costs more than the
-CPU it saves (a write unit is $0.625 a million, about 15 ms of arm64 Lambda time at 1,769 MB), but a thread put's
-CPU is held to at most twice a bare PutItem of its item (performance.md), and Baton's step still costs the least of
-the LangGraph savers (`bench/report.md`). Level 1 would save another 0.25 ms at 34 KB for 9% more bytes."""
+BIG_VALUE_BYTES: Final = 16 * 1024
+"""A LangGraph thread's values over this many bytes are packed at `BIG_LEVEL` (`encode_value`); smaller ones, and
+checkpoints, at `LEVEL`. A big value gets an item of its own, written once, and level 3 packs it 2.5 times faster
+for 8% more bytes: the benchmark graph's 32,140 B `messages` value packs to 10,265 B in 434 µs at level 6 and to
+11,056 B in 171 µs at level 3 (a thread put's CPU is held to at most twice a bare PutItem of its item,
+performance.md). A small value rides in its checkpoint's item, which every pending write of the checkpoint
+rewrites, so its bytes cost more than once: level 3 saved 43 µs on the graph's 5,711 B value (61 -> 18 µs) but
+stored 239 B more, and a graph step at 6 KB took 0.8 write units more (13.5 -> 14.3, `bench/report.md`)."""
 MIN_BYTES: Final = 512
 """Below this a state is stored as its text: with the item's other attributes (a few hundred bytes) it fits one
 1 KB write unit either way."""
@@ -116,7 +114,7 @@ class _Zstd:
         self._decoding_tables_built = False
         self._lock = threading.Lock()
         # list.pop() and list.append() are atomic: a borrowed object is never in two threads' hands.
-        self._compressors: dict[int, list[zstandard.ZstdCompressor]] = {LEVEL: [], BIG_LEVEL: [], FAST_LEVEL: []}
+        self._compressors: dict[int, list[zstandard.ZstdCompressor]] = {LEVEL: [], BIG_LEVEL: []}
         self._decompressors: list[zstandard.ZstdDecompressor] = []
 
     def _new_compressor(self, level: int) -> zstandard.ZstdCompressor:
@@ -203,9 +201,9 @@ def encode(text: bytes) -> bytes | None:
     return _encode(text, BIG_LEVEL if len(text) > BIG_STATE_BYTES else LEVEL)
 
 
-def encode_fast(text: bytes) -> bytes | None:
-    """`encode` at `FAST_LEVEL`: for a thread's values and checkpoints (see `FAST_LEVEL`)."""
-    return _encode(text, FAST_LEVEL)
+def encode_value(text: bytes) -> bytes | None:
+    """`encode` for a LangGraph thread's value: at `BIG_LEVEL` over `BIG_VALUE_BYTES` (see there why)."""
+    return _encode(text, BIG_LEVEL if len(text) > BIG_VALUE_BYTES else LEVEL)
 
 
 def _encode(text: bytes, level: int) -> bytes | None:

@@ -250,7 +250,7 @@ def packed_document(document_json: bytes, metadata: dict[str, Any]) -> bytes:
     compact JSON, packed when that pays."""
     metadata_json = json.dumps(metadata, separators=(",", ":"), ensure_ascii=False).encode("utf-8")
     text = b'{"c":' + document_json + b',"m":' + metadata_json + b"}"
-    packed = codec.encode_fast(text)
+    packed = codec.encode(text)
     return packed if packed is not None else text
 
 

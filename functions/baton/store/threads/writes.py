@@ -146,7 +146,7 @@ class Writer:
                 for value in plan.new
             }
             stored_document = packed_document(plan.document_json, plan.metadata)
-            placement = place(plan, given, kept, len(stored_document), codec.encode_fast)
+            placement = place(plan, given, kept, len(stored_document), codec.encode_value)
             head = self._heads.for_put(pk, plan.ttl_seconds, plan.now_ms)
             if source is not None and not head.shows(source):
                 # What was carried belongs to a former life of the thread: none of it is this one's.
@@ -257,7 +257,7 @@ class Writer:
             item[OBJECT] = {"S": self._bucket(len(raw)).put_state(tenant_id, raw)}
             return item
         if packed is UNPACKED:
-            packed = codec.encode_fast(raw)
+            packed = codec.encode_value(raw)
         if isinstance(packed, bytes):
             item[PACKED] = {"BOOL": True}
             stored = packed
@@ -403,7 +403,7 @@ class Writer:
         for write in prepared:
             entry: dict[str, Any] = {CHANNEL: write.channel, TYPE: write.type, INDEX: write.index, SIZE: write.size}
             raw = write.raw
-            stored = codec.encode_fast(raw) if isinstance(raw, bytes) and not write.small else None
+            stored = codec.encode_value(raw) if isinstance(raw, bytes) and not write.small else None
             held = len(stored) if stored is not None else write.size
             if isinstance(raw, bytes) and (write.small or riding + held <= CALL_INLINE_VALUE_BYTES) and not out_of_line:
                 riding += held
