@@ -610,7 +610,7 @@ def render(
         f"Machine: {machine()}.",
         "",
         "Counts (requests, bytes, units) do not depend on the machine; timings are medians, and the cold start a",
-        "ratio to a baseline measured in the same run. Budgets are those of `shared/design/performance.md`.",
+        "ratio to a baseline measured in the same run. Budgets are Baton's performance budgets (the table below).",
         "",
     ]
     if figures is not None:
