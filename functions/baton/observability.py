@@ -118,6 +118,8 @@ def log_access(
     try:
         handler.stream.write(text)  # type: ignore[attr-defined]
         handler.flush()
+    except (OSError, ValueError):  # a closed or broken stream: as `logging` does, the request is not failed for it
+        pass
     finally:
         handler.release()
 

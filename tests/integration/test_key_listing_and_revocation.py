@@ -163,3 +163,31 @@ def test_a_key_list_reads_at_most_its_budget_and_its_cursor_names_no_other_key(
     # And the pages, some empty, reached exactly alice's keys, each once
     assert seen == alices
     assert 6 <= pages < 50
+
+
+def test_a_key_page_whose_budget_ends_on_a_key_it_shows_resumes_after_that_key(
+    api: ApiDriver, services: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # Given alice's keys read first and eighth among bob's, and a budget of 8 records (reads of 3, then 5, at limit 2)
+    from baton.store import keys as key_store
+
+    monkeypatch.setattr(key_store, "MAX_KEY_LIST_READS", 8)
+    ids = [f"key_{n:032x}" for n in range(0x100, 0x10C)]
+    alices = [ids[0], ids[7]]
+    put_key(services, "btn_alice_manager_secret_0010", "acme", "alice", {"keys:manage"}, alices[0])
+    put_key(services, "btn_alice_reader_secret_0010", "acme", "alice", {"checkpoints:read"}, alices[1])
+    for n, key_id in enumerate(k for k in ids if k not in alices):
+        put_key(services, f"btn_bob_reader_secret_1{n:05d}", "acme", "bob", {"checkpoints:read"}, key_id)
+    alice = ApiDriver("btn_alice_manager_secret_0010")
+    # When alice lists two keys a page
+    first = alice.invoke("list_keys", query={"limit": "2"})
+    # Then the page shows both, its budget spent on the last, and its cursor resumes after it
+    assert first.status == 200, first.raw_body
+    assert [k["key_id"] for k in first.data] == alices
+    cursor = first.body["meta"]["next_cursor"]
+    assert cursor is not None
+    assert json.loads(_decoded(cursor))["a"] == alices[1]
+    second = alice.invoke("list_keys", query={"limit": "2", "cursor": cursor})
+    assert second.status == 200, second.raw_body
+    assert second.data == []
+    assert second.body["meta"]["next_cursor"] is None

@@ -255,6 +255,25 @@ def test_an_unknown_path_is_the_404_envelope(api: ApiDriver, authorization: bool
     assert error == {"code": "NOT_FOUND", "message": "Resource was not found."}
 
 
+def test_unknown_paths_and_methods_leave_nothing_behind_in_the_container(api: ApiDriver) -> None:
+    # Given a warm container that served its routes once
+    from baton.handlers.api import app
+
+    assert api.invoke("health").status == 200
+    remembered = (len(app._directs), len(app._evaluated))
+    # When it answers many unknown paths and wrong methods (powertools makes a route afresh for each)
+    for n in range(40):
+        event = load_event("get_checkpoint")
+        event["rawPath"] = event["requestContext"]["http"]["path"] = f"/v1/nothing/{n}"
+        assert send(event).status == 404
+        event = load_event("delete_checkpoint")
+        event["headers"]["authorization"] = f"Bearer {api.secret}"
+        event["rawPath"] = event["requestContext"]["http"]["path"] = "/v1/health"
+        assert send(event).status == 405
+    # Then it remembers nothing more of them than before
+    assert (len(app._directs), len(app._evaluated)) == remembered
+
+
 # -- the error envelope ----------------------------------------------------------------------------------
 
 

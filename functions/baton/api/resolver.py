@@ -158,10 +158,13 @@ class BatonResolver(APIGatewayHttpResolver):
     def _call_route(self, route: Route, route_arguments: dict[str, str]) -> ResponseBuilder[Any]:
         try:
             self._gate(route, route_arguments)
-            self._evaluate_annotations(route.func)
-            direct = self._direct(route)
-            if direct is not None:
-                return self._call_direct(route, direct, route_arguments)
+            # Only Baton's routes (they carry its metadata): powertools makes its not-found route afresh for each
+            # unknown path, and remembering those would grow the container's memory with every 404.
+            if route.openapi_extensions:
+                self._evaluate_annotations(route.func)
+                direct = self._direct(route)
+                if direct is not None:
+                    return self._call_direct(route, direct, route_arguments)
         except Exception as exc:
             handled = self._call_exception_handler(exc, route)
             if handled is not None:

@@ -41,10 +41,12 @@ def query_binding(*parts: str | None) -> str:
 
 
 def past(shown: str, read: str) -> str:
-    """A position past `shown` at which a page that read up to `read` (a later sort key, of an item it did not show)
-    resumes: the shortest prefix of `read` that sorts after `shown`. Every key up to it was read, and it tells of the
-    items not shown no more than one character past what `shown` already tells (a read may skip another agent's keys,
-    whose ids the caller must not learn). The next page reads again from there; each cursor lies past the last."""
+    """A position past `shown` at which a page that read every key up to `read` (a later sort key, of an item it did
+    not show) resumes: the shortest prefix of `read` that sorts after `shown`. Every key up to it was read, and it
+    tells of `read` only what it shares with `shown` and one character more (a read may skip another agent's keys,
+    whose ids the caller must not learn). The next page reads again from there; each cursor lies past the last.
+    `shown` need not have been shown: any key the page read before `read` will do, and the later it is, the less is
+    read again."""
     if read <= shown:
         raise ValueError(f"{read!r} does not sort after {shown!r}")
     common = 0

@@ -163,6 +163,8 @@ class KeyStore:
         # key the caller was not shown (`past`).
         read_last = pages.position[schema.GSI1_SK]["S"]
         shown_last = page[-1].key_id if page else after or ""
+        if shown_last >= read_last:  # the last key read is the last shown
+            return page, encode_after(shown_last, binding)
         below = max(shown_last, read_first) if max(shown_last, read_first) < read_last else shown_last
         return page, encode_after(past(below, read_last), binding)
 
