@@ -1077,6 +1077,32 @@ def test_a_copy_merges_into_an_existing_target(api: ApiDriver) -> None:
     assert values_of(get_tuple(api, "t-into", "t2").data) == {"a": ("msgpack", own[2])}
 
 
+def test_a_copy_of_a_thread_over_its_read_budget_is_refused_before_anything_is_written(
+    api: ApiDriver, aws: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # Given a thread of four checkpoints whose values of 300 KB have items of their own, and a copy budget of 8 KB
+    from baton.store.threads import upkeep
+
+    monkeypatch.setattr(upkeep, "MAX_COPY_READ_BYTES", 8_000)
+    parent = None
+    for n in range(1, 5):
+        assert put(api, "t-big", f"c{n}", {"a": n}, {"a": typed(os.urandom(300_000))}, parent=parent).status == 201
+        parent = f"c{n}"
+    # When it is copied into another thread
+    copied = post(api, thread_path("t-big", "/copy"), {"target_thread_id": "t-big-copy"})
+    # Then the copy is refused, naming the thread and the budget
+    assert copied.status == 413, copied.raw_body
+    assert copied.error["details"]["field"] == "thread_id"
+    assert copied.error["details"]["limit_bytes"] == 8_000
+    assert copied.error["details"]["actual_bytes"] > 8_000
+    # And nothing was written: the target does not exist, and the source is whole
+    assert thread_items(aws, "t-big-copy") == []
+    assert ids_of(list_page(api, "t-big")) == ["c4", "c3", "c2", "c1"]
+    # And a copy onto itself, which only counts the checkpoints (their items alone, a Query of at most 1 MB each,
+    # no more Queries than the budget's megabytes and one), still answers
+    assert post(api, thread_path("t-big", "/copy"), {"target_thread_id": "t-big"}).data["copied_checkpoints"] == 4
+
+
 # -- validation -----------------------------------------------------------------------------------------------
 
 

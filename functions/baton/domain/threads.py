@@ -65,6 +65,9 @@ LIST_READ_BYTES: Final = 4_000_000
 """Most bytes of checkpoint items (DynamoDB's sizes) one list page, or one read of a namespace's latest checkpoint,
 reads before it answers: a page whose filter (or whose `before`) skips many checkpoints comes back short, or empty
 with a cursor, instead of reading the thread to its end."""
+MAX_COPY_READ_BYTES: Final = 16_000_000
+"""Most bytes of a thread's items (DynamoDB's sizes) one copy reads: a larger thread is refused (413) before anything
+is written or copied, instead of a request whose work and memory grow with the thread."""
 DELETE_SECONDS: Final = 15
 """How long a delete, prune or copy works before it leaves the rest to the reaper: well inside API Gateway's 30 s."""
 

@@ -346,13 +346,15 @@ def delete_thread(
     summary="Copy a thread",
     description=(
         "LangGraph's copy_thread: every checkpoint, pending write and value of the thread into target_thread_id "
-        "(merged into it when it exists), with the source's time to live. Repeating it copies the same again."
+        "(merged into it when it exists), with the source's time to live. Repeating it copies the same again. A copy "
+        f"reads at most {threads.MAX_COPY_READ_BYTES:,} bytes of the thread's items: a larger thread is refused (413) "
+        "before anything is written."
     ),
     openapi_extensions=needs("checkpoints:write"),
     responses=responses(
         {200: ("Copied", DataEnvelope[ThreadCopied])},
-        (400, *AUTHENTICATED_ERRORS, 404, 415),
-        described={404: _THREAD_404},
+        (400, *AUTHENTICATED_ERRORS, 404, 413, 415),
+        described={404: _THREAD_404, 413: "PAYLOAD_TOO_LARGE: the thread's items pass what one copy reads"},
     ),
     tags=["threads"],
 )

@@ -9,11 +9,13 @@ from collections.abc import Iterable, Iterator, Sequence
 from typing import TYPE_CHECKING
 
 from baton.domain.clock import now_ms
-from baton.domain.errors import NotFound
+from baton.domain.errors import NotFound, PayloadTooLarge
 from baton.domain.thread_puts import ThreadRef
+from baton.domain.threads import MAX_COPY_READ_BYTES
 from baton.store import dynamo, layout, schema
 from baton.store.attributes import Item, names_in
 from baton.store.batch import batch_get
+from baton.store.dynamo import Reads
 from baton.store.errors import translated_errors
 from baton.store.thread_names import (
     DEAD,
@@ -195,7 +197,8 @@ class Upkeep:
 
     def copy(self, source: ThreadRef, target_id: str, now_ms: int, deadline: float) -> int:
         """Copy every checkpoint (with its pending writes) and value of a thread into its owner's thread `target_id`
-        (merged into it when it exists), with the source's time to live; the checkpoints copied."""
+        (merged into it when it exists), with the source's time to live; the checkpoints copied. A thread whose items
+        pass `MAX_COPY_READ_BYTES` is refused (413) once the reads pass it, before anything is written or copied."""
         source_pk = pk_of(source)
         target_pk = pk_of(ThreadRef(source.tenant_id, source.agent_id, target_id))
         with translated_errors():
@@ -203,12 +206,21 @@ class Upkeep:
             if head is None or self._heads.deleted(source_pk, head):
                 raise NotFound()
             if source.thread_id == target_id:
-                return self._heads.count(source_pk, head)
+                # A Query that counts reads up to 1 MB of items: one more than the copy's budget would make.
+                made = MAX_COPY_READ_BYTES // 1_000_000 + 1
+                counted, whole = dynamo.count(self._client, None, made, **self._heads.life_request(source_pk, head))
+                if not whole:
+                    raise _too_large_to_copy(made * 1_000_000)
+                return counted
+            reads = Reads(max_bytes=MAX_COPY_READ_BYTES)
+            found = list(self._all_of_generation(source_pk, head, reads))
+            if reads.spent:
+                raise _too_large_to_copy(reads.bytes_read)
             target = self._heads.touch(target_pk, head.ttl_ms // 1000, now_ms)
             copies: list[Item] = []
             checkpoints: list[Item] = []
             renamed: dict[str, str] = {}
-            for item in self._all_of_generation(source_pk, head):
+            for item in found:
                 sk = item[schema.SK]["S"]
                 copy = dict(item)
                 copy[schema.PK] = {"S": target_pk}
@@ -232,11 +244,13 @@ class Upkeep:
             dynamo.put_all(self._client, self._table, checkpoints)
         return len(checkpoints)
 
-    def _all_of_generation(self, pk: str, head: Head) -> Iterator[Item]:
-        """Every item of the thread's current generation except its head."""
+    def _all_of_generation(self, pk: str, head: Head, reads: Reads) -> Iterator[Item]:
+        """Every item of the thread's current generation except its head, read under `reads` (spent: it stopped
+        before the partition's end)."""
         condition = f"#{schema.PK} = :pk"
         items = dynamo.query(
             self._client,
+            reads,
             TableName=self._table,
             KeyConditionExpression=condition,
             ExpressionAttributeNames=names_in(condition),
@@ -276,3 +290,12 @@ class Upkeep:
                 dynamo.put_all(self._client, self._table, relocated(list(found.values()), now_ms()))
             dynamo.delete_all(self._client, self._table, doomed)
         return len(doomed)
+
+
+def _too_large_to_copy(read_bytes: int) -> PayloadTooLarge:
+    return PayloadTooLarge(
+        field="thread_id",
+        limit_bytes=MAX_COPY_READ_BYTES,
+        actual_bytes=read_bytes,
+        what="What a copy read of this thread before it stopped (its items, by DynamoDB's sizes)",
+    )
