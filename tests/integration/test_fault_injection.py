@@ -2112,7 +2112,7 @@ THREAD_SCENARIOS = (
     ),
     ThreadScenario(
         "thread_prune_delete",
-        (Step("GetItem"), Step("Query"), Step("UpdateItem"), Step("Query", nth=2), Step("BatchWriteItem")),
+        (Step("GetItem"), Step("UpdateItem"), Step("Query"), Step("BatchWriteItem")),
         lambda ctx: thread_call(ctx, "save_checkpoint", "/v1/threads:prune",
                                 {"thread_ids": [THREAD], "strategy": "delete"}),
         200,

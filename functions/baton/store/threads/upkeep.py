@@ -64,7 +64,12 @@ class Upkeep:
 
     def delete(self, ref: ThreadRef, now_ms: int, deadline: float) -> bool:
         """Hide the thread at once and remove its items until `deadline`; the reaper removes the rest. False when
-        there was no live thread (its items are removed all the same).
+        there was no live thread (its items are removed all the same)."""
+        return self._delete(ref, now_ms, deadline, None)[0]
+
+    def _delete(self, ref: ThreadRef, now_ms: int, deadline: float, life: Head | None) -> tuple[bool, int]:
+        """`delete`, and how many checkpoints of `life` (the thread's head as read before; by default as the delete
+        found it, which a retried delete finds with its own floor already set) it ended before `deadline`.
 
         A live thread keeps its head, which records when it was deleted (`FLOOR`): nothing put before then shows,
         and a put after it (from a container that still knows the head, so it touches nothing) starts the thread
@@ -86,22 +91,22 @@ class Upkeep:
             if isinstance(answer, dynamo.Refused):
                 if answer.found:
                     self._client.delete_item(TableName=self._table, Key=key)
-                self._delete_partition(pk, deadline, now_ms)
-                return False
+                self._delete_partition(pk, deadline, now_ms, None)
+                return False, 0
             # A retry of a delete that landed (botocore sent it again) finds the floor it set: still a success.
             was = head_of(answer["Attributes"])
             retried = int(answer.get("ResponseMetadata", {}).get("RetryAttempts", 0)) > 0
             existed = retried or not self._heads.deleted(pk, was)
-            self._delete_partition(pk, deadline, now_ms)
-        return existed
+            ended = self._delete_partition(pk, deadline, now_ms, life or was)
+        return existed, ended
 
-    def _delete_partition(self, pk: str, deadline: float, floor_ms: int) -> bool:
-        """Remove a deleted thread's items put before `floor_ms`, page by page, until `deadline`; True when it got
-        through them all. Each checkpoint becomes a tombstone (`DEAD`, removed by TTL after `TOMBSTONE_SECONDS`), so a
-        task's writes that arrive late are refused instead of waiting for a put of the same id in the thread's next
-        life; values and write values are deleted; the head stays."""
+    def _delete_partition(self, pk: str, deadline: float, floor_ms: int, life: Head | None) -> int:
+        """Remove a deleted thread's items put before `floor_ms`, page by page, until `deadline`; the checkpoints of
+        `life` (the thread's head before the delete) it ended. Each checkpoint becomes a tombstone (`DEAD`, removed by
+        TTL after `TOMBSTONE_SECONDS`), so a task's writes that arrive late are refused instead of waiting for a put
+        of the same id in the thread's next life; values and write values are deleted; the head stays."""
         condition = f"#{schema.PK} = :pk"
-        projection = f"#{schema.PK}, #{schema.SK}, #{DEAD}, #{UPDATED}"
+        projection = f"#{schema.PK}, #{schema.SK}, #{DEAD}, #{UPDATED}, #{GENERATION}"
         pages = dynamo.query(
             self._client,
             TableName=self._table,
@@ -112,13 +117,21 @@ class Upkeep:
             ConsistentRead=True,
             Limit=100,
         )
+        of_life = 0
         for page in pages.pages():
-            ended = [
-                ending(layout.key(*layout.identity(item)), floor_ms) for item in page if ended_by_delete(item, floor_ms)
-            ]
-            if not dynamo.write_until(self._client, self._table, ended, deadline) or time.monotonic() >= deadline:
-                return False  # out of time (pages of tombstones cost reads too): the reaper finishes
-        return True
+            doomed = [item for item in page if ended_by_delete(item, floor_ms)]
+            ended = [ending(layout.key(*layout.identity(item)), floor_ms) for item in doomed]
+            if not dynamo.write_until(self._client, self._table, ended, deadline):
+                break  # out of time: the reaper finishes (what this page ended is not known, so not counted)
+            if life is not None:
+                of_life += sum(
+                    1
+                    for item in doomed
+                    if item[schema.SK]["S"].startswith(layout.THREAD_CHECKPOINT) and life.shows(item)
+                )
+            if time.monotonic() >= deadline:
+                break  # out of time (pages of tombstones cost reads too): the reaper finishes
+        return of_life
 
     def prune(self, refs: Iterable[ThreadRef], strategy: str, now_ms: int, deadline: float) -> tuple[int, int]:
         """Prune each live thread: `delete` removes it, `keep_latest` keeps the latest checkpoint of each namespace
@@ -133,8 +146,8 @@ class Upkeep:
                     continue
                 threads += 1
                 if strategy == "delete":
-                    deleted += self._heads.count(pk, head)
-                    self.delete(ref, now_ms, deadline)
+                    # What the delete ended: counting the life first would read all of it, whatever the deadline.
+                    deleted += self._delete(ref, now_ms, deadline, head)[1]
                     continue
                 deleted += self._keep_latest(pk, head)
         return threads, deleted
