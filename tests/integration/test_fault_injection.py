@@ -2106,9 +2106,9 @@ THREAD_SCENARIOS = (
         lambda ctx: thread_call(ctx, "save_checkpoint", "/v1/threads:prune",
                                 {"thread_ids": [THREAD], "strategy": "keep_latest"}),
         200,
-        {"pruned_threads": 1, "deleted_checkpoints": 1},
+        {"pruned_threads": 1, "deleted_checkpoints": 1, "complete": True},
         thread_state({THREAD: {1: THREAD_WRITES[1]}}),
-        repeated={"pruned_threads": 1, "deleted_checkpoints": 0},
+        repeated={"pruned_threads": 1, "deleted_checkpoints": 0, "complete": True},
     ),
     ThreadScenario(
         "thread_prune_delete",
@@ -2116,9 +2116,9 @@ THREAD_SCENARIOS = (
         lambda ctx: thread_call(ctx, "save_checkpoint", "/v1/threads:prune",
                                 {"thread_ids": [THREAD], "strategy": "delete"}),
         200,
-        {"pruned_threads": 1, "deleted_checkpoints": 2},
+        {"pruned_threads": 1, "deleted_checkpoints": 2, "complete": True},
         thread_state(gone=(THREAD,)),
-        repeated={"pruned_threads": 0, "deleted_checkpoints": 0},
+        repeated={"pruned_threads": 0, "deleted_checkpoints": 0, "complete": True},
         deletes_thread=True,
     ),
     ThreadScenario(

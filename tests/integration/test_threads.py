@@ -307,7 +307,7 @@ def test_every_route_answers_its_documented_shape(api: ApiDriver) -> None:
     assert get_tuple(api, "t-shape-copy").data["pending_writes"] == found.data["pending_writes"]
     pruned = post(api, "/v1/threads:prune", {"thread_ids": ["t-shape-copy", "nobody"], "strategy": "keep_latest"})
     assert pruned.status == 200, pruned.body
-    assert pruned.data == {"pruned_threads": 1, "deleted_checkpoints": 1}
+    assert pruned.data == {"pruned_threads": 1, "deleted_checkpoints": 1, "complete": True}
     assert ids_of(list_page(api, "t-shape-copy")) == ["c2"]
     assert values_of(get_tuple(api, "t-shape-copy").data) == {"a": ("msgpack", b"one"), "b": ("msgpack", b"two")}
     runs = post(api, "/v1/threads:delete-for-runs", {"run_ids": ["run-1"]})
@@ -328,7 +328,7 @@ def test_prune_delete_strategy_removes_the_named_threads_and_every_item(api: Api
         assert put(api, thread, "c2", {"a": 2}, {"a": typed(os.urandom(4000))}, parent="c1").status == 201
     # When one is pruned with strategy delete
     pruned = post(api, "/v1/threads:prune", {"thread_ids": ["p-1"], "strategy": "delete"})
-    assert pruned.data == {"pruned_threads": 1, "deleted_checkpoints": 2}
+    assert pruned.data == {"pruned_threads": 1, "deleted_checkpoints": 2, "complete": True}
     # Then it is gone with every item of its partition, the other is untouched
     assert_not_found(get_tuple(api, "p-1"))
     assert ids_of(list_page(api, "p-2")) == ["c2", "c1"]
@@ -392,7 +392,7 @@ def test_prune_keep_latest_keeps_what_the_latest_of_each_namespace_needs(api: Ap
     kept_writes = writes_of(get_tuple(api, "t-keep").data)
     # When pruned to the latest
     pruned = post(api, "/v1/threads:prune", {"thread_ids": ["t-keep", "t-keep"], "strategy": "keep_latest"})
-    assert pruned.data == {"pruned_threads": 1, "deleted_checkpoints": 3}
+    assert pruned.data == {"pruned_threads": 1, "deleted_checkpoints": 3, "complete": True}
     # Then the latest of each namespace reads whole, and only the value items it needs are left
     assert sorted(ids_of(list_page(api, "t-keep"))) == ["c3", "s2"]
     latest = get_tuple(api, "t-keep").data
@@ -404,7 +404,39 @@ def test_prune_keep_latest_keeps_what_the_latest_of_each_namespace_needs(api: Ap
     assert len(value_items) == 2
     # And pruning again changes nothing
     again = post(api, "/v1/threads:prune", {"thread_ids": ["t-keep"], "strategy": "keep_latest"})
-    assert again.data == {"pruned_threads": 1, "deleted_checkpoints": 0}
+    assert again.data == {"pruned_threads": 1, "deleted_checkpoints": 0, "complete": True}
+
+
+def test_a_prune_past_what_one_request_reads_prunes_what_it_read_and_says_to_go_on(
+    api: ApiDriver, aws: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # Given a line of eight checkpoints whose first holds a large version of x that the last keeps, and a prune that
+    # reads about three checkpoints a request
+    from baton.store.threads import upkeep
+
+    x1 = os.urandom(3_000)
+    assert put(api, "t-long", "c1", {"x": 1, "y": 1}, {"x": typed(x1), "y": typed(os.urandom(3_000))}).status == 201
+    for n in range(2, 9):
+        assert put(api, "t-long", f"c{n}", {"x": 1, "y": n}, {"y": typed(os.urandom(3_000))}, parent=f"c{n - 1}")
+    last = values_of(get_tuple(api, "t-long").data)
+    monkeypatch.setattr(upkeep, "MAX_PRUNE_READ_BYTES", 8_000)
+    monkeypatch.setattr(upkeep, "PRUNE_PAGE_ITEMS", 2)
+    # When it is pruned to the latest, request after request, while the answer says it is not complete
+    answers = []
+    while len(answers) < 20:
+        answers.append(post(api, "/v1/threads:prune", {"thread_ids": ["t-long"], "strategy": "keep_latest"}).data)
+        if answers[-1]["complete"]:
+            break
+    # Then the first answers were not complete, each pruned what it read, and together they deleted the seven older
+    assert [a["complete"] for a in answers[:-1]] == [False] * (len(answers) - 1)
+    assert answers[-1]["complete"] is True
+    assert len(answers) >= 3
+    assert all(a["deleted_checkpoints"] > 0 for a in answers[:-1])
+    assert sum(a["deleted_checkpoints"] for a in answers) == 7
+    # And the latest reads whole, its kept version of x included (moved out of c1 before c1 went)
+    assert ids_of(list_page(api, "t-long")) == ["c8"]
+    assert values_of(get_tuple(api, "t-long").data) == last
+    assert last["x"] == ("msgpack", x1)
 
 
 # -- values round-trip byte for byte --------------------------------------------------------------------------
@@ -987,7 +1019,7 @@ def test_another_agents_key_gets_the_missing_threads_404_on_every_route(callers:
         assert_not_found(answer)
     # And prune and delete-for-runs act on bob's own threads only
     pruned = post(callers, "/v1/threads:prune", {"thread_ids": ["t-mine"], "strategy": "delete"}, secret=BOB_SECRET)
-    assert pruned.data == {"pruned_threads": 0, "deleted_checkpoints": 0}
+    assert pruned.data == {"pruned_threads": 0, "deleted_checkpoints": 0, "complete": True}
     runs = post(callers, "/v1/threads:delete-for-runs", {"run_ids": ["run-x"]}, secret=BOB_SECRET)
     assert runs.data == {"deleted_checkpoints": 0}
     # A write naming the operator is refused as a write for someone else
@@ -1032,7 +1064,7 @@ def test_another_tenant_sees_nothing(callers: ApiDriver, aws: Any) -> None:
     runs = post(callers, "/v1/threads:delete-for-runs", {"run_ids": ["r"]}, secret=STRANGER_SECRET)
     assert runs.data == {"deleted_checkpoints": 0}
     prune = post(callers, "/v1/threads:prune", {"thread_ids": ["t-acme"]}, secret=STRANGER_SECRET)
-    assert prune.data == {"pruned_threads": 0, "deleted_checkpoints": 0}
+    assert prune.data == {"pruned_threads": 0, "deleted_checkpoints": 0, "complete": True}
     assert thread_items(aws, "t-acme") == before
     assert values_of(get_tuple(callers, "t-acme").data) == {"a": ("msgpack", b"acme")}
 

@@ -312,6 +312,23 @@ def test_every_threads_post_is_repeated_after_a_gateway_failure(route: str) -> N
     assert recorder.requests[0].url.path.endswith(route)
 
 
+def test_a_prune_not_complete_is_asked_again_until_it_is_or_can_go_no_further() -> None:
+    def pruned(deleted: int, complete: bool) -> httpx.Response:
+        return ok({"pruned_threads": 1, "deleted_checkpoints": deleted, "complete": complete})
+
+    # A prune that stops at its read budget twice, then completes: three requests, the same each time
+    recorder = Recorder(pruned(5, False), pruned(4, False), pruned(1, True))
+    saver_on(recorder).prune(["t"])
+    assert len(recorder.requests) == 3
+    assert len({request.content for request in recorder.requests}) == 1
+    # One that stops without deleting anything would only stop there again: asked once; an answer without
+    # `complete` (an older server) is complete
+    for answers in ((pruned(0, False),), (ok({"pruned_threads": 1, "deleted_checkpoints": 2}),)):
+        recorder = Recorder(*answers)
+        run_loop(saver_on(recorder).aprune(["t"]))
+        assert len(recorder.requests) == 1
+
+
 def test_missing_things_are_none_or_nothing_where_langgraph_expects_it() -> None:
     recorder = Recorder(not_found(), not_found(), not_found(), not_found())
     saver = saver_on(recorder)

@@ -68,6 +68,9 @@ with a cursor, instead of reading the thread to its end."""
 MAX_COPY_READ_BYTES: Final = 16_000_000
 """Most bytes of a thread's items (DynamoDB's sizes) one copy reads: a larger thread is refused (413) before anything
 is written or copied, instead of a request whose work and memory grow with the thread."""
+MAX_PRUNE_READ_BYTES: Final = 16_000_000
+"""Most bytes of checkpoint items (DynamoDB's sizes) one `keep_latest` prune reads over all its threads: past it,
+what was read is pruned and the answer says it is not complete (`BatonSaver.prune` asks again until it is)."""
 DELETE_SECONDS: Final = 15
 """How long a delete, prune or copy works before it leaves the rest to the reaper: well inside API Gateway's 30 s."""
 

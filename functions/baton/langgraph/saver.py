@@ -333,9 +333,11 @@ class BatonSaver(BaseCheckpointSaver[str]):
 
     def prune(self, thread_ids: Sequence[str], *, strategy: str = "keep_latest") -> None:
         """Prune the threads: `keep_latest` keeps the latest checkpoint of each namespace (with its writes and the
-        values it needs), `delete` removes everything. Threads that do not exist are skipped."""
+        values it needs), `delete` removes everything. Threads that do not exist are skipped. A prune bigger than one
+        request reads is asked again, each time going on from where the last stopped, until it is complete."""
         for chunk in threads.chunks(thread_ids):
-            self._run(threads.prune(chunk, strategy, self.agent_id))
+            while not threads.pruned_whole(self._run(threads.prune(chunk, strategy, self.agent_id))):
+                pass
 
     # -- asynchronous -----------------------------------------------------------------------------------------------
 
@@ -420,7 +422,8 @@ class BatonSaver(BaseCheckpointSaver[str]):
     async def aprune(self, thread_ids: Sequence[str], *, strategy: str = "keep_latest") -> None:
         """`prune`, awaited."""
         for chunk in threads.chunks(thread_ids):
-            await self._arun(threads.prune(chunk, strategy, self.agent_id))
+            while not threads.pruned_whole(await self._arun(threads.prune(chunk, strategy, self.agent_id))):
+                pass
 
 
 def _bytes_of(raw: bytes) -> Callable[[], bytes]:

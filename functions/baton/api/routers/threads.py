@@ -125,6 +125,16 @@ class ThreadsPruned(ResponseModel):
 
     pruned_threads: Annotated[int, Field(ge=0, description="Live threads among those named.")]
     deleted_checkpoints: Annotated[int, Field(ge=0)]
+    complete: Annotated[
+        bool,
+        Field(
+            description=(
+                "False when keep_latest stopped at what one prune reads "
+                f"({threads.MAX_PRUNE_READ_BYTES:,} bytes of checkpoints): what it read is pruned; prune again to go "
+                "on (the saver does)."
+            )
+        ),
+    ]
 
 
 class RunsDeleted(ResponseModel):
@@ -380,7 +390,9 @@ def copy_thread(
     summary="Prune threads",
     description=(
         "LangGraph's prune: keep_latest keeps the latest checkpoint of each namespace (its pending writes and the "
-        "values it needs), delete removes the threads. Threads that do not exist are skipped."
+        "values it needs), delete removes the threads. Threads that do not exist are skipped. keep_latest reads at "
+        f"most {threads.MAX_PRUNE_READ_BYTES:,} bytes of checkpoints a request: past that it prunes what it read "
+        "and answers complete: false; prune again to go on."
     ),
     openapi_extensions=needs("checkpoints:delete"),
     responses=responses({200: ("Pruned", DataEnvelope[ThreadsPruned])}, (400, *AUTHENTICATED_ERRORS, 415)),
@@ -396,8 +408,9 @@ def prune_threads(
     deadline = time.monotonic() + DELETE_SECONDS
     tenant, agent = _owner(call, agent_id, write=True)
     refs = [ThreadRef(tenant, agent, thread_id) for thread_id in request.thread_ids]
-    pruned, deleted = services.threads.prune(refs, request.strategy, call.now_ms, deadline)
-    return ok(ThreadsPruned.model_construct(pruned_threads=pruned, deleted_checkpoints=deleted), call.request_id)
+    pruned, deleted, complete = services.threads.prune(refs, request.strategy, call.now_ms, deadline)
+    answer = ThreadsPruned.model_construct(pruned_threads=pruned, deleted_checkpoints=deleted, complete=complete)
+    return ok(answer, call.request_id)
 
 
 @router.post(

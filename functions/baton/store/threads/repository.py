@@ -70,8 +70,8 @@ class ThreadStore:
         """Delete a thread (`Upkeep.delete`); False when there was no live thread."""
         return self._upkeep.delete(ref, now_ms, deadline)
 
-    def prune(self, refs: Iterable[ThreadRef], strategy: str, now_ms: int, deadline: float) -> tuple[int, int]:
-        """Prune threads (`Upkeep.prune`): (threads pruned, checkpoints deleted)."""
+    def prune(self, refs: Iterable[ThreadRef], strategy: str, now_ms: int, deadline: float) -> tuple[int, int, bool]:
+        """Prune threads (`Upkeep.prune`): (threads pruned, checkpoints deleted, complete)."""
         return self._upkeep.prune(refs, strategy, now_ms, deadline)
 
     def copy(self, source: ThreadRef, target_id: str, now_ms: int, deadline: float) -> int:

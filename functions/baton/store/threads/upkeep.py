@@ -11,7 +11,7 @@ from typing import TYPE_CHECKING
 from baton.domain.clock import now_ms
 from baton.domain.errors import NotFound, PayloadTooLarge
 from baton.domain.thread_puts import ThreadRef
-from baton.domain.threads import MAX_COPY_READ_BYTES
+from baton.domain.threads import MAX_COPY_READ_BYTES, MAX_PRUNE_READ_BYTES
 from baton.store import dynamo, layout, schema
 from baton.store.attributes import Item, names_in
 from baton.store.batch import batch_get
@@ -48,6 +48,10 @@ if TYPE_CHECKING:
     from mypy_boto3_dynamodb import DynamoDBClient
 
     from baton.store.objects import ObjectStore
+
+
+PRUNE_PAGE_ITEMS = 100
+"""Checkpoints a prune's walk asks for a Query: its budget is checked between Queries."""
 
 
 class Upkeep:
@@ -133,13 +137,18 @@ class Upkeep:
                 break  # out of time (pages of tombstones cost reads too): the reaper finishes
         return of_life
 
-    def prune(self, refs: Iterable[ThreadRef], strategy: str, now_ms: int, deadline: float) -> tuple[int, int]:
+    def prune(self, refs: Iterable[ThreadRef], strategy: str, now_ms: int, deadline: float) -> tuple[int, int, bool]:
         """Prune each live thread: `delete` removes it, `keep_latest` keeps the latest checkpoint of each namespace
-        (its pending writes and the values it needs); (threads pruned, checkpoints deleted)."""
+        (its pending writes and the values it needs); (threads pruned, checkpoints deleted, complete). `keep_latest`
+        reads at most `MAX_PRUNE_READ_BYTES` of checkpoint items over all the threads: past it, what was read is
+        pruned and the answer is not complete (a prune again goes on from there)."""
         threads = 0
         deleted = 0
+        reads = Reads(max_bytes=MAX_PRUNE_READ_BYTES)
         with translated_errors():
             for ref in dict.fromkeys(refs):
+                if reads.spent:
+                    return threads, deleted, False
                 pk = pk_of(ref)
                 head = self._heads.read(ref, now_ms)
                 if head is None or self._heads.deleted(pk, head):
@@ -149,16 +158,25 @@ class Upkeep:
                     # What the delete ended: counting the life first would read all of it, whatever the deadline.
                     deleted += self._delete(ref, now_ms, deadline, head)[1]
                     continue
-                deleted += self._keep_latest(pk, head)
-        return threads, deleted
+                pruned, whole = self._keep_latest(pk, head, reads)
+                deleted += pruned
+                if not whole:
+                    return threads, deleted, False
+        return threads, deleted, True
 
-    def _keep_latest(self, pk: str, head: Head) -> int:
+    def _keep_latest(self, pk: str, head: Head, reads: Reads) -> tuple[int, bool]:
         """Delete every checkpoint but the latest of each namespace, and the values and write values only they held;
-        the checkpoints deleted. Only the kept checkpoints are decoded."""
+        (the checkpoints deleted, whether it read them all). Only the kept checkpoints are decoded.
+
+        The walk goes newest first, so whatever it read past a namespace's first checkpoint goes, however early
+        `reads` runs out; the values and write values are cleaned up only after a whole walk (checkpoints it did not
+        read may need them), and the checkpoints it did not read wait for the next prune."""
         latest: dict[str, Loaded] = {}
         doomed: list[Item] = []
         holders: dict[str, Item] = {}
-        for item in Walk(self._client, self._table, pk, head, None, None, None, None):
+        walk = Walk(self._client, self._table, pk, head, None, None, None, reads)
+        walk.page_size = PRUNE_PAGE_ITEMS
+        for item in walk:
             keyed, _ = layout.read_thread_checkpoint_sk(item[schema.SK]["S"])
             namespace = keyed if keyed is not None else item[NAMESPACE]["S"]
             if namespace in latest:
@@ -171,14 +189,18 @@ class Upkeep:
         needed_held = {holder for one in latest.values() for holder in one.held.values()}
         relocating = [holders[sk] for sk in needed_held if sk in holders]
         dynamo.put_all(self._client, self._table, relocated(relocating, now_ms()))
-        needed = {sk for one in latest.values() for sk in one.missing.values()}
-        needed |= {value for one in latest.values() for _, value in one.writes if isinstance(value, str)}
-        needed |= self._early_references(pk)
-        for item in self._partition_items(pk, (layout.thread_values(head.generation), layout.THREAD_WRITE_VALUE)):
-            if layout.identity(item)[1] not in needed:
-                doomed.append(layout.key(*layout.identity(item)))
+        if not walk.stopped:
+            needed = {sk for one in latest.values() for sk in one.missing.values()}
+            needed |= {value for one in latest.values() for _, value in one.writes if isinstance(value, str)}
+            needed |= self._early_references(pk)
+            values = (layout.thread_values(head.generation), layout.THREAD_WRITE_VALUE)
+            for item in self._partition_items(pk, values):
+                if layout.identity(item)[1] not in needed:
+                    doomed.append(layout.key(*layout.identity(item)))
         dynamo.delete_all(self._client, self._table, doomed)
-        return sum(1 for key in doomed if layout.identity(key)[1].startswith(layout.THREAD_CHECKPOINT))
+        return sum(
+            1 for key in doomed if layout.identity(key)[1].startswith(layout.THREAD_CHECKPOINT)
+        ), not walk.stopped
 
     def _early_references(self, pk: str) -> set[str]:
         """The write values that writes-only items reference: writes that came before their checkpoint, which is on
