@@ -533,7 +533,7 @@ def judge_a_real_thread_answer(case: Any, label: str, data: Any, real: Fixtures)
         deleted = 1 if body.get("strategy", "keep_latest") == "keep_latest" else 2
         if data != {"pruned_threads": 1, "deleted_checkpoints": deleted, "complete": True}:
             return f"a prune ({body.get('strategy')}) of a thread of 2 checkpoints deleted {deleted} expected"
-    elif label == THREAD_RUNS and data != {"deleted_checkpoints": 2}:
+    elif label == THREAD_RUNS and data != {"deleted_checkpoints": 2, "complete": True}:
         return "a delete-for-runs of a run of 2 checkpoints"
     return None
 

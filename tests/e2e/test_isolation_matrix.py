@@ -1095,7 +1095,7 @@ def thread_cases_for(caller: str, w: World) -> list[Case]:
                  body={"thread_ids": [pruned.thread_id, missing_thread], "strategy": "keep_latest"},
                  check=thread_answer({"pruned_threads": 1, "deleted_checkpoints": 2, "complete": True})),
             Case(T_RUNS, "POST", "/v1/threads:delete-for-runs", (200,), params=owner,
-                 body={"run_ids": [runs.run_id]}, check=thread_answer({"deleted_checkpoints": 2})),
+                 body={"run_ids": [runs.run_id]}, check=thread_answer({"deleted_checkpoints": 2, "complete": True})),
             Case(T_DELETE, "DELETE", f"/v1/threads/{deleted.thread_id}", (200,), params=owner,
                  check=thread_answer({"thread_id": deleted.thread_id, "deleted": True})),
             Case(T_DELETE, "DELETE", f"/v1/threads/{deleted.thread_id}", (404,), "NOT_FOUND", params=owner,
@@ -1129,7 +1129,7 @@ def thread_cases_for(caller: str, w: World) -> list[Case]:
         Case(T_PRUNE, "POST", "/v1/threads:prune", (200,), body={**prune_body, "strategy": "keep_latest"},
              check=thread_answer({"pruned_threads": 0, "deleted_checkpoints": 0, "complete": True})),
         Case(T_RUNS, "POST", "/v1/threads:delete-for-runs", (200,), body=runs_body,
-             check=thread_answer({"deleted_checkpoints": 0}),
+             check=thread_answer({"deleted_checkpoints": 0, "complete": True}),
              same_as_missing=("POST", "/v1/threads:delete-for-runs", None), missing_body=missing_runs),
     ]  # fmt: skip
     # Last: a put under the owner's thread and checkpoint ids makes the caller's own thread (the reads above would

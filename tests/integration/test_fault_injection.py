@@ -2135,9 +2135,9 @@ THREAD_SCENARIOS = (
         (Step("Query"), Step("BatchWriteItem")),
         lambda ctx: thread_call(ctx, "save_checkpoint", "/v1/threads:delete-for-runs", {"run_ids": [THREAD_RUN]}),
         200,
-        {"deleted_checkpoints": 1},
+        {"deleted_checkpoints": 1, "complete": True},
         thread_state({THREAD: {0: []}}),
-        repeated={"deleted_checkpoints": 0},
+        repeated={"deleted_checkpoints": 0, "complete": True},
     ),
 )  # fmt: skip
 

@@ -440,7 +440,7 @@ def test_checkpoints_deleted_for_runs_take_their_write_values_and_objects(world:
     dropped_objects = world.objects_of("main") - kept_objects
     assert len(kept_objects) == len(dropped_objects) == 1
     # When run-a's checkpoints are deleted
-    assert world.store.delete_for_runs(TENANT, AGENT, ["run-a"]) == 1
+    assert world.store.delete_for_runs(TENANT, AGENT, ["run-a"]) == (1, True)
     world.drain()
     # Then c1's write values and object are gone; c2 keeps its own
     left = world.sort_keys("main")

@@ -312,7 +312,7 @@ def test_every_route_answers_its_documented_shape(api: ApiDriver) -> None:
     assert values_of(get_tuple(api, "t-shape-copy").data) == {"a": ("msgpack", b"one"), "b": ("msgpack", b"two")}
     runs = post(api, "/v1/threads:delete-for-runs", {"run_ids": ["run-1"]})
     assert runs.status == 200, runs.body
-    assert runs.data == {"deleted_checkpoints": 1}
+    assert runs.data == {"deleted_checkpoints": 1, "complete": True}
     assert ids_of(list_page(api, "t-shape")) == ["c2"]
     deleted = delete_thread(api, "t-shape")
     assert deleted.status == 200
@@ -360,6 +360,35 @@ def test_a_copy_reads_every_value_after_its_source_is_deleted(api: ApiDriver) ->
     assert values_of(get_tuple(api, "t-dst").data)["h"] == ("msgpack", held)
 
 
+def test_a_delete_for_runs_past_what_one_request_reads_deletes_what_it_read_and_says_to_go_on(
+    api: ApiDriver, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # Given run r7 wrote six checkpoints of 3 KB values in two threads, and a delete that reads about two a request
+    from baton.store.threads import upkeep
+
+    for thread in ("t-run-a", "t-run-b"):
+        parent = None
+        for n in range(1, 4):
+            values = {"v": typed(os.urandom(3_000))}
+            created = put(api, thread, f"c{n}", {"v": n}, values, parent=parent, metadata={"run_id": "r7"})
+            assert created.status == 201
+            parent = f"c{n}"
+    monkeypatch.setattr(upkeep, "MAX_RUNS_READ_BYTES", 5_000)
+    monkeypatch.setattr(upkeep, "RUNS_PAGE_ITEMS", 1)
+    # When the run is deleted, request after request, while the answer says it is not complete
+    answers = []
+    while len(answers) < 20:
+        answers.append(post(api, "/v1/threads:delete-for-runs", {"run_ids": ["r7"]}).data)
+        if answers[-1]["complete"]:
+            break
+    # Then each answer but the last was not complete and deleted what it read, and together they deleted all six
+    assert len(answers) >= 3
+    assert [a["complete"] for a in answers] == [False] * (len(answers) - 1) + [True]
+    assert sum(a["deleted_checkpoints"] for a in answers) == 6
+    for thread in ("t-run-a", "t-run-b"):
+        assert_not_found(get_tuple(api, thread))
+
+
 def test_deleting_a_run_keeps_the_values_later_checkpoints_share(api: ApiDriver) -> None:
     # Given run r1 wrote c1 (a large and a small value), and run r2 wrote c2 keeping both versions
     large = os.urandom(2_000)
@@ -368,7 +397,10 @@ def test_deleting_a_run_keeps_the_values_later_checkpoints_share(api: ApiDriver)
     assert put(api, "t-runs", "c2", {"l": 1, "s": 1, "n": 1}, {"n": typed(b"n")}, parent="c1",
                metadata={"run_id": "r2"}).status == 201  # fmt: skip
     # When r1's checkpoints are deleted
-    assert post(api, "/v1/threads:delete-for-runs", {"run_ids": ["r1", "unknown"]}).data == {"deleted_checkpoints": 1}
+    assert post(api, "/v1/threads:delete-for-runs", {"run_ids": ["r1", "unknown"]}).data == {
+        "deleted_checkpoints": 1,
+        "complete": True,
+    }
     # Then c2 reads every value it had, and c1 is gone
     assert ids_of(list_page(api, "t-runs")) == ["c2"]
     assert values_of(get_tuple(api, "t-runs").data) == {
@@ -377,7 +409,10 @@ def test_deleting_a_run_keeps_the_values_later_checkpoints_share(api: ApiDriver)
         "n": ("msgpack", b"n"),
     }
     # And a repeat deletes nothing more
-    assert post(api, "/v1/threads:delete-for-runs", {"run_ids": ["r1"]}).data == {"deleted_checkpoints": 0}
+    assert post(api, "/v1/threads:delete-for-runs", {"run_ids": ["r1"]}).data == {
+        "deleted_checkpoints": 0,
+        "complete": True,
+    }
 
 
 def test_prune_keep_latest_keeps_what_the_latest_of_each_namespace_needs(api: ApiDriver, aws: Any) -> None:
@@ -1021,7 +1056,7 @@ def test_another_agents_key_gets_the_missing_threads_404_on_every_route(callers:
     pruned = post(callers, "/v1/threads:prune", {"thread_ids": ["t-mine"], "strategy": "delete"}, secret=BOB_SECRET)
     assert pruned.data == {"pruned_threads": 0, "deleted_checkpoints": 0, "complete": True}
     runs = post(callers, "/v1/threads:delete-for-runs", {"run_ids": ["run-x"]}, secret=BOB_SECRET)
-    assert runs.data == {"deleted_checkpoints": 0}
+    assert runs.data == {"deleted_checkpoints": 0, "complete": True}
     # A write naming the operator is refused as a write for someone else
     named = put(callers, "t-mine", "c9", {}, secret=BOB_SECRET, agent="operator")
     assert named.status == 403
@@ -1062,7 +1097,7 @@ def test_another_tenant_sees_nothing(callers: ApiDriver, aws: Any) -> None:
         assert_not_found(answer)
     assert_not_found(get_tuple(callers, "t-acme", secret=STRANGER_SECRET, agent="operator"))
     runs = post(callers, "/v1/threads:delete-for-runs", {"run_ids": ["r"]}, secret=STRANGER_SECRET)
-    assert runs.data == {"deleted_checkpoints": 0}
+    assert runs.data == {"deleted_checkpoints": 0, "complete": True}
     prune = post(callers, "/v1/threads:prune", {"thread_ids": ["t-acme"]}, secret=STRANGER_SECRET)
     assert prune.data == {"pruned_threads": 0, "deleted_checkpoints": 0, "complete": True}
     assert thread_items(aws, "t-acme") == before

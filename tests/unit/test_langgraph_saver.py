@@ -327,6 +327,12 @@ def test_a_prune_not_complete_is_asked_again_until_it_is_or_can_go_no_further() 
         recorder = Recorder(*answers)
         run_loop(saver_on(recorder).aprune(["t"]))
         assert len(recorder.requests) == 1
+    # A delete for runs the same way
+    recorder = Recorder(
+        ok({"deleted_checkpoints": 3, "complete": False}), ok({"deleted_checkpoints": 1, "complete": True})
+    )
+    saver_on(recorder).delete_for_runs(["r"])
+    assert len(recorder.requests) == 2
 
 
 def test_missing_things_are_none_or_nothing_where_langgraph_expects_it() -> None:

@@ -71,6 +71,9 @@ is written or copied, instead of a request whose work and memory grow with the t
 MAX_PRUNE_READ_BYTES: Final = 16_000_000
 """Most bytes of checkpoint items (DynamoDB's sizes) one `keep_latest` prune reads over all its threads: past it,
 what was read is pruned and the answer says it is not complete (`BatonSaver.prune` asks again until it is)."""
+MAX_RUNS_READ_BYTES: Final = 16_000_000
+"""Most bytes of checkpoint items (and their keys in gsi1) one delete for runs reads: past it, what was read is
+deleted and the answer says it is not complete (`BatonSaver.delete_for_runs` asks again until it is)."""
 DELETE_SECONDS: Final = 15
 """How long a delete, prune or copy works before it leaves the rest to the reaper: well inside API Gateway's 30 s."""
 

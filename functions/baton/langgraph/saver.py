@@ -321,9 +321,11 @@ class BatonSaver(BaseCheckpointSaver[str]):
             self._run(threads.delete_thread(str(thread_id), self.agent_id))
 
     def delete_for_runs(self, run_ids: Sequence[str]) -> None:
-        """Delete every checkpoint (with its writes) whose `metadata.run_id` is one of `run_ids`."""
+        """Delete every checkpoint (with its writes) whose `metadata.run_id` is one of `run_ids`; a delete bigger than
+        one request reads is asked again until it is complete."""
         for chunk in threads.chunks(run_ids):
-            self._run(threads.delete_for_runs(chunk, self.agent_id))
+            while not threads.finished(self._run(threads.delete_for_runs(chunk, self.agent_id))):
+                pass
 
     def copy_thread(self, source_thread_id: str, target_thread_id: str) -> None:
         """Copy every checkpoint, write and value of the source thread into the target (nothing when the source
@@ -336,7 +338,7 @@ class BatonSaver(BaseCheckpointSaver[str]):
         values it needs), `delete` removes everything. Threads that do not exist are skipped. A prune bigger than one
         request reads is asked again, each time going on from where the last stopped, until it is complete."""
         for chunk in threads.chunks(thread_ids):
-            while not threads.pruned_whole(self._run(threads.prune(chunk, strategy, self.agent_id))):
+            while not threads.finished(self._run(threads.prune(chunk, strategy, self.agent_id))):
                 pass
 
     # -- asynchronous -----------------------------------------------------------------------------------------------
@@ -412,7 +414,8 @@ class BatonSaver(BaseCheckpointSaver[str]):
     async def adelete_for_runs(self, run_ids: Sequence[str]) -> None:
         """`delete_for_runs`, awaited."""
         for chunk in threads.chunks(run_ids):
-            await self._arun(threads.delete_for_runs(chunk, self.agent_id))
+            while not threads.finished(await self._arun(threads.delete_for_runs(chunk, self.agent_id))):
+                pass
 
     async def acopy_thread(self, source_thread_id: str, target_thread_id: str) -> None:
         """`copy_thread`, awaited."""
@@ -422,7 +425,7 @@ class BatonSaver(BaseCheckpointSaver[str]):
     async def aprune(self, thread_ids: Sequence[str], *, strategy: str = "keep_latest") -> None:
         """`prune`, awaited."""
         for chunk in threads.chunks(thread_ids):
-            while not threads.pruned_whole(await self._arun(threads.prune(chunk, strategy, self.agent_id))):
+            while not threads.finished(await self._arun(threads.prune(chunk, strategy, self.agent_id))):
                 pass
 
 

@@ -414,10 +414,11 @@ def prune(thread_ids: Sequence[str], strategy: str, agent_id: str | None) -> Cal
     )
 
 
-def pruned_whole(answer: Any) -> bool:
-    """Whether a prune's answer says it is complete, or it can go no further: a prune that stopped at what one
-    request reads has pruned what it read, so the next one goes on from there; one that stopped without deleting
-    anything would only stop there again (an answer without `complete`, from an older server, is complete)."""
+def finished(answer: Any) -> bool:
+    """Whether a prune's or a delete for runs' answer says it is complete, or it can go no further: one that stopped
+    at what one request reads has done what it read, so the next one goes on from there; one that stopped without
+    deleting anything would only stop there again (an answer without `complete`, from an older server, is
+    complete)."""
     if not isinstance(answer, dict) or answer.get("complete", True):
         return True
     return not answer.get("deleted_checkpoints")

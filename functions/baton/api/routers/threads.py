@@ -141,6 +141,16 @@ class RunsDeleted(ResponseModel):
     """What a delete-for-runs answers."""
 
     deleted_checkpoints: Annotated[int, Field(ge=0)]
+    complete: Annotated[
+        bool,
+        Field(
+            description=(
+                "False when it stopped at what one delete reads "
+                f"({threads.MAX_RUNS_READ_BYTES:,} bytes of checkpoints): what it read is deleted; delete again to go "
+                "on (the saver does)."
+            )
+        ),
+    ]
 
 
 def _value(value: StoredValue) -> dict[str, Any]:
@@ -419,7 +429,8 @@ def prune_threads(
     description=(
         "LangGraph's delete_for_runs: every thread checkpoint of the agent whose metadata.run_id is one of run_ids, "
         "with its pending writes, found through an index (never a scan). The index follows writes within about a "
-        "second."
+        f"second. It reads at most {threads.MAX_RUNS_READ_BYTES:,} bytes of checkpoints a request: past that it "
+        "deletes what it read and answers complete: false; delete again to go on."
     ),
     openapi_extensions=needs("checkpoints:delete"),
     responses=responses({200: ("Deleted", DataEnvelope[RunsDeleted])}, (400, *AUTHENTICATED_ERRORS, 415)),
@@ -433,5 +444,5 @@ def delete_for_runs(
 ) -> Response[str]:
     """Forget what some runs wrote."""
     tenant, agent = _owner(call, agent_id, write=True)
-    deleted = services.threads.delete_for_runs(tenant, agent, request.run_ids)
-    return ok(RunsDeleted.model_construct(deleted_checkpoints=deleted), call.request_id)
+    deleted, complete = services.threads.delete_for_runs(tenant, agent, request.run_ids)
+    return ok(RunsDeleted.model_construct(deleted_checkpoints=deleted, complete=complete), call.request_id)

@@ -78,8 +78,9 @@ class ThreadStore:
         """Copy a thread into its owner's thread `target_id` (`Upkeep.copy`); the checkpoints copied."""
         return self._upkeep.copy(source, target_id, now_ms, deadline)
 
-    def delete_for_runs(self, tenant_id: str, agent_id: str, run_ids: Iterable[str]) -> int:
-        """Delete the checkpoints of an agent's runs (`Upkeep.delete_for_runs`); the checkpoints deleted."""
+    def delete_for_runs(self, tenant_id: str, agent_id: str, run_ids: Iterable[str]) -> tuple[int, bool]:
+        """Delete the checkpoints of an agent's runs (`Upkeep.delete_for_runs`): (the checkpoints deleted,
+        complete)."""
         return self._upkeep.delete_for_runs(tenant_id, agent_id, run_ids)
 
 

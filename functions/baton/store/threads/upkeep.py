@@ -11,7 +11,7 @@ from typing import TYPE_CHECKING
 from baton.domain.clock import now_ms
 from baton.domain.errors import NotFound, PayloadTooLarge
 from baton.domain.thread_puts import ThreadRef
-from baton.domain.threads import MAX_COPY_READ_BYTES, MAX_PRUNE_READ_BYTES
+from baton.domain.threads import MAX_COPY_READ_BYTES, MAX_PRUNE_READ_BYTES, MAX_RUNS_READ_BYTES
 from baton.store import dynamo, layout, schema
 from baton.store.attributes import Item, names_in
 from baton.store.batch import batch_get
@@ -52,6 +52,8 @@ if TYPE_CHECKING:
 
 PRUNE_PAGE_ITEMS = 100
 """Checkpoints a prune's walk asks for a Query: its budget is checked between Queries."""
+RUNS_PAGE_ITEMS = 100
+"""Checkpoint keys a delete for runs asks gsi1 for a Query: each page is read, relocated and deleted before the next."""
 
 
 class Upkeep:
@@ -302,29 +304,40 @@ class Upkeep:
             elif head.shows(item) or item.get(GENERATION, {}).get("S") == "":
                 yield item
 
-    def delete_for_runs(self, tenant_id: str, agent_id: str, run_ids: Iterable[str]) -> int:
-        """Delete the agent's thread checkpoints whose metadata names one of `run_ids` (found through gsi1, one
-        Query per run); their large pending writes are removed by the reaper. The checkpoints deleted."""
-        doomed: list[Item] = []
+    def delete_for_runs(self, tenant_id: str, agent_id: str, run_ids: Iterable[str]) -> tuple[int, bool]:
+        """Delete the agent's thread checkpoints whose metadata names one of `run_ids` (found through gsi1, Queries of
+        keys per run, never a Scan), a page of at most 100 at a time; their large pending writes are removed by the
+        reaper. (the checkpoints deleted, complete): it reads at most `MAX_RUNS_READ_BYTES` of checkpoint items, and
+        past that answers not complete (a delete again goes on from there)."""
+        deleted = 0
+        reads = Reads(max_bytes=MAX_RUNS_READ_BYTES)
         condition = f"#{schema.GSI1_PK} = :gpk"
         with translated_errors():
             for run_id in dict.fromkeys(run_ids):
-                found_keys = dynamo.query(
+                pages = dynamo.query(
                     self._client,
+                    reads,
                     TableName=self._table,
                     IndexName=schema.GSI1,
                     KeyConditionExpression=condition,
                     ProjectionExpression=KEYS_ONLY,
                     ExpressionAttributeNames=names_in(condition, KEYS_ONLY),
                     ExpressionAttributeValues={":gpk": {"S": layout.run_index_pk(tenant_id, agent_id, run_id)}},
+                    Limit=RUNS_PAGE_ITEMS,
                 )
-                doomed += [layout.key(*layout.identity(item)) for item in found_keys]
-            if doomed:
-                # Their children may keep versions they hold in their items: those go to value items first.
-                found = batch_get(self._client, self._table, doomed)
-                dynamo.put_all(self._client, self._table, relocated(list(found.values()), now_ms()))
-            dynamo.delete_all(self._client, self._table, doomed)
-        return len(doomed)
+                for page in pages.pages():
+                    doomed = [layout.key(*layout.identity(item)) for item in page]
+                    if not doomed:
+                        continue
+                    # Their children may keep versions they hold in their items: those go to value items first.
+                    found = list(batch_get(self._client, self._table, doomed).values())
+                    reads.charge(found)
+                    dynamo.put_all(self._client, self._table, relocated(found, now_ms()))
+                    dynamo.delete_all(self._client, self._table, doomed)
+                    deleted += len(doomed)
+                if pages.stopped:
+                    return deleted, False
+        return deleted, True
 
 
 def _too_large_to_copy(read_bytes: int) -> PayloadTooLarge:
