@@ -190,7 +190,3 @@ class Heads:
             },
             "ConsistentRead": True,
         }
-
-    def count(self, pk: str, head: Head) -> int:
-        """How many checkpoints the thread's current life holds (Queries that count, reading no item back)."""
-        return dynamo.count(self._client, **self.life_request(pk, head))[0]

@@ -1,5 +1,7 @@
-"""A thread's upkeep: delete (tombstones), prune, copy, and deletes for runs; each bounded by a deadline where a
-thread can be large, leaving the rest to the reaper."""
+"""A thread's upkeep: delete (tombstones), prune, copy, and deletes for runs, each bounded whatever the thread's size:
+a delete by a deadline (the reaper removes the rest), a copy by what it reads (a larger thread is refused before
+anything is written), a `keep_latest` prune and a delete for runs by what they read (past it they answer not
+complete, having done what they read, and go on when asked again)."""
 
 from __future__ import annotations
 
