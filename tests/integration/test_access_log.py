@@ -117,3 +117,54 @@ def test_another_librarys_warning_is_a_json_line_with_the_request_id_where_nothi
         ("a library warning", "req-123"),
     ]
     assert done.stderr == ""
+
+
+def test_a_broken_log_stream_fails_no_request(api: ApiDriver, monkeypatch: pytest.MonkeyPatch) -> None:
+    # Given a log stream that cannot be written (a closed pipe)
+    from baton.observability import logger
+
+    class Broken:
+        def write(self, _: str) -> int:
+            raise BrokenPipeError("the pipe is closed")
+
+        def flush(self) -> None:
+            raise BrokenPipeError("the pipe is closed")
+
+    handler = logger().logger_handler
+    monkeypatch.setattr(handler, "stream", Broken())
+    # When a request is served, then it is answered all the same
+    assert api.invoke("health").status == 200
+
+
+def test_the_log_level_turns_the_access_line_off(api: ApiDriver, logged: Lines) -> None:
+    # Given the service logger at WARNING (POWERTOOLS_LOG_LEVEL=WARNING)
+    from baton.observability import logger
+
+    previous = logger().log_level
+    logger().setLevel("WARNING")
+    try:
+        # When a request is served
+        answer = api.invoke("health")
+    finally:
+        logger().setLevel(previous)
+    # Then it writes no access line
+    assert answer.status == 200
+    assert not [r for r in logged() if r["message"] == "request"]
+
+
+def test_a_dependency_override_besides_the_services_sends_routes_through_powertools_chain(api: ApiDriver) -> None:
+    # Given a test's override of the current call's dependency (the direct path applies `wired` alone)
+    from baton.api.resolver import CALL_CONTEXT, Call, current_call
+    from baton.handlers.api import app
+
+    def overridden() -> Call:
+        found: Call = app.context[CALL_CONTEXT]
+        return found
+
+    app.dependency_overrides[current_call] = overridden
+    try:
+        # When a route is called, then it answers through the chain, which applies the override
+        answer = api.invoke("whoami")
+    finally:
+        app.dependency_overrides.pop(current_call)
+    assert answer.status == 200, answer.raw_body

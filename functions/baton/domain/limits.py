@@ -69,5 +69,6 @@ Gateway gives up on a request after 30 s (the function's timeout is 29 s), and t
 (one Query and one BatchWriteItem, tens of milliseconds unless DynamoDB is failing) must still finish and answer."""
 
 MAX_KEY_LIST_READS: Final = 2_000
-"""Most key records one keys list request reads, kept or dropped (revoked, expired, another agent's): about 1 MB and
-at most four Queries. A page that reaches it comes back short, or empty, with a cursor past what it read."""
+"""Most key records one keys list request reads, kept or dropped (revoked, expired, another agent's): about 1 MB, in
+at most ten Queries (each reads twice the one before, from `limit + 1` up to 1,000). A page that reaches it comes
+back short, or empty, with a cursor past what it read."""

@@ -165,7 +165,9 @@ class KeyStore:
         shown_last = page[-1].key_id if page else after or ""
         if shown_last >= read_last:  # the last key read is the last shown
             return page, encode_after(shown_last, binding)
-        below = max(shown_last, read_first) if max(shown_last, read_first) < read_last else shown_last
+        below = max(shown_last, read_first)
+        if below >= read_last:  # one Query read everything: only what was shown lies before it
+            below = shown_last
         return page, encode_after(past(below, read_last), binding)
 
     def find_by_id(self, tenant_id: str, key_id: str) -> KeyRecord | None:
