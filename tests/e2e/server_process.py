@@ -43,7 +43,9 @@ class BatonServe:
         self._pump_thread = threading.Thread(target=self._pump, daemon=True)
         self._pump_thread.start()
         self.url = self._wait_for(r"Baton is serving on (http://\S+)")
-        self.key = self._wait_for(r"export BATON_KEY=(\S+)")
+        self.key = self._wait_for(r"export BATON_API_KEY=(\S+)")
+        # The lines it prints to paste name the URL it serves on, under the names the SDK, CLI and saver read.
+        assert self._wait_for(r"export BATON_URL=(\S+)") == self.url
 
     def _pump(self) -> None:
         assert self.process.stdout is not None

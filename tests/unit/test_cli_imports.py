@@ -83,3 +83,20 @@ def test_an_api_command_runs_without_the_server_packages() -> None:
     # Then it got through its options and the SDK's import to its usage error
     assert "code 2 sdk" in done.stdout, done.stdout + done.stderr
     assert "BATON_URL" in done.stderr
+
+
+def test_an_api_command_without_a_key_names_the_variable() -> None:
+    done = run_python(
+        """
+        import os
+        os.environ.pop("BATON_API_KEY", None)
+        from baton.cli.main import main
+        # A URL where nothing listens: a request sent would fail otherwise, after retries
+        print("code", main(["list", "ticket-1", "--url", "http://127.0.0.1:9"]))
+        """
+    )
+    # Then it stops before any request, with a usage error naming the variable and where a key comes from
+    assert "code 2" in done.stdout, done.stdout + done.stderr
+    assert "BATON_API_KEY" in done.stderr
+    assert "--api-key" in done.stderr
+    assert "make serve" in done.stderr

@@ -154,3 +154,74 @@ def test_user_text_is_printed_as_written_never_as_markup() -> None:
     assert '"note": "[red]hi"' in out
     assert "[link=x]y" in out
     assert json.loads(out[out.index("{") : out.rindex("}") + 1]) == {"note": "[red]hi"}
+
+
+_CHECKPOINT = {
+    "checkpoint_id": "ckpt_" + "0123456789abcdef" * 2,
+    "agent_id": "operator",
+    "kind": "conversation",
+    "revision": 12,
+    "status": "active",
+    "state_bytes": 31_998,
+    "lease": {"holder": "worker-7", "expires_at": "2026-12-03T12:00:00.000Z"},
+    "updated_at": "2026-12-03T11:36:00.123Z",
+}
+_KEY = {
+    "key_id": "key_" + "fedcba9876543210" * 2,
+    "tenant_id": "customer-42",
+    "agent_id": "planner",
+    "scopes": ["checkpoints:read", "checkpoints:write", "mcp:call"],
+    "expires_at": "2027-01-01T00:00:00.000Z",
+    "description": "the planner's key for production",
+}
+_REVISION = {
+    "revision": 3,
+    "status": "active",
+    "state_bytes": 1234,
+    "state_hash": "sha256:" + "ab" * 32,
+    "updated_at": "2026-12-03T11:36:00.123Z",
+}
+
+
+@pytest.mark.parametrize(
+    ("rows", "columns", "narrowing", "whole", "kept"),
+    [
+        ([_CHECKPOINT] * 3, "SUMMARY_COLUMNS", "NARROWING", "checkpoint_id", ["kind", "rev", "status", "updated_at"]),
+        ([_KEY] * 2, "KEY_COLUMNS", "KEY_NARROWING", "key_id", ["tenant", "agent", "scopes"]),
+        ([_REVISION], "REVISION_COLUMNS", "NARROWING", "revision", ["rev", "status", "updated_at"]),
+    ],
+    ids=["checkpoints", "keys", "revisions"],
+)
+def test_tables_fit_80_columns_with_ids_whole(
+    rows: list[dict[str, object]],
+    columns: str,
+    narrowing: str,
+    whole: str,
+    kept: list[str],
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    from baton.cli import render
+
+    for width in (80, 200):
+        # Given a terminal of `width` columns
+        screen = io.StringIO()
+        console = Console(file=screen, force_terminal=True, width=width, color_system=None)
+        # When a list is printed
+        render.print_table(
+            rows, getattr(render, columns), console=console, narrowing=getattr(render, narrowing), title="List"
+        )
+        lines = screen.getvalue().splitlines()
+        note = capsys.readouterr().err
+        # Then no line is wider than the terminal, every id is whole on one line, and the main columns are there
+        assert max(len(line) for line in lines) <= width
+        ids = [str(row[whole]) for row in rows]
+        assert all(any(line.split()[:1] == [value] for line in lines) for value in ids), lines
+        header = lines[1].split()
+        assert all(name in header for name in kept), header
+        if width == 200:
+            # And a wide terminal shows every column, with nothing said about it
+            assert len(header) == len(getattr(render, columns))
+            assert note == ""
+        else:
+            # while a narrow one says on stderr which it left out
+            assert note.startswith("Not shown at 80 columns: ")

@@ -185,3 +185,30 @@ def test_the_client_imports_nothing_of_the_server() -> None:
     loaded = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, check=True).stdout.strip()
     record(SUITE, cases=1)
     assert loaded == "[]"
+
+
+def test_a_call_without_a_key_is_a_local_error_naming_the_variable(
+    monkeypatch: pytest.MonkeyPatch, router: respx.MockRouter
+) -> None:
+    from baton.client import MissingApiKeyError, UnauthenticatedError
+    from baton.langgraph import BatonSaver
+
+    monkeypatch.delenv("BATON_API_KEY", raising=False)
+    health = router.get("/v1/health").mock(return_value=ok({"status": "ok", "version": "0.1.0"}))
+    anything = router.route().mock(return_value=ok({}))
+    # Given no key, neither given nor in the environment
+    with Baton(URL) as sdk:
+        # When a route that needs a key is called, Then it fails here, naming the variable to set
+        with pytest.raises(MissingApiKeyError, match="BATON_API_KEY") as raised:
+            sdk.lookup("ticket-1", "task_state")
+        # and the public routes still answer without one
+        sdk.health()
+    with BatonSaver(URL) as saver, pytest.raises(MissingApiKeyError, match="BATON_API_KEY"):
+        saver.get_tuple({"configurable": {"thread_id": "t-1", "checkpoint_ns": ""}})
+    record(SUITE, cases=3)
+    # It is an authentication error (what a 401 raises), with no status: nothing was sent
+    assert isinstance(raised.value, UnauthenticatedError)
+    assert raised.value.status == 0
+    assert raised.value.code == "MISSING_API_KEY"
+    assert health.call_count == 1
+    assert anything.call_count == 0

@@ -101,8 +101,11 @@ def connect(url: str | None, api_key: str | None) -> Baton:
     key = (api_key or "").strip() or None
     if key is not None and not _header_safe(key):
         fail_usage("the API key holds a character a key cannot have (non-ASCII or a control character); check it.")
-    # "" rather than None: None would make the SDK read BATON_API_KEY again, unstripped.
-    return Baton(url, key or "")
+    if key is None:
+        fail_usage(
+            "no API key: set BATON_API_KEY or pass --api-key (`make serve` prints one; `baton keys create` makes more)."
+        )
+    return Baton(url, key)
 
 
 def _header_safe(value: str) -> bool:

@@ -227,9 +227,9 @@ def list_keys(
     if as_json:
         emit_json(items)
     else:
-        from baton.cli.render import KEY_COLUMNS, print_table
+        from baton.cli.render import KEY_COLUMNS, KEY_NARROWING, print_table
 
-        print_table(items, KEY_COLUMNS, title="API keys", empty="No keys.")
+        print_table(items, KEY_COLUMNS, title="API keys", empty="No keys.", narrowing=KEY_NARROWING)
     if cursor is not None:
         print(f"More on the next page: --cursor {cursor} (or --all).", file=sys.stderr)
 

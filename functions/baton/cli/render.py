@@ -122,6 +122,13 @@ _JSON_UNSAFE = re.compile("[\x7f-\x9f\ud800-\udfff]")
 (it escapes C0 itself). Replaced by their `\\uXXXX` escapes, the text stays the same JSON."""
 
 
+WHOLE_FIELDS = frozenset({"checkpoint_id", "key_id", "revision", "state_hash"})
+"""Columns never cut or folded, whatever the width: ids are copied from tables into the next command."""
+NARROWING = ("lease", "description", "minutes", "state_bytes", "agent_id", "tenant_id", "state_hash", "expires_at")
+"""What a table gives up, in this order, while it is wider than the terminal: a column (a note on stderr names it;
+`--json` has every field), or, at `minutes`, the seconds of its times (`2026-12-03 11:36`, UTC)."""
+
+
 def print_table(
     rows: Sequence[Mapping[str, Any]],
     columns: Sequence[tuple[str, str]],
@@ -129,9 +136,14 @@ def print_table(
     title: str | None = None,
     empty: str = "Nothing found.",
     console: Console | None = None,
+    narrowing: Sequence[str] = NARROWING,
 ) -> None:
-    """A rich table of `rows`, one column per `(field, heading)`; `empty` when there are no rows."""
-    from rich.table import Table
+    """A rich table of `rows`, one column per `(field, heading)`; `empty` when there are no rows.
+
+    It fits the console's width (80 columns included) with its ids whole (`WHOLE_FIELDS`): while it cannot fit even
+    with its other cells wrapped between words, it gives up what `NARROWING` lists, in order, and says which columns
+    it left out on stderr.
+    """
     from rich.text import Text
 
     out = console or stdout_console()
@@ -142,12 +154,57 @@ def print_table(
         # A line of its own, as Text: a string title is parsed as markup (a subject `x[/]` crashed it), and a
         # table's title wraps at the table's width (a long subject broke over lines).
         out.print(Text(printable(title), style="italic"), soft_wrap=True)
-    table = Table(header_style="bold")
-    for _, heading in columns:
-        table.add_column(heading, no_wrap=True)
-    for row in rows:
-        table.add_row(*(Text(_cell(row, name)) for name, _ in columns))
+    shown, minutes = list(columns), False
+    dropped: list[str] = []
+    table = _table(rows, shown, minutes)
+    for step in narrowing:
+        if _width(out, table) <= out.width:
+            break
+        if step == "minutes":
+            minutes = True
+        elif any(field == step for field, _ in shown):
+            dropped += [heading for field, heading in shown if field == step]
+            shown = [(field, heading) for field, heading in shown if field != step]
+        else:
+            continue
+        table = _table(rows, shown, minutes)
     out.print(table)
+    if dropped:
+        from baton.cli.common import note
+
+        note(f"Not shown at {out.width} columns: {', '.join(dropped)} (a wider terminal or --json shows them).")
+
+
+def _table(rows: Sequence[Mapping[str, Any]], columns: Sequence[tuple[str, str]], minutes: bool) -> Any:
+    from rich import box
+    from rich.table import Table
+    from rich.text import Text
+
+    # No outer border and no lines between columns: at 80 columns every character goes to the cells.
+    table = Table(header_style="bold", box=box.SIMPLE_HEAD, show_edge=False, padding=(0, 1, 0, 0))
+    for name, heading in columns:
+        if name in WHOLE_FIELDS:
+            table.add_column(heading, no_wrap=True, overflow="ignore")
+        else:
+            table.add_column(heading, overflow="fold")
+    for row in rows:
+        table.add_row(*(Text(_minutes(cell) if minutes else cell) for cell in (_cell(row, n) for n, _ in columns)))
+    return table
+
+
+_TIME = re.compile(r"(\d{4}-\d\d-\d\d)T(\d\d:\d\d):\d\d(?:\.\d+)?Z")
+
+
+def _minutes(text: str) -> str:
+    """`text` with its times to the minute: `2026-12-03T11:36:00.123Z` as `2026-12-03 11:36`."""
+    return _TIME.sub(r"\1 \2", text)
+
+
+def _width(console: Console, table: Any) -> int:
+    """The least width `table` takes with its cells wrapped between words (ids never), however wide `console` is."""
+    from rich.measure import Measurement
+
+    return Measurement.get(console, console.options.update_width(100_000), table).minimum
 
 
 def _cell(row: Mapping[str, Any], name: str) -> str:
@@ -183,6 +240,8 @@ REVISION_COLUMNS = (
     ("state_hash", "state_hash"),
     ("updated_at", "updated_at"),
 )
+KEY_NARROWING = ("description", "minutes", "expires_at", "tenant_id", "agent_id")
+"""A key table keeps whose key it is longest (`NARROWING` for others)."""
 KEY_COLUMNS = (
     ("key_id", "key_id"),
     ("tenant_id", "tenant"),

@@ -50,6 +50,7 @@ from baton.client.errors import (
     BatonError,
     IdempotencyInProgressError,
     InternalError,
+    MissingApiKeyError,
     NotFoundError,
     RateLimitedError,
     UnavailableError,
@@ -148,6 +149,8 @@ class Call(Generic[T]):
     """A checkpoint id whose cached records a success makes stale."""
     stream: Callable[[], Any] | None = None
     """For uploads: makes a fresh body stream (an iterator of bytes) for each attempt."""
+    needs_key: bool = True
+    """False for a call that carries no Baton key: a public route, a presigned transfer, a raw request."""
     translate_error: Callable[[BatonError, str], BatonError] | None = None
     """For presigned transfers: the error to raise instead of the one read from an answer and its body's text
     (S3's XML codes, which `error_from_answer` cannot know)."""
@@ -306,6 +309,11 @@ class ClientCore:
 
     def exchange(self, client: httpx.Client | httpx.AsyncClient, call: Call[T]) -> Generator[Action, Outcome, T]:
         """The whole life of one call: attempts, waits and the result (or the typed exception)."""
+        if call.needs_key and "authorization" not in client.headers:
+            raise MissingApiKeyError(
+                f"No API key for {call.method} {call.path.split('?', 1)[0]}: pass api_key= or set {ENV_API_KEY} "
+                "(`make serve` prints one; `baton keys create` makes more)."
+            )
         self.prepare(call)
         request = self.build_request(client, call)
         attempt = 0

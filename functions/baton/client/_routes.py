@@ -390,6 +390,7 @@ def health() -> Call[Health]:
         method="GET",
         path="/v1/health",
         repeatable=True,
+        needs_key=False,
         parse=lambda answer: build(Health, data_of(answer), answer.meta),
     )
 
@@ -402,13 +403,15 @@ def _document(answer: Answer) -> dict[str, Any]:
 
 def openapi() -> Call[dict[str, Any]]:
     """`GET /v1/openapi.json`: the OpenAPI document (a plain dict)."""
-    return Call(method="GET", path="/v1/openapi.json", repeatable=True, parse=_document)
+    return Call(method="GET", path="/v1/openapi.json", repeatable=True, needs_key=False, parse=_document)
 
 
 def schema(name: str) -> Call[dict[str, Any]]:
     """`GET /v1/schemas/{name}.json` (`name` with or without `.json`)."""
     filename = name if name.endswith(".json") else f"{name}.json"
-    return Call(method="GET", path=f"/v1/schemas/{segment(filename)}", repeatable=True, parse=_document)
+    return Call(
+        method="GET", path=f"/v1/schemas/{segment(filename)}", repeatable=True, needs_key=False, parse=_document
+    )
 
 
 def raw(
@@ -447,5 +450,6 @@ def raw(
         content=content,
         headers=call_headers,
         repeatable=method in ("GET", "HEAD", "DELETE") or "Idempotency-Key" in call_headers,
+        needs_key=False,  # any route, public ones too: the server says what a request without a key gets
         parse=parse,
     )

@@ -100,6 +100,7 @@ def upload_call(upload: BlobUpload, size: int, stream: Callable[[], Any]) -> Cal
         repeatable=True,
         parse=parse,
         stream=stream,
+        needs_key=False,  # a presigned URL: its query is the credential
         translate_error=_bad_digest,
     )
 

@@ -73,6 +73,13 @@ class UnauthenticatedError(BatonError):
     code_name = "UNAUTHENTICATED"
 
 
+class MissingApiKeyError(UnauthenticatedError):
+    """No API key to send: neither `api_key=` nor `BATON_API_KEY` gave one. Raised before anything is sent (status 0),
+    for every call but those that need no key (`health`, `openapi`, `schema`, `request`)."""
+
+    code_name = "MISSING_API_KEY"
+
+
 class ForbiddenError(BatonError):
     """403 `FORBIDDEN`: the key lacks the route's scope."""
 

@@ -201,9 +201,11 @@ def serve(options: ServeOptions, out: TextIO = sys.stdout) -> int:
     print(f"Reaper: {reaping}", file=out)
     lifetime = "" if expires is None else f"; expires {format_ms(expires)}"
     print(f"Development key (tenant {DEV_TENANT}, agent {DEV_AGENT}, scopes * tenants:manage{lifetime}):", file=out)
-    print(f"  export BATON_KEY={secret}", file=out)
+    print(f"  export BATON_URL={url}", file=out)
+    print(f"  export BATON_API_KEY={secret}", file=out)
     print(
-        f"  curl -s {url}/v1/checkpoints -H \"Authorization: Bearer $BATON_KEY\" -H 'Content-Type: application/json' "
+        '  curl -s "$BATON_URL/v1/checkpoints" -H "Authorization: Bearer $BATON_API_KEY" '
+        "-H 'Content-Type: application/json' "
         '-d \'{"subject_id":"demo","kind":"task_state","state":{"step":1}}\'',
         file=out,
     )
