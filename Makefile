@@ -76,7 +76,7 @@ browser:
 # `make console-vendor` takes it again.
 MSGPACK_VERSION := 3.1.3
 MSGPACK_INTEGRITY := sha512-47XIizs9XZXvuJgoaJUIE2lFoID8ugvc0jzSHP+Ptfk8nTbnR8g788wv48N03Kx0UkAv559HWRQ3yzOgzlRNUA==
-MSGPACK_FILE := functions/baton/console/msgpack-$(MSGPACK_VERSION).min.js
+MSGPACK_FILE := functions/baton_checkpoints/console/msgpack-$(MSGPACK_VERSION).min.js
 # The licence's notice travels with the file to every browser (ISC); the full text is beside it.
 MSGPACK_NOTICE := /*! @msgpack/msgpack $(MSGPACK_VERSION) | ISC License | Copyright 2019 The MessagePack Community | msgpack-$(MSGPACK_VERSION).LICENSE.txt */
 
@@ -164,7 +164,7 @@ bench: $(STAMP) $(BENCH_PEERS)
 	$(BIN)/python bench/run.py $(BENCH_ARGS)
 
 openapi: $(STAMP)
-	$(BIN)/python -m baton.api.openapi_export docs/openapi.json
+	$(BIN)/python -m baton_checkpoints.api.openapi_export docs/openapi.json
 
 synth: $(STAMP)
 	rm -rf cdk.out

@@ -15,7 +15,8 @@ is a moto server in another process, so its time is left out, and everything thi
 (routing, validation, serializing, compressing, botocore's signing and parsing) is in. Everything else (building
 the state, the event, the checkpoint dict) happens before the clock starts.
 
-Baton is driven through its public entry points only: `baton.handlers.api.handler` with an API Gateway HTTP API
+Baton is driven through its public entry points only: `baton_checkpoints.handlers.api.handler` with an API Gateway HTTP
+API
 (payload 2.0) event built from `events/`, configured by its environment variables. The savers through their
 documented synchronous API. With `--bucket`, Baton spills big states to that bucket (`BATON_BUCKET_NAME`, on the
 same endpoint) and the aws saver offloads checkpoints over 350 KB to it (`s3_offload_config`); the amazon saver
@@ -110,11 +111,11 @@ class Baton:
         os.environ["BATON_TABLE_NAME"] = table
         os.environ["BATON_AWS_ENDPOINT_URL"] = endpoint
         if bucket:
-            # The bucket exists already (run.py creates it with `baton.store.schema.ensure_bucket`).
+            # The bucket exists already (run.py creates it with `baton_checkpoints.store.schema.ensure_bucket`).
             os.environ["BATON_BUCKET_NAME"] = bucket
         self.secret = secret
         self.requests = 0
-        from baton.handlers.api import handler
+        from baton_checkpoints.handlers.api import handler
 
         self.handler = handler
 
@@ -152,7 +153,9 @@ class Baton:
 
     def versions(self) -> dict[str, str]:
         """Versions that decide the figures."""
-        return {name: metadata.version(name) for name in ("baton", "boto3", "botocore", "aws-lambda-powertools")}
+        return {
+            name: metadata.version(name) for name in ("baton-checkpoints", "boto3", "botocore", "aws-lambda-powertools")
+        }
 
 
 # -- LangGraph savers -------------------------------------------------------------------------------------------------

@@ -14,7 +14,8 @@ to the benchmark's text than most agents' text is, so that column says how much 
 
 `--threads` compares the ways threads can share zstd contexts (a lock, a thread-local, a free list); `--cold`
 measures the cold costs (`import zstandard`, the first encode and decode) in fresh interpreters.
-`chosen_figures()` returns the figures of the codec Baton ships (`baton.store.codec`), for the benchmark report.
+`chosen_figures()` returns the figures of the codec Baton ships (`baton_checkpoints.store.codec`), for the benchmark
+report.
 
 Usage: `python bench/codec_study.py [--quick] [--threads] [--cold]` (about 40 s on a 2-core machine; `--quick` 15 s).
 Timings come from a shared machine: compare them within one run, not across runs.
@@ -38,7 +39,7 @@ from pathlib import Path
 from typing import Any
 
 import states
-from baton.domain.canonical import canonical_json
+from baton_checkpoints.domain.canonical import canonical_json
 
 SIZES = (1_000, 4_000, 32_000, 256_000)
 SHAPES: dict[str, Callable[[int, int], dict[str, Any]]] = {
@@ -133,7 +134,7 @@ def measure(candidate: Candidate, text: bytes, repeats: int) -> Measured:
 def dictionaries() -> dict[int, bytes]:
     """The dictionaries under study, trained on one corpus; the shipped one must be among them, byte for byte."""
     import train_dictionary
-    from baton.store import codec
+    from baton_checkpoints.store import codec
 
     samples = train_dictionary.training_samples()
     built = {size: train_dictionary.build(size, samples) for size in DICTIONARY_SIZES}
@@ -201,7 +202,7 @@ def thread_study(calls: int = 100, rounds: int = 7) -> str:
     """Per-call time and two-thread speed-up of three ways to share zstd compressors between threads."""
     import zstandard
 
-    from baton.store import codec
+    from baton_checkpoints.store import codec
 
     dictionary = zstandard.ZstdCompressionDict(codec.DICTIONARY.read_bytes())
     dictionary.precompute_compress(level=codec.LEVEL)
@@ -300,7 +301,8 @@ def _fresh_ms(action: str, prelude: str = "", runs: int = 5) -> float:
     return statistics.median(found)
 
 
-_PACK_32K = "from baton.store import codec; from states import conversation_state; from baton.domain.canonical "
+_PACK_32K = "from baton_checkpoints.store import codec; from states import conversation_state; "
+_PACK_32K += "from baton_checkpoints.domain.canonical "
 _PACK_32K += "import canonical_json; text = canonical_json(conversation_state(32_000, 7))"
 
 
@@ -321,7 +323,7 @@ class ColdFigures:
 def cold_figures(runs: int = 5) -> ColdFigures:
     """Cold costs of the shipped codec."""
     # While the store is being restructured the handler may not import; its heaviest imports stand in for it.
-    handler = "import boto3\ntry:\n    import baton.handlers.api\nexcept Exception:\n"
+    handler = "import boto3\ntry:\n    import baton_checkpoints.handlers.api\nexcept Exception:\n"
     handler += "    import aws_lambda_powertools.event_handler, pydantic"
     return ColdFigures(
         import_zstandard=_fresh_ms("import zstandard", runs=runs),
@@ -333,10 +335,10 @@ def cold_figures(runs: int = 5) -> ColdFigures:
 
 def _decode_prelude() -> str:
     """A fresh interpreter holding a packed 32 KB state, zstandard not yet imported (the packed bytes are literal)."""
-    from baton.store import codec
+    from baton_checkpoints.store import codec
 
     packed = codec.encode(state_text("conversation", 32_000))
-    return f"from baton.store import codec\npacked = {packed!r}"
+    return f"from baton_checkpoints.store import codec\npacked = {packed!r}"
 
 
 # -- the shipped codec, for the benchmark report --------------------------------------------------------------------
@@ -362,8 +364,8 @@ class StateFigures:
 
 
 def chosen_figures(repeats: int = 30) -> list[StateFigures]:
-    """`baton.store.codec` on every seeded state: stored bytes, ratio, median encode and decode µs."""
-    from baton.store import codec
+    """`baton_checkpoints.store.codec` on every seeded state: stored bytes, ratio, median encode and decode µs."""
+    from baton_checkpoints.store import codec
 
     found = []
     for shape in SHAPES:
@@ -394,7 +396,7 @@ def chosen_figures(repeats: int = 30) -> list[StateFigures]:
 
 def chosen_table(figures: list[StateFigures]) -> str:
     """`chosen_figures()` as Markdown."""
-    from baton.store import codec
+    from baton_checkpoints.store import codec
 
     lines = [
         f"Shipped: zstd level {codec.LEVEL}, dictionary #1 ({codec.DICTIONARY.stat().st_size:,} bytes); "

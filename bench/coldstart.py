@@ -1,7 +1,8 @@
 """Cold start counted whole: a fresh interpreter imports Baton's api handler and handles one save, AWS stubbed.
 
 Each sample is a new interpreter (`python -c`) that times, from the start of the import to the handler's answer,
-`import baton.handlers.api` followed by one plain save of a 4 KB conversation state (`bench/states.py`). Baton
+`import baton_checkpoints.handlers.api` followed by one plain save of a 4 KB conversation state (`bench/states.py`).
+Baton
 creates its DynamoDB client at its first request, so that request pays for loading boto3 and creating the client:
 a cold request pays both, and both are in the figure. DynamoDB is stubbed by replaying answers moto gave to the same
 requests (`replay.py`), at botocore's `before-send`: botocore still serializes, signs and parses.
@@ -85,10 +86,10 @@ WATCHED = (
 FORBIDDEN = ("boto3", "botocore.session", "botocore.client", "aws_xray_sdk", "moto")
 
 TARGETS = (
-    Target("api handler: import + first save", "baton.handlers.api", 1.3, FORBIDDEN, request=True),
+    Target("api handler: import + first save", "baton_checkpoints.handlers.api", 1.3, FORBIDDEN, request=True),
     # Not written yet at the time of writing; measured as soon as the module exists. It talks to AWS on every
     # invocation, so it may create its client at import: only the X-Ray SDK and moto are ruled out.
-    Target("reaper handler: import", "baton.handlers.reaper", 1.1, ("aws_xray_sdk", "moto"), request=False),
+    Target("reaper handler: import", "baton_checkpoints.handlers.reaper", 1.1, ("aws_xray_sdk", "moto"), request=False),
 )
 
 _CHILD = """\

@@ -2,8 +2,10 @@
 
 A count, not a timing, so a test asserts it (`tests/unit/test_item_size.py`). Baton is driven only through its
 public entry points, so that the figure holds whatever the store's attribute names and indexes become: a fresh
-interpreter starts in-process moto, creates the table with `baton.store.schema.ensure_table`, issues a key with
-`baton keys create`, saves the seeded state with `baton.handlers.api.handler`, and sizes the items the save added
+interpreter starts in-process moto, creates the table with `baton_checkpoints.store.schema.ensure_table`, issues a key
+with
+`baton keys create`, saves the seeded state with `baton_checkpoints.handlers.api.handler`, and sizes the items the save
+added
 to the table (`capacity.py`), index entries included.
 
 `python bench/item_size.py` prints the figures as JSON; `measure_item()` runs that in a child interpreter (the
@@ -71,8 +73,8 @@ def _measure_here(state_bytes: int, seed: int) -> ItemFigures:
     with mock_aws():
         import boto3
 
-        from baton.cli.main import main as baton_cli
-        from baton.store.schema import ensure_table
+        from baton_checkpoints.cli.main import main as baton_cli
+        from baton_checkpoints.store.schema import ensure_table
 
         client = boto3.client("dynamodb", region_name="us-east-1")
         ensure_table(client, TABLE)
@@ -87,7 +89,7 @@ def _measure_here(state_bytes: int, seed: int) -> ItemFigures:
         table = capacity.Table.from_description(client.describe_table(TableName=TABLE)["Table"])
         before = {table.key_of(item): item for item in _scan(client)}
         state = conversation_state(target_bytes=state_bytes, seed=seed)
-        from baton.handlers.api import handler
+        from baton_checkpoints.handlers.api import handler
 
         with contextlib.redirect_stdout(io.StringIO()):  # the access log line
             answer = handler(save_event(secret, "item-size", state, "item-size-1"), None)

@@ -18,7 +18,7 @@ Each saver runs in a process of its own (`python bench/langgraph_steps.py client
 environment: `DynamoDBSaver` (aws) from `bench/.venv-peer-aws` (with its S3 offload, as `sidebyside.py` runs it),
 `DynamoDBSaver` (amazon-dynamodb) from `bench/.venv-peer-amazon` (which has no offload), `BatonSaver` from the
 repository's .venv with its HTTP requests served in that process by Baton's api handler
-(`baton.handlers.api.handler`, given the API Gateway HTTP API event `baton serve`'s gateway builds:
+(`baton_checkpoints.handlers.api.handler`, given the API Gateway HTTP API event `baton serve`'s gateway builds:
 `InProcessBaton`), configured against the same metered moto. All reach DynamoDB and S3 only through that moto
 (`meter.py`), which meters every request, and each has a table (and bucket) of its own on it.
 
@@ -320,8 +320,8 @@ def in_process_transport(host: str) -> Any:
     the bucket) over the network; it counts both. Like one Lambda container, it handles one request at a time."""
     import httpx
 
-    from baton.handlers.api import handler
-    from baton.local.gateway import LambdaContext, build_event, to_answer
+    from baton_checkpoints.handlers.api import handler
+    from baton_checkpoints.local.gateway import LambdaContext, build_event, to_answer
 
     class InProcessBaton(httpx.BaseTransport):
         """Baton's handler as an `httpx` transport."""
@@ -361,7 +361,7 @@ def baton_saver(endpoint: str, table: str, secret: str, bucket: str | None) -> t
         os.environ["BATON_BUCKET_NAME"] = bucket
     from urllib.parse import urlsplit
 
-    from baton.langgraph import BatonSaver
+    from baton_checkpoints.langgraph import BatonSaver
 
     transport = in_process_transport(urlsplit(BATON_URL).hostname or "")
     saver = BatonSaver(BATON_URL, secret, transport=transport)
@@ -414,7 +414,9 @@ def run_client(
         if not secret:
             raise SystemExit("baton needs --secret")
         inner, https = baton_saver(endpoint, table, secret, bucket)
-        versions = {n: metadata.version(n) for n in ("baton", "langgraph", "langgraph-checkpoint", "botocore")}
+        versions = {
+            n: metadata.version(n) for n in ("baton-checkpoints", "langgraph", "langgraph-checkpoint", "botocore")
+        }
     elif name in ("aws", "aws-gzip"):
         inner, https = aws_saver(endpoint, table, gzip=name == "aws-gzip", bucket=bucket), (lambda: 0)
         names = ("langgraph-checkpoint-aws", "langgraph", "langgraph-checkpoint", "boto3", "botocore")
@@ -1129,8 +1131,8 @@ def main() -> int:
     server = MeteredMotoServer()
     endpoint = server.start()
     try:
-        from baton.store.aws import s3_client
-        from baton.store.schema import ensure_bucket, ensure_table
+        from baton_checkpoints.store.aws import s3_client
+        from baton_checkpoints.store.schema import ensure_bucket, ensure_table
 
         ensure_table(boto3.client("dynamodb", endpoint_url=endpoint, region_name=REGION), bench_run.BATON_TABLE)
         baton = CLIENTS_BY_NAME["baton"]

@@ -97,7 +97,7 @@ def record(endpoint: str, table: str, secret: str) -> Recording:
     botocore.handlers.BUILTIN_HANDLERS.append(("after-call.dynamodb", keep))
     os.environ["BATON_TABLE_NAME"] = table
     os.environ["BATON_AWS_ENDPOINT_URL"] = endpoint
-    from baton.handlers.api import handler
+    from baton_checkpoints.handlers.api import handler
 
     requests: dict[str, list[dict[str, Any]]] = {}
 

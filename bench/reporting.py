@@ -969,7 +969,7 @@ def _cold(cold: coldstart.ColdStart) -> list[str]:
         "",
         f"Each in {cold.runs} fresh interpreters (plus one discarded warm-up), alternating: from the start of the "
         "import to the answer (interpreter start-up left out; wall time of the whole process beside it). Baton: "
-        f"`import baton.handlers.api`, then one plain save of a {coldstart_state()} state; the baseline "
+        f"`import baton_checkpoints.handlers.api`, then one plain save of a {coldstart_state()} state; the baseline "
         "(`bench/baseline_boto3.py`): `import boto3`, a DynamoDB client, one GetItem. DynamoDB answered by a replay "
         "at botocore's `before-send`, for both. Lambda-like environment: dummy credentials in environment variables, "
         "no AWS config files, instance metadata disabled; every module from a .pyc.",
@@ -1037,12 +1037,13 @@ def _how(figures: Figures) -> list[str]:
         "## How the figures are made",
         "",
         "- **Isolation.** Each client runs in its own process: Baton from the repository's `.venv`, through "
-        "`baton.handlers.api.handler` with API Gateway events only; `langgraph-checkpoint-amazon-dynamodb` from "
+        "`baton_checkpoints.handlers.api.handler` with API Gateway events only; "
+        "`langgraph-checkpoint-amazon-dynamodb` from "
         "`bench/.venv-peer-amazon` and `langgraph-checkpoint-aws` from `bench/.venv-peer-aws` (the amazon saver's "
         "`aioboto3` pins a botocore the aws saver cannot use, and its module imports `aioboto3` even for the "
         "synchronous API, so each has an isolated environment, created by `make bench` from "
         "`bench/requirements-peer-*.txt`). The savers' synchronous API: `put` of the thread's next checkpoint (the "
-        "state's fields as channels), `get_tuple` of the latest. Tables: Baton's from `baton.store.schema."
+        "state's fields as channels), `get_tuple` of the latest. Tables: Baton's from `baton_checkpoints.store.schema."
         "ensure_table`; the amazon saver creates its own (`deploy=True`); the aws saver expects one with string keys "
         "`PK`/`SK` (its CloudFormation sample's schema), created here. Savers use their defaults (no TTL).",
         "- **Own CPU** is `time.process_time()` of the client's process around the one call: moto runs in another "

@@ -4,7 +4,8 @@ Steps, in one run (a few minutes on a 2-core machine, progress printed; the firs
 75 s creating the peers' environments):
 
 1. A metered moto server on 127.0.0.1 (`meter.py`, DynamoDB and S3); Baton's table from
-   `baton.store.schema.ensure_table` and its bucket from `baton.store.schema.ensure_bucket`; an API key from
+   `baton_checkpoints.store.schema.ensure_table` and its bucket from `baton_checkpoints.store.schema.ensure_bucket`; an
+   API key from
    `baton keys create`.
 2. Baton's answers recorded from that moto for the stubbed measurements (`replay.py`).
 3. Side by side (`sidebyside.py`): Baton, `langgraph-checkpoint-amazon-dynamodb` and `langgraph-checkpoint-aws`
@@ -71,7 +72,7 @@ def progress(message: str) -> None:
 
 def issue_key(endpoint: str) -> str:
     """A Baton API key in the benchmark's table, through `baton keys create` (its public command)."""
-    command = [sys.executable, "-m", "baton.cli.main", "keys", "create", "--table", BATON_TABLE]
+    command = [sys.executable, "-m", "baton_checkpoints.cli.main", "keys", "create", "--table", BATON_TABLE]
     command += ["--tenant", "bench", "--agent", "bench", "--scopes", "*", "--aws-endpoint", endpoint]
     command += ["--region", "us-east-1"]
     done = subprocess.run(command, capture_output=True, text=True, env=sidebyside.client_env(), check=False)
@@ -119,8 +120,8 @@ def main(argv: list[str] | None = None) -> int:
         progress(f"metered moto server at {endpoint}")
         import boto3
 
-        from baton.store.aws import s3_client
-        from baton.store.schema import ensure_bucket, ensure_table
+        from baton_checkpoints.store.aws import s3_client
+        from baton_checkpoints.store.schema import ensure_bucket, ensure_table
 
         ensure_table(boto3.client("dynamodb", endpoint_url=endpoint, region_name="us-east-1"), BATON_TABLE)
         ensure_bucket(s3_client(endpoint), BATON_BUCKET)
@@ -233,7 +234,10 @@ def codec_table() -> str | None:
         return None
     if done.returncode != 0 or not done.stdout.strip():
         return None
-    intro = "The codec Baton ships (`baton.store.codec`), measured by `bench/codec_study.py` on the seeded states:"
+    intro = (
+        "The codec Baton ships (`baton_checkpoints.store.codec`), measured by `bench/codec_study.py` on the seeded "
+        "states:"
+    )
     return f"## The state codec\n\n{intro}\n\n{done.stdout.strip()}"
 
 

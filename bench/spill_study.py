@@ -1,12 +1,13 @@
 """Where a big state should live: in the item (packed) or in the bucket, by what each costs a save.
 
 For the benchmark's seeded conversation and task states (`bench/states.py`, seed 7) from 8 KB to 3 MB it prints
-the canonical bytes, the stored form (packed by `baton.store.codec` when that pays), the write units a save would
+the canonical bytes, the stored form (packed by `baton_checkpoints.store.codec` when that pays), the write units a save
+would
 pay with the state in the item, and the cost of one save either way at on-demand prices (us-east-1): in the item,
 a write unit per KB ($0.625 a million); in the bucket, one write unit for the item that keeps the key, one S3 PUT
 for the object and one PUT-class request when the reaper tags it attached ($5 a million each, as much as 8 write
 units each). A read pays 4 KB read units ($0.125 a million, consistent) in the item, or one read unit and one S3
-GET ($0.4 a million). `baton.store.items.SPILL_ABOVE_BYTES` is where the two meet.
+GET ($0.4 a million). `baton_checkpoints.store.items.SPILL_ABOVE_BYTES` is where the two meet.
 
 Usage: `python bench/spill_study.py`.
 """
@@ -22,7 +23,7 @@ BENCH = Path(__file__).resolve().parent
 sys.path.insert(0, str(BENCH))
 sys.path.insert(0, str(BENCH.parent / "functions"))
 
-from baton.store import items  # noqa: E402
+from baton_checkpoints.store import items  # noqa: E402
 from states import conversation_state, task_state  # noqa: E402
 
 WRITE_UNIT = 0.625e-6

@@ -4,7 +4,7 @@ The step is taken from a real graph run, not written by hand: `langgraph_steps.p
 in-memory saver from its seeded conversation of 6 or 34 KB (`SIZES`) up to its interrupt, and the put of the
 checkpoint `tools` ends (`STEP`) is kept: its `messages` value new (the conversation, msgpack by LangGraph's
 serializer), `status`, `tool_calls` and a branch channel new, `turn` and the others carried from the parent. Its body
-is what `BatonSaver` sends (`baton.langgraph.threads.put_body`).
+is what `BatonSaver` sends (`baton_checkpoints.langgraph.threads.put_body`).
 
 A `Chain` turns that step into puts of one thread: a root (no parent, every channel's value: it touches the
 thread's head and stores what children carry), then children, each a new checkpoint id whose parent is the one put
@@ -58,7 +58,7 @@ def graph_step(size: int) -> GraphStep:
     from langgraph.checkpoint.memory import InMemorySaver
 
     import langgraph_steps
-    from baton.langgraph.threads import put_body
+    from baton_checkpoints.langgraph.threads import put_body
 
     puts: list[tuple[Any, ...]] = []
 

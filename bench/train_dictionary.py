@@ -1,4 +1,4 @@
-"""Rebuild `functions/baton/store/state.zdict`, the zstd dictionary Baton compresses checkpoint states with.
+"""Rebuild `functions/baton_checkpoints/store/state.zdict`, the zstd dictionary Baton compresses checkpoint states with.
 
 Usage: `python bench/train_dictionary.py` rewrites the file and prints its SHA-256 (the value pinned as
 `DICTIONARY_SHA256` in `baton/store/codec.py`); `--check` rebuilds it in memory and exits 1 unless it equals the
@@ -58,7 +58,7 @@ from functools import cache
 from pathlib import Path
 from typing import Any
 
-OUTPUT = Path(__file__).resolve().parents[1] / "functions" / "baton" / "store" / "state.zdict"
+OUTPUT = Path(__file__).resolve().parents[1] / "functions" / "baton_checkpoints" / "store" / "state.zdict"
 PYTHON = (3, 11, 7)
 ZSTANDARD = "0.25.0"
 
@@ -469,7 +469,7 @@ def _budget(rng: random.Random) -> int:
 def training_samples(seed: str = SEED) -> list[bytes]:
     """The corpus: agent states in canonical JSON (sorted keys, compact, UTF-8), until every docstring paragraph
     has been used once."""
-    from baton.domain.canonical import canonical_json
+    from baton_checkpoints.domain.canonical import canonical_json
 
     rng = random.Random(seed)
     writer = _Writer(rng)

@@ -1,7 +1,8 @@
 """Baton's own CPU on a warm container, AWS stubbed: saves of 4 and 32 KB, refusing an oversized state, thread puts.
 
 Runs in its own process (the repository's .venv), started by `run.py`. Baton is driven only through its public
-entry point, `baton.handlers.api.handler`, with API Gateway events; DynamoDB is stubbed by replaying the answers moto
+entry point, `baton_checkpoints.handlers.api.handler`, with API Gateway events; DynamoDB is stubbed by replaying the
+answers moto
 gave to the same requests (`replay.py`), so botocore still serializes, signs and parses every call and nothing
 leaves the process. Each save is the steady state: a second save over an existing checkpoint (the API key is cached
 after the first request, as in a warm container).
@@ -188,7 +189,7 @@ class Harness:
         botocore.handlers.BUILTIN_HANDLERS.append(("before-send.dynamodb", self.stub))
         os.environ["BATON_TABLE_NAME"] = recording["table"]
         os.environ.pop("BATON_AWS_ENDPOINT_URL", None)
-        from baton.handlers.api import handler
+        from baton_checkpoints.handlers.api import handler
 
         self.handler = handler
         self.count = 0
@@ -293,9 +294,9 @@ def _where(filename: str, function: str) -> str:
         name = found.group(1) if found else "builtins"
         return "C: " + name.split(".")[0].lstrip("_")
     path = filename.replace("\\", "/")
-    if "/functions/baton/" in path:
-        part = path.split("/functions/baton/", 1)[1]
-        return "baton." + part.split("/", 1)[0].removesuffix(".py")
+    if "/functions/baton_checkpoints/" in path:
+        part = path.split("/functions/baton_checkpoints/", 1)[1]
+        return "baton_checkpoints." + part.split("/", 1)[0].removesuffix(".py")
     if "/site-packages/" in path:
         return path.split("/site-packages/", 1)[1].split("/", 1)[0].removesuffix(".py")
     if "/bench/" in path:
@@ -406,10 +407,10 @@ def thread_put_floor(client: Any) -> Callable[[dict[str, Any], list[tuple[str, d
     implementation of this design reaches."""
     import botocore.client
 
-    from baton.domain.canonical import parse_document
-    from baton.domain.threads import PutCheckpointRequest
-    from baton.store import codec
-    from baton.store.threads.items import packed_document
+    from baton_checkpoints.domain.canonical import parse_document
+    from baton_checkpoints.domain.threads import PutCheckpointRequest
+    from baton_checkpoints.store import codec
+    from baton_checkpoints.store.threads.items import packed_document
 
     original = botocore.client.BaseClient._make_api_call
 

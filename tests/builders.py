@@ -5,8 +5,8 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
-    from baton.domain.access import KeyRecord
-    from baton.domain.checkpoints import Checkpoint
+    from baton_checkpoints.domain.access import KeyRecord
+    from baton_checkpoints.domain.checkpoints import Checkpoint
     from tests.integration.driver import ApiDriver, Result
 
 SUBJECT = "user_rama"
@@ -40,8 +40,8 @@ STORED_ID = "ckpt_" + "a" * 32
 def stored_checkpoint(**changes: Any) -> Checkpoint:
     """A live checkpoint at revision 3 (tenant t1, agent a1), created an hour before `NOW_MS`, written a minute
     before, expiring two hours after that write; `changes` replace any field."""
-    from baton.domain.canonical import canonicalize
-    from baton.domain.checkpoints import Checkpoint
+    from baton_checkpoints.domain.canonical import canonicalize
+    from baton_checkpoints.domain.checkpoints import Checkpoint
 
     state = canonicalize({"step": 0})
     values: dict[str, Any] = {
@@ -68,7 +68,7 @@ def stored_checkpoint(**changes: Any) -> Checkpoint:
 def key_record(**changes: Any) -> KeyRecord:
     """A key record of tenant-1's agent-a created an hour before `NOW_MS`, with no validity window and not
     revoked; `changes` replace any field."""
-    from baton.domain.access import KeyRecord, hash_secret
+    from baton_checkpoints.domain.access import KeyRecord, hash_secret
 
     values: dict[str, Any] = {
         "key_id": "key_1",

@@ -57,7 +57,7 @@ def _offline_aws() -> None:
 @pytest.fixture
 def logged() -> Iterator[Lines]:
     """The lines the service logger writes, parsed, read from its own handler (the formatter binds the keys)."""
-    from baton.observability import logger
+    from baton_checkpoints.observability import logger
 
     handler = logger().logger_handler
     assert isinstance(handler, logging.StreamHandler)
@@ -85,6 +85,7 @@ ONE_WORKER = {
     "tests/e2e/test_thread_reaper_serve.py": "servers of its own",
     "tests/e2e/console/test_console_keys.py": "a server of its own",
     "tests/infrastructure": "one synth of the CDK app per package",
+    "tests/e2e/test_install.py": "one wheel built per module",
 }
 """Modules (or folders) whose tests share what a module- or package-scoped fixture starts: under pytest-xdist each
 runs on one worker, so it starts once (`make test` runs `--dist loadgroup`). Everything else is spread test by test;

@@ -234,10 +234,11 @@ def engine_for_test() -> DynamoDBLocal:
 
 
 def fresh_table(client: Any, table: str) -> None:
-    """`table` as Baton creates it (`baton.store.schema.create_table_request`, TTL on), empty: deleted first if it
+    """`table` as Baton creates it (`baton_checkpoints.store.schema.create_table_request`, TTL on), empty: deleted
+    first if it
     exists. Three requests where DynamoDB Local deletes and creates at once (it does), instead of `ensure_table`'s
     six with its describes and waiters: every test on DynamoDB Local starts with this."""
-    from baton.store.schema import create_table
+    from baton_checkpoints.store.schema import create_table
 
     with contextlib.suppress(client.exceptions.ResourceNotFoundException):
         client.delete_table(TableName=table)

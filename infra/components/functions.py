@@ -18,8 +18,8 @@ from aws_cdk import aws_logs as logs
 from aws_cdk import aws_s3 as s3
 from constructs import Construct
 
-from baton.settings import environment_name
-from baton.store import layout, schema
+from baton_checkpoints.settings import environment_name
+from baton_checkpoints.store import layout, schema
 from infra.config import StageConfig
 from infra.nag import acknowledge, logical_id
 
@@ -103,9 +103,9 @@ class PipBundling:
         for unused in UNUSED_IN_LAMBDA:
             for path in Path(output_dir).glob(unused):
                 path.unlink()
-        target = Path(output_dir) / "baton"
+        target = Path(output_dir) / "baton_checkpoints"
         shutil.copytree(
-            FUNCTIONS / "baton",
+            FUNCTIONS / "baton_checkpoints",
             target,
             ignore=shutil.ignore_patterns("__pycache__", "*.pyc", *NOT_DEPLOYED),
             dirs_exist_ok=True,
@@ -123,7 +123,7 @@ def function_code() -> lambda_.Code:
             # jsii hands the options over as one positional object, not as the keywords its stub declares.
             local=cast(ILocalBundling, PipBundling()),
         ),
-        exclude=["**/__pycache__", *(f"baton/{name}" for name in NOT_DEPLOYED)],
+        exclude=["**/__pycache__", *(f"baton_checkpoints/{name}" for name in NOT_DEPLOYED)],
     )
 
 
@@ -186,7 +186,7 @@ class Functions(Construct):
             description="Baton HTTP API",
             runtime=RUNTIME,
             architecture=lambda_.Architecture.ARM_64,
-            handler="baton.handlers.api.handler",
+            handler="baton_checkpoints.handlers.api.handler",
             code=function_code(),
             memory_size=config.api_memory_mb,
             timeout=TIMEOUT,

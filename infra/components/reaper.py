@@ -1,4 +1,5 @@
-"""The reaper function: consumes the table's stream and keeps the bucket in step with it (`baton.store.reaping`).
+"""The reaper function: consumes the table's stream and keeps the bucket in step with it
+(`baton_checkpoints.store.reaping`).
 
 Same code asset, runtime and architecture as the api function, traced with X-Ray as it is; its own log group and its
 own role, which may only read and delete what the reaper reads and deletes: a checkpoint or blob record (GetItem,
@@ -22,15 +23,15 @@ from aws_cdk import aws_s3 as s3
 from aws_cdk import aws_sqs as sqs
 from constructs import Construct
 
-from baton.settings import environment_name
-from baton.store import schema
-from baton.store.reaping import STREAM_EVENT_NAMES, STREAM_ITEM_PREFIXES
+from baton_checkpoints.settings import environment_name
+from baton_checkpoints.store import schema
+from baton_checkpoints.store.reaping import STREAM_EVENT_NAMES, STREAM_ITEM_PREFIXES
 from infra.components.functions import LIST_ACTIONS, RUNTIME, function_code
 from infra.components.monitoring import error_lines_alarm, stage_alarm
 from infra.config import StageConfig
 from infra.nag import acknowledge, logical_id
 
-HANDLER: Final = "baton.handlers.reaper.handler"
+HANDLER: Final = "baton_checkpoints.handlers.reaper.handler"
 TABLE_ACTIONS: Final = ("dynamodb:GetItem", "dynamodb:Query", "dynamodb:DeleteItem", "dynamodb:BatchWriteItem")
 """Reading a checkpoint as it is now, its kept revisions and a blob's record; deleting a released blob's record and
 the revisions of a checkpoint that is gone; listing and deleting the items of a thread's ended generation."""

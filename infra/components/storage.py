@@ -7,7 +7,7 @@ from aws_cdk import aws_dynamodb as dynamodb
 from aws_cdk import aws_s3 as s3
 from constructs import Construct
 
-from baton.store import schema
+from baton_checkpoints.store import schema
 from infra.config import StageConfig
 from infra.nag import acknowledge
 
@@ -22,7 +22,7 @@ def _string(name: str) -> dynamodb.Attribute:
 
 
 class Storage(Construct):
-    """One DynamoDB table (keys, indexes and TTL from `baton.store.schema`) and one S3 bucket for blobs."""
+    """One DynamoDB table (keys, indexes and TTL from `baton_checkpoints.store.schema`) and one S3 bucket for blobs."""
 
     def __init__(self, scope: Construct, construct_id: str, *, config: StageConfig) -> None:
         super().__init__(scope, construct_id)

@@ -15,8 +15,8 @@ from collections.abc import AsyncIterator
 import pytest
 from langgraph.checkpoint.conformance import checkpointer_test, validate
 
-from baton.client import Baton
-from baton.langgraph import BatonSaver
+from baton_checkpoints.client import Baton
+from baton_checkpoints.langgraph import BatonSaver
 from tests.e2e.server_process import BatonServe
 from tests.proof_counts import record
 

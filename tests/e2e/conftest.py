@@ -8,7 +8,7 @@ from typing import Any
 import httpx
 import pytest
 
-from baton.local.moto_server import LocalMotoServer
+from baton_checkpoints.local.moto_server import LocalMotoServer
 from tests.e2e.log_audit import stop_audited
 from tests.e2e.server_process import BatonServe
 

@@ -73,7 +73,7 @@ def summary(state: Any) -> dict[str, Any]:
 
 
 def main(argv: list[str]) -> int:
-    from baton.langgraph import BatonSaver
+    from baton_checkpoints.langgraph import BatonSaver
 
     thread_id, answer = argv[0], argv[1]
     config = {"configurable": {"thread_id": thread_id}}

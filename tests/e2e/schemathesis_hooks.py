@@ -103,7 +103,7 @@ CONSOLE_PAGE = "GET /console"
 CONSOLE_ASSET = "GET /console/{asset}"
 CONSOLE_OPERATIONS = (CONSOLE_PAGE, CONSOLE_ASSET)
 """The console's routes: public, no key needed; their real cases name a file the console ships."""
-CONSOLE_DIRECTORY = Path(__file__).resolve().parents[2] / "functions" / "baton" / "console"
+CONSOLE_DIRECTORY = Path(__file__).resolve().parents[2] / "functions" / "baton_checkpoints" / "console"
 CONSOLE_MEDIA_TYPES = {".js": "text/javascript", ".css": "text/css", ".svg": "image/svg+xml"}
 """The console's files besides its page (served at /console itself), by suffix: what each must be served as."""
 THREAD_CHECKPOINTS = 3

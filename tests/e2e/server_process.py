@@ -26,7 +26,7 @@ class BatonServe:
     """A running `baton serve` process: its URL, its development key and its output."""
 
     def __init__(self, *args: str, dev_key: str | None = None, env: dict[str, str] | None = None) -> None:
-        command = [sys.executable, "-m", "baton.cli.main", "serve", "--port", "0", *args]
+        command = [sys.executable, "-m", "baton_checkpoints.cli.main", "serve", "--port", "0", *args]
         if dev_key is not None:
             command += ["--dev-key", dev_key]
         self.lines: list[str] = []

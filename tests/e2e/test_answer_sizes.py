@@ -13,7 +13,7 @@ from typing import Any
 
 import httpx
 
-from baton.domain import limits
+from baton_checkpoints.domain import limits
 
 IDENTITY = {"Accept-Encoding": "identity"}
 """No gzip: the answer goes back base64-encoded, its largest form."""

@@ -10,7 +10,7 @@ import uuid
 
 import httpx
 
-from baton.domain import limits
+from baton_checkpoints.domain import limits
 
 
 def canonical_size(state: object) -> int:

@@ -14,7 +14,7 @@ from urllib.parse import quote
 import httpx
 import pytest
 
-from baton.store import items, layout
+from baton_checkpoints.store import items, layout
 from tests.builders import save_body
 from tests.e2e.conftest import TABLE
 from tests.e2e.server_process import BatonServe

@@ -368,6 +368,9 @@ def test_keys_create_list_and_revoke_over_http(cli: Cli, http: httpx.Client) -> 
         ("keys", "create", "--agent", agent),
     )
     listed = listing.json()
+    identity, shown = cli.many(
+        ("whoami", "--json", "--api-key", created["secret"]), ("whoami", "--api-key", created["secret"])
+    )
     revoked = cli.ok("keys", "revoke", created["key_id"], "--json").json()
     after = http.get("/v1/keys", params={"agent_id": agent}).json()["data"]
     # Then the new key works and belongs to its agent; the listings are the API's; revoked, it is gone
@@ -377,6 +380,12 @@ def test_keys_create_list_and_revoke_over_http(cli: Cli, http: httpx.Client) -> 
     assert used.json()["agent_id"] == agent
     assert [key["key_id"] for key in listed] == [created["key_id"]]
     assert "secret" not in listed[0]
+    # and whoami tells the key in use: whose it is and what it may do
+    assert identity.code == 0, identity.err
+    assert identity.json()["key_id"] == created["key_id"]
+    assert identity.json()["agent_id"] == agent
+    assert identity.json()["effective_scopes"] == ["checkpoints:read", "checkpoints:write"]
+    assert re.search(rf"^agent_id +{agent}$", shown.out, re.MULTILINE), shown.out
     assert created["key_id"] in table.out
     assert revoked == {"key_id": created["key_id"], "deleted": True}
     assert after == []
@@ -389,7 +398,8 @@ def test_help_and_version_of_the_installed_command(cli: Cli) -> None:
     top = cli.ok("--help")
     version = cli.ok("--version")
     # Then the help lists the commands, with examples and the exit codes
-    for name in ("serve", "save", "get", "list", "resume", "delete", "revisions", "restore", "lease", "blob", "keys"):
+    commands = ("serve", "save", "get", "list", "resume", "delete", "revisions", "restore", "lease", "blob", "keys")
+    for name in (*commands, "whoami"):
         assert name in top.out
     assert "Examples" in top.out
     assert "3 not found" in top.out

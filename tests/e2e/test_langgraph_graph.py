@@ -19,8 +19,8 @@ import pytest
 from langgraph.checkpoint.memory import InMemorySaver
 from langgraph.types import Command, StateSnapshot
 
-from baton.client import Baton
-from baton.langgraph import BatonSaver
+from baton_checkpoints.client import Baton
+from baton_checkpoints.langgraph import BatonSaver
 from tests.e2e.langgraph_app import NOTES_BYTES, QUESTION, build_graph, summary
 from tests.e2e.server_process import REPO, BatonServe
 from tests.proof_counts import record

@@ -16,7 +16,7 @@ from typing import Any
 import httpx
 import pytest
 
-from baton.store import layout
+from baton_checkpoints.store import layout
 from tests.builders import save_body
 from tests.e2e.conftest import TABLE, table_snapshot
 from tests.e2e.server_process import BatonServe

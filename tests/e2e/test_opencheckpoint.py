@@ -11,7 +11,7 @@ from pathlib import Path
 import httpx
 import rfc8785
 
-from baton.domain import opencheckpoint
+from baton_checkpoints.domain import opencheckpoint
 from tests.builders import SEED_DOCUMENT
 from tests.e2e.server_process import BatonServe
 from tests.proof_counts import record

@@ -9,7 +9,7 @@ from urllib.parse import quote
 
 import httpx
 
-from baton.store import layout
+from baton_checkpoints.store import layout
 from tests import proof_counts
 from tests.builders import save_body
 from tests.e2e.conftest import TABLE

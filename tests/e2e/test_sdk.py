@@ -1,4 +1,5 @@
-"""The Python SDK (`baton.client`) against a real `baton serve`: every method of both clients, typed exceptions for
+"""The Python SDK (`baton_checkpoints.client`) against a real `baton serve`: every method of both clients, typed
+exceptions for
 every error code the server can be made to answer, a retry after a dropped connection that writes once, and the
 async client under concurrent saves.
 
@@ -18,7 +19,7 @@ from typing import Any
 import httpx
 import pytest
 
-from baton.client import (
+from baton_checkpoints.client import (
     AsyncBaton,
     Baton,
     BatonConnectionError,

@@ -1,4 +1,5 @@
-"""Review of the Python SDK (issue 10) against a real `baton serve`: what a caller of `baton.client` can be handed
+"""Review of the Python SDK (issue 10) against a real `baton serve`: what a caller of `baton_checkpoints.client` can be
+handed
 that the server never said. The test marked FAILS proves a defect (see the report of review 10)."""
 
 from __future__ import annotations
@@ -8,7 +9,7 @@ from collections.abc import Callable, Iterator
 
 import pytest
 
-from baton.client import Baton, CheckpointRecord, NotFoundError, RetryPolicy
+from baton_checkpoints.client import Baton, CheckpointRecord, NotFoundError, RetryPolicy
 from tests.e2e.server_process import BatonServe
 from tests.proof_counts import record
 

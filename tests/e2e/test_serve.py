@@ -234,7 +234,7 @@ def test_an_invalid_dev_key_is_refused_at_start() -> None:
     # Given a development key too short to be a key
     # When `baton serve --dev-key short` is started
     done = subprocess.run(
-        [sys.executable, "-m", "baton.cli.main", "serve", "--port", "0", "--dev-key", "short"],
+        [sys.executable, "-m", "baton_checkpoints.cli.main", "serve", "--port", "0", "--dev-key", "short"],
         cwd=REPO,
         capture_output=True,
         text=True,
@@ -253,7 +253,7 @@ def test_a_table_name_the_api_cannot_use_is_refused_at_start(moto_endpoint: str)
         [
             sys.executable,
             "-m",
-            "baton.cli.main",
+            "baton_checkpoints.cli.main",
             "serve",
             "--port",
             "0",
@@ -289,7 +289,7 @@ def test_a_chunked_request_body_reaches_the_api_whole(http: httpx.Client) -> Non
 
 def test_the_dev_key_in_a_table_that_outlives_serve_expires(baton: BatonServe, table: Any) -> None:
     # Given baton serve running against an endpoint it does not own (the session's moto server)
-    from baton.domain.access import hash_secret
+    from baton_checkpoints.domain.access import hash_secret
     from tests.e2e.conftest import TABLE
 
     # When its development key record is read from the table

@@ -18,7 +18,7 @@ from urllib.parse import unquote, urlsplit
 import httpx
 import pytest
 
-from baton.store import items, layout, schema
+from baton_checkpoints.store import items, layout, schema
 from tests.e2e.server_process import BatonServe
 from tests.engines import DynamoDBLocal, engine_for_test
 

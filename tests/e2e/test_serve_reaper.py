@@ -19,7 +19,7 @@ from typing import Any
 import httpx
 import pytest
 
-from baton.store import layout, schema
+from baton_checkpoints.store import layout, schema
 from tests.e2e.server_process import serve_table
 from tests.proof_counts import record
 

@@ -24,7 +24,7 @@ from collections.abc import Iterator
 import httpx
 import pytest
 
-from baton.local.moto_server import LocalMotoServer
+from baton_checkpoints.local.moto_server import LocalMotoServer
 from tests.e2e.server_process import BatonServe, serve_table
 from tests.proof_counts import record
 

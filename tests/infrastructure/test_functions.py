@@ -7,7 +7,7 @@ from typing import Any
 
 import pytest
 
-from baton.settings import environment_name
+from baton_checkpoints.settings import environment_name
 from tests.infrastructure.conftest import Synthesized
 
 RETENTION_DAYS = {"dev": 7, "prod": 90}
@@ -44,7 +44,7 @@ def test_function_runs_python_3_13_on_arm64(synthesized: Synthesized) -> None:
 def test_function_handler_names_the_api_handler(synthesized: Synthesized) -> None:
     # Given the api function's handler setting
     _, properties = _function(synthesized)
-    assert properties["Handler"] == "baton.handlers.api.handler"
+    assert properties["Handler"] == "baton_checkpoints.handlers.api.handler"
     # When that name is resolved in the package Lambda receives
     module_name, _, attribute = properties["Handler"].rpartition(".")
     handler = getattr(importlib.import_module(module_name), attribute)

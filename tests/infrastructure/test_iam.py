@@ -13,7 +13,7 @@ from typing import Any
 import pytest
 from aws_cdk import aws_iam as iam
 
-from baton.store import layout, schema
+from baton_checkpoints.store import layout, schema
 from tests.infrastructure.conftest import Synthesized, as_list, render
 
 XRAY_ACTIONS = frozenset({"xray:PutTraceSegments", "xray:PutTelemetryRecords"})
@@ -390,7 +390,7 @@ def _store_calls() -> set[str]:
     import re
     from pathlib import Path
 
-    store = Path(__file__).resolve().parents[2] / "functions" / "baton" / "store"
+    store = Path(__file__).resolve().parents[2] / "functions" / "baton_checkpoints" / "store"
     assert (store / REAPER_STORE_MODULE).is_file()
     found: set[str] = set()
     # Every module of the store and its packages; dynamo.py, the shared plumbing, is handed the client as `client`.

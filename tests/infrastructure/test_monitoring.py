@@ -12,7 +12,7 @@ from typing import Any
 import pytest
 from infra.config import STAGES
 
-import baton.store
+import baton_checkpoints.store
 from tests.infrastructure.conftest import Synthesized
 
 DYNAMODB_DATA_OPERATIONS = {
@@ -36,9 +36,9 @@ CLOUDWATCH_OPERATIONS = frozenset(
 
 
 def _store_operations() -> frozenset[str]:
-    """The DynamoDB operations `baton.store` calls, read from its source."""
+    """The DynamoDB operations `baton_checkpoints.store` calls, read from its source."""
     found: set[str] = set()
-    for path in Path(baton.store.__file__).parent.glob("*.py"):
+    for path in Path(baton_checkpoints.store.__file__).parent.glob("*.py"):
         for method in re.findall(r"\.([a-z_]+)\(", path.read_text(encoding="utf-8")):
             if method in DYNAMODB_DATA_OPERATIONS:
                 found.add(DYNAMODB_DATA_OPERATIONS[method])
@@ -312,7 +312,7 @@ def test_the_error_lines_filter_matches_what_the_service_logger_writes() -> None
     import io
     import logging
 
-    from baton.observability import logger
+    from baton_checkpoints.observability import logger
 
     handler = logger().logger_handler
     assert isinstance(handler, logging.StreamHandler)

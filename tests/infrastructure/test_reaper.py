@@ -11,8 +11,8 @@ from typing import Any
 import pytest
 from infra.components import reaper as reaper_component
 
-from baton.settings import environment_name
-from baton.store import schema
+from baton_checkpoints.settings import environment_name
+from baton_checkpoints.store import schema
 from tests.infrastructure.conftest import Synthesized, as_list, render
 
 EVENTS = Path(__file__).resolve().parents[2] / "events"
@@ -67,7 +67,7 @@ def _grants(synthesized: Synthesized, role: Any) -> dict[str, set[str]]:
 
 def test_the_reaper_runs_the_api_functions_code_runtime_and_architecture(dev: Synthesized) -> None:
     reaper, api = _reaper(dev), _api(dev)
-    assert reaper["Handler"] == reaper_component.HANDLER == "baton.handlers.reaper.handler"
+    assert reaper["Handler"] == reaper_component.HANDLER == "baton_checkpoints.handlers.reaper.handler"
     for setting in ("Runtime", "Architectures", "Code"):
         assert reaper[setting] == api[setting], setting
     # And the handler it names resolves to a callable in the package Lambda receives

@@ -9,7 +9,7 @@ import boto3
 import pytest
 from moto import mock_aws
 
-from baton.store import schema
+from baton_checkpoints.store import schema
 from tests.infrastructure.conftest import Synthesized, as_list, render
 
 # Normalized table shapes: comparable whatever the order of lists, and whether they come from CreateTable

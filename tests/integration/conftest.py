@@ -17,9 +17,9 @@ from typing import Any, Final
 import pytest
 from moto import mock_aws
 
-from baton.api.services import OnFirstUse, Services, build_services, wired
-from baton.domain.access import issue_key
-from baton.settings import load_settings
+from baton_checkpoints.api.services import OnFirstUse, Services, build_services, wired
+from baton_checkpoints.domain.access import issue_key
+from baton_checkpoints.settings import load_settings
 from tests.integration.driver import ApiDriver, CallCounter, CapacityMeter
 
 TABLE = "baton-test"
@@ -121,9 +121,10 @@ def settings_environment(table: str, bucket: str | None = BUCKET) -> dict[str, s
 
 @contextmanager
 def serving(provider: Callable[[], Services]) -> Iterator[None]:
-    """The Lambda's app (what `baton.handlers.api.handler` resolves with) serves with `provider`'s services, through
+    """The Lambda's app (what `baton_checkpoints.handlers.api.handler` resolves with) serves with `provider`'s
+    services, through
     powertools' `dependency_overrides`, which the gate honours as well as the routes."""
-    from baton.api.app import app
+    from baton_checkpoints.api.app import app
 
     app.dependency_overrides[wired] = lambda: provider()
     try:
@@ -160,7 +161,7 @@ def aws_world(engine: str = MOTO) -> Iterator[Any]:
     DynamoDB is that account's on `moto`, DynamoDB Local's (the table deleted and created again: empty, with a new
     stream) on `dynamodb-local`. Yields a DynamoDB client on the engine."""
     with mock_aws():
-        from baton.store.schema import ensure_bucket
+        from baton_checkpoints.store.schema import ensure_bucket
 
         ensure_bucket(own_client("s3"), BUCKET)
         client = dynamodb_of(engine)
@@ -176,7 +177,7 @@ def dynamodb_of(engine: str, table: str = TABLE) -> Any:
     """A DynamoDB client on `engine` holding `table` as Baton creates it: on moto (inside `mock_aws`), created in
     the account; on DynamoDB Local, deleted and created again (empty, with a new stream)."""
 
-    from baton.store.schema import ensure_table
+    from baton_checkpoints.store.schema import ensure_table
     from tests.engines import engine_for_test, fresh_table
 
     if engine == MOTO:
@@ -205,7 +206,7 @@ def aws(engine: str) -> Iterator[Any]:
 @pytest.fixture
 def services(aws: Any) -> Services:
     """The services the handler serves with."""
-    from baton.api.app import app
+    from baton_checkpoints.api.app import app
 
     return app.services()
 

@@ -49,7 +49,7 @@ class Result:
 
 
 class ApiDriver:
-    """Invokes `baton.handlers.api.handler` with a sample event, reshaped for the request at hand."""
+    """Invokes `baton_checkpoints.handlers.api.handler` with a sample event, reshaped for the request at hand."""
 
     def __init__(self, secret: str) -> None:
         self.secret = secret
@@ -69,7 +69,7 @@ class ApiDriver:
 
         A header given as None is removed. The bearer secret defaults to the driver's.
         """
-        from baton.handlers.api import handler
+        from baton_checkpoints.handlers.api import handler
 
         event = copy.deepcopy(load_event(event_name))
         event["requestContext"]["requestId"] = str(uuid.uuid4())

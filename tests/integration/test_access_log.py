@@ -86,7 +86,7 @@ def test_each_request_writes_one_access_line_with_its_request_id_and_caller(
 
 
 def test_a_line_logged_between_requests_names_no_request(api: ApiDriver, logged: Lines) -> None:
-    from baton.observability import logger
+    from baton_checkpoints.observability import logger
 
     # Given a request that was served
     assert api.invoke("health").status == 200
@@ -102,7 +102,7 @@ def test_another_librarys_warning_is_a_json_line_with_the_request_id_where_nothi
     # Given a process with no logging set up (a `baton serve` container), serving a request
     script = (
         "import logging\n"
-        "from baton.observability import logger, request_logging\n"
+        "from baton_checkpoints.observability import logger, request_logging\n"
         "with request_logging('req-123', None):\n"
         "    logger().info('own line')\n"
         "    logging.getLogger('botocore.retries').warning('a library warning')\n"
@@ -121,7 +121,7 @@ def test_another_librarys_warning_is_a_json_line_with_the_request_id_where_nothi
 
 def test_a_broken_log_stream_fails_no_request(api: ApiDriver, monkeypatch: pytest.MonkeyPatch) -> None:
     # Given a log stream that cannot be written (a closed pipe)
-    from baton.observability import logger
+    from baton_checkpoints.observability import logger
 
     class Broken:
         def write(self, _: str) -> int:
@@ -138,7 +138,7 @@ def test_a_broken_log_stream_fails_no_request(api: ApiDriver, monkeypatch: pytes
 
 def test_the_log_level_turns_the_access_line_off(api: ApiDriver, logged: Lines) -> None:
     # Given the service logger at WARNING (POWERTOOLS_LOG_LEVEL=WARNING)
-    from baton.observability import logger
+    from baton_checkpoints.observability import logger
 
     previous = logger().log_level
     logger().setLevel("WARNING")
@@ -154,8 +154,8 @@ def test_the_log_level_turns_the_access_line_off(api: ApiDriver, logged: Lines) 
 
 def test_a_dependency_override_besides_the_services_sends_routes_through_powertools_chain(api: ApiDriver) -> None:
     # Given a test's override of the current call's dependency (the direct path applies `wired` alone)
-    from baton.api.resolver import CALL_CONTEXT, Call, current_call
-    from baton.handlers.api import app
+    from baton_checkpoints.api.resolver import CALL_CONTEXT, Call, current_call
+    from baton_checkpoints.handlers.api import app
 
     def overridden() -> Call:
         found: Call = app.context[CALL_CONTEXT]

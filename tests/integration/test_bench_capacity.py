@@ -19,7 +19,7 @@ from typing import Any
 
 import pytest
 
-from baton.api.services import Services
+from baton_checkpoints.api.services import Services
 from tests.integration.conftest import DYNAMODB_LOCAL, TABLE, put_key
 from tests.integration.driver import CapacityMeter
 
@@ -63,7 +63,7 @@ def saved_item(aws: Any, capacity: ModuleType) -> dict[str, Any]:
 def test_the_bench_items_write_units_are_what_dynamodb_bills_for_the_save(
     aws: Any, services: Services, capacity: CapacityMeter, bench: dict[str, ModuleType], figures: Any
 ) -> None:
-    from baton.handlers.api import handler
+    from baton_checkpoints.handlers.api import handler
 
     item_size, states, clients = bench["item_size"], bench["states"], bench["clients"]
     # Given the bench's key (tenant and agent `bench`, every scope) and its seeded state
@@ -89,7 +89,7 @@ def test_the_bench_items_write_units_are_what_dynamodb_bills_for_the_save(
 def test_the_bench_capacity_rules_are_what_dynamodb_bills_for_the_saved_item(
     aws: Any, services: Services, bench: dict[str, ModuleType]
 ) -> None:
-    from baton.handlers.api import handler
+    from baton_checkpoints.handlers.api import handler
 
     capacity, item_size, states, clients = (bench[name] for name in ("capacity", "item_size", "states", "clients"))
     put_key(services, SECRET, "bench", "bench", {"*"}, "key_" + "7" * 32)

@@ -15,8 +15,8 @@ import pytest
 from botocore.awsrequest import AWSResponse
 from botocore.exceptions import ReadTimeoutError
 
-from baton.api.services import Services
-from baton.store import items, schema
+from baton_checkpoints.api.services import Services
+from baton_checkpoints.store import items, schema
 from tests import proof_counts
 from tests.builders import lookup, save
 from tests.integration.conftest import BUCKET, TABLE

@@ -13,10 +13,10 @@ from typing import Any
 
 import pytest
 
-from baton.api.services import Services
-from baton.domain import limits
-from baton.store import items, schema
-from baton.store.sizes import item_bytes as item_size
+from baton_checkpoints.api.services import Services
+from baton_checkpoints.domain import limits
+from baton_checkpoints.store import items, schema
+from baton_checkpoints.store.sizes import item_bytes as item_size
 from tests.builders import KIND, SUBJECT, lookup, save
 from tests.integration.conftest import BUCKET, TABLE, services_on, serving
 from tests.integration.driver import ApiDriver, CallCounter
@@ -25,7 +25,7 @@ pytestmark = pytest.mark.engines
 """Every test of this module that uses the world runs on in-process moto and on DynamoDB Local (`conftest.py`)."""
 
 ITEM_LIMIT = 400 * 1024
-"""DynamoDB's item size limit, counted its way (`baton.store.sizes.item_size`)."""
+"""DynamoDB's item size limit, counted its way (`baton_checkpoints.store.sizes.item_size`)."""
 ALPHABET = "".join(c for c in string.printable if c not in '"\\\t\n\r\x0b\x0c')
 """Characters JSON writes as themselves: a state of them is as long in canonical JSON as in characters."""
 
@@ -245,7 +245,7 @@ def test_the_bucket_failing_is_503_and_nothing_is_written(api: ApiDriver, aws: A
 
 def test_without_a_bucket_a_state_that_fits_an_item_is_kept_and_a_larger_one_is_413(aws: Any) -> None:
     # Given a deployment without a bucket (DynamoDB Local, say)
-    from baton.settings import load_settings
+    from baton_checkpoints.settings import load_settings
     from tests.integration.conftest import OPERATOR_SECRET, put_key
 
     bare = services_on(TABLE)
@@ -272,7 +272,7 @@ def test_without_a_bucket_a_state_that_fits_an_item_is_kept_and_a_larger_one_is_
 
 def test_a_large_answer_is_base64_and_gzip_only_when_accepted() -> None:
     # Given a result over 1 MB
-    from baton.api.encoding import fit_for_lambda
+    from baton_checkpoints.api.encoding import fit_for_lambda
 
     body = json.dumps({"data": "x" * 1_200_000})
     result = {"statusCode": 200, "headers": {"Content-Type": "application/json"}, "body": body}

@@ -13,8 +13,8 @@ from urllib.parse import parse_qs, urlsplit
 import pytest
 import requests
 
-from baton.api.services import Services
-from baton.store import objects
+from baton_checkpoints.api.services import Services
+from baton_checkpoints.store import objects
 from tests import proof_counts
 from tests.builders import lookup, save
 from tests.integration.driver import ApiDriver, Result

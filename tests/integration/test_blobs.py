@@ -20,12 +20,12 @@ import pytest
 import requests
 import time_machine
 
-from baton.api.services import Services, build_services, wired
-from baton.domain.blobs import PENDING_DAYS, UPLOAD_SECONDS
-from baton.domain.limits import MAX_BLOB_BYTES
-from baton.settings import load_settings
-from baton.store import items, layout
-from baton.store.blobs import BLOB_ANSWER
+from baton_checkpoints.api.services import Services, build_services, wired
+from baton_checkpoints.domain.blobs import PENDING_DAYS, UPLOAD_SECONDS
+from baton_checkpoints.domain.limits import MAX_BLOB_BYTES
+from baton_checkpoints.settings import load_settings
+from baton_checkpoints.store import items, layout
+from baton_checkpoints.store.blobs import BLOB_ANSWER
 from tests import proof_counts
 from tests.builders import save, save_body
 from tests.integration.conftest import BUCKET, OPERATOR_SECRET, TABLE, aws_world, put_key, settings_environment
@@ -521,7 +521,7 @@ def test_request_counts_per_blob_operation(callers: ApiDriver, counter: CallCoun
 @pytest.fixture
 def bucketless(aws: Any) -> Iterator[ApiDriver]:
     """The handler serving a deployment that has no bucket (BATON_BUCKET_NAME unset), for one test."""
-    from baton.api.app import app
+    from baton_checkpoints.api.app import app
 
     bare = build_services(load_settings(settings_environment(TABLE, bucket=None)))
     assert bare.objects is None

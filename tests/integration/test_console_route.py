@@ -2,7 +2,8 @@
 security headers, conditional requests answer 304, anything else is a 404, the page's links resolve, and the console
 costs nothing to a cold start that does not ask for it.
 
-The files are those of the package (`functions/baton/console/`), listed here from the file system, so a file added
+The files are those of the package (`functions/baton_checkpoints/console/`), listed here from the file system, so a
+file added
 there is served and checked without touching this test.
 """
 
@@ -24,7 +25,7 @@ from tests.integration.driver import ApiDriver, Result
 from tests.proof_counts import record
 
 REPO = Path(__file__).resolve().parents[2]
-CONSOLE = REPO / "functions" / "baton" / "console"
+CONSOLE = REPO / "functions" / "baton_checkpoints" / "console"
 MEDIA_TYPES = {
     ".html": "text/html; charset=utf-8",
     ".js": "text/javascript; charset=utf-8",
@@ -44,7 +45,7 @@ NO_KEY: dict[str, str | None] = {"authorization": None}
 def api() -> Iterator[ApiDriver]:
     """One moto world for the module (the console's routes read and write nothing of it), with a key that the tests
     send where a key must change nothing."""
-    from baton.api.app import app
+    from baton_checkpoints.api.app import app
     from tests.integration.conftest import OPERATOR_SECRET, put_key
 
     with moto_world():
@@ -244,16 +245,16 @@ COLD_START_PROBE = """
 import json, sys
 audited = []
 def audit(event, args):
-    if event == "open" and isinstance(args[0], str) and "/baton/console/" in args[0].replace("\\\\", "/"):
+    if event == "open" and isinstance(args[0], str) and "/baton_checkpoints/console/" in args[0].replace("\\\\", "/"):
         audited.append(args[0])
 sys.addaudithook(audit)
 from moto import mock_aws
 with mock_aws():
     import boto3
-    from baton.store.schema import ensure_table
+    from baton_checkpoints.store.schema import ensure_table
     ensure_table(boto3.client("dynamodb", region_name="us-east-1"), "baton-probe")
-    from baton.handlers.api import handler
-    from baton.api.routers import console
+    from baton_checkpoints.handlers.api import handler
+    from baton_checkpoints.api.routers import console
     def event(path):
         sample = json.loads(open(HEALTH_EVENT).read())
         sample["rawPath"] = sample["requestContext"]["http"]["path"] = path
@@ -262,8 +263,9 @@ with mock_aws():
     status = handler(event("/v1/health"), None)["statusCode"]
     seen["health"] = [status, console.assets.cache_info().currsize, len(audited)]
     console_modules = [name for name, module in sys.modules.items()
-                       if "/baton/console/" in (getattr(module, "__file__", None) or "").replace("\\\\", "/")
-                       or name == "baton.console" or name.startswith("baton.console.")]
+                       if "/baton_checkpoints/console/"
+                       in (getattr(module, "__file__", None) or "").replace("\\\\", "/")
+                       or name == "baton_checkpoints.console" or name.startswith("baton_checkpoints.console.")]
     seen["modules"] = console_modules
     status = handler(event("/console"), None)["statusCode"]
     seen["console"] = [status, console.assets.cache_info().currsize, len(audited)]

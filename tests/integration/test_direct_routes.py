@@ -10,7 +10,7 @@ from typing import Any
 
 import pytest
 
-from baton.api.resolver import BatonResolver
+from baton_checkpoints.api.resolver import BatonResolver
 from tests.integration.driver import ApiDriver, Result
 
 THREAD = "/v1/threads/thread-1/checkpoints"

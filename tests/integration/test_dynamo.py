@@ -1,4 +1,5 @@
-"""The store's shared DynamoDB plumbing (`baton.store.dynamo`) against in-process moto: Queries page by page, and
+"""The store's shared DynamoDB plumbing (`baton_checkpoints.store.dynamo`) against in-process moto: Queries page by
+page, and
 batch writes that hand back what DynamoDB would not take.
 
 The repositories that use them are tested through the handlers elsewhere (purge, the reapers, keys); these pin each
@@ -18,10 +19,10 @@ import botocore.endpoint
 import pytest
 from botocore.exceptions import ClientError
 
-from baton.api.services import Services
-from baton.domain.errors import Unavailable
-from baton.store import dynamo, layout
-from baton.store.errors import UNAVAILABLE_MESSAGE, UNCONFIRMED_MESSAGE
+from baton_checkpoints.api.services import Services
+from baton_checkpoints.domain.errors import Unavailable
+from baton_checkpoints.store import dynamo, layout
+from baton_checkpoints.store.errors import UNAVAILABLE_MESSAGE, UNCONFIRMED_MESSAGE
 from tests.integration.conftest import TABLE
 from tests.integration.driver import CallCounter
 from tests.integration.faults import (

@@ -12,8 +12,8 @@ from typing import Any
 import pytest
 from botocore.exceptions import ClientError
 
-from baton.settings import SettingsError, load_settings
-from baton.store.schema import create_table_request
+from baton_checkpoints.settings import SettingsError, load_settings
+from baton_checkpoints.store.schema import create_table_request
 from tests.integration.conftest import DYNAMODB_LOCAL, MOTO, TABLE
 
 pytestmark = pytest.mark.engines
@@ -157,7 +157,7 @@ def test_an_access_key_id_of_other_characters_than_letters_and_digits_is_refused
 ) -> None:
     import boto3
 
-    from baton.local.serve import LOCAL_CREDENTIAL
+    from baton_checkpoints.local.serve import LOCAL_CREDENTIAL
 
     # A client whose access key id holds a '-' (what `baton serve` gave a local endpoint before: "baton-local")
     client = boto3.client(
@@ -194,7 +194,7 @@ def test_a_transaction_of_items_of_the_same_cost_is_billed_as_one_by_dynamodb_lo
     # DynamoDB's rule bills each item twice its units: 6 and 14. DynamoDB Local 3.3.1 bills each distinct cost once
     # (2 and 8): a transaction's figure is its to trust only when its items' costs differ, so the cost tests assert
     # DynamoDB Local's figure for single writes, batches and such transactions, and count the rest by the rules
-    # (`baton.store.sizes`, `bench/capacity.py`). moto says nothing of a transaction.
+    # (`baton_checkpoints.store.sizes`, `bench/capacity.py`). moto says nothing of a transaction.
     if engine == DYNAMODB_LOCAL:
         assert [alike["ConsumedCapacity"][0]["CapacityUnits"], mixed["ConsumedCapacity"][0]["CapacityUnits"]] == [2, 8]
     else:

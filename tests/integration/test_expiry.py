@@ -9,8 +9,8 @@ from typing import Any
 import pytest
 import time_machine
 
-from baton.domain.clock import parse_time
-from baton.store import items as store_items
+from baton_checkpoints.domain.clock import parse_time
+from baton_checkpoints.store import items as store_items
 from tests.builders import SUBJECT, lookup, save
 from tests.integration.conftest import table_items
 from tests.integration.driver import ApiDriver, Result

@@ -47,12 +47,12 @@ import time_machine
 from boto3.dynamodb.types import TypeDeserializer
 from botocore.retries.quota import RetryQuota
 
-from baton.domain.access import hash_secret
-from baton.domain.clock import format_ms
-from baton.domain.clock import now_ms as clock_now_ms
-from baton.store import items as store_items
-from baton.store import layout, schema
-from baton.store.blobs import BLOB_ANSWER
+from baton_checkpoints.domain.access import hash_secret
+from baton_checkpoints.domain.clock import format_ms
+from baton_checkpoints.domain.clock import now_ms as clock_now_ms
+from baton_checkpoints.store import items as store_items
+from baton_checkpoints.store import layout, schema
+from baton_checkpoints.store.blobs import BLOB_ANSWER
 from tests import proof_counts
 from tests.builders import save, save_body, stored_checkpoint
 from tests.integration.conftest import OPERATOR_SECRET, TABLE, put_key, services_on, serving
@@ -127,9 +127,9 @@ def store_backoffs(monkeypatch: pytest.MonkeyPatch) -> list[float]:
     backoffs: list[float] = []
     clock = types.SimpleNamespace(sleep=backoffs.append, time=lambda: time.time(), monotonic=lambda: time.monotonic())
     for module in ("checkpoints", "batch", "dynamo", "thread_reaping"):
-        monkeypatch.setattr(f"baton.store.{module}.time", clock)
+        monkeypatch.setattr(f"baton_checkpoints.store.{module}.time", clock)
     # `threads` may come to leave its backoffs to `dynamo`, and import no `time` of its own.
-    monkeypatch.setattr("baton.store.threads.upkeep.time", clock)
+    monkeypatch.setattr("baton_checkpoints.store.threads.upkeep.time", clock)
     return backoffs
 
 
@@ -150,7 +150,7 @@ def moto_account() -> Iterator[MotoAccount]:
     import boto3
     from moto import mock_aws
 
-    from baton.store.schema import ensure_table
+    from baton_checkpoints.store.schema import ensure_table
 
     quotas: list[RetryQuota] = []
     original_init = RetryQuota.__init__
@@ -179,8 +179,8 @@ def env(moto_account: MotoAccount) -> MotoAccount:
     transaction, so one table for all cases would make each transaction slower than the last. botocore's retry
     quota belongs to the client and drains as cases fail on purpose; each case starts with a full one.
     """
-    from baton.store.schema import ensure_table
-    from baton.store.threads import ThreadStore
+    from baton_checkpoints.store.schema import ensure_table
+    from baton_checkpoints.store.threads import ThreadStore
 
     moto_account.aws.delete_table(TableName=TABLE)
     ensure_table(moto_account.aws, TABLE)
@@ -1554,8 +1554,8 @@ def test_the_retry_of_a_containers_first_idempotent_tool_call_replays_it(
 ) -> None:
     # Found by this suite: the twin resolver, built during a container's first tool call, inherited the /mcp
     # request's context, so that call's idempotency fingerprint was of no body and its retry was refused as reused.
-    from baton.api import routers
-    from baton.api.app import app
+    from baton_checkpoints.api import routers
+    from baton_checkpoints.api.app import app
 
     with time_machine.travel(START, tick=False) as clock:
         ctx = Context(account=env, clock=clock)
@@ -1590,9 +1590,9 @@ def other_container(moto_account: MotoAccount) -> Any:
 
 def other_container_saves(services: Any, step: int, request_id: str, subject: str = SUBJECT) -> None:
     """A plain save of `{"step": step}` on `subject` by the other container."""
-    from baton.domain.checkpoints import plan_save
-    from baton.domain.clock import now_ms
-    from baton.domain.models import SaveCheckpointRequest
+    from baton_checkpoints.domain.checkpoints import plan_save
+    from baton_checkpoints.domain.clock import now_ms
+    from baton_checkpoints.domain.models import SaveCheckpointRequest
 
     request = SaveCheckpointRequest.model_validate(save_body(subject_id=subject, state={"step": step}))
     services.checkpoints.save(plan_save(request, TENANT, AGENT, request_id, now_ms()))
@@ -1710,7 +1710,7 @@ def test_a_history_write_whose_answer_was_lost_is_not_applied_again_after_other_
 def test_a_release_whose_answer_was_lost_is_not_reported_as_held_after_another_holder_acquired(
     env: MotoAccount, other_container: Any
 ) -> None:
-    from baton.domain.clock import now_ms
+    from baton_checkpoints.domain.clock import now_ms
 
     ctx = Context(account=env)
     # Given HOLDER's lease 1
@@ -2012,8 +2012,8 @@ def read_threads(ctx: Context, thread_ids: tuple[str, ...] = (THREAD,)) -> Threa
 def assert_every_value_is_in_place(aws: Any) -> None:
     """No live checkpoint without its values: each checkpoint item of a thread's current generation finds the item
     of every large value it names (`vz`) and of every pending write it keeps outside itself (`r`)."""
-    from baton.store import thread_names as thread_store
-    from baton.store.thread_names import write_references
+    from baton_checkpoints.store import thread_names as thread_store
+    from baton_checkpoints.store.thread_names import write_references
 
     items = raw_table(aws)
     for (pk, sk), item in items.items():
@@ -2145,7 +2145,7 @@ THREAD_SCENARIOS = (
 def new_container(ctx: Context) -> Context:
     """`ctx` as a container that has not served the thread would serve it: it knows no head to skip touching and
     no parent to carry from, so a put reads its parent and touches the head."""
-    from baton.store.threads import ThreadStore
+    from baton_checkpoints.store.threads import ThreadStore
 
     services = ctx.account.services
     object.__setattr__(services, "threads", ThreadStore(services.dynamodb, TABLE, services.objects, services.blobs))
@@ -2258,7 +2258,7 @@ def test_a_fault_in_a_thread_write_never_shows_a_checkpoint_without_its_values(
 
 
 def test_retries_of_a_put_writes_change_nothing_and_answer_the_same(env: MotoAccount) -> None:
-    from baton.domain.threads import MAX_PENDING_WRITE_BYTES
+    from baton_checkpoints.domain.threads import MAX_PENDING_WRITE_BYTES
 
     with time_machine.travel(START, tick=False):
         ctx = Context(account=env)

@@ -7,7 +7,7 @@ import json
 
 import pytest
 
-from baton.store.cursors import query_binding
+from baton_checkpoints.store.cursors import query_binding
 from tests.integration.driver import ApiDriver
 
 

@@ -9,7 +9,7 @@ from typing import Any
 import pytest
 import time_machine
 
-from baton.store import layout
+from baton_checkpoints.store import layout
 from tests.builders import save
 from tests.integration.conftest import put_key
 from tests.integration.driver import ApiDriver, CallCounter, Result

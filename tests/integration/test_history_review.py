@@ -16,10 +16,10 @@ from typing import Any
 import botocore.endpoint
 import pytest
 
-from baton.api.services import Services
-from baton.domain.clock import now_ms
-from baton.handlers import reaper as reaper_function
-from baton.store import layout, schema
+from baton_checkpoints.api.services import Services
+from baton_checkpoints.domain.clock import now_ms
+from baton_checkpoints.handlers import reaper as reaper_function
+from baton_checkpoints.store import layout, schema
 from tests.integration.conftest import TABLE, aws_world, reaper_environment, services_on
 from tests.integration.driver import ApiDriver, CallCounter, Result
 from tests.integration.faults import THROTTLING, Duration, Fault, Phase, injected
@@ -237,7 +237,7 @@ def test_a_round_lost_to_a_lease_renewal_does_not_copy_the_same_revision_twice(
 
 def api_services() -> Services:
     """The services the handler serves with (its warm container)."""
-    from baton.api.app import app
+    from baton_checkpoints.api.app import app
 
     return app.services()
 
@@ -254,8 +254,8 @@ def other_save(other: Services, state: Any, **fields: Any) -> int:
     """A save of the test slot by another container (its own client, so no gap hook fires): the new revision."""
     from uuid import uuid4
 
-    from baton.domain.checkpoints import plan_save
-    from baton.domain.models import SaveCheckpointRequest
+    from baton_checkpoints.domain.checkpoints import plan_save
+    from baton_checkpoints.domain.models import SaveCheckpointRequest
 
     request = SaveCheckpointRequest.model_validate({"subject_id": SUBJECT, "kind": KIND, "state": state, **fields})
     plan = plan_save(request, TENANT, AGENT, uuid4().hex, now_ms(), caller_agent_id=AGENT)

@@ -8,9 +8,9 @@ from typing import Any
 import pytest
 import time_machine
 
-from baton.domain.checkpoints import IdempotencyClaim, plan_save, request_fingerprint
-from baton.domain.clock import now_ms
-from baton.domain.models import SaveCheckpointRequest
+from baton_checkpoints.domain.checkpoints import IdempotencyClaim, plan_save, request_fingerprint
+from baton_checkpoints.domain.clock import now_ms
+from baton_checkpoints.domain.models import SaveCheckpointRequest
 from tests.builders import KIND, SUBJECT, lookup, save, save_body
 from tests.integration.conftest import put_key
 from tests.integration.driver import ApiDriver, CallCounter, load_event
@@ -162,7 +162,7 @@ def _plan(request_id: str, state: Any, **fields: Any) -> Any:
 
 
 def _revision(services: Any) -> int:
-    from baton.domain.checkpoints import CheckpointKey
+    from baton_checkpoints.domain.checkpoints import CheckpointKey
 
     return services.checkpoints.get(CheckpointKey("acme", SUBJECT, "operator", KIND), now_ms()).revision
 
@@ -225,7 +225,7 @@ def test_a_lost_write_with_expected_revision_is_not_reported_as_a_conflict(servi
 def test_a_plain_save_event_retried_with_the_same_request_id_does_not_write_twice(
     api: ApiDriver, services: Any
 ) -> None:
-    from baton.handlers.api import handler
+    from baton_checkpoints.handlers.api import handler
 
     assert save(api, None, state={"step": 1}).status == 201
     event = load_event("save_checkpoint")

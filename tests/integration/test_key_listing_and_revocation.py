@@ -30,7 +30,7 @@ def test_a_key_page_cursor_reveals_nothing_of_other_keys(api: ApiDriver, service
     put_key(services, "btn_alice_reader_secret_0001", "acme", "alice", {"checkpoints:read"}, "key_" + "d" * 32)
     put_key(services, "btn_carol_reader_secret_0001", "acme", "carol", {"checkpoints:read"}, "key_" + "e" * 32)
     alice = ApiDriver("btn_alice_manager_secret_0001")
-    from baton.domain.access import hash_secret
+    from baton_checkpoints.domain.access import hash_secret
 
     # When alice lists her keys one at a time
     seen: list[str] = []
@@ -118,7 +118,7 @@ def test_a_key_list_reads_at_most_its_budget_and_its_cursor_names_no_other_key(
 ) -> None:
     # Given a key-manager of agent alice (no *) whose three keys lie after 40 keys of agent bob, and a budget of 8
     # key records read per request
-    from baton.store import keys as key_store
+    from baton_checkpoints.store import keys as key_store
 
     monkeypatch.setattr(key_store, "MAX_KEY_LIST_READS", 8)
     bobs = [f"key_{n:032x}" for n in range(0x1000, 0x1000 + 40 * 0x11, 0x11)]
@@ -169,7 +169,7 @@ def test_a_key_page_whose_budget_ends_on_a_key_it_shows_resumes_after_that_key(
     api: ApiDriver, services: Any, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     # Given alice's keys read first and eighth among bob's, and a budget of 8 records (reads of 3, then 5, at limit 2)
-    from baton.store import keys as key_store
+    from baton_checkpoints.store import keys as key_store
 
     monkeypatch.setattr(key_store, "MAX_KEY_LIST_READS", 8)
     ids = [f"key_{n:032x}" for n in range(0x100, 0x10C)]

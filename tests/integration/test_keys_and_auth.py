@@ -9,10 +9,10 @@ from typing import Any
 import pytest
 import time_machine
 
-from baton.api.auth import Authenticator
-from baton.domain.access import hash_secret
-from baton.domain.clock import now_ms
-from baton.domain.errors import Unauthenticated
+from baton_checkpoints.api.auth import Authenticator
+from baton_checkpoints.domain.access import hash_secret
+from baton_checkpoints.domain.clock import now_ms
+from baton_checkpoints.domain.errors import Unauthenticated
 from tests.builders import SUBJECT, lookup, save
 from tests.integration.conftest import OPERATOR_SECRET, put_key, table_items
 from tests.integration.driver import ApiDriver, Result

@@ -8,7 +8,7 @@ from typing import Any
 
 import pytest
 
-from baton.cli.main import main
+from baton_checkpoints.cli.main import main
 from tests.integration.conftest import TABLE
 from tests.integration.driver import ApiDriver
 
@@ -56,7 +56,7 @@ def test_create_key_prints_to_the_stream_given(aws: Any) -> None:
     # Given an output stream
     from argparse import Namespace
 
-    from baton.cli.keys import create_key
+    from baton_checkpoints.cli.keys import create_key
 
     out = io.StringIO()
     args = Namespace(

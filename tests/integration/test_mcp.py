@@ -9,7 +9,7 @@ from typing import Any
 
 import pytest
 
-from baton.api.services import Services
+from baton_checkpoints.api.services import Services
 from tests import proof_counts
 from tests.builders import KIND, SUBJECT, save
 from tests.integration.conftest import put_key
@@ -111,7 +111,7 @@ def test_malformed_json_rpc_gets_a_json_rpc_error_never_a_500(
 
 
 def test_a_body_that_is_not_utf8_is_the_contracts_400(api: ApiDriver) -> None:
-    from baton.handlers.api import handler
+    from baton_checkpoints.handlers.api import handler
     from tests.integration.driver import load_event
 
     event = load_event("mcp_tools_call")

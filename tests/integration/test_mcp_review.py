@@ -15,8 +15,8 @@ from typing import Any
 
 import pytest
 
-from baton.domain import limits
-from baton.local.gateway import MAX_RESPONSE_BYTES
+from baton_checkpoints.domain import limits
+from baton_checkpoints.local.gateway import MAX_RESPONSE_BYTES
 from tests import proof_counts
 from tests.builders import KIND, SUBJECT, save
 from tests.integration.driver import ApiDriver, Result, body_text, load_event
@@ -172,7 +172,7 @@ def test_a_state_the_route_refuses_is_a_tool_error_with_the_routes_code(
 
 def lambda_result(api: ApiDriver, message: dict[str, Any], accept_encoding: str | None) -> dict[str, Any]:
     """The api handler's own result for one /mcp message: what Lambda must return (at most 6 MB serialized)."""
-    from baton.handlers.api import handler
+    from baton_checkpoints.handlers.api import handler
 
     event = copy.deepcopy(load_event("mcp_tools_call"))
     event["requestContext"]["requestId"] = str(uuid.uuid4())

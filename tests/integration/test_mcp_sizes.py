@@ -9,7 +9,7 @@ import json
 import uuid
 from typing import Any
 
-from baton.api.encoding import LAMBDA_RESPONSE_LIMIT_BYTES, lambda_payload_bytes
+from baton_checkpoints.api.encoding import LAMBDA_RESPONSE_LIMIT_BYTES, lambda_payload_bytes
 from tests import proof_counts
 from tests.integration.driver import ApiDriver, body_text, load_event
 
@@ -18,7 +18,7 @@ SUITE = "mcp sizes"
 
 def lambda_result(api: ApiDriver, name: str, arguments: dict[str, Any]) -> dict[str, Any]:
     """The api handler's own result for one tools/call, gzip not accepted: what Lambda must return."""
-    from baton.handlers.api import handler
+    from baton_checkpoints.handlers.api import handler
 
     event = copy.deepcopy(load_event("mcp_tools_call"))
     event["requestContext"]["requestId"] = str(uuid.uuid4())

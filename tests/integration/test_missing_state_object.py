@@ -15,8 +15,8 @@ from typing import Any
 
 import pytest
 
-from baton.api.services import Services
-from baton.store import items, layout
+from baton_checkpoints.api.services import Services
+from baton_checkpoints.store import items, layout
 from tests import proof_counts
 from tests.builders import KIND, SUBJECT, lookup, save
 from tests.conftest import Lines

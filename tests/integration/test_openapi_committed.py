@@ -12,7 +12,7 @@ from typing import Any
 from hypothesis import assume, example, given, settings
 from hypothesis import strategies as st
 
-from baton.domain.access import SCOPES
+from baton_checkpoints.domain.access import SCOPES
 from tests.proof_counts import record
 from tests.unit.hypothesis_profiles import examples
 
@@ -26,7 +26,7 @@ ANY_SCOPE = "x-baton-any-scope"
 
 def test_the_committed_openapi_document_equals_the_generated_one() -> None:
     # Given the document committed as docs/openapi.json
-    from baton.api.openapi_export import render
+    from baton_checkpoints.api.openapi_export import render
 
     committed = COMMITTED.read_text(encoding="utf-8")
     # When the document is generated from the code
@@ -37,7 +37,7 @@ def test_the_committed_openapi_document_equals_the_generated_one() -> None:
 
 def test_the_committed_document_describes_every_route_except_its_own() -> None:
     # Given the committed document and the resolver's routes
-    from baton.api.app import app
+    from baton_checkpoints.api.app import app
 
     document = json.loads(COMMITTED.read_text(encoding="utf-8"))
     routes = app._static_routes + app._dynamic_routes
@@ -78,7 +78,7 @@ def undeclared_routes(routes: list[Any]) -> dict[str, list[str]]:
 
 def test_every_route_declares_a_known_scope_or_is_public() -> None:
     # Given every route of the resolver
-    from baton.api.app import app
+    from baton_checkpoints.api.app import app
 
     routes = app._static_routes + app._dynamic_routes
     assert routes
@@ -128,7 +128,7 @@ page signs in with a key itself."""
 
 def test_only_the_documented_public_routes_are_public() -> None:
     # Given every route of the resolver
-    from baton.api.app import app
+    from baton_checkpoints.api.app import app
 
     routes = app._static_routes + app._dynamic_routes
     # When the public ones are collected
@@ -246,8 +246,8 @@ def _at_the_calendar_edges(text: str) -> bool:
 def test_the_documented_time_pattern_accepts_exactly_the_times_baton_accepts(text: str) -> None:
     # Given a string shaped like an RFC 3339 time
     assume(not _at_the_calendar_edges(text))
-    from baton.domain.clock import parse_time
-    from baton.domain.models import RFC3339_PATTERN
+    from baton_checkpoints.domain.clock import parse_time
+    from baton_checkpoints.domain.models import RFC3339_PATTERN
 
     # When the document's pattern and Baton's parser each judge it
     try:
@@ -308,7 +308,7 @@ def _documented_pattern(name: str) -> re.Pattern[str]:
 
 def test_the_conditional_and_idempotency_headers_are_declared_where_they_are_read() -> None:
     # Given the committed document
-    from baton.api.openapi import IDEMPOTENCY_KEY_PATTERN, IF_MATCH_PATTERN
+    from baton_checkpoints.api.openapi import IDEMPOTENCY_KEY_PATTERN, IF_MATCH_PATTERN
 
     document = json.loads(COMMITTED.read_text(encoding="utf-8"))
     # Then If-None-Match is any string (a value that is not a current tag simply does not match), and If-Match and
@@ -374,8 +374,8 @@ def near_entity_tag_lists(draw: st.DrawFn) -> str:
 
 def _if_match_accepted(value: str) -> bool:
     """Whether DELETE's If-Match handling takes `value` (anything else is a 400 naming /If-Match)."""
-    from baton.api.routers.checkpoints import _if_match_revisions
-    from baton.domain.errors import ValidationFailed
+    from baton_checkpoints.api.routers.checkpoints import _if_match_revisions
+    from baton_checkpoints.domain.errors import ValidationFailed
 
     try:
         _if_match_revisions(value, _CHECKPOINT)
@@ -424,7 +424,7 @@ def test_the_documented_if_match_pattern_accepts_exactly_what_delete_accepts(val
 
 def principal() -> Any:
     """A caller for the header check (only its agent is read)."""
-    from baton.domain.access import Principal
+    from baton_checkpoints.domain.access import Principal
 
     return Principal(tenant_id="t1", agent_id="a1", key_id="key_" + "a" * 32, scopes=frozenset({"*"}))
 
@@ -448,9 +448,9 @@ def principal() -> Any:
 @example("k" * 201)
 def test_the_documented_idempotency_key_pattern_accepts_exactly_what_save_accepts(value: str) -> None:
     # Given a string that may or may not be an Idempotency-Key
-    from baton.api.idempotency import idempotency_claim
-    from baton.api.resolver import Call
-    from baton.domain.errors import ValidationFailed
+    from baton_checkpoints.api.idempotency import idempotency_claim
+    from baton_checkpoints.api.resolver import Call
+    from baton_checkpoints.domain.errors import ValidationFailed
     from tests.builders import NOW_MS
 
     # When the document's pattern and the routes' check (`idempotency_claim`, which every route that honours the

@@ -18,9 +18,9 @@ from typing import Any
 import pytest
 import rfc8785
 
-from baton.api.services import wired
-from baton.domain.opencheckpoint import FORMAT, SCHEMA_FILE, schema_text
-from baton.store import schema
+from baton_checkpoints.api.services import wired
+from baton_checkpoints.domain.opencheckpoint import FORMAT, SCHEMA_FILE, schema_text
+from baton_checkpoints.store import schema
 from tests import proof_counts
 from tests.builders import KIND, PLAIN
 from tests.builders import SEED_DOCUMENT as SEED_EXAMPLE
@@ -45,7 +45,7 @@ def aws(engine: str) -> Iterator[Any]:
 @pytest.fixture(scope="module")
 def api(aws: Any) -> ApiDriver:
     """A driver holding an operator key of tenant `acme`."""
-    from baton.api.app import app
+    from baton_checkpoints.api.app import app
 
     put_key(app.services(), OPERATOR_SECRET, "acme", "operator", {"*", "tenants:manage"}, "key_" + "b" * 32)
     return ApiDriver(OPERATOR_SECRET)
@@ -250,7 +250,7 @@ def test_a_state_of_another_format_or_none_is_not_validated(api: ApiDriver, subj
 def without_aws() -> Iterator[None]:
     """The handler serves with services that fail the test if anything asks for them (the module's moto world,
     if any, is put back after)."""
-    from baton.api.app import app
+    from baton_checkpoints.api.app import app
 
     def no_services() -> Any:
         raise AssertionError("GET /v1/schemas must not touch AWS")
@@ -309,7 +309,7 @@ def test_any_other_schema_name_is_the_contract_404(path: str) -> None:
 
 
 def test_the_served_names_are_the_formats_schema_files() -> None:
-    from baton.api.routers import meta
+    from baton_checkpoints.api.routers import meta
 
     assert set(meta.SCHEMA_FILES) == {SCHEMA_FILE}
 

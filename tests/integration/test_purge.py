@@ -26,9 +26,9 @@ import pytest
 from botocore.awsrequest import AWSPreparedRequest, AWSResponse
 from botocore.retries.quota import RetryQuota
 
-from baton.api.services import Services
-from baton.domain import limits
-from baton.store import items, layout, purge, schema
+from baton_checkpoints.api.services import Services
+from baton_checkpoints.domain import limits
+from baton_checkpoints.store import items, layout, purge, schema
 from tests import proof_counts
 from tests.builders import lookup, save
 from tests.integration.conftest import (
@@ -266,7 +266,7 @@ def test_a_purge_removes_the_blobs_and_stored_state_of_its_checkpoints_once_the_
 ) -> None:
     import boto3
 
-    from baton.handlers import reaper as reaper_function
+    from baton_checkpoints.handlers import reaper as reaper_function
     from tests.integration.test_reaper import Stream, reap
 
     reaper_environment(monkeypatch, engine)
@@ -603,7 +603,7 @@ def record_of(aws: Any, key: str, agent: str = "operator", tenant: str = TENANT)
 def put_records(aws: Any, subject: str, count: int, prefix: str = "key") -> list[str]:
     """`count` idempotency records of saves to `subject`, written straight to moto as a save writes them; their
     keys."""
-    from baton.domain.checkpoints import IdempotencyClaim, Saved
+    from baton_checkpoints.domain.checkpoints import IdempotencyClaim, Saved
 
     keys = [f"{prefix}-{subject}-{n:03d}" for n in range(count)]
     saved = Saved(f"ckpt_{uuid.uuid4().hex}", subject, "operator", "task_state", 1, "active", "0" * 64, 2, 10**13)
@@ -645,8 +645,8 @@ def test_a_retry_of_a_purged_save_is_a_new_request_that_creates_the_checkpoint_a
 def test_a_purge_removes_the_records_of_every_write_to_the_subject_and_no_others(
     api: ApiDriver, aws: Any, subject: str
 ) -> None:
-    from baton.domain.checkpoints import IdempotencyClaim
-    from baton.domain.leases import Lease, LeaseGrant
+    from baton_checkpoints.domain.checkpoints import IdempotencyClaim
+    from baton_checkpoints.domain.leases import Lease, LeaseGrant
 
     # Given keyed writes to the subject: saves for two agents (a `*` key names them), and a restore
     for agent in ("agent-00", "agent-01"):

@@ -1,4 +1,5 @@
-"""The reaper function, `baton.handlers.reaper.handler`, fed the stream records of `events/` (and records moto's own
+"""The reaper function, `baton_checkpoints.handlers.reaper.handler`, fed the stream records of `events/` (and records
+moto's own
 stream gave for real saves) against in-process moto: it deletes exactly the objects the table let go of, retags
 exactly the ones it took up, reports exactly the records that failed, and does nothing more when a record comes twice.
 
@@ -20,10 +21,10 @@ from typing import Any
 import pytest
 from botocore.awsrequest import AWSPreparedRequest, AWSResponse
 
-from baton.domain.blobs import Blob
-from baton.domain.checkpoints import CheckpointKey
-from baton.handlers import reaper as reaper_function
-from baton.store import items, layout, schema
+from baton_checkpoints.domain.blobs import Blob
+from baton_checkpoints.domain.checkpoints import CheckpointKey
+from baton_checkpoints.handlers import reaper as reaper_function
+from baton_checkpoints.store import items, layout, schema
 from tests.integration.conftest import BUCKET, MOTO, TABLE, reaper_environment, streams_client
 from tests.integration.driver import ApiDriver, load_event
 from tests.integration.faults import UNAVAILABLE_503, Duration, Fault, Phase, injected
@@ -194,7 +195,7 @@ def world(clients: tuple[Any, Any], engine: str) -> Iterator[World]:
     seeded."""
     from moto import mock_aws
 
-    from baton.store.schema import ensure_bucket, ensure_table
+    from baton_checkpoints.store.schema import ensure_bucket, ensure_table
     from tests.engines import fresh_table
 
     dynamodb, s3 = clients

@@ -1,5 +1,5 @@
 """The reaper and kept revisions, against in-process moto: real saves through the api handler, and the records moto's
-own stream gave for them (and for the reaper's own writes) fed to `baton.handlers.reaper.handler`.
+own stream gave for them (and for the reaper's own writes) fed to `baton_checkpoints.handlers.reaper.handler`.
 
 What is shown: a save that keeps a revision moves its spilled state and its blobs to the revision, and the reaper keeps
 them; a revision pruned, or deleted with its checkpoint, lets them go unless the checkpoint or another revision still
@@ -21,9 +21,9 @@ import pytest
 import requests
 import time_machine
 
-from baton.api.services import Services
-from baton.handlers import reaper as reaper_function
-from baton.store import items, layout, schema
+from baton_checkpoints.api.services import Services
+from baton_checkpoints.handlers import reaper as reaper_function
+from baton_checkpoints.store import items, layout, schema
 from tests.builders import save
 from tests.integration.conftest import BUCKET, TABLE, aws_world, put_key, reaper_environment, table_items
 from tests.integration.driver import ApiDriver, CallCounter, Result

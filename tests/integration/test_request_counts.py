@@ -12,7 +12,7 @@ from typing import Any
 import pytest
 import time_machine
 
-from baton.store import items, layout, schema, sizes
+from baton_checkpoints.store import items, layout, schema, sizes
 from tests.builders import KIND, PLAIN, SUBJECT, lookup, save, save_body
 from tests.integration.conftest import TABLE, measured, put_key
 from tests.integration.driver import ApiDriver, CallCounter, CapacityMeter

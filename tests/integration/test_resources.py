@@ -11,11 +11,11 @@ from typing import Any
 
 import pytest
 
-from baton.api.services import Services
-from baton.domain.blobs import Blob
-from baton.domain.checkpoints import CheckpointKey
-from baton.domain.ids import new_blob_id
-from baton.store import items, layout, schema
+from baton_checkpoints.api.services import Services
+from baton_checkpoints.domain.blobs import Blob
+from baton_checkpoints.domain.checkpoints import CheckpointKey
+from baton_checkpoints.domain.ids import new_blob_id
+from baton_checkpoints.store import items, layout, schema
 from tests.builders import KIND, SUBJECT, lookup, save
 from tests.integration.conftest import BUCKET, TABLE, put_key
 from tests.integration.driver import ApiDriver, CallCounter
@@ -445,7 +445,7 @@ def test_a_lost_answer_retried_after_a_delete_never_leaves_a_checkpoint_naming_r
     import boto3
     from botocore.exceptions import ReadTimeoutError
 
-    from baton.store.reaping import Reaper
+    from baton_checkpoints.store.reaping import Reaper
 
     # Given a save of a spilled state and a new blob whose transaction lands, whose answer is lost, and whose
     # checkpoint another client deletes before the save's next round

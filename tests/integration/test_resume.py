@@ -11,10 +11,10 @@ from typing import Any
 
 import pytest
 
-from baton.api.routers import resume as resume_route
-from baton.api.services import Services
-from baton.domain import limits
-from baton.store import items, layout
+from baton_checkpoints.api.routers import resume as resume_route
+from baton_checkpoints.api.services import Services
+from baton_checkpoints.domain import limits
+from baton_checkpoints.store import items, layout
 from tests.builders import KIND, SEED_DOCUMENT, SUBJECT, save
 from tests.integration.conftest import OPERATOR_SECRET, TABLE, aws_world, put_key, table_items
 from tests.integration.driver import ApiDriver, CallCounter, Result
@@ -38,7 +38,7 @@ def world(engine: str) -> Iterator[Services]:
     Keys: the operator (`*`, tenant acme), agent `worker` of acme without `*`, a `*` key of tenant globex, and a key
     of acme without `checkpoints:read`."""
     with aws_world(engine):
-        from baton.api.app import app
+        from baton_checkpoints.api.app import app
 
         services: Services = app.services()
         put_key(services, OPERATOR_SECRET, "acme", "operator", {"*", "tenants:manage"}, "key_" + "a" * 32)

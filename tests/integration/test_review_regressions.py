@@ -12,10 +12,10 @@ from typing import Any
 import pytest
 import time_machine
 
-from baton.domain.checkpoints import RECENT_REQUESTS, CheckpointKey, plan_save
-from baton.domain.clock import now_ms
-from baton.domain.errors import MAX_REPORTED_ERRORS
-from baton.domain.models import SaveCheckpointRequest
+from baton_checkpoints.domain.checkpoints import RECENT_REQUESTS, CheckpointKey, plan_save
+from baton_checkpoints.domain.clock import now_ms
+from baton_checkpoints.domain.errors import MAX_REPORTED_ERRORS
+from baton_checkpoints.domain.models import SaveCheckpointRequest
 from tests.builders import KIND, PLAIN, SUBJECT, save
 from tests.integration.conftest import DYNAMODB_LOCAL, put_key
 from tests.integration.driver import ApiDriver, Result
@@ -312,7 +312,7 @@ def test_an_oversized_state_is_refused_without_compressing_it(
     api: ApiDriver, services: Any, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """Defect 9: a state of 3,010,000 bytes of varied text took 2.3 s to be refused (Brotli ran first)."""
-    from baton.store import codec
+    from baton_checkpoints.store import codec
 
     def no_compression(text: bytes) -> bytes:
         raise AssertionError("an oversized state was compressed")

@@ -8,9 +8,9 @@ from typing import Any
 
 import pytest
 
-from baton.domain import limits
-from baton.domain.access import hash_secret
-from baton.handlers.api import handler
+from baton_checkpoints.domain import limits
+from baton_checkpoints.domain.access import hash_secret
+from baton_checkpoints.handlers.api import handler
 from tests.builders import SUBJECT, save, save_body
 from tests.integration.driver import EVENTS, ApiDriver, Result, load_event
 
@@ -257,7 +257,7 @@ def test_an_unknown_path_is_the_404_envelope(api: ApiDriver, authorization: bool
 
 def test_unknown_paths_and_methods_leave_nothing_behind_in_the_container(api: ApiDriver) -> None:
     # Given a warm container that served its routes once
-    from baton.handlers.api import app
+    from baton_checkpoints.handlers.api import app
 
     assert api.invoke("health").status == 200
     remembered = (len(app._directs), len(app._evaluated))

@@ -15,10 +15,10 @@ from typing import Any
 
 import pytest
 
-from baton.api.services import Services
-from baton.domain import limits
-from baton.store import items, layout, schema, sizes
-from baton.store.cursors import query_binding
+from baton_checkpoints.api.services import Services
+from baton_checkpoints.domain import limits
+from baton_checkpoints.store import items, layout, schema, sizes
+from baton_checkpoints.store.cursors import query_binding
 from tests.builders import KIND, save
 from tests.integration.conftest import TABLE, services_on, serving, table_items
 from tests.integration.driver import ApiDriver, body_text, load_event
@@ -29,7 +29,7 @@ pytestmark = pytest.mark.engines
 """Every test of this module that uses the world runs on in-process moto and on DynamoDB Local (`conftest.py`)."""
 
 ITEM_LIMIT_BYTES = 400 * 1024
-"""DynamoDB's item size limit, counted its way (`baton.store.sizes.item_bytes`)."""
+"""DynamoDB's item size limit, counted its way (`baton_checkpoints.store.sizes.item_bytes`)."""
 LAMBDA_RESPONSE_LIMIT_BYTES = 6_291_556
 """Lambda's limit on a synchronous function's result, in bytes of the result as its python3.13 runtime serializes it
 (UTF-8, characters unescaped; simplejson escapes U+2028 and U+2029)."""
@@ -43,7 +43,7 @@ def lambda_bytes(result: dict[str, Any]) -> int:
 
 def handler_answer(event_name: str, secret: str, body: Any, headers: dict[str, str] | None = None) -> dict[str, Any]:
     """The api handler's raw result for the sample event `event_name` with `body` (JSON), as Lambda gets it."""
-    from baton.handlers.api import handler
+    from baton_checkpoints.handlers.api import handler
 
     event = copy.deepcopy(load_event(event_name))
     event["requestContext"]["requestId"] = str(uuid.uuid4())
@@ -124,7 +124,7 @@ def test_a_state_of_few_wide_characters_is_spilled_by_its_bytes_not_its_characte
 def test_without_a_bucket_a_state_is_refused_by_its_stored_bytes_not_its_characters(aws: Any) -> None:
     # Given a deployment without a bucket, and a state of 250,000 random four-byte characters: fewer characters than
     # the 350,000 bytes an item keeps of a state, but about 1 MB of canonical JSON that packs to more than that
-    from baton.settings import load_settings
+    from baton_checkpoints.settings import load_settings
     from tests.integration.conftest import OPERATOR_SECRET, put_key
 
     full = services_on(TABLE)

@@ -1,4 +1,4 @@
-"""The table moto holds is the one `baton.store.schema` describes (and the CDK stack deploys)."""
+"""The table moto holds is the one `baton_checkpoints.store.schema` describes (and the CDK stack deploys)."""
 
 from __future__ import annotations
 
@@ -6,7 +6,7 @@ from typing import Any
 
 import pytest
 
-from baton.store import schema
+from baton_checkpoints.store import schema
 from tests.integration.conftest import TABLE
 
 pytestmark = pytest.mark.engines

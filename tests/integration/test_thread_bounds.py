@@ -13,8 +13,8 @@ from typing import Any
 
 import pytest
 
-from baton.domain.threads import LIST_READ_BYTES, MAX_BLOB_COPY_BYTES, MAX_REQUEST_BLOBS
-from baton.store import sizes
+from baton_checkpoints.domain.threads import LIST_READ_BYTES, MAX_BLOB_COPY_BYTES, MAX_REQUEST_BLOBS
+from baton_checkpoints.store import sizes
 from tests.integration.conftest import OPERATOR_SECRET
 from tests.integration.driver import ApiDriver, CallCounter, load_event
 from tests.integration.test_threads import (  # noqa: F401 (world, aws and api are fixtures used by name)
@@ -76,7 +76,7 @@ class ReadMeter:
 @pytest.fixture
 def reads(world: tuple[Any, ApiDriver]) -> Iterator[ReadMeter]:  # noqa: F811
     """A read meter on the module world's DynamoDB client, reset after the operator's key is cached."""
-    from baton.api.app import app
+    from baton_checkpoints.api.app import app
 
     client = app.services().dynamodb
     assert world[1].invoke("list_keys").status == 200
@@ -88,7 +88,7 @@ def reads(world: tuple[Any, ApiDriver]) -> Iterator[ReadMeter]:  # noqa: F811
 
 def raw_list(thread: str, query: str) -> dict[str, Any]:
     """The api handler's whole result for a list without `Accept-Encoding` (what Lambda hands API Gateway)."""
-    from baton.handlers.api import handler
+    from baton_checkpoints.handlers.api import handler
 
     event = load_event("list_subject_checkpoints")
     event["requestContext"]["requestId"] = f"bounds-{thread}"
@@ -211,7 +211,7 @@ def test_before_without_a_namespace_is_a_key_bound_in_each_namespace(api: ApiDri
 @pytest.fixture
 def calls(world: tuple[Any, ApiDriver]) -> Iterator[tuple[CallCounter, CallCounter]]:  # noqa: F811
     """(DynamoDB, S3) request counters on the module world's clients."""
-    from baton.api.app import app
+    from baton_checkpoints.api.app import app
 
     services = app.services()
     assert services.objects is not None

@@ -1,6 +1,7 @@
 """What the threads routes cost: DynamoDB (and S3) requests per operation, counted exactly with botocore's
 `before-call` events, and the write units of a typical graph step by DynamoDB's billing rules on the items the
-engine holds (`baton.store.sizes`), beside performance.md's figures for `langgraph-checkpoint-aws`'s `DynamoDBSaver`;
+engine holds (`baton_checkpoints.store.sizes`), beside performance.md's figures for `langgraph-checkpoint-aws`'s
+`DynamoDBSaver`;
 on DynamoDB Local, the write units are also what DynamoDB itself says each request consumed.
 """
 
@@ -15,7 +16,7 @@ import ormsgpack
 import pytest
 from bench.states import conversation_state
 
-from baton.store import sizes
+from baton_checkpoints.store import sizes
 from tests.integration.conftest import measured
 from tests.integration.driver import ApiDriver, CallCounter, CapacityMeter, Result
 from tests.integration.test_threads import (  # noqa: F401 (world, aws and api are fixtures used by name)
@@ -66,7 +67,7 @@ class Meter:
 @pytest.fixture
 def meter(world: tuple[Any, ApiDriver]) -> Iterator[Meter]:  # noqa: F811
     """A meter on the module world's clients (warm: the operator's key is cached by earlier calls)."""
-    from baton.api.app import app
+    from baton_checkpoints.api.app import app
 
     services = app.services()
     assert services.objects is not None
@@ -115,7 +116,7 @@ def test_requests_per_put(api: ApiDriver, meter: Meter, engine: str) -> None:  #
     assert kept == ({"UpdateItem": 1}, {})
     # A parent this container did not store (another container's, or one it no longer remembers): one consistent
     # GetItem of what the child carries from it
-    from baton.api.app import app
+    from baton_checkpoints.api.app import app
 
     app.services().threads.forget()
     again = meter(lambda: put(api, "n-put", "c6", {**spilled, "a": 5}, {"a": _small(5)}, parent="c5"), 201)
@@ -224,7 +225,7 @@ def test_requests_per_delete_prune_copy_and_runs(api: ApiDriver, meter: Meter) -
 def consumed(world: tuple[Any, ApiDriver]) -> Iterator[CapacityMeter]:  # noqa: F811
     """What DynamoDB says the handler's client consumed, request by request (DynamoDB Local's figures are
     DynamoDB's)."""
-    from baton.api.app import app
+    from baton_checkpoints.api.app import app
 
     meter = CapacityMeter()
     client = app.services().dynamodb
@@ -366,7 +367,7 @@ def test_the_largest_tuple_fits_lambdas_response_limit(
     monkeypatch: pytest.MonkeyPatch,
     accept_encoding: str | None,
 ) -> None:
-    import baton.handlers.api
+    import baton_checkpoints.handlers.api
 
     # Given a checkpoint at the limits: 2,500,000 bytes of values and 500,000 of pending writes held in items (at
     # most 350,000 bytes each, random so not packed): every byte rides in the answer as base64
@@ -380,14 +381,14 @@ def test_the_largest_tuple_fits_lambdas_response_limit(
     assert put_writes(api, thread, "c2", "task", [*writes, ("w3", b"x")]).status == 200
     # When it is read, the Lambda answer measured as the handler hands it to API Gateway
     sizes_seen: list[int] = []
-    handler = baton.handlers.api.handler
+    handler = baton_checkpoints.handlers.api.handler
 
     def measured(event: dict[str, Any], context: Any) -> dict[str, Any]:
         answer: dict[str, Any] = handler(event, context)
         sizes_seen.append(len(json.dumps(answer)))
         return answer
 
-    monkeypatch.setattr(baton.handlers.api, "handler", measured)
+    monkeypatch.setattr(baton_checkpoints.handlers.api, "handler", measured)
     found = api.invoke(
         "get_checkpoint",
         path=thread_path(thread, "/checkpoint"),

@@ -1,6 +1,7 @@
 """The reaper function on LangGraph threads, against in-process moto: threads written by the real `ThreadStore`, the
 records moto's stream gave for those writes read, filtered and converted as `baton serve` does
-(`baton.local.stream`), and handed to `baton.handlers.reaper.handler` until the stream is quiet (the reaper's own
+(`baton_checkpoints.local.stream`), and handed to `baton_checkpoints.handlers.reaper.handler` until the stream is quiet
+(the reaper's own
 deletes make records too).
 
 Each case holds bystanders (another thread of the same agent, a thread of the same id of another tenant, with spilled
@@ -19,14 +20,14 @@ from typing import Any
 import pytest
 from botocore.config import Config
 
-from baton.domain.thread_puts import ThreadRef, plan_put, plan_writes
-from baton.domain.threads import PutCheckpointRequest, PutWritesRequest
-from baton.handlers import reaper as reaper_function
-from baton.local import stream as local_stream
-from baton.store import layout, reaping, schema
-from baton.store.aws import s3_client
-from baton.store.objects import ObjectStore
-from baton.store.threads import ThreadStore
+from baton_checkpoints.domain.thread_puts import ThreadRef, plan_put, plan_writes
+from baton_checkpoints.domain.threads import PutCheckpointRequest, PutWritesRequest
+from baton_checkpoints.handlers import reaper as reaper_function
+from baton_checkpoints.local import stream as local_stream
+from baton_checkpoints.store import layout, reaping, schema
+from baton_checkpoints.store.aws import s3_client
+from baton_checkpoints.store.objects import ObjectStore
+from baton_checkpoints.store.threads import ThreadStore
 from tests.integration.conftest import BUCKET, MOTO, TABLE, engine_endpoint, reaper_environment
 from tests.integration.driver import load_event
 from tests.proof_counts import record
@@ -191,7 +192,7 @@ def _deployed(monkeypatch: pytest.MonkeyPatch, engine: str) -> None:
 def world(clients: tuple[Any, Any, Any], engine: str) -> Iterator[World]:
     from moto import mock_aws
 
-    from baton.store.schema import ensure_bucket, ensure_table
+    from baton_checkpoints.store.schema import ensure_bucket, ensure_table
     from tests.engines import fresh_table
 
     dynamodb, s3, streams = clients

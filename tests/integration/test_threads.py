@@ -21,8 +21,8 @@ import pytest
 import requests
 import time_machine
 
-from baton.api.services import Services
-from baton.store import layout, sizes
+from baton_checkpoints.api.services import Services
+from baton_checkpoints.store import layout, sizes
 from tests.integration.conftest import OPERATOR_SECRET, aws_world, put_key, table_items
 from tests.integration.driver import ApiDriver, Result
 from tests.proof_counts import record
@@ -223,7 +223,7 @@ def world(engine: str) -> Iterator[tuple[Any, ApiDriver]]:
     """One world for the module, per engine (a world costs about a second to build): the operator's, bob's and the
     stranger's keys stored. Every test uses threads of its own, so they do not see each other."""
     with aws_world(engine) as client:
-        from baton.api.app import app
+        from baton_checkpoints.api.app import app
 
         services: Services = app.services()
         put_key(services, OPERATOR_SECRET, "acme", "operator", {"*", "tenants:manage"}, "key_" + "a" * 32)
@@ -364,7 +364,7 @@ def test_a_delete_for_runs_past_what_one_request_reads_deletes_what_it_read_and_
     api: ApiDriver, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     # Given run r7 wrote six checkpoints of 3 KB values in two threads, and a delete that reads about two a request
-    from baton.store.threads import upkeep
+    from baton_checkpoints.store.threads import upkeep
 
     for thread in ("t-run-a", "t-run-b"):
         parent = None
@@ -447,7 +447,7 @@ def test_a_prune_past_what_one_request_reads_prunes_what_it_read_and_says_to_go_
 ) -> None:
     # Given a line of eight checkpoints whose first holds a large version of x that the last keeps, and a prune that
     # reads about three checkpoints a request
-    from baton.store.threads import upkeep
+    from baton_checkpoints.store.threads import upkeep
 
     x1 = os.urandom(3_000)
     assert put(api, "t-long", "c1", {"x": 1, "y": 1}, {"x": typed(x1), "y": typed(os.urandom(3_000))}).status == 201
@@ -714,7 +714,7 @@ def test_large_write_values_round_trip(api: ApiDriver, aws: Any) -> None:
 
 
 def test_the_most_writes_a_call_takes_fit_dynamodbs_expression_limits(api: ApiDriver) -> None:
-    from baton.api.app import app
+    from baton_checkpoints.api.app import app
 
     # Given a checkpoint, and the UpdateExpressions the handler sends, recorded as built
     assert put(api, "t-many", "c1", {"a": 1}, {"a": typed(b"a")}).status == 201
@@ -1148,7 +1148,7 @@ def test_a_copy_of_a_thread_over_its_read_budget_is_refused_before_anything_is_w
     api: ApiDriver, aws: Any, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     # Given a thread of four checkpoints whose values of 300 KB have items of their own, and a copy budget of 8 KB
-    from baton.store.threads import upkeep
+    from baton_checkpoints.store.threads import upkeep
 
     monkeypatch.setattr(upkeep, "MAX_COPY_READ_BYTES", 8_000)
     parent = None

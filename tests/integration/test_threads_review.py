@@ -19,8 +19,8 @@ from typing import Any
 import pytest
 import time_machine
 
-from baton.api.services import Services
-from baton.store import sizes
+from baton_checkpoints.api.services import Services
+from baton_checkpoints.store import sizes
 from tests.integration.conftest import OPERATOR_SECRET, aws_world, put_key
 from tests.integration.driver import ApiDriver
 from tests.integration.test_threads import (
@@ -52,7 +52,7 @@ def world(engine: str) -> Iterator[tuple[Any, ApiDriver]]:
     """One world for the module, per engine, with the operator's key (`*`, tenant `acme`, agent `operator`); every
     test writes threads of its own."""
     with aws_world(engine) as client:
-        from baton.api.app import app
+        from baton_checkpoints.api.app import app
 
         services: Services = app.services()
         put_key(services, OPERATOR_SECRET, "acme", "operator", {"*", "tenants:manage"}, "key_" + "a" * 32)
@@ -244,7 +244,7 @@ def test_a_list_page_fits_lambdas_6_mb_answer(api: ApiDriver) -> None:
         answer = post(api, thread_path("rv-big-page", "/checkpoints"), body)
         assert answer.status == 201, answer.body
     # When the thread is listed with the default limit (50), as LangGraph's list does
-    from baton.handlers.api import handler
+    from baton_checkpoints.handlers.api import handler
     from tests.integration.driver import load_event
 
     event = load_event("list_subject_checkpoints")
@@ -404,7 +404,7 @@ def test_the_savers_put_of_a_graph_configured_with_a_large_integer_is_stored(api
     from langgraph.checkpoint.base import empty_checkpoint
     from langgraph.checkpoint.serde.jsonplus import JsonPlusSerializer
 
-    from baton.langgraph import threads as saver_threads
+    from baton_checkpoints.langgraph import threads as saver_threads
 
     checkpoint = empty_checkpoint()
     config = {"configurable": {"thread_id": "rv-snowflake", "checkpoint_ns": "", "user_id": 1_234_567_890_123_456_789}}
@@ -426,7 +426,7 @@ def test_the_savers_filter_for_one_checkpoint_matches_as_the_server_does(api: Ap
     `metadata_matches` use the server's rule (the same JSON equality as `domain.threads._same`), or send the
     one-checkpoint case to the server too.
     """
-    from baton.langgraph import threads as saver_threads
+    from baton_checkpoints.langgraph import threads as saver_threads
 
     metadata = {"flag": 1, "source": "loop"}
     assert put(api, "rv-parity", "c1", {"a": 1}, {"a": typed(b"a")}, metadata=metadata).status == 201

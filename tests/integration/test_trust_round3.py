@@ -116,7 +116,7 @@ def lookup_raw(api: ApiDriver, raw_query: str) -> Result:
     """A lookup whose query string is `raw_query` as sent, with the parameters a lenient decoder would give."""
     from urllib.parse import parse_qsl
 
-    from baton.handlers.api import handler
+    from baton_checkpoints.handlers.api import handler
     from tests.integration.driver import body_text, load_event
 
     event = load_event("lookup_checkpoint")
@@ -248,7 +248,7 @@ def test_an_empty_lease_token_header_is_refused_naming_it(api: ApiDriver, servic
 def test_a_restore_never_creates_a_checkpoint_deleted_meanwhile(api: ApiDriver, services: Any) -> None:
     """A restore acts on its checkpoint only: when the checkpoint is gone by the time the restore writes (deleted
     between its read and its write), it answers 404 and creates nothing."""
-    from baton.store import checkpoints as store_checkpoints
+    from baton_checkpoints.store import checkpoints as store_checkpoints
 
     checkpoint_id = str(save(api, keep_revisions=2).data["checkpoint_id"])
     assert save(api, state={"step": 2}).status == 200
@@ -293,8 +293,8 @@ def test_a_page_of_wide_summaries_stops_before_lambdas_limit_and_the_cursor_goes
     stops by encoded bytes, and its cursor starts the next page right after the last summary shown."""
     from dataclasses import replace
 
-    from baton.domain.clock import now_ms
-    from baton.store import items
+    from baton_checkpoints.domain.clock import now_ms
+    from baton_checkpoints.store import items
     from tests.builders import stored_checkpoint
 
     now = now_ms()

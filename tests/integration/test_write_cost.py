@@ -13,9 +13,15 @@ from typing import Any
 import pytest
 from bench.states import conversation_state
 
-from baton.domain.checkpoints import CheckpointKey, IdempotencyClaim, SavePlan, plan_save, request_fingerprint
-from baton.domain.models import SaveCheckpointRequest
-from baton.store import items, layout, schema, sizes
+from baton_checkpoints.domain.checkpoints import (
+    CheckpointKey,
+    IdempotencyClaim,
+    SavePlan,
+    plan_save,
+    request_fingerprint,
+)
+from baton_checkpoints.domain.models import SaveCheckpointRequest
+from baton_checkpoints.store import items, layout, schema, sizes
 from tests.integration.conftest import TABLE, measured
 from tests.integration.driver import CallCounter, CapacityMeter
 from tests.proof_counts import record

@@ -6,7 +6,7 @@ import hashlib
 
 import pytest
 
-from baton.domain.access import (
+from baton_checkpoints.domain.access import (
     SCOPES,
     SECRET_PREFIX,
     TENANTS_MANAGE,
@@ -19,7 +19,7 @@ from baton.domain.access import (
     hash_secret,
     new_secret,
 )
-from baton.domain.errors import Forbidden, NotFound, Unauthenticated
+from baton_checkpoints.domain.errors import Forbidden, NotFound, Unauthenticated
 from tests.builders import key_record
 
 ORDINARY_SCOPES = sorted(set(SCOPES) - {WILDCARD, TENANTS_MANAGE})

@@ -7,8 +7,8 @@ from typing import Any
 import pytest
 from botocore.exceptions import ClientError, ConnectionClosedError, EndpointConnectionError, ReadTimeoutError
 
-from baton.domain.errors import Unavailable
-from baton.store.errors import Failure, classify, reraise, translated_errors
+from baton_checkpoints.domain.errors import Unavailable
+from baton_checkpoints.store.errors import Failure, classify, reraise, translated_errors
 
 
 def client_error(code: str, status: int = 400, reasons: list[str] | None = None) -> ClientError:

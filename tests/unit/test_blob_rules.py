@@ -10,7 +10,7 @@ from hypothesis import example, given
 from hypothesis import strategies as st
 from pydantic import ValidationError
 
-from baton.domain.models import MAX_MEDIA_TYPE_CHARS, MEDIA_TYPE_PATTERN, CreateBlobRequest
+from baton_checkpoints.domain.models import MAX_MEDIA_TYPE_CHARS, MEDIA_TYPE_PATTERN, CreateBlobRequest
 from tests import proof_counts
 
 DOCUMENTED = re.compile(MEDIA_TYPE_PATTERN.removeprefix("^").removesuffix("$"))
@@ -66,7 +66,7 @@ def test_media_types(media_type: str, ok: bool) -> None:
 
 
 def test_an_upload_expires_when_its_signature_does() -> None:
-    from baton.store.objects import _expiry_ms
+    from baton_checkpoints.store.objects import _expiry_ms
 
     url = (
         "https://bucket.s3.amazonaws.com/blobs/t/blob_x?X-Amz-Algorithm=AWS4-HMAC-SHA256"

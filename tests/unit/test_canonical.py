@@ -8,7 +8,7 @@ from typing import Any
 
 import pytest
 
-from baton.domain.canonical import (
+from baton_checkpoints.domain.canonical import (
     CanonicalState,
     canonical_json,
     canonicalize,
@@ -17,8 +17,8 @@ from baton.domain.canonical import (
     parse_strict,
     pointer,
 )
-from baton.domain.errors import ValidationFailed
-from baton.domain.limits import MAX_JSON_DEPTH
+from baton_checkpoints.domain.errors import ValidationFailed
+from baton_checkpoints.domain.limits import MAX_JSON_DEPTH
 
 MAX_SAFE_INT = 2**53 - 1
 

@@ -10,8 +10,8 @@ from typing import Any
 
 import pytest
 
-from baton.domain import limits
-from baton.domain.checkpoints import (
+from baton_checkpoints.domain import limits
+from baton_checkpoints.domain.checkpoints import (
     Checkpoint,
     CheckpointKey,
     SavePlan,
@@ -23,8 +23,8 @@ from baton.domain.checkpoints import (
     request_fingerprint,
     request_tag,
 )
-from baton.domain.errors import CheckpointClosed, PayloadTooLarge, RevisionConflict, ValidationFailed
-from baton.domain.models import SaveCheckpointRequest
+from baton_checkpoints.domain.errors import CheckpointClosed, PayloadTooLarge, RevisionConflict, ValidationFailed
+from baton_checkpoints.domain.models import SaveCheckpointRequest
 from tests.builders import stored_checkpoint
 
 NOW = 1_785_412_084_652  # 2026-07-30T11:48:04.652Z

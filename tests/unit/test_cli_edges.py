@@ -10,11 +10,11 @@ import pytest
 import typer
 from rich.console import Console
 
-from baton.cli import main as cli_main
-from baton.cli.checkpoints import read_state
-from baton.cli.common import EXIT_USAGE, connect, error_line, printable
-from baton.cli.render import print_state, print_table
-from baton.client import ValidationError
+from baton_checkpoints.cli import main as cli_main
+from baton_checkpoints.cli.checkpoints import read_state
+from baton_checkpoints.cli.common import EXIT_USAGE, connect, error_line, printable
+from baton_checkpoints.cli.render import print_state, print_table
+from baton_checkpoints.client import ValidationError
 from tests.proof_counts import record
 
 SUITE = "cli edges (unit)"
@@ -115,16 +115,16 @@ def test_a_table_title_with_markup_prints_as_written() -> None:
 def test_an_unexpected_exception_is_one_line_without_its_text(
     monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    def boom(**_: object) -> None:
+    def boom(*_: object) -> None:
         raise RuntimeError("Authorization: Bearer btn_secret")
 
-    def interrupted(**_: object) -> None:
+    def interrupted(*_: object) -> None:
         raise KeyboardInterrupt
 
-    monkeypatch.setattr(cli_main, "app", boom)
+    monkeypatch.setattr(cli_main, "run_app", boom)
     status = cli_main.main([])
     err = capsys.readouterr().err
-    monkeypatch.setattr(cli_main, "app", interrupted)
+    monkeypatch.setattr(cli_main, "run_app", interrupted)
     record(SUITE, cases=2)
     assert (status, err) == (1, "baton: internal error: RuntimeError\n")
     assert cli_main.main([]) == 130

@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
+import re
+
 import pytest
 
-from baton.cli.main import app, main
+from baton_checkpoints.cli.main import app, main
 from tests.proof_counts import record
 
 
@@ -43,6 +45,7 @@ EXPECTED = [
     ["revisions"],
     ["save"],
     ["serve"],
+    ["whoami"],
 ]
 
 
@@ -67,6 +70,8 @@ def test_each_command_has_help_with_examples(
     assert "Examples" in out
     assert "baton " + path[0] in out.split("Examples", 1)[1]
     assert "btn_secret_that_must_not_show_000" not in out
+    # and what to type is named, never a Python type (flags show nothing after their name)
+    assert not re.search(r"<(bool|str|int|float|list\[|int range)", out), out
     record("cli help", pages=1)
 
 
@@ -86,7 +91,7 @@ def test_no_arguments_shows_the_help_and_an_unknown_command_is_a_usage_error(
 
 
 def test_version(capsys: pytest.CaptureFixture[str]) -> None:
-    from baton import __version__
+    from baton_checkpoints import __version__
 
     assert main(["--version"]) == 0
     assert capsys.readouterr().out.strip() == f"baton {__version__}"

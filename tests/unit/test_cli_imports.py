@@ -8,7 +8,15 @@ import textwrap
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[2]
-SERVER_MODULES = ("pydantic", "boto3", "botocore", "baton.domain", "baton.local", "baton.store", "baton.api")
+SERVER_MODULES = (
+    "pydantic",
+    "boto3",
+    "botocore",
+    "baton_checkpoints.domain",
+    "baton_checkpoints.local",
+    "baton_checkpoints.store",
+    "baton_checkpoints.api",
+)
 
 
 def run_python(code: str) -> subprocess.CompletedProcess[str]:
@@ -25,7 +33,7 @@ def help_codes(blocked: tuple[str, ...], commands: list[list[str]]) -> subproces
         import sys
         for name in {blocked!r}:
             sys.modules[name] = None
-        from baton.cli.main import main
+        from baton_checkpoints.cli.main import main
         print("codes", [main([*command, "--help"]) for command in {commands!r}])
         """
     )
@@ -55,9 +63,10 @@ def test_the_api_commands_load_neither_the_server_nor_httpx_until_they_run() -> 
     done = run_python(
         """
         import sys
-        import baton.cli.main
+        import baton_checkpoints.cli.main
         print(sorted(name for name in sys.modules if name.startswith(
-            ("pydantic", "boto3", "botocore", "baton.domain", "baton.local", "baton.store", "baton.api", "httpx"))))
+            ("pydantic", "boto3", "botocore", "baton_checkpoints.domain", "baton_checkpoints.local",
+             "baton_checkpoints.store", "baton_checkpoints.api", "httpx"))))
         """
     )
     # Then nothing of the server and not even the SDK's httpx is loaded
@@ -74,10 +83,10 @@ def test_an_api_command_runs_without_the_server_packages() -> None:
         for name in ({blocked}):
             sys.modules[name] = None
         os.environ.pop("BATON_URL", None)
-        from baton.cli.main import main
+        from baton_checkpoints.cli.main import main
         # Without a URL the command stops right after loading the SDK: no socket is opened.
         code = main(["get", "ckpt_0", "--api-key", "k"])
-        print("code", code, "sdk" if "baton.client.sync" in sys.modules else "no sdk")
+        print("code", code, "sdk" if "baton_checkpoints.client.sync" in sys.modules else "no sdk")
         """
     )
     # Then it got through its options and the SDK's import to its usage error
@@ -90,7 +99,7 @@ def test_an_api_command_without_a_key_names_the_variable() -> None:
         """
         import os
         os.environ.pop("BATON_API_KEY", None)
-        from baton.cli.main import main
+        from baton_checkpoints.cli.main import main
         # A URL where nothing listens: a request sent would fail otherwise, after retries
         print("code", main(["list", "ticket-1", "--url", "http://127.0.0.1:9"]))
         """
@@ -100,3 +109,25 @@ def test_an_api_command_without_a_key_names_the_variable() -> None:
     assert "BATON_API_KEY" in done.stderr
     assert "--api-key" in done.stderr
     assert "make serve" in done.stderr
+
+
+def test_the_first_key_without_aws_region_or_credentials_says_what_to_set() -> None:
+    # Given no AWS region, no credentials anywhere (no files, no instance metadata)
+    done = run_python(
+        """
+        import os
+        for name in [n for n in os.environ if n.startswith("AWS_")]:
+            del os.environ[name]
+        os.environ.update(AWS_CONFIG_FILE="/nonexistent", AWS_SHARED_CREDENTIALS_FILE="/nonexistent",
+                          AWS_EC2_METADATA_DISABLED="true")
+        from baton_checkpoints.cli.main import main
+        base = ["keys", "create", "--table", "baton-prod", "--tenant", "acme", "--agent", "operator"]
+        print("codes", main(base), main([*base, "--region", "eu-west-1"]))
+        """
+    )
+    # When the operator creates the first key, Then each run says, in one line, what is missing and how to give it
+    assert "codes 1 1" in done.stdout, done.stdout + done.stderr
+    region, credentials = done.stderr.strip().splitlines()
+    assert region == "baton keys create: no AWS region: pass --region (the stack's region) or set AWS_REGION."
+    assert credentials.startswith("baton keys create: no AWS credentials: set AWS_PROFILE, or AWS_ACCESS_KEY_ID")
+    assert "internal error" not in done.stderr

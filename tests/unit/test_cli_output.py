@@ -10,11 +10,18 @@ import pytest
 import typer
 from rich.console import Console
 
-from baton.cli.blobs import progress_wanted, transfer_progress
-from baton.cli.checkpoints import parse_resource, read_state
-from baton.cli.common import EXIT_CONFLICT, EXIT_ERROR, EXIT_NOT_FOUND, error_line, exit_code_of, parse_if_match
-from baton.cli.render import print_fields, print_record
-from baton.client import (
+from baton_checkpoints.cli.blobs import progress_wanted, transfer_progress
+from baton_checkpoints.cli.checkpoints import parse_resource, read_state
+from baton_checkpoints.cli.common import (
+    EXIT_CONFLICT,
+    EXIT_ERROR,
+    EXIT_NOT_FOUND,
+    error_line,
+    exit_code_of,
+    parse_if_match,
+)
+from baton_checkpoints.cli.render import print_fields, print_record
+from baton_checkpoints.client import (
     BatonConnectionError,
     CheckpointClosedError,
     ForbiddenError,
@@ -103,7 +110,7 @@ def test_resources_and_if_match() -> None:
     ids=lambda value: type(value).__name__ if not isinstance(value, int) else str(value),
 )
 def test_exit_codes_tell_not_found_from_conflict_from_the_rest(error: Exception, code: int) -> None:
-    from baton.client import BatonError
+    from baton_checkpoints.client import BatonError
 
     assert isinstance(error, BatonError)
     assert exit_code_of(error) == code
@@ -200,7 +207,7 @@ def test_tables_fit_80_columns_with_ids_whole(
     kept: list[str],
     capsys: pytest.CaptureFixture[str],
 ) -> None:
-    from baton.cli import render
+    from baton_checkpoints.cli import render
 
     for width in (80, 200):
         # Given a terminal of `width` columns
@@ -225,3 +232,42 @@ def test_tables_fit_80_columns_with_ids_whole(
         else:
             # while a narrow one says on stderr which it left out
             assert note.startswith("Not shown at 80 columns: ")
+
+
+@pytest.mark.parametrize(
+    ("command", "path", "answer"),
+    [
+        (["delete", "ckpt_1"], "/v1/checkpoints/ckpt_1", {"checkpoint_id": "ckpt_1", "deleted": True}),
+        (["keys", "revoke", "key_1"], "/v1/keys/key_1", {"key_id": "key_1", "deleted": True}),
+    ],
+    ids=["delete", "keys-revoke"],
+)
+def test_delete_and_revoke_ask_on_a_terminal_unless_yes(
+    command: list[str], path: str, answer: dict[str, object], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import respx
+    from typer.testing import CliRunner
+
+    from baton_checkpoints.cli import common
+    from baton_checkpoints.cli.main import app
+
+    url = "http://baton.test"
+    args = [*command, "--url", url, "--api-key", "btn_k"]
+    runner = CliRunner()
+    with respx.mock(base_url=url, assert_all_called=False) as router:
+        route = router.delete(path).respond(200, json={"data": answer, "meta": {"request_id": "r"}})
+        # Given a person at a terminal
+        monkeypatch.setattr(common, "interactive", lambda: True)
+        # When they answer no (or just Enter), Then nothing is sent and the command says so, exit 1
+        refused = [runner.invoke(app, args, input=reply) for reply in ("n\n", "\n")]
+        assert [done.exit_code for done in refused] == [1, 1]
+        assert all("nothing done" in done.output for done in refused), [done.output for done in refused]
+        assert route.call_count == 0
+        # When they answer yes, it is done
+        assert runner.invoke(app, args, input="y\n").exit_code == 0
+        assert route.call_count == 1
+        # With --yes nothing is asked, and a script (no terminal) is never asked either
+        assert runner.invoke(app, [*args, "--yes"]).exit_code == 0
+        monkeypatch.setattr(common, "interactive", lambda: False)
+        assert runner.invoke(app, args).exit_code == 0
+        assert route.call_count == 3

@@ -11,8 +11,8 @@ from decimal import Decimal
 import pytest
 import time_machine
 
-from baton.domain.clock import format_ms, ms_to_seconds, now_ms, parse_time
-from baton.domain.ids import CHECKPOINT_ID_PATTERN, KEY_ID_PATTERN, new_checkpoint_id, new_key_id
+from baton_checkpoints.domain.clock import format_ms, ms_to_seconds, now_ms, parse_time
+from baton_checkpoints.domain.ids import CHECKPOINT_ID_PATTERN, KEY_ID_PATTERN, new_checkpoint_id, new_key_id
 
 EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
 CONTRACT_TIME = re.compile(r"^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}\.\d{3}Z$")

@@ -1,4 +1,4 @@
-"""The state codec (`baton.store.codec`): what it stores, what it reads back, and what it refuses.
+"""The state codec (`baton_checkpoints.store.codec`): what it stores, what it reads back, and what it refuses.
 
 Counts only, no timings: the ratio on the benchmark's fixed 32 KB conversation is a byte count.
 """
@@ -25,8 +25,8 @@ from bench.states import conversation_state, task_state
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from baton.domain.canonical import canonical_json
-from baton.store import codec
+from baton_checkpoints.domain.canonical import canonical_json
+from baton_checkpoints.store import codec
 from tests import proof_counts
 from tests.unit.hypothesis_profiles import active_profile, examples
 
@@ -353,7 +353,7 @@ def test_threads_packing_and_unpacking_at_once_each_get_their_own_bytes_back() -
 def test_importing_the_codec_or_keeping_a_small_state_as_text_loads_no_compression_library() -> None:
     script = (
         "import sys\n"
-        "from baton.store import codec\n"
+        "from baton_checkpoints.store import codec\n"
         'assert codec.encode(b\'{"role":"user","content":"hi"}\') is None\n'
         "print(sorted(m for m in ('zstandard', 'brotli') if m in sys.modules))\n"
     )

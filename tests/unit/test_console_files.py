@@ -23,7 +23,7 @@ import pytest
 
 from tests.proof_counts import record
 
-CONSOLE = Path(__file__).resolve().parents[2] / "functions" / "baton" / "console"
+CONSOLE = Path(__file__).resolve().parents[2] / "functions" / "baton_checkpoints" / "console"
 FILES = sorted(p.name for p in CONSOLE.iterdir() if p.is_file())
 SCRIPTS = [name for name in FILES if name.endswith(".js")]
 NAMESPACES = ("http://www.w3.org/2000/svg", "http://www.w3.org/1999/xhtml", "http://www.w3.org/1999/xlink")
@@ -284,7 +284,7 @@ def test_every_module_a_script_imports_is_a_file_the_console_ships(name: str) ->
 
 
 SERVED_SUFFIXES = (".js", ".css", ".svg")
-"""What /console/<name> serves (baton.api.routers.console's media types; the page itself is /console)."""
+"""What /console/<name> serves (baton_checkpoints.api.routers.console's media types; the page itself is /console)."""
 CONSOLE_PATH = re.compile(r"""['"`(]/console/([^'"`)\s?#]*)""")
 
 

@@ -11,10 +11,10 @@ import pytest
 from hypothesis import assume, given
 from hypothesis import strategies as st
 
-from baton.domain.errors import ValidationFailed
-from baton.store.attributes import from_attr, from_item, names_in, to_attr, to_item
-from baton.store.checkpoints import read_position, write_position
-from baton.store.cursors import decode_after, encode_after, past, query_binding
+from baton_checkpoints.domain.errors import ValidationFailed
+from baton_checkpoints.store.attributes import from_attr, from_item, names_in, to_attr, to_item
+from baton_checkpoints.store.checkpoints import read_position, write_position
+from baton_checkpoints.store.cursors import decode_after, encode_after, past, query_binding
 
 BINDING = query_binding("subject", "tenant-1", "ticket-42", None, "task_state", None)
 POSITION = "1785412084652#agent-a#task_state"

@@ -7,11 +7,11 @@ from typing import Any
 import pytest
 from pydantic import ValidationError
 
-from baton.api.errors import STATUS, field_errors, headers_of, status_of
-from baton.domain import errors as e
-from baton.domain.access import SCOPES
-from baton.domain.lifecycle import KINDS, STATUSES
-from baton.domain.models import CreateKeyRequest, SaveCheckpointRequest
+from baton_checkpoints.api.errors import STATUS, field_errors, headers_of, status_of
+from baton_checkpoints.domain import errors as e
+from baton_checkpoints.domain.access import SCOPES
+from baton_checkpoints.domain.lifecycle import KINDS, STATUSES
+from baton_checkpoints.domain.models import CreateKeyRequest, SaveCheckpointRequest
 
 VALID_SAVE: dict[str, Any] = {"subject_id": "ticket-42", "kind": "task_state", "state": {"step": 1}}
 

@@ -10,7 +10,7 @@ from typing import Any
 
 import pytest
 
-from baton.local.gateway import (
+from baton_checkpoints.local.gateway import (
     MAX_EVENT_BYTES,
     MAX_RESPONSE_BYTES,
     FramingError,
@@ -306,7 +306,7 @@ class Containers:
 @pytest.fixture
 def gateway() -> Iterator[tuple[Gateway, Containers]]:
     """A gateway whose containers answer 200 at once (no process is started)."""
-    built = Gateway("baton.handlers.api:handler", containers=1)
+    built = Gateway("baton_checkpoints.handlers.api:handler", containers=1)
     real = built._pool
     containers = Containers({"statusCode": 200, "body": "{}"})
     built._pool = containers  # type: ignore[assignment]

@@ -6,7 +6,7 @@ from __future__ import annotations
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from baton.domain.history import NO_HISTORY, history_step, window
+from baton_checkpoints.domain.history import NO_HISTORY, history_step, window
 from tests.builders import stored_checkpoint
 from tests.proof_counts import record
 from tests.unit.hypothesis_profiles import examples

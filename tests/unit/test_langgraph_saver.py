@@ -1,4 +1,5 @@
-"""`baton.langgraph`'s pure pieces: the body of a put and of put_writes, the decoding of a tuple, the paging of a
+"""`baton_checkpoints.langgraph`'s pure pieces: the body of a put and of put_writes, the decoding of a tuple, the
+paging of a
 list, the channel versions; and the saver's requests and retries on an httpx mock transport (what a live server
 cannot be made to do: lose an answer). The saver against a real `baton serve` is tests/conformance and
 tests/e2e/test_langgraph_graph.py."""
@@ -18,9 +19,15 @@ from langgraph.checkpoint.base import Checkpoint, CheckpointMetadata
 from langgraph.checkpoint.serde.jsonplus import JsonPlusSerializer
 from pytest_socket import disable_socket, enable_socket
 
-from baton.client import BatonConnectionError, NotFoundError, RetryPolicy, UnexpectedResponseError, ValidationError
-from baton.langgraph import BatonSaver
-from baton.langgraph import threads as wire
+from baton_checkpoints.client import (
+    BatonConnectionError,
+    NotFoundError,
+    RetryPolicy,
+    UnexpectedResponseError,
+    ValidationError,
+)
+from baton_checkpoints.langgraph import BatonSaver
+from baton_checkpoints.langgraph import threads as wire
 
 T = TypeVar("T")
 URL = "https://baton.test"

@@ -1,4 +1,5 @@
-"""`baton serve`'s reaper worker (`baton.local.stream`), without AWS: GetRecords records turned into the event
+"""`baton serve`'s reaper worker (`baton_checkpoints.local.stream`), without AWS: GetRecords records turned into the
+event
 form Lambda hands the reaper, the deployed filter, the batches, retries, bisections and give-ups of the deployed event
 source's settings (held equal to infra/components/reaper.py), the bounded, adaptive reads and the jittered backoff,
 the worker's thread stopping between tries and without waiting on a stuck call; and two parts of the embedded moto it
@@ -20,8 +21,8 @@ from typing import Any
 
 import pytest
 
-from baton.local import moto_server, stream
-from baton.store import layout, reaping
+from baton_checkpoints.local import moto_server, stream
+from baton_checkpoints.store import layout, reaping
 from tests.proof_counts import record
 
 SUITE = "serve reaper (unit)"
@@ -620,7 +621,7 @@ def test_moto_answers_get_records_fast_with_the_body_its_serializer_writes(monke
     from moto import mock_aws
     from moto.dynamodbstreams.responses import DynamoDBStreamsHandler
 
-    from baton.store import schema
+    from baton_checkpoints.store import schema
 
     # moto's own answer is restored after the test (the fast one is process-wide)
     monkeypatch.setattr(DynamoDBStreamsHandler, "get_records", DynamoDBStreamsHandler.get_records)

@@ -10,21 +10,26 @@ from pathlib import Path
 from typing import Any
 
 REPO = Path(__file__).resolve().parents[2]
-MCP_MODULES = ("mcp_types", "baton.api.mcp", "baton.api.mcp.protocol", "baton.api.mcp.tools")
+MCP_MODULES = (
+    "mcp_types",
+    "baton_checkpoints.api.mcp",
+    "baton_checkpoints.api.mcp.protocol",
+    "baton_checkpoints.api.mcp.tools",
+)
 # A save served against in-process moto (no socket): the handler's whole path, then what it loaded.
 PROBE = """
 import json, sys
 from moto import mock_aws
 with mock_aws():
     import boto3
-    from baton.store.schema import ensure_table
+    from baton_checkpoints.store.schema import ensure_table
     ensure_table(boto3.client("dynamodb", region_name="us-east-1"), "baton-probe")
-    from baton.api.services import build_services
-    from baton.domain.access import issue_key
-    from baton.settings import load_settings
-    from baton.handlers.api import handler
-    from baton.api.app import app
-    from baton.api.services import wired
+    from baton_checkpoints.api.services import build_services
+    from baton_checkpoints.domain.access import issue_key
+    from baton_checkpoints.settings import load_settings
+    from baton_checkpoints.handlers.api import handler
+    from baton_checkpoints.api.app import app
+    from baton_checkpoints.api.services import wired
     services = build_services(load_settings({"BATON_TABLE_NAME": "baton-probe"}))
     key = issue_key("t", "a", {"*"}, 1_700_000_000_000, secret="btn_probe_secret", key_id="key_" + "b" * 32)
     services.keys.put(key.record)
@@ -70,4 +75,4 @@ def test_the_api_handler_imports_and_saves_without_loading_mcp() -> None:
     assert seen["import"] == [], seen
     assert seen["save"] == [], seen
     # the probe is able to see them: a call to /mcp loads them
-    assert {"mcp_types", "baton.api.mcp.protocol"} <= set(seen["mcp"]), seen
+    assert {"mcp_types", "baton_checkpoints.api.mcp.protocol"} <= set(seen["mcp"]), seen

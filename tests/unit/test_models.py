@@ -7,9 +7,9 @@ from typing import Any
 import pytest
 from pydantic import ValidationError
 
-from baton.domain.access import SCOPES
-from baton.domain.lifecycle import KINDS, STATUSES
-from baton.domain.models import CreateKeyRequest, SaveCheckpointRequest
+from baton_checkpoints.domain.access import SCOPES
+from baton_checkpoints.domain.lifecycle import KINDS, STATUSES
+from baton_checkpoints.domain.models import CreateKeyRequest, SaveCheckpointRequest
 from tests.builders import SUBJECT, save_body
 
 VALID_SAVE: dict[str, Any] = save_body()

@@ -15,9 +15,9 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from jsonschema import Draft202012Validator
 
-from baton.domain import opencheckpoint
-from baton.domain.errors import MAX_REPORTED_ERRORS, ValidationFailed
-from baton.domain.opencheckpoint import (
+from baton_checkpoints.domain import opencheckpoint
+from baton_checkpoints.domain.errors import MAX_REPORTED_ERRORS, ValidationFailed
+from baton_checkpoints.domain.opencheckpoint import (
     FORMAT,
     check_document,
     count_violations,

@@ -27,20 +27,20 @@ from hypothesis import given, note, settings
 from hypothesis import strategies as st
 from pydantic import BaseModel, ValidationError
 
-from baton.api.auth import bearer_secret
-from baton.api.errors import field_errors
-from baton.domain import limits
-from baton.domain.access import SCOPES, key_validity
-from baton.domain.canonical import canonical_json, parse_document, parse_strict
-from baton.domain.checkpoints import etag_for, parse_etag, parse_etag_list, plan_save
-from baton.domain.clock import format_ms, parse_time
-from baton.domain.errors import BatonError, PayloadTooLarge, Unauthenticated, ValidationFailed
-from baton.domain.ids import CHECKPOINT_ID_PATTERN, KEY_ID_PATTERN, new_checkpoint_id, new_key_id
-from baton.domain.lifecycle import KINDS, STATUSES
-from baton.domain.models import CreateKeyRequest, ResourceRef, SaveCheckpointRequest, Source
-from baton.local.gateway import build_event
-from baton.store.checkpoints import read_position, write_position
-from baton.store.cursors import decode_after, encode_after, query_binding
+from baton_checkpoints.api.auth import bearer_secret
+from baton_checkpoints.api.errors import field_errors
+from baton_checkpoints.domain import limits
+from baton_checkpoints.domain.access import SCOPES, key_validity
+from baton_checkpoints.domain.canonical import canonical_json, parse_document, parse_strict
+from baton_checkpoints.domain.checkpoints import etag_for, parse_etag, parse_etag_list, plan_save
+from baton_checkpoints.domain.clock import format_ms, parse_time
+from baton_checkpoints.domain.errors import BatonError, PayloadTooLarge, Unauthenticated, ValidationFailed
+from baton_checkpoints.domain.ids import CHECKPOINT_ID_PATTERN, KEY_ID_PATTERN, new_checkpoint_id, new_key_id
+from baton_checkpoints.domain.lifecycle import KINDS, STATUSES
+from baton_checkpoints.domain.models import CreateKeyRequest, ResourceRef, SaveCheckpointRequest, Source
+from baton_checkpoints.local.gateway import build_event
+from baton_checkpoints.store.checkpoints import read_position, write_position
+from baton_checkpoints.store.cursors import decode_after, encode_after, query_binding
 from tests import proof_counts
 from tests.unit.hypothesis_profiles import active_profile, examples
 
@@ -779,7 +779,7 @@ LEASE_TOKENS = st.one_of(
 @settings(PROFILE, max_examples=examples(500))
 @given(token=LEASE_TOKENS)
 def test_a_lease_token_is_ours_with_a_storable_counter_or_matches_no_lease(token: str) -> None:
-    from baton.domain.leases import Lease, parse_token
+    from baton_checkpoints.domain.leases import Lease, parse_token
 
     tried("parse_token", token=token)
     parsed = parse_token(token)
@@ -794,7 +794,7 @@ def test_a_lease_token_is_ours_with_a_storable_counter_or_matches_no_lease(token
 @settings(PROFILE, max_examples=examples(300))
 @given(raw=st.one_of(st.text(max_size=20), st.integers(min_value=-5, max_value=2**60).map(str)))
 def test_a_revision_path_parameter_is_a_storable_revision_or_a_validation_error(raw: str) -> None:
-    from baton.api.routers.history import revision_from_path
+    from baton_checkpoints.api.routers.history import revision_from_path
 
     tried("revision_from_path", raw=raw)
     valid = raw.isascii() and raw.isdigit() and not raw.startswith("0") and 1 <= int(raw) <= limits.MAX_SAFE_INTEGER
@@ -824,7 +824,7 @@ def test_path_and_query_parameters_are_utf8_or_refused_naming_them(name: str, ra
     naming the parameter."""
     from urllib.parse import unquote, unquote_plus
 
-    from baton.api.paths import check_encoding
+    from baton_checkpoints.api.paths import check_encoding
 
     tried("check_encoding", raw=raw, query=query)
 
@@ -857,7 +857,7 @@ def test_path_and_query_parameters_are_utf8_or_refused_naming_them(name: str, ra
 def test_any_text_percent_encoded_passes_the_gate_and_decodes_to_itself(text: str) -> None:
     from urllib.parse import quote, unquote, urlencode
 
-    from baton.api.paths import check_encoding
+    from baton_checkpoints.api.paths import check_encoding
 
     tried("check_encoding_round_trip", text=text)
     check_encoding({"subject_id": quote(text, safe="")}, urlencode({"subject_id": text, "kind": "task_state"}))
@@ -907,7 +907,7 @@ THREAD_PUT_BODIES = st.fixed_dictionaries(
 @settings(PROFILE, max_examples=examples(400))
 @given(body=st.one_of(THREAD_PUT_BODIES, json_values(max_leaves=5)))
 def test_a_thread_put_body_is_a_request_or_errors_naming_their_fields(body: Any) -> None:
-    from baton.domain.threads import PutCheckpointRequest, version_key
+    from baton_checkpoints.domain.threads import PutCheckpointRequest, version_key
 
     tried("thread_put_body", body=body)
     request = validated(body, PutCheckpointRequest)
@@ -923,7 +923,7 @@ def test_a_thread_put_body_is_a_request_or_errors_naming_their_fields(body: Any)
 @settings(PROFILE, max_examples=examples(400))
 @given(data=st.one_of(st.text(max_size=30), st.binary(max_size=30).map(lambda b: base64.b64encode(b).decode())))
 def test_base64_data_is_its_bytes_canonical_encoding_or_refused(data: str) -> None:
-    from baton.domain.threads import decode_data
+    from baton_checkpoints.domain.threads import decode_data
 
     tried("thread_base64", data=data)
     raw, refused = attempt(lambda: decode_data(data), ValueError)
@@ -935,7 +935,7 @@ def test_base64_data_is_its_bytes_canonical_encoding_or_refused(data: str) -> No
 @settings(PROFILE, max_examples=examples(300))
 @given(first=_VERSIONS, second=_VERSIONS)
 def test_two_versions_share_a_key_only_when_they_are_the_same_number_or_text(first: Any, second: Any) -> None:
-    from baton.domain.threads import version_key
+    from baton_checkpoints.domain.threads import version_key
 
     tried("thread_version_key", first=first, second=second)
     same_value = type(first) is type(second) and first == second
@@ -949,7 +949,7 @@ def test_two_versions_share_a_key_only_when_they_are_the_same_number_or_text(fir
 @settings(PROFILE, max_examples=examples(300))
 @given(version=st.one_of(_VERSIONS, st.text(alphabet=st.characters(max_codepoint=0x7F)), st.text()))
 def test_a_text_version_key_is_its_json_whatever_path_writes_it(version: Any) -> None:
-    from baton.domain.threads import version_key
+    from baton_checkpoints.domain.threads import version_key
 
     tried("thread_version_json", version=version)
     if isinstance(version, str):
@@ -960,7 +960,7 @@ def test_a_text_version_key_is_its_json_whatever_path_writes_it(version: Any) ->
 @settings(PROFILE, max_examples=examples(300))
 @given(raw=st.one_of(st.none(), st.text(max_size=40), json_values(max_leaves=4).map(json.dumps)))
 def test_a_filter_parameter_is_an_object_or_refused(raw: str | None) -> None:
-    from baton.domain.threads import parse_filter
+    from baton_checkpoints.domain.threads import parse_filter
 
     tried("thread_filter", raw=raw)
     with lambda_stack():
@@ -972,7 +972,7 @@ def test_a_filter_parameter_is_an_object_or_refused(raw: str | None) -> None:
 @settings(PROFILE, max_examples=examples(300))
 @given(namespace=st.text(max_size=400), checkpoint_id=st.text(min_size=1, max_size=30))
 def test_a_thread_checkpoint_key_reads_back_to_its_namespace_and_id(namespace: str, checkpoint_id: str) -> None:
-    from baton.store import layout
+    from baton_checkpoints.store import layout
 
     tried("thread_keys", namespace=namespace, checkpoint_id=checkpoint_id)
     sk = layout.thread_checkpoint_sk(namespace, checkpoint_id)

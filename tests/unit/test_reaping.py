@@ -12,8 +12,15 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from baton.store import items, layout, reaping
-from baton.store.reaping import CheckpointChange, Ignored, References, UnattachedBlobRemoved, references_of, work_of
+from baton_checkpoints.store import items, layout, reaping
+from baton_checkpoints.store.reaping import (
+    CheckpointChange,
+    Ignored,
+    References,
+    UnattachedBlobRemoved,
+    references_of,
+    work_of,
+)
 from tests.proof_counts import record
 from tests.unit.hypothesis_profiles import active_profile, examples
 
@@ -344,7 +351,15 @@ def test_nothing_the_new_image_references_is_dropped_and_everything_new_is_retag
 
 # -- the cold start ---------------------------------------------------------------------------------------------
 
-HEAVY = ("pydantic", "boto3", "botocore.session", "botocore.client", "baton.api", "baton.store.items", "aws_xray_sdk")
+HEAVY = (
+    "pydantic",
+    "boto3",
+    "botocore.session",
+    "botocore.client",
+    "baton_checkpoints.api",
+    "baton_checkpoints.store.items",
+    "aws_xray_sdk",
+)
 """What importing the reaper's handler must not load: its cold-start budget is 1.1 x importing boto3 and making one
 client (docs/architecture.md), and its clients are made by the first record that needs one."""
 
@@ -353,7 +368,7 @@ def test_importing_the_reaper_loads_nothing_heavy() -> None:
     import subprocess
     import sys
 
-    probe = f"import sys, baton.handlers.reaper; print([m for m in {HEAVY!r} if m in sys.modules])"
+    probe = f"import sys, baton_checkpoints.handlers.reaper; print([m for m in {HEAVY!r} if m in sys.modules])"
     env = {"PATH": "", "BATON_TABLE_NAME": "baton-test", "PYTHONPATH": str(EVENTS.parent / "functions")}
     loaded = subprocess.run([sys.executable, "-c", probe], env=env, capture_output=True, text=True, check=True)
     assert loaded.stdout.strip() == "[]", loaded.stdout + loaded.stderr

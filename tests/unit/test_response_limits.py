@@ -15,8 +15,8 @@ from typing import Any
 
 import pytest
 
-from baton.api import encoding
-from baton.api.encoding import (
+from baton_checkpoints.api import encoding
+from baton_checkpoints.api.encoding import (
     LAMBDA_RESPONSE_LIMIT_BYTES,
     LARGE_RESPONSE_BYTES,
     answer_bytes,
@@ -162,7 +162,7 @@ def test_the_handler_answers_and_logs_the_status_it_actually_sends(
     # Given a route whose answer would pass the limit (health, enlarged past the resolver: no request can do it)
     from aws_lambda_powertools.event_handler import APIGatewayHttpResolver
 
-    from baton.handlers.api import handler
+    from baton_checkpoints.handlers.api import handler
 
     served = APIGatewayHttpResolver.resolve
 
@@ -189,7 +189,7 @@ def test_a_tool_calls_twin_answers_whole_never_base64(monkeypatch: pytest.Monkey
     # the twin's answer goes back to the MCP route, which sizes the whole JSON-RPC answer itself
     from aws_lambda_powertools.event_handler import APIGatewayHttpResolver
 
-    from baton.api.resolver import BatonResolver
+    from baton_checkpoints.api.resolver import BatonResolver
 
     big = {"statusCode": 200, "headers": {}, "body": json.dumps({"data": "€" * 500_000})}
     monkeypatch.setattr(APIGatewayHttpResolver, "resolve", lambda self, event, context: dict(big))
@@ -205,14 +205,14 @@ def test_a_tool_calls_twin_answers_whole_never_base64(monkeypatch: pytest.Monkey
 
 
 def test_a_small_result_carries_its_text_copy() -> None:
-    from baton.api.mcp.protocol import _result
+    from baton_checkpoints.api.mcp.protocol import _result
 
     result = _result({"state": {"step": "€"}}, error=False)
     assert json.loads(result.content[0].text) == {"state": {"step": "€"}}  # type: ignore[union-attr]
 
 
 def test_the_copy_is_left_out_when_both_copies_would_not_fit_counted_in_bytes() -> None:
-    from baton.api.mcp.protocol import _result
+    from baton_checkpoints.api.mcp.protocol import _result
 
     # 950,000 "€": under a million characters, 2.85 MB of JSON; twice that, base64, is 7.6 MB
     structured = {"state": {"t": "€" * 950_000}}
@@ -225,7 +225,7 @@ def test_the_copy_is_left_out_when_both_copies_would_not_fit_counted_in_bytes() 
 
 
 def test_quotes_count_twice_in_the_copy() -> None:
-    from baton.api.mcp.protocol import _result
+    from baton_checkpoints.api.mcp.protocol import _result
 
     # 1.4 MB of JSON (each quote written \"), whose copy doubles again: 4.2 MB together, 5.6 MB base64: it fits
     fits = {"q": '"' * 700_000}
@@ -236,7 +236,7 @@ def test_quotes_count_twice_in_the_copy() -> None:
 
 
 def test_a_result_too_large_even_alone_is_the_tools_response_too_large_error(logged: Lines) -> None:
-    from baton.api.mcp.protocol import _result
+    from baton_checkpoints.api.mcp.protocol import _result
 
     # Given structured content that alone would pass Lambda's limit once base64-encoded
     result = _result({"state": "x" * 4_800_000}, error=False)
@@ -252,7 +252,7 @@ def test_a_result_too_large_even_alone_is_the_tools_response_too_large_error(log
 
 @pytest.mark.parametrize(("length", "accepted"), [(200, True), (201, False)])
 def test_a_string_id_is_bounded_so_no_answer_grows_with_it(length: int, accepted: bool) -> None:
-    from baton.api.mcp.protocol import Caller, answer
+    from baton_checkpoints.api.mcp.protocol import Caller, answer
 
     def no_resolver() -> Any:
         raise AssertionError("ping needs no route")
@@ -270,7 +270,7 @@ def test_a_string_id_is_bounded_so_no_answer_grows_with_it(length: int, accepted
 
 
 def test_the_sdk_raises_response_too_large_as_an_internal_error_it_does_not_retry() -> None:
-    from baton.client.errors import InternalError, ResponseTooLargeError, error_from_answer
+    from baton_checkpoints.client.errors import InternalError, ResponseTooLargeError, error_from_answer
 
     details = {"limit_bytes": LAMBDA_RESPONSE_LIMIT_BYTES, "actual_bytes": 7_000_000}
     body = {"error": {"code": "RESPONSE_TOO_LARGE", "message": "m.", "details": details}, "meta": {"request_id": "r"}}
@@ -303,7 +303,7 @@ def test_an_unusual_result_is_measured_exactly() -> None:
 
 
 def test_the_documented_id_bound_is_the_enforced_one() -> None:
-    from baton.api.mcp.protocol import MAX_ID_CHARS
-    from baton.api.routers.mcp import ID_MAX_CHARS
+    from baton_checkpoints.api.mcp.protocol import MAX_ID_CHARS
+    from baton_checkpoints.api.routers.mcp import ID_MAX_CHARS
 
     assert ID_MAX_CHARS == MAX_ID_CHARS

@@ -7,11 +7,11 @@ from typing import Any
 
 import pytest
 
-from baton.api.responses import model_json
-from baton.api.schemas import CheckpointRecord, CheckpointSummary, KeyInfo, SaveResult
-from baton.domain.access import KeyRecord
-from baton.domain.checkpoints import Checkpoint
-from baton.domain.clock import format_ms
+from baton_checkpoints.api.responses import model_json
+from baton_checkpoints.api.schemas import CheckpointRecord, CheckpointSummary, KeyInfo, SaveResult
+from baton_checkpoints.domain.access import KeyRecord
+from baton_checkpoints.domain.checkpoints import Checkpoint
+from baton_checkpoints.domain.clock import format_ms
 from tests.builders import key_record, stored_checkpoint
 
 NOW = 1_785_412_084_652  # 2026-07-30T11:48:04.652Z

@@ -11,14 +11,14 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from pydantic import ValidationError
 
-from baton.api.schemas import CheckpointSummary
-from baton.api.schemas_resume import ResumeAmbiguous, ResumeClosed, ResumeOmitted, ready_json
-from baton.domain import limits
-from baton.domain.access import Principal
-from baton.domain.canonical import canonicalize
-from baton.domain.checkpoints import Checkpoint
-from baton.domain.errors import NotFound
-from baton.domain.resume import (
+from baton_checkpoints.api.schemas import CheckpointSummary
+from baton_checkpoints.api.schemas_resume import ResumeAmbiguous, ResumeClosed, ResumeOmitted, ready_json
+from baton_checkpoints.domain import limits
+from baton_checkpoints.domain.access import Principal
+from baton_checkpoints.domain.canonical import canonicalize
+from baton_checkpoints.domain.checkpoints import Checkpoint
+from baton_checkpoints.domain.errors import NotFound
+from baton_checkpoints.domain.resume import (
     ResumeRequest,
     agent_scope,
     decide,

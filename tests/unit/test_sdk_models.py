@@ -1,5 +1,5 @@
 """The SDK's pure parts: error codes to classes, answers to dataclasses, configuration, paths; and that
-`baton.client` imports nothing of the server (it installs without pydantic or boto3)."""
+`baton_checkpoints.client` imports nothing of the server (it installs without pydantic or boto3)."""
 
 from __future__ import annotations
 
@@ -13,7 +13,7 @@ import httpx
 import pytest
 import respx
 
-from baton.client import (
+from baton_checkpoints.client import (
     Baton,
     BatonError,
     CheckpointRecord,
@@ -22,8 +22,8 @@ from baton.client import (
     RevisionConflictError,
     etag_for,
 )
-from baton.client.errors import ERRORS_BY_CODE, error_from_answer, parse_retry_after
-from baton.client.models import resume_from
+from baton_checkpoints.client.errors import ERRORS_BY_CODE, error_from_answer, parse_retry_after
+from baton_checkpoints.client.models import resume_from
 from tests.proof_counts import record
 from tests.unit.test_sdk_retries import RECORD, URL, ok
 
@@ -129,7 +129,7 @@ def test_a_record_parses_into_typed_fields() -> None:
 
 
 def _meta() -> Any:
-    from baton.client import ResponseMeta
+    from baton_checkpoints.client import ResponseMeta
 
     return ResponseMeta(status=200)
 
@@ -178,9 +178,9 @@ def test_etag_for_builds_the_weak_tag() -> None:
 def test_the_client_imports_nothing_of_the_server() -> None:
     server_packages = "('pydantic', 'boto3', 'botocore', 'aws_lambda_powertools')"
     probe = (
-        "import sys, baton.client; "
+        "import sys, baton_checkpoints.client; "
         f"print(sorted(m for m in sys.modules if m.split('.')[0] in {server_packages}"
-        " or (m.startswith('baton.') and not m.startswith('baton.client'))))"
+        " or (m.startswith('baton.') and not m.startswith('baton_checkpoints.client'))))"
     )
     loaded = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, check=True).stdout.strip()
     record(SUITE, cases=1)
@@ -190,8 +190,8 @@ def test_the_client_imports_nothing_of_the_server() -> None:
 def test_a_call_without_a_key_is_a_local_error_naming_the_variable(
     monkeypatch: pytest.MonkeyPatch, router: respx.MockRouter
 ) -> None:
-    from baton.client import MissingApiKeyError, UnauthenticatedError
-    from baton.langgraph import BatonSaver
+    from baton_checkpoints.client import MissingApiKeyError, UnauthenticatedError
+    from baton_checkpoints.langgraph import BatonSaver
 
     monkeypatch.delenv("BATON_API_KEY", raising=False)
     health = router.get("/v1/health").mock(return_value=ok({"status": "ok", "version": "0.1.0"}))

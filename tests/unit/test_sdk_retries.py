@@ -15,7 +15,7 @@ import pytest
 import respx
 from pytest_socket import disable_socket, enable_socket
 
-from baton.client import (
+from baton_checkpoints.client import (
     AsyncBaton,
     Baton,
     BatonConnectionError,

@@ -14,9 +14,9 @@ import httpx
 import pytest
 import respx
 
-from baton.client import Baton, BatonConnectionError, BatonError, ForbiddenError
-from baton.client.blobs import file_chunks
-from baton.client.errors import FileChangedError
+from baton_checkpoints.client import Baton, BatonConnectionError, BatonError, ForbiddenError
+from baton_checkpoints.client.blobs import file_chunks
+from baton_checkpoints.client.errors import FileChangedError
 from tests.proof_counts import record
 from tests.unit.conftest import Sleeps
 

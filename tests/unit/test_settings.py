@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from baton.settings import Settings, SettingsError, environment_name, load_settings
+from baton_checkpoints.settings import Settings, SettingsError, environment_name, load_settings
 
 
 def test_the_table_name_alone_makes_settings_with_defaults() -> None:

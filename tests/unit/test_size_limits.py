@@ -26,19 +26,19 @@ from hypothesis import given, note, settings
 from hypothesis import strategies as st
 from pydantic import BaseModel, TypeAdapter, ValidationError
 
-from baton.api.idempotency import idempotency_claim
-from baton.api.openapi import CursorParameter
-from baton.api.paths import subject_from_path, thread_from_path
-from baton.api.resolver import BatonResolver, Call
-from baton.api.responses import model_json
-from baton.api.schemas import CheckpointSummary
-from baton.api.schemas_resume import ResumeAmbiguous, ready_json
-from baton.domain import limits
-from baton.domain.access import Principal
-from baton.domain.canonical import parse_document
-from baton.domain.checkpoints import plan_save
-from baton.domain.errors import PayloadTooLarge, ValidationFailed
-from baton.domain.models import (
+from baton_checkpoints.api.idempotency import idempotency_claim
+from baton_checkpoints.api.openapi import CursorParameter
+from baton_checkpoints.api.paths import subject_from_path, thread_from_path
+from baton_checkpoints.api.resolver import BatonResolver, Call
+from baton_checkpoints.api.responses import model_json
+from baton_checkpoints.api.schemas import CheckpointSummary
+from baton_checkpoints.api.schemas_resume import ResumeAmbiguous, ready_json
+from baton_checkpoints.domain import limits
+from baton_checkpoints.domain.access import Principal
+from baton_checkpoints.domain.canonical import parse_document
+from baton_checkpoints.domain.checkpoints import plan_save
+from baton_checkpoints.domain.errors import PayloadTooLarge, ValidationFailed
+from baton_checkpoints.domain.models import (
     AcquireLeaseRequest,
     CreateBlobRequest,
     CreateKeyRequest,
@@ -46,8 +46,8 @@ from baton.domain.models import (
     SaveCheckpointRequest,
     Source,
 )
-from baton.domain.resume import Decision, ResumeRequest, lift, within_budget
-from baton.domain.threads import (
+from baton_checkpoints.domain.resume import Decision, ResumeRequest, lift, within_budget
+from baton_checkpoints.domain.threads import (
     MAX_CHECKPOINT_BYTES,
     MAX_METADATA_BYTES,
     CheckpointBody,
@@ -59,9 +59,9 @@ from baton.domain.threads import (
     compact,
     version_key,
 )
-from baton.store import layout, sizes
-from baton.store.checkpoints import write_position
-from baton.store.cursors import MAX_POSITION_BYTES, decode_after, encode_after, query_binding
+from baton_checkpoints.store import layout, sizes
+from baton_checkpoints.store.checkpoints import write_position
+from baton_checkpoints.store.cursors import MAX_POSITION_BYTES, decode_after, encode_after, query_binding
 from tests import proof_counts
 from tests.builders import NOW_MS, stored_checkpoint
 from tests.unit.hypothesis_profiles import active_profile, examples

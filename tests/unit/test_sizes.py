@@ -1,6 +1,7 @@
 """The store's sizes and write units agree with the benchmark's independent implementation of DynamoDB's rules.
 
-`baton.store.sizes` is what the store and the cost tests use; `bench/capacity.py` is the benchmark's own reading of
+`baton_checkpoints.store.sizes` is what the store and the cost tests use; `bench/capacity.py` is the benchmark's own
+reading of
 the same documented rules, written apart so that it can judge Baton and the peers alike. Two readings that agree
 on every case below are unlikely to share a mistake.
 """
@@ -12,7 +13,7 @@ from typing import Any
 import pytest
 from bench import capacity
 
-from baton.store import schema, sizes
+from baton_checkpoints.store import schema, sizes
 
 CHECKPOINT = {
     "pk": {"S": "C#acme#ticket-42"},

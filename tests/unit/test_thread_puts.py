@@ -11,8 +11,8 @@ from typing import Any
 
 import pytest
 
-from baton.domain.errors import PayloadTooLarge
-from baton.domain.thread_puts import (
+from baton_checkpoints.domain.errors import PayloadTooLarge
+from baton_checkpoints.domain.thread_puts import (
     HELD_VALUE_BYTES,
     INLINE_VALUE_BYTES,
     ITEM_ROOM_BYTES,
@@ -28,7 +28,7 @@ from baton.domain.thread_puts import (
     plan_put,
     plan_writes,
 )
-from baton.domain.threads import MAX_CHECKPOINT_VALUE_BYTES, BlobRef, PutCheckpointRequest, PutWritesRequest
+from baton_checkpoints.domain.threads import MAX_CHECKPOINT_VALUE_BYTES, BlobRef, PutCheckpointRequest, PutWritesRequest
 
 REF = ThreadRef("acme", "operator", "main")
 NOW = 1_785_412_084_652

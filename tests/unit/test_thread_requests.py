@@ -8,7 +8,7 @@ import itertools
 
 import pytest
 
-from baton.domain.threads import (
+from baton_checkpoints.domain.threads import (
     PutCheckpointRequest,
     PutWritesRequest,
     TypedValue,

@@ -20,7 +20,7 @@ from langgraph.graph import END, START, StateGraph
 from langgraph.types import interrupt
 from playwright.sync_api import expect
 
-from baton.langgraph import BatonSaver
+from baton_checkpoints.langgraph import BatonSaver
 from tests.e2e.console.conftest import PHONE, open_page, shot, sign_in
 from tests.e2e.server_process import BatonServe
 from tests.proof_counts import record

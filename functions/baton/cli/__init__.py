@@ -1,1 +1,0 @@
-"""The `baton` command (not deployed)."""

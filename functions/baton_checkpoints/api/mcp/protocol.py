@@ -1,0 +1,335 @@
+"""The JSON-RPC side of `POST /mcp`, on the protocol's published models (`mcp_types`): stateless, one message per
+request, answered with `application/json` (never a stream, never a session).
+
+- a request gets its response with HTTP 200, a JSON-RPC error included (unknown method -32601, wrong params
+  -32602); a notification (any method) is accepted with 202 and no body;
+- a body that is not JSON is -32700, and one that is no single JSON-RPC request or notification -32600, both with
+  HTTP 400 and `id: null` (the streamable HTTP transport's answer to input it cannot accept);
+- an `Accept` header that allows no `application/json` is 406, an `MCP-Protocol-Version` header naming a version
+  this server does not speak 400, both with a JSON-RPC error too, so an MCP client shows them as errors;
+- `server/discover` (the 2026-07-28 probe) is -32601, which makes today's clients fall back to `initialize`.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, replace
+from typing import Any
+
+import mcp_types as mcp
+from pydantic import BaseModel
+from pydantic import ValidationError as ModelError
+
+from baton_checkpoints import __version__
+from baton_checkpoints.api.encoding import LAMBDA_RESPONSE_LIMIT_BYTES, answer_bytes, fits_lambda, log_oversized
+from baton_checkpoints.api.mcp import dispatch
+from baton_checkpoints.api.mcp.tools import ToolSpec, catalogue
+from baton_checkpoints.api.resolver import BatonResolver
+from baton_checkpoints.api.responses import dumps
+from baton_checkpoints.domain import limits
+from baton_checkpoints.domain.canonical import parse_strict
+from baton_checkpoints.domain.errors import ResponseTooLarge, ValidationFailed, clip
+
+PROTOCOL_VERSIONS = ("2025-11-25", "2025-06-18", "2025-03-26")
+"""The protocol versions this server speaks, newest first; `initialize` answers the client's when it is one."""
+SERVER_NAME = "baton"
+MCP_ROUTE = "/mcp"
+INSTRUCTIONS = (
+    "Baton keeps checkpoints of unfinished work: save where a task got to (baton_checkpoint_save), and pick it up "
+    "again later or elsewhere (baton_resume, baton_checkpoint_get). Lease a checkpoint while you work on it so that "
+    "no one else writes it."
+)
+ENVELOPE_FIELDS = frozenset({"jsonrpc", "id", "method", "params"})
+MAX_ID_CHARS = 200
+"""Longest string id accepted: every answer echoes the id, and an answer must not grow with a hostile request (an id
+of 3 MB beside a 3 MB checkpoint would not fit Lambda's answer). Integers are bounded by the contract's JSON rules."""
+
+
+@dataclass(frozen=True)
+class Caller:
+    """What a tool call needs of the HTTP request that carried it."""
+
+    resolver: Callable[[], BatonResolver]
+    """The serving resolver's twin (built on first use), which serves the tool's route."""
+    authorization: str | None
+    request_id: str
+
+
+@dataclass(frozen=True)
+class Answer:
+    """The HTTP answer: a status and a JSON-RPC message (None: no body)."""
+
+    status: int
+    message: dict[str, Any] | None
+
+
+class Refused(Exception):
+    """A JSON-RPC error answer."""
+
+    def __init__(self, code: int, message: str, status: int = 200) -> None:
+        super().__init__(message)
+        self.code = code
+        self.message = message
+        self.status = status
+
+
+def answer(body: str | bytes, headers: Mapping[str, str], caller: Caller) -> Answer:
+    """The answer to one POST of a JSON-RPC message (`headers` with lower-case names)."""
+    request_id: str | int | None = None
+    result: BaseModel
+    try:
+        if not accepts_json(headers.get("accept")):
+            raise Refused(mcp.INVALID_REQUEST, "Not Acceptable: the Accept header must allow application/json.", 406)
+        message = _message(body)
+        method: str = message["method"]
+        if "id" not in message:
+            return Answer(202, None)  # a notification: accepted, nothing to answer
+        request_id = message["id"]
+        _check_version_header(headers.get("mcp-protocol-version"), method)
+        result = _respond(method, message.get("params") or {}, caller)
+    except Refused as refused:
+        error = mcp.ErrorData(code=refused.code, message=refused.message)
+        reply = mcp.JSONRPCError(jsonrpc="2.0", id=request_id, error=error)
+        return Answer(refused.status, _dump(reply))
+    except ArgumentsRefused as refused:
+        result = _failed(refused.failed)
+        return Answer(200, _dump(mcp.JSONRPCResponse(jsonrpc="2.0", id=refused.request_id, result=_dump(result))))
+    answered_id: str | int = message["id"]
+    return Answer(200, _dump(mcp.JSONRPCResponse(jsonrpc="2.0", id=answered_id, result=_dump(result))))
+
+
+def accepts_json(accept: str | None) -> bool:
+    """True when an `Accept` header allows `application/json` (absent, `*/*`, `application/*`, not with q=0)."""
+    if accept is None or not accept.strip():
+        return True
+    for entry in accept.split(","):
+        media_range, *parameters = (part.strip() for part in entry.split(";"))
+        if media_range.lower() not in ("application/json", "application/*", "*/*"):
+            continue
+        weights = [p.partition("=")[2].strip() for p in parameters if p.partition("=")[0].strip().lower() == "q"]
+        try:
+            if not weights or float(weights[0]) > 0:
+                return True
+        except ValueError:
+            continue
+    return False
+
+
+class ArgumentsRefused(Exception):
+    """A tools/call whose arguments break the contract's JSON rules (a duplicate key, an unsafe number, nesting
+    too deep): the tool's error, as its route would answer that body, not a JSON-RPC parse error."""
+
+    def __init__(self, request_id: str | int, failed: ValidationFailed) -> None:
+        super().__init__(failed.message)
+        self.request_id = request_id
+        self.failed = failed
+
+
+ARGUMENTS = "/params/arguments"
+ENVELOPE_DEPTH = 2
+"""Levels a tool's arguments sit below the message's root (params, arguments): the route's body is that much
+shallower, so the message may be that much deeper."""
+
+
+def _message(body: str | bytes) -> dict[str, Any]:
+    """The one JSON-RPC request or notification in `body`, or `Refused` (HTTP 400) saying what is wrong."""
+    try:
+        value = parse_strict(body, limits.MAX_JSON_DEPTH + ENVELOPE_DEPTH)
+    except ValidationFailed as failed:
+        _refuse_arguments(body, failed)
+        raise Refused(mcp.PARSE_ERROR, f"Parse error: {failed.message}", 400) from None
+    if not isinstance(value, dict):
+        raise Refused(mcp.INVALID_REQUEST, "Invalid request: the body must be one JSON-RPC message, an object.", 400)
+    unknown = sorted(set(value) - ENVELOPE_FIELDS)
+    problem = None
+    if unknown:
+        problem = f"unknown member {unknown[0]!r}; a request has only jsonrpc, id, method and params"
+    elif value.get("jsonrpc") != "2.0":
+        problem = 'jsonrpc must be "2.0"'
+    elif not isinstance(value.get("method"), str) or not value["method"]:
+        problem = "method must be a non-empty string"
+    elif "id" in value and (isinstance(value["id"], bool) or not isinstance(value["id"], (str, int))):
+        problem = "id must be a string or an integer"
+    elif isinstance(value.get("id"), str) and len(value["id"]) > MAX_ID_CHARS:
+        problem = f"id must be at most {MAX_ID_CHARS} characters"
+    elif "params" in value and not isinstance(value["params"], dict):
+        problem = "params must be an object"
+    if problem is not None:
+        raise Refused(mcp.INVALID_REQUEST, f"Invalid request: {problem}.", 400)
+    return value
+
+
+def _refuse_arguments(body: str | bytes, failed: ValidationFailed) -> None:
+    """Raise `ArgumentsRefused` when what broke the rules lies in a tools/call's arguments (the message read as
+    plain JSON for its id and method); return otherwise (the message is the problem)."""
+    where = failed.errors[0].pointer
+    if not where.startswith(ARGUMENTS + "/"):
+        return
+    try:
+        value = json.loads(body)
+    except (ValueError, RecursionError):
+        return
+    request_id = value.get("id") if isinstance(value, dict) else None
+    if value.get("method") != "tools/call" or isinstance(request_id, bool) or not isinstance(request_id, (str, int)):
+        return
+    rebased = [
+        replace(error, pointer=error.pointer.removeprefix(ARGUMENTS), message=error.message.replace(ARGUMENTS, ""))
+        for error in failed.errors
+    ]
+    raise ArgumentsRefused(request_id, ValidationFailed(rebased, failed.more))
+
+
+def _check_version_header(version: str | None, method: str) -> None:
+    if version is None or method in ("initialize", "server/discover") or version in PROTOCOL_VERSIONS:
+        return
+    supported = ", ".join(PROTOCOL_VERSIONS)
+    raise Refused(
+        mcp.INVALID_REQUEST, f"Unsupported MCP-Protocol-Version {version[:40]!r}; this server speaks {supported}.", 400
+    )
+
+
+def _respond(method: str, params: dict[str, Any], caller: Caller) -> BaseModel:
+    if method == "initialize":
+        return _initialize(params)
+    if method == "ping":
+        return mcp.EmptyResult()
+    if method == "tools/list":
+        return mcp.ListToolsResult(tools=[_tool(spec) for spec in catalogue().values()])
+    if method == "tools/call":
+        return _call(params, caller)
+    raise Refused(mcp.METHOD_NOT_FOUND, f"Method not found: {method[:100]}.")
+
+
+def _initialize(params: dict[str, Any]) -> mcp.InitializeResult:
+    try:
+        asked = mcp.InitializeRequestParams.model_validate(params)
+    except ModelError as invalid:
+        raise Refused(mcp.INVALID_PARAMS, f"Invalid params of initialize: {_first(invalid)}") from None
+    version = asked.protocol_version if asked.protocol_version in PROTOCOL_VERSIONS else PROTOCOL_VERSIONS[0]
+    return mcp.InitializeResult(
+        protocol_version=version,
+        capabilities=mcp.ServerCapabilities(tools=mcp.ToolsCapability(list_changed=False)),
+        server_info=mcp.Implementation(name=SERVER_NAME, title="Baton", version=__version__),
+        instructions=INSTRUCTIONS,
+    )
+
+
+def _tool(spec: ToolSpec) -> mcp.Tool:
+    return mcp.Tool(
+        name=spec.name,
+        title=spec.title,
+        description=spec.description,
+        input_schema=spec.input_schema,
+        annotations=mcp.ToolAnnotations(
+            title=spec.title,
+            read_only_hint=spec.hints.read_only,
+            destructive_hint=spec.hints.destructive,
+            idempotent_hint=spec.hints.idempotent,
+            open_world_hint=False,
+        ),
+    )
+
+
+def _call(params: dict[str, Any], caller: Caller) -> mcp.CallToolResult:
+    try:
+        asked = mcp.CallToolRequestParams.model_validate(params)
+    except ModelError as invalid:
+        raise Refused(mcp.INVALID_PARAMS, f"Invalid params of tools/call: {_first(invalid)}") from None
+    spec = catalogue().get(asked.name)
+    if spec is None:
+        raise Refused(mcp.INVALID_PARAMS, f"Unknown tool: {asked.name[:100]}; see tools/list.")
+    arguments = dict(asked.arguments or {})
+    try:
+        request = spec.request(arguments)
+        routed = dispatch.serve(caller.resolver(), request, caller.authorization, caller.request_id)
+    except ValidationFailed as failed:
+        return _failed(failed)
+    except UnicodeEncodeError:
+        # A lone surrogate (valid JSON, not text) where a path or a query takes it: UTF-8 cannot carry it there.
+        where = _not_text(arguments) or ""
+        return _failed(
+            ValidationFailed.single(where, f"{where or 'An argument'} holds a lone surrogate, which is not text.")
+        )
+    body = routed.body if isinstance(routed.body, dict) else {}
+    if routed.status >= 400 or "data" not in body:
+        found = body.get("error")
+        error = found if isinstance(found, dict) else {"code": "INTERNAL", "message": "The route gave no answer."}
+        return _result(error, error=True)
+    data = body["data"]
+    if spec.list_key is not None:
+        data = {spec.list_key: data, "next_cursor": (body.get("meta") or {}).get("next_cursor")}
+    return _result(data, error=False)
+
+
+def _not_text(value: Any, where: str = "") -> str | None:
+    """The pointer of the first string (key or value) in `value` that UTF-8 cannot encode, None when there is none."""
+    if isinstance(value, str):
+        try:
+            value.encode("utf-8")
+        except UnicodeEncodeError:
+            return where
+        return None
+    children = value.items() if isinstance(value, dict) else enumerate(value) if isinstance(value, list) else ()
+    for key, child in children:
+        inside = f"{where}/{str(key).replace('~', '~0').replace('/', '~1')}"
+        if isinstance(key, str) and _not_text(key) is not None:
+            return inside
+        found = _not_text(child, inside)
+        if found is not None:
+            return found
+    return None
+
+
+def _failed(failed: ValidationFailed) -> mcp.CallToolResult:
+    """A tool's error for arguments its route would refuse with `failed` (pointers into the arguments)."""
+    return _result({"code": failed.code, "message": failed.message, "details": failed.details()}, error=True)
+
+
+ENVELOPE_BYTES = 4_096
+"""Room, in the answer's body, for what surrounds a tool's result: the JSON-RPC members, an id of at most
+`MAX_ID_CHARS` characters (6 bytes each at most, escaped), the result's member names and the note."""
+
+
+def _result(structured: dict[str, Any], error: bool) -> mcp.CallToolResult:
+    """A tool's result: the structured content, and the same as compact JSON text for clients that read text.
+
+    The answer is sized in bytes as it leaves the function (its body UTF-8 JSON, then base64 past 1 MB, gzip not
+    assumed): the text copy goes along only when the whole answer, both copies, still fits Lambda's limit with
+    room to spare; otherwise a short note takes its place (MCP asks the copy as a SHOULD). A result that would not
+    fit even alone (a defect of the routes' bounds) is the tool's `RESPONSE_TOO_LARGE` error, logged at ERROR."""
+    text = dumps(structured)
+    structured_bytes = len(text.encode("utf-8", "surrogatepass"))
+    # The copy is a JSON string of `text`: its quotes and backslashes are escaped once more (`text` holds no raw
+    # control character: JSON escapes them all).
+    copy_bytes = structured_bytes + text.count('"') + text.count("\\") + 2
+    if fits_lambda(structured_bytes + copy_bytes + ENVELOPE_BYTES):
+        note = text
+    elif fits_lambda(structured_bytes + ENVELOPE_BYTES):
+        note = (
+            f"The result is {structured_bytes:,} bytes of JSON, too big to repeat as text within the answer's size "
+            "limit: read it from this result's structuredContent."
+        )
+    else:
+        size = answer_bytes(structured_bytes + ENVELOPE_BYTES)
+        log_oversized(MCP_ROUTE, size, 200)
+        too_large = ResponseTooLarge(size, LAMBDA_RESPONSE_LIMIT_BYTES)
+        return _result({"code": too_large.code, "message": too_large.message, "details": too_large.details()}, True)
+    return mcp.CallToolResult(
+        content=[mcp.TextContent(type="text", text=note)], structured_content=structured, is_error=error
+    )
+
+
+def _first(invalid: ModelError) -> str:
+    """The first problem pydantic found, as `where: what`."""
+    problem = invalid.errors()[0]
+    where = "/".join(str(part) for part in problem["loc"])
+    # A location can quote the request (a member's name): bounded like every other echo.
+    return clip(f"/{where}: {problem['msg']}." if where else f"{problem['msg']}.")
+
+
+def _dump(model: BaseModel) -> dict[str, Any]:
+    """A protocol model as its wire JSON: the fields set, by their wire names (leaves out the 2026 revision's
+    `resultType`, which older clients do not know)."""
+    dumped: dict[str, Any] = model.model_dump(mode="json", by_alias=True, exclude_unset=True)
+    return dumped

@@ -1,0 +1,208 @@
+"""What the OpenAPI document says about responses, so every route documents the same envelope, and the finishing
+touches that make the generated document say exactly what the API does."""
+
+from __future__ import annotations
+
+import json
+from typing import Annotated, Any, cast
+
+from aws_lambda_powertools.event_handler.openapi.params import Query
+from aws_lambda_powertools.event_handler.openapi.types import OpenAPIResponse
+
+from baton_checkpoints.api.resolver import PUBLIC_EXTENSION
+from baton_checkpoints.api.schemas import ErrorEnvelope
+from baton_checkpoints.domain import limits
+
+# The page cursor of every list route: checked by the store (bound to tenant and query), documented here.
+CursorParameter = Annotated[
+    str | None,
+    Query(
+        max_length=2048,
+        description=(
+            "Opaque: meta.next_cursor of the previous page of the same query, unchanged. It is bound to the tenant "
+            "and the query; any other value answers 400 naming cursor."
+        ),
+    ),
+]
+
+_ERROR_TEXT = {
+    400: "VALIDATION_ERROR: a field is missing, malformed, out of range or unknown",
+    401: "UNAUTHENTICATED: no key, or an unknown, revoked, expired or not-yet-valid key",
+    403: "FORBIDDEN: the key lacks the route's scope",
+    404: "NOT_FOUND: missing, expired, or not visible to the caller",
+    409: "REVISION_CONFLICT or CHECKPOINT_CLOSED",
+    413: "PAYLOAD_TOO_LARGE: body or state over its limit",
+    415: "UNSUPPORTED_MEDIA_TYPE: the body is not application/json",
+    422: "IDEMPOTENCY_KEY_REUSED: the key was used before with a different request",
+    503: "UNAVAILABLE: a dependency is throttling or failing; nothing was written",
+}
+
+_STRING = {"type": "string"}
+ETAG_HEADER: dict[str, Any] = {
+    "ETag": {
+        "description": 'The weak entity tag of this revision: W/"<checkpoint_id>:<revision>".',
+        "required": True,
+        "schema": {"type": "string", "pattern": r'^W/"ckpt_[0-9a-f]{32}:[1-9][0-9]*"$'},
+    }
+}
+REPLAYED_HEADER: dict[str, Any] = {
+    "Idempotent-Replayed": {
+        "description": "true when this is the stored answer of an earlier request with the same Idempotency-Key.",
+        "schema": {"type": "string", "enum": ["true"]},
+    }
+}
+# The request headers the checkpoint routes read, as patterns that accept exactly what the routes accept
+# (tests/integration/test_openapi_committed.py checks them against the code). `parse_etag_list` splits a list at
+# commas, strips each member as `str.strip()` does, skips empty members, and reads each other member as
+# `"<anything but a comma>:<ASCII digits>"`, optionally after `W/`: so a list is tags separated by at least one
+# comma, with whitespace and further commas anywhere around them.
+_SPACE = r"\t-\r\x1c-\x20\x85\xa0\u1680\u2000-\u200a\u2028\u2029\u202f\u205f\u3000"
+"""The characters `str.strip()` removes (those of `str.isspace()`), for a character class."""
+_ENTITY_TAG = r'(?:W/)?"[^,]*:[0-9]+"'
+IF_MATCH_PATTERN = (
+    rf"^(?:[{_SPACE}]*\*[{_SPACE}]*"
+    rf"|[{_SPACE},]*{_ENTITY_TAG}(?:[{_SPACE}]*,[{_SPACE},]*{_ENTITY_TAG})*[{_SPACE},]*)$"
+)
+"""`*`, or one or more entity tags separated by commas: every other value is a 400."""
+IDEMPOTENCY_KEY_PATTERN = rf"^[\x20-\x7e]{{1,{limits.IDEMPOTENCY_KEY_MAX_CHARS}}}$"
+"""1 to 200 printable ASCII characters: every other value is a 400."""
+
+_ERROR_HEADERS: dict[int, dict[str, Any]] = {
+    401: {"WWW-Authenticate": {"required": True, "schema": {"type": "string", "enum": ['Bearer realm="baton"']}}},
+    503: {
+        "Retry-After": {
+            "description": "Seconds to wait before retrying.",
+            "required": True,
+            "schema": {"type": "string", "pattern": "^[0-9]+$"},
+        }
+    },
+}
+
+
+def responses(
+    success: dict[int, tuple[str, Any]],
+    errors: tuple[int, ...],
+    headers: dict[int, dict[str, Any]] | None = None,
+    described: dict[int, str] | None = None,
+) -> dict[int, OpenAPIResponse]:
+    """Response documentation: the success bodies given (None: no body), their `headers`, and the error envelope
+    for each error status, described as `described` says when the route's cases are narrower than the code's."""
+    documented: dict[int, dict[str, Any]] = {}
+    for status, (description, model) in success.items():
+        # An empty content map means "no body"; without one, powertools would describe the function's return type.
+        content = {} if model is None else {"application/json": {"model": model}}
+        documented[status] = {"description": description, "content": content}
+    for status in errors:
+        documented[status] = {
+            "description": (described or {}).get(status, _ERROR_TEXT[status]),
+            "content": {"application/json": {"model": ErrorEnvelope}},
+        }
+    for status, extra in {**_ERROR_HEADERS, **(headers or {})}.items():
+        if status in documented:
+            documented[status]["headers"] = extra
+    return cast(dict[int, OpenAPIResponse], documented)
+
+
+AUTHENTICATED_ERRORS = (401, 403, 503)
+
+# Canonical JSON (RFC 8785) carries an integer exactly only within ±(2^53-1), and every double beyond that range is
+# an integer: so "every number within ±(2^53-1)" is the one rule JSON Schema can state (it cannot tell `1e300` from
+# an integer literal).
+_SAFE_NUMBER = {"type": "number", "minimum": -limits.MAX_SAFE_INTEGER, "maximum": limits.MAX_SAFE_INTEGER}
+_JSON_VALUE_REF = {"$ref": "#/components/schemas/JsonValue"}
+_NOT_NULL = [
+    {"type": "boolean"},
+    _STRING,
+    _SAFE_NUMBER,
+    {"type": "array", "items": _JSON_VALUE_REF},
+    {"type": "object", "additionalProperties": _JSON_VALUE_REF},
+]
+STATE_SCHEMAS: dict[str, Any] = {
+    "JsonValue": {
+        "title": "JsonValue",
+        "description": "Any JSON value whose numbers lie within ±(2^53-1), which canonical JSON (RFC 8785) carries.",
+        "anyOf": [{"type": "null"}, *_NOT_NULL],
+    },
+    "State": {
+        "title": "State",
+        "description": (
+            "Any JSON value except null, numbers within ±(2^53-1) (RFC 8785 canonical JSON), nested at most "
+            f"{limits.MAX_JSON_DEPTH - 1} levels below the body, and at most {limits.MAX_STATE_BYTES:,} bytes "
+            "of canonical JSON (413 beyond)."
+        ),
+        "anyOf": _NOT_NULL,
+    },
+}
+"""`state` in JSON Schema. Pydantic cannot state it (a recursive schema of an `Any` field), so it is added here."""
+
+_STATE_FIELDS = (("SaveCheckpointRequest", "state"), ("CheckpointRecord", "state"))
+_POWERTOOLS_ONLY = ("HTTPValidationError", "ResponseValidationError", "ValidationError")
+"""Schemas powertools adds for its own 422 answers; Baton answers validation errors with 400 VALIDATION_ERROR."""
+
+
+def _header_schema(schema: dict[str, Any]) -> dict[str, Any]:
+    """The schema of an optional header parameter without powertools' `null` branch, title or description (the
+    parameter carries the description): a header is absent or a string, and a bare `{"type": "string"}` is what
+    schemathesis recognises as a plain header, so it sends If-None-Match values shaped like entity tags."""
+    rest = {key: value for key, value in schema.items() if key not in ("anyOf", "title", "description")}
+    strings = [branch for branch in schema.get("anyOf", []) if branch != {"type": "null"}]
+    if len(strings) == 1:
+        return {**strings[0], **rest}
+    return rest
+
+
+def _state_of_a_format(schemas: dict[str, Any]) -> None:
+    """A save whose `format` is `opencheckpoint/0.1` carries an OpenCheckpoint 0.1 document as its state: stated as
+    an if/then on the save's schema, with the format's schema (served at /v1/schemas/) embedded as a component."""
+    from baton_checkpoints.domain import opencheckpoint  # the document's generator only: never on a request's path
+
+    save = schemas.get("SaveCheckpointRequest")
+    if save is None:
+        return
+    schemas[_OPENCHECKPOINT_COMPONENT] = opencheckpoint.embeddable_schema()
+    save["if"] = {"properties": {"format": {"const": opencheckpoint.FORMAT}}, "required": ["format"]}
+    save["then"] = {"properties": {"state": {"$ref": f"#/components/schemas/{_OPENCHECKPOINT_COMPONENT}"}}}
+
+
+_OPENCHECKPOINT_COMPONENT = "OpenCheckpoint01"
+
+
+def finish(document: dict[str, Any]) -> dict[str, Any]:
+    """The generated document, corrected where powertools cannot say what the API does:
+
+    - no 422 "Validation Error" answers (validation errors are 400 `VALIDATION_ERROR`), nor their schemas;
+    - responses without a body have no content;
+    - public routes need no key (`security: []` overrides the document's global bearer requirement);
+    - a header parameter is a string (or absent), never null, and is named as the contract writes it;
+    - `state` is any JSON value but null, with integers canonical JSON carries, and an OpenCheckpoint 0.1 document
+      when the save's `format` says so.
+    """
+    for operations in document.get("paths", {}).values():
+        for operation in operations.values():
+            answers = operation.get("responses", {})
+            powertools_422 = answers.get("422", {}).get("content", {}).get("application/json", {}).get("schema", {})
+            if powertools_422.get("$ref", "").endswith("/HTTPValidationError"):
+                del answers["422"]
+            for answer in answers.values():
+                if answer.get("content") == {}:
+                    del answer["content"]
+            if operation.get(PUBLIC_EXTENSION):
+                operation["security"] = []
+            for parameter in operation.get("parameters", []):
+                if parameter.get("in") == "header":
+                    # powertools lower-cases header names (HTTP compares them case-insensitively); say them as
+                    # the contract writes them
+                    parameter["name"] = "-".join(word.capitalize() for word in parameter["name"].split("-"))
+                    parameter["schema"] = _header_schema(parameter["schema"])
+    schemas = document.setdefault("components", {}).setdefault("schemas", {})
+    schemas.update(STATE_SCHEMAS)
+    for model, field in _STATE_FIELDS:
+        properties = schemas.get(model, {}).get("properties", {})
+        if field in properties:
+            described = {k: v for k, v in properties[field].items() if k in ("description", "title")}
+            properties[field] = {**described, "$ref": "#/components/schemas/State"}
+    _state_of_a_format(schemas)
+    for name in _POWERTOOLS_ONLY:  # in this order: the first two refer to the last
+        if f'"#/components/schemas/{name}"' not in json.dumps(document):
+            schemas.pop(name, None)
+    return document

@@ -1,0 +1,361 @@
+"""The resolver: powertools' HTTP API resolver with Baton's gate in front of every route.
+
+Powertools validates a request before any middleware runs; the contract ranks authentication (401/403), media
+type (415) and body size (413) before validation (400). So the gate runs first, in `_call_route`, and only then
+does the route's own chain (validation, the route) run. Errors of the gate go through the same exception
+handlers as everything else.
+
+The resolver is given its services (`api/services.py` wires them) rather than finding them: whoever creates it
+decides which table it serves. Routes declare what they need as parameters (`call: CurrentCall`, and the services
+with `Wired` from `api/services.py`), which powertools' `Depends` fills in.
+"""
+
+# No `from __future__ import annotations` here: powertools reads a dependency's annotations on every request, and
+# evaluating them from strings each time costs more than the dependency itself.
+
+import functools
+import typing
+import uuid
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, replace
+from typing import Annotated, Any, Final
+
+from aws_lambda_powertools.event_handler import APIGatewayHttpResolver, Depends, Request, Response, depends
+from aws_lambda_powertools.event_handler.api_gateway import ResponseBuilder, Route
+from aws_lambda_powertools.event_handler.api_gateway import _find_request_param_name as _request_param_name
+from aws_lambda_powertools.event_handler.middlewares import openapi_validation as validation
+from aws_lambda_powertools.event_handler.openapi.exceptions import RequestValidationError
+
+from baton_checkpoints.api.encoding import fit_for_lambda, within_lambda_limit
+from baton_checkpoints.api.paths import check_encoding
+from baton_checkpoints.api.services import SERVICES_CONTEXT, Services, wired
+from baton_checkpoints.domain import limits
+from baton_checkpoints.domain.access import Principal
+from baton_checkpoints.domain.canonical import Document, parse_document, parse_strict
+from baton_checkpoints.domain.clock import now_ms
+from baton_checkpoints.domain.errors import PayloadTooLarge, UnsupportedMediaType, ValidationFailed
+
+# Powertools rebuilds a route's dependency tree on every request (`typing.get_type_hints` of the route and of each
+# dependency: about a tenth of a warm save's own time). A function's dependencies are fixed once it is defined, so
+# the tree is built once per function; overrides (tests') apply when the tree is solved, not here.
+if not hasattr(depends.build_dependency_tree, "cache_info"):
+    depends.build_dependency_tree = functools.cache(depends.build_dependency_tree)
+
+SCOPE_EXTENSION = "x-baton-scope"
+PUBLIC_EXTENSION = "x-baton-public"
+ACTS_FOR_EXTENSION = "x-baton-acts-for"
+"""Body fields (`agent_id`, `tenant_id`) that say whom the request acts for: authority, checked before validation."""
+ANY_SCOPE_EXTENSION = "x-baton-any-scope"
+"""The route needs a valid key and no particular scope (the caller's own identity)."""
+FRESH_KEY_EXTENSION = "x-baton-fresh-key"
+"""The route reads the caller's key record fresh, never from the container's cache (key management)."""
+RAW_BODY_EXTENSION = "x-baton-raw-body"
+"""The route reads its body itself (MCP answers a body that is not JSON with a JSON-RPC error, not the contract's
+400): the gate checks its media type and size only."""
+BODY_METHODS = frozenset({"POST", "PUT", "PATCH"})
+
+
+def needs(scope: str, acts_for: tuple[str, ...] = (), fresh_key: bool = False) -> dict[str, Any]:
+    """Route metadata: the scope a route needs (also shown in the OpenAPI document); which body fields claim
+    authority (naming another agent or tenant there is a 403, ranked before 400); and whether the caller's key
+    must be read fresh, so that a key revoked a moment ago can do nothing with it."""
+    extensions: dict[str, Any] = {SCOPE_EXTENSION: scope}
+    if acts_for:
+        extensions[ACTS_FOR_EXTENSION] = list(acts_for)
+    if fresh_key:
+        extensions[FRESH_KEY_EXTENSION] = True
+    return extensions
+
+
+PUBLIC: dict[str, Any] = {PUBLIC_EXTENSION: True}
+"""Route metadata: the route answers without an API key."""
+ANY_SCOPE: dict[str, Any] = {ANY_SCOPE_EXTENSION: True}
+"""Route metadata: the route answers any valid key, whatever its scopes."""
+
+RESOLVER_CONTEXT: Final = "resolver"
+"""Where the resolver's context keeps the resolver serving the request (the MCP route reaches its twin there)."""
+CALL_CONTEXT: Final = "call"
+"""Where the resolver's context keeps the current request's `Call`."""
+
+
+@dataclass(frozen=True)
+class Call:
+    """What the gate learned about the current request."""
+
+    request_id: str
+    principal: Principal | None
+    body: Any
+    now_ms: int
+    route: str | None = None
+    """The matched route's pattern (`/v1/checkpoints/{checkpoint_id}`), None for an unknown path."""
+    plain_body: bool = False
+    """The body's canonical form may take the fast path (see `baton_checkpoints.domain.canonical.Document.plain`)."""
+
+    @property
+    def caller(self) -> Principal:
+        """The authenticated principal (routes that need a scope always have one)."""
+        if self.principal is None:
+            raise RuntimeError("route is public: it has no principal")
+        return self.principal
+
+
+@dataclass(frozen=True)
+class _Direct:
+    """A route called without powertools' middleware chain (`BatonResolver._direct`): the names of its parameters
+    that take the current `Call` and the services, if it has them."""
+
+    call: str | None
+    services: str | None
+
+
+class BatonResolver(APIGatewayHttpResolver):
+    """`APIGatewayHttpResolver` with authentication, scope, media type, size and strict JSON checks first."""
+
+    def __init__(self, services: Callable[[], Services]) -> None:
+        """`services` gives the services of this resolver's container; it is called by the requests that need
+        them (an authenticated route), so it may build them on its first call."""
+        super().__init__(enable_validation=True, json_body_deserializer=self._gate_body)
+        self._services = services
+        self._evaluated: set[Callable[..., Any]] = set()
+        self.last_call: Call | None = None
+        """What the gate learned about the request served last, kept after `resolve` (for the access log)."""
+        self.make_twin: Callable[[], BatonResolver] | None = None
+        """Builds a resolver with the same routes and services (`api/app.py` sets it): MCP tool calls are served
+        through one, since a resolve nested in this one's would overwrite the request it is serving."""
+        self._twin: BatonResolver | None = None
+        self._directs: dict[Route, _Direct | None] = {}
+
+    def twin(self) -> "BatonResolver":
+        """This resolver's twin, built by the first call (once per container)."""
+        if self._twin is None:
+            if self.make_twin is None:
+                raise RuntimeError("this resolver was built without make_twin")
+            self._twin = self.make_twin()
+            # Built while this resolver serves a request: powertools' include_router merged this one's context (the
+            # request being served, its cached Request) into the twin's, which its first request would then read.
+            self._twin.clear_context()
+        return self._twin
+
+    def resolve(self, event: Mapping[str, Any], context: Any, *, for_lambda: bool = True) -> dict[str, Any]:
+        """Resolve one event; `last_call` then tells who asked what, however far the request got.
+
+        For Lambda, an answer over 1 MB goes back base64-encoded (gzip-compressed when accepted), so it fits Lambda's
+        payload limit; one that would still not fit is answered `500 RESPONSE_TOO_LARGE` instead, logged at ERROR
+        (`api/encoding.py`). A tool call's twin resolves with `for_lambda=False`: its answer goes to the MCP route,
+        which sizes its own."""
+        self.last_call = None
+        result = super().resolve(event, context)
+        if not for_lambda:
+            return result
+        headers = event.get("headers") or {}
+        accept = next((v for k, v in headers.items() if k.lower() == "accept-encoding"), None)
+        fitted = fit_for_lambda(result, accept)
+        call = self.last_call
+        if call is not None:
+            return within_lambda_limit(fitted, call.route, call.request_id)
+        return within_lambda_limit(fitted, None, str((event.get("requestContext") or {}).get("requestId", "")))
+
+    def _call_route(self, route: Route, route_arguments: dict[str, str]) -> ResponseBuilder[Any]:
+        try:
+            self._gate(route, route_arguments)
+            # Only Baton's routes (they carry its metadata): powertools makes its not-found route afresh for each
+            # unknown path, and remembering those would grow the container's memory with every 404.
+            if route.openapi_extensions:
+                self._evaluate_annotations(route.func)
+                # A test's override of another dependency than `wired` is applied by the chain alone.
+                direct = None if set(self.dependency_overrides) - {wired} else self._direct(route)
+                if direct is not None:
+                    return self._call_direct(route, direct, route_arguments)
+        except Exception as exc:
+            handled = self._call_exception_handler(exc, route)
+            if handled is not None:
+                return handled
+            raise
+        return super()._call_route(route, route_arguments)
+
+    def _direct(self, route: Route) -> "_Direct | None":
+        """How `route` is called without powertools' middleware chain, or None when it needs the chain.
+
+        Every Baton route is called the same way: the gate has run, there are no middlewares besides powertools'
+        two validation ones, and a route's only dependencies are `CurrentCall` and `Wired`. The chain around such a
+        route (frames, the headers' and cookies' normalization for routes that read neither, a debug message
+        formatting the arguments, dependency solving that reads annotations again) cost about a tenth of a warm
+        request (`bench/warm.py`). So such a route is called here, validated by the same powertools functions the
+        chain calls (`_call_direct`); a route with anything else (a middleware, a header or cookie parameter, a
+        `Request` parameter, another dependency) goes through the chain, and so does every route while a dependency
+        other than `wired` is overridden."""
+        if route in self._directs:
+            return self._directs[route]
+        direct = None
+        dependant = route.dependant
+        if (
+            not route.middlewares
+            and not self._router_middlewares
+            and route.enable_validation is not False
+            and not dependant.header_params
+            and not dependant.cookie_params
+            and _request_param_name(route.func) is None
+        ):
+            given = {
+                node.depends.dependency: node.param_name
+                for node in depends.build_dependency_tree(route.func).dependencies
+            }
+            if set(given) <= {current_call, wired}:
+                direct = _Direct(call=given.get(current_call), services=given.get(wired))
+        self._directs[route] = direct
+        return direct
+
+    def _call_direct(self, route: Route, direct: "_Direct", route_arguments: dict[str, str]) -> ResponseBuilder[Any]:
+        """Validate the request as powertools' request validation does, call the route, and validate its answer as
+        powertools' response validation does."""
+        event = self.current_event
+        dependant = route.dependant
+        values, errors = validation._request_params_to_args(dependant.path_params, route_arguments)
+        if dependant.query_params:
+            query = validation._normalize_multi_params(
+                event.resolved_query_string_parameters,
+                dependant.query_params,
+                multi_value_params=validation._get_multi_value_query_params(event),
+            )
+            found, wrong = validation._request_params_to_args(dependant.query_params, query)
+            values.update(found)
+            errors += wrong
+        if dependant.body_params:
+            found, wrong = validation._request_body_to_args(
+                required_params=dependant.body_params, received_body=self._request_validation_middleware._get_body(self)
+            )
+            values.update(found)
+            errors += wrong
+        if errors:
+            raise RequestValidationError(errors)
+        if direct.call is not None:
+            values[direct.call] = self.context[CALL_CONTEXT]
+        if direct.services is not None:
+            values[direct.services] = self.services()
+        response = self._to_response(route.func(**values))
+        if not isinstance(response, Response):  # what only a Bedrock agent's resolver makes
+            raise TypeError(f"{route.func.__name__} answered {type(response).__name__}")
+        response = self._response_validation_middleware._handle_response(route=route, response=response)
+        return self._response_builder_class(response=response, serializer=self._serializer, route=route)
+
+    def services(self) -> Services:
+        """The services this resolver serves with: those that `dependency_overrides[wired]` gives (a test's), or
+        its own provider's."""
+        override = self.dependency_overrides.get(wired)
+        return override() if override is not None else self._services()
+
+    def _evaluate_annotations(self, func: Callable[..., Any]) -> None:
+        """Turn a route's annotations from strings into objects, once, at its first request.
+
+        Powertools looks for `Depends` in a route's annotations on every request (`typing.get_type_hints`), and
+        the routers' annotations are strings (`from __future__ import annotations`, which keeps them from being
+        built at import): evaluated on every request they would cost ~0.4 ms each time.
+        """
+        if func not in self._evaluated:
+            func.__annotations__ = typing.get_type_hints(func, include_extras=True)
+            self._evaluated.add(func)
+
+    def _record(self, call: Call) -> None:
+        self.last_call = call
+        self.context[CALL_CONTEXT] = call
+
+    def _gate(self, route: Route, path_arguments: Mapping[str, str]) -> None:
+        event = self.current_event
+        extensions = route.openapi_extensions or {}
+        call = Call(
+            request_id=event.request_context.request_id or str(uuid.uuid4()),
+            principal=None,
+            body=None,
+            now_ms=now_ms(),
+            # powertools' own not-found route carries no Baton metadata; its "pattern" would be the raw path
+            route=route.openapi_path if extensions else None,
+        )
+        self._record(call)
+        self.context[SERVICES_CONTEXT] = self.services
+        self.context[RESOLVER_CONTEXT] = self
+        if not extensions:
+            return  # the not-found handler answers
+        if not extensions.get(PUBLIC_EXTENSION):
+            principal = self.services().authenticator.authenticate(
+                event.headers.get("authorization"), call.now_ms, fresh=bool(extensions.get(FRESH_KEY_EXTENSION))
+            )
+            call = replace(call, principal=principal)
+            self._record(call)  # a request refused from here on is still logged with its caller
+            if not extensions.get(ANY_SCOPE_EXTENSION):
+                principal.require(extensions[SCOPE_EXTENSION])
+        if route.method in BODY_METHODS and extensions.get(RAW_BODY_EXTENSION):
+            self._raw_body()
+        elif route.method in BODY_METHODS:
+            document = self._json_body()
+            if call.principal is not None and extensions.get(ACTS_FOR_EXTENSION):
+                _check_authority(call.principal, document.value, extensions[ACTS_FOR_EXTENSION])
+            self._record(replace(call, body=document.value, plain_body=document.plain))
+        check_encoding(path_arguments, event.raw_event.get("rawQueryString"))
+
+    def _gate_body(self, text: str) -> Any:
+        """The body the routes' validation sees: the one the gate already parsed strictly (parsed once, with the
+        gate's reading of numbers: `3600.0` is the integer 3600)."""
+        call = self.last_call
+        if call is not None and call.body is not None:
+            return call.body
+        return parse_strict(text)
+
+    def _json_body(self) -> Document:
+        document = parse_document(self._raw_body())
+        # Every body of this API is an object; powertools would otherwise validate a list's first element.
+        if not isinstance(document.value, dict):
+            raise ValidationFailed.single("", "The body must be a JSON object.")
+        return document
+
+    def _raw_body(self) -> str | bytes:
+        """The body, once its media type, encoding and size are acceptable."""
+        event = self.current_event
+        content_type = event.headers.get("content-type")
+        media_type = (content_type or "").split(";", 1)[0].strip().lower()
+        if media_type != "application/json":
+            raise UnsupportedMediaType(content_type)
+        # Media types are case-insensitive (RFC 9110); powertools' body validation compares them case-sensitively,
+        # so what the gate accepted is handed on in the one spelling it knows.
+        raw_headers = self.current_event.raw_event.get("headers") or {}
+        for name in [n for n in raw_headers if n.lower() == "content-type"]:
+            raw_headers[name] = "application/json"
+        try:
+            raw = event.decoded_body or ""
+            size = len(raw.encode("utf-8")) if isinstance(raw, str) else len(raw)
+        except (UnicodeError, ValueError):  # not UTF-8, or text UTF-8 cannot carry (a lone surrogate)
+            raise ValidationFailed.single("", "The body is not valid UTF-8 JSON.") from None
+        if size > limits.MAX_BODY_BYTES:
+            raise PayloadTooLarge(
+                field="body", limit_bytes=limits.MAX_BODY_BYTES, actual_bytes=size, what="The request body"
+            )
+        return raw
+
+    def allowed_methods(self, path: str) -> list[str]:
+        """The methods registered for `path` (empty when no route has that path)."""
+        routes = self._static_routes + self._dynamic_routes
+        return sorted({r.method for r in routes if r.rule.match(path)})
+
+
+def _check_authority(principal: Principal, body: dict[str, Any], fields: list[str]) -> None:
+    """A body acting for another agent or tenant needs the authority to: 403 before any validation error.
+
+    Only the route's own authority fields count: on a route without `tenant_id`, that field is just unknown (400).
+    """
+    agent_id = body.get("agent_id")
+    if "agent_id" in fields and isinstance(agent_id, str):
+        principal.agent_for_write(agent_id)
+    tenant_id = body.get("tenant_id")
+    if "tenant_id" in fields and isinstance(tenant_id, str):
+        principal.tenant_for(tenant_id, "/tenant_id")
+
+
+def current_call(request: Request) -> Call:
+    """The current request as the gate saw it (the dependency behind `CurrentCall`)."""
+    found = request.context.get(CALL_CONTEXT)
+    if not isinstance(found, Call):
+        raise RuntimeError("no request is being resolved")
+    return found
+
+
+CurrentCall = Annotated[Call, Depends(current_call)]
+"""A route parameter: the current request as the gate saw it (its caller, request id, clock, body)."""

@@ -1,0 +1,133 @@
+"""Building responses: the `{data, meta}` envelope, pages and errors, as JSON."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable, Sequence
+from typing import Any, TypeVar
+
+from aws_lambda_powertools.event_handler import Response
+from pydantic import BaseModel
+
+from baton_checkpoints.domain import limits
+
+JSON = "application/json"
+T = TypeVar("T")
+
+
+def dumps(value: Any) -> str:
+    """Compact JSON, UTF-8 characters kept as they are."""
+    return json.dumps(value, separators=(",", ":"), ensure_ascii=False)
+
+
+def model_json(model: BaseModel) -> str:
+    """A response model as compact JSON: the fields its builder set, in the model's order (pydantic writes it)."""
+    return model.model_dump_json(exclude_unset=True)
+
+
+def ok(data: BaseModel, request_id: str, status: int = 200, headers: dict[str, str] | None = None) -> Response[str]:
+    """A success envelope."""
+    return Response(
+        status_code=status,
+        content_type=JSON,
+        body=f'{{"data":{model_json(data)},"meta":{dumps({"request_id": request_id})}}}',
+        headers=headers or {},
+    )
+
+
+def plain(data: Any, request_id: str, next_cursor: Any = ...) -> Response[str]:
+    """A success envelope around data that is already plain JSON (lists and dicts), without a response model: for
+    answers too large to build as models cheaply (a page of LangGraph tuples). With `next_cursor`, a page's."""
+    meta: dict[str, Any] = {"request_id": request_id}
+    if next_cursor is not ...:
+        meta["next_cursor"] = next_cursor
+    return Response(status_code=200, content_type=JSON, body=dumps({"data": data, "meta": meta}))
+
+
+def record_json(summary: BaseModel, state_text: bytes) -> str:
+    """A checkpoint record as compact JSON: its summary's fields, then `state` written as the canonical JSON the
+    store holds, spliced in as it is (parsing a 2 MB state only to serialize it again cost ~25 ms a read)."""
+    summary_json = model_json(summary)
+    if not summary_json.endswith("}"):
+        raise ValueError("a record's summary must be a JSON object")
+    return f'{summary_json[:-1]},"state":{state_text.decode("utf-8")}}}'
+
+
+def record(
+    summary: BaseModel, state_text: bytes, request_id: str, headers: dict[str, str] | None = None
+) -> Response[str]:
+    """A success envelope of a checkpoint record (`record_json`)."""
+    return Response(
+        status_code=200,
+        content_type=JSON,
+        body=f'{{"data":{record_json(summary, state_text)},"meta":{dumps({"request_id": request_id})}}}',
+        headers=headers or {},
+    )
+
+
+def page(items: list[BaseModel], request_id: str, next_cursor: str | None) -> Response[str]:
+    """A page envelope: `meta.next_cursor` is null on the last page."""
+    data = ",".join(model_json(item) for item in items)
+    meta = dumps({"request_id": request_id, "next_cursor": next_cursor})
+    return Response(status_code=200, content_type=JSON, body=f'{{"data":[{data}],"meta":{meta}}}')
+
+
+def fitted_page(
+    found: Sequence[T],
+    shown: Callable[[T], BaseModel],
+    request_id: str,
+    next_cursor: str | None,
+    cursor_after: Callable[[T], str | None] | None,
+) -> Response[str]:
+    """A page envelope of `shown(item)` for each of `found`, stopping before its `data` passes
+    `limits.MAX_ANSWER_DATA_BYTES` of UTF-8 JSON (what one answer carries through Lambda): the items left out start
+    the next page (`cursor_after` the last one shown). A page always shows its first item; a summary is far smaller
+    than the budget (100 resources of 200 four-byte characters each come to about 120 KB)."""
+    return fitted_json_page(found, lambda item: model_json(shown(item)), request_id, next_cursor, cursor_after)
+
+
+def fitted_json_page(
+    found: Sequence[T],
+    encoded: Callable[[T], str],
+    request_id: str,
+    next_cursor: str | None,
+    cursor_after: Callable[[T], str | None] | None,
+) -> Response[str]:
+    """`fitted_page` of items `encoded` as compact JSON text each (plain dicts or models): the page is cut by the
+    UTF-8 bytes of what it sends, never by characters."""
+    parts: list[str] = []
+    size = 2  # the brackets
+    for position, item in enumerate(found):
+        text = encoded(item)
+        size += 1 + (len(text) if text.isascii() else len(text.encode("utf-8")))
+        if parts and size > limits.MAX_ANSWER_DATA_BYTES and cursor_after is not None:
+            next_cursor = cursor_after(found[position - 1])
+            break
+        parts.append(text)
+    meta = dumps({"request_id": request_id, "next_cursor": next_cursor})
+    return Response(status_code=200, content_type=JSON, body=f'{{"data":[{",".join(parts)}],"meta":{meta}}}')
+
+
+def error(
+    status: int,
+    code: str,
+    message: str,
+    request_id: str,
+    details: dict[str, Any] | None = None,
+    headers: dict[str, str] | None = None,
+) -> Response[str]:
+    """An error envelope; `details` is left out when there is nothing to add."""
+    body: dict[str, Any] = {"code": code, "message": message}
+    if details:
+        body["details"] = details
+    return Response(
+        status_code=status,
+        content_type=JSON,
+        body=dumps({"error": body, "meta": {"request_id": request_id}}),
+        headers=headers or {},
+    )
+
+
+def not_modified(etag: str) -> Response[str]:
+    """`304 Not Modified`: no body, the current tag."""
+    return Response(status_code=304, content_type=None, body="", headers={"ETag": etag})

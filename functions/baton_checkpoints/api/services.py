@@ -1,0 +1,123 @@
+"""The wiring: the repositories and the authenticator the routes work with; the one api module that knows the
+store's classes.
+
+Nothing here is global. Whoever creates a resolver hands it a provider of `Services` (`create_app(services)`): the
+Lambda's app (`api/app.py`) gets `from_environment()`, which reads the environment and builds the services on the
+first request that needs AWS, then keeps them for the container's life. Routes receive them as a parameter
+(`services: Wired`). A test builds its own services (`build_services`, on its table and client) and hands them to
+an app with powertools' `dependency_overrides`: `app.dependency_overrides[wired] = lambda: services`, which the
+gate honours too.
+"""
+
+# No `from __future__ import annotations`: powertools reads the dependency's annotations on every request.
+
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Annotated, Final, cast
+
+from aws_lambda_powertools.event_handler import Depends, Request
+
+from baton_checkpoints.api.auth import Authenticator
+from baton_checkpoints.settings import Settings, load_settings
+from baton_checkpoints.store.aws import dynamodb_client, s3_client
+from baton_checkpoints.store.blobs import BlobStore
+from baton_checkpoints.store.checkpoints import CheckpointStore
+from baton_checkpoints.store.history import HistoryStore
+from baton_checkpoints.store.keys import KeyStore
+from baton_checkpoints.store.leases import LeaseStore
+from baton_checkpoints.store.objects import ObjectStore
+from baton_checkpoints.store.purge import SubjectPurger
+from baton_checkpoints.store.threads import ThreadStore
+
+if TYPE_CHECKING:
+    from mypy_boto3_dynamodb import DynamoDBClient
+
+SERVICES_CONTEXT: Final = "services"
+"""Where a resolver's context keeps its provider of services while it serves a request."""
+
+
+@dataclass(frozen=True)
+class Services:
+    """The repositories and the authenticator of one container."""
+
+    settings: Settings
+    dynamodb: "DynamoDBClient"
+    checkpoints: CheckpointStore
+    keys: KeyStore
+    authenticator: Authenticator
+    objects: ObjectStore | None
+    """The blob bucket (None where the deployment has none: then no state is spilled and no blob stored)."""
+    blobs: BlobStore = field(init=False)
+    """Blob records and their presigned requests, on the same table, client and bucket (made from the fields
+    above, so whoever builds services cannot wire them apart)."""
+    history: HistoryStore = field(init=False)
+    """Kept revisions of the checkpoints (restores save through `checkpoints`)."""
+    leases: LeaseStore = field(init=False)
+    """Checkpoints' leases, on the same table and client."""
+    purger: SubjectPurger = field(init=False)
+    """Deletes a subject's items page by page, on the same table and client."""
+    threads: ThreadStore = field(init=False)
+    """LangGraph threads, on the same table, client and bucket."""
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "blobs", BlobStore(self.dynamodb, self.settings.table_name, self.objects))
+        object.__setattr__(
+            self, "history", HistoryStore(self.dynamodb, self.settings.table_name, self.objects, self.checkpoints)
+        )
+        object.__setattr__(self, "leases", LeaseStore(self.dynamodb, self.settings.table_name))
+        object.__setattr__(self, "purger", SubjectPurger(self.dynamodb, self.settings.table_name))
+        object.__setattr__(
+            self, "threads", ThreadStore(self.dynamodb, self.settings.table_name, self.objects, self.blobs)
+        )
+
+
+def build_services(config: Settings, client: "DynamoDBClient | None" = None) -> Services:
+    """The services for `config`, on `client` (default: a new client for its DynamoDB endpoint, the costly part of a
+    cold start: call this once per container). The S3 client, on `aws_endpoint_url` (DynamoDB may be elsewhere:
+    `dynamodb_endpoint_url`), is made by the first request that needs it."""
+    if client is None:
+        client = dynamodb_client(config.dynamodb_endpoint)
+    objects = None
+    if config.bucket_name is not None:
+        endpoint = config.aws_endpoint_url
+        objects = ObjectStore(lambda: s3_client(endpoint), config.bucket_name)
+    keys = KeyStore(client, config.table_name)
+    return Services(
+        settings=config,
+        dynamodb=client,
+        checkpoints=CheckpointStore(client, config.table_name, objects),
+        keys=keys,
+        authenticator=Authenticator(keys),
+        objects=objects,
+    )
+
+
+class OnFirstUse:
+    """A provider of services that builds them on its first call and hands out the same ones after."""
+
+    def __init__(self, build: Callable[[], Services]) -> None:
+        self._build = build
+        self._built: Services | None = None
+
+    def __call__(self) -> Services:
+        """The services, built now if this is the first call."""
+        if self._built is None:
+            self._built = self._build()
+        return self._built
+
+
+def from_environment() -> OnFirstUse:
+    """The Lambda's services: settings read from the environment (a missing or invalid variable fails the first
+    request that needs AWS, naming it) and the client created on that first request, not at import."""
+    return OnFirstUse(lambda: build_services(load_settings()))
+
+
+def wired(request: Request) -> Services:
+    """The services of the resolver serving this request (the dependency behind `Wired`): its own provider's,
+    unless `dependency_overrides[wired]` names others."""
+    provider = cast(Callable[[], Services], request.context[SERVICES_CONTEXT])
+    return provider()
+
+
+Wired = Annotated[Services, Depends(wired)]
+"""A route parameter: the services of the container serving the request."""

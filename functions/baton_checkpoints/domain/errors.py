@@ -1,0 +1,268 @@
+"""Domain errors: what went wrong, in the contract's terms, without HTTP.
+
+Only `baton_checkpoints.api` turns these into status codes (one error map keyed on these classes); only
+`baton_checkpoints.store`
+turns AWS client errors into them.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+MAX_REPORTED_ERRORS = 50
+"""At most this many violations are listed in `details.errors`; `details.more` counts the rest."""
+MAX_ECHOED_CHARS = 300
+"""Longest pointer or sentence an error repeats: a field name can be as long as the body, the answer cannot."""
+
+MAX_MESSAGE_CHARS = 1000
+"""Longest `message` of any error."""
+
+
+def clip(text: str, limit: int = MAX_ECHOED_CHARS) -> str:
+    """`text`, cut to `limit` characters with an ellipsis when longer."""
+    return text if len(text) <= limit else text[: limit - 1] + "…"
+
+
+@dataclass(frozen=True)
+class FieldError:
+    """One violation: where (an RFC 6901 pointer into the body, or a parameter's name) and the rule broken.
+
+    `location` is `body` for body fields; for a query parameter, path parameter or header the pointer is
+    `/<name>` and the location says which.
+    """
+
+    pointer: str
+    message: str
+    location: str = "body"
+
+    def as_detail(self) -> dict[str, str]:
+        """The entry in `details.errors`."""
+        entry = {"pointer": clip(self.pointer), "message": clip(self.message)}
+        if self.location != "body":
+            entry["in"] = self.location
+        return entry
+
+
+class BatonError(Exception):
+    """Base of every error the contract names."""
+
+    code: str = "INTERNAL"
+
+    def __init__(self, message: str) -> None:
+        # Messages may quote what the client sent; a quote is bounded so that no answer grows with the request.
+        message = clip(message, MAX_MESSAGE_CHARS)
+        super().__init__(message)
+        self.message = message
+
+    def details(self) -> dict[str, object] | None:
+        """Extra machine-readable facts for the error envelope, or None when there is nothing to add."""
+        return None
+
+
+class ValidationFailed(BatonError):
+    """A field is missing, malformed, out of range or unknown, or the body is not JSON."""
+
+    code = "VALIDATION_ERROR"
+
+    def __init__(self, errors: list[FieldError], more: int = 0) -> None:
+        if not errors:
+            raise ValueError("ValidationFailed needs at least one FieldError")
+        # No answer grows with a hostile request: at most MAX_REPORTED_ERRORS violations are named, the rest counted.
+        self.more = more + max(0, len(errors) - MAX_REPORTED_ERRORS)
+        self.errors = errors[:MAX_REPORTED_ERRORS]
+        first = clip(self.errors[0].message)
+        others = len(self.errors) - 1 + self.more
+        plural = "s" if others > 1 else ""
+        message = first if others == 0 else f"{first} ({others} more error{plural} in details.errors)"
+        super().__init__(message)
+
+    @classmethod
+    def single(cls, pointer: str, message: str, location: str = "body") -> ValidationFailed:
+        """A validation failure with one violation."""
+        return cls([FieldError(pointer, message, location)])
+
+    def details(self) -> dict[str, object]:
+        found: dict[str, object] = {"errors": [e.as_detail() for e in self.errors]}
+        if self.more:
+            found["more"] = self.more
+        return found
+
+
+class Unauthenticated(BatonError):
+    """No key, or an unknown, revoked, expired or not-yet-valid key."""
+
+    code = "UNAUTHENTICATED"
+
+
+class Forbidden(BatonError):
+    """The key is valid but lacks what the operation needs."""
+
+    code = "FORBIDDEN"
+
+
+class NotFound(BatonError):
+    """Missing, expired, or not visible to the caller: always the same message, so nothing is disclosed."""
+
+    code = "NOT_FOUND"
+    MESSAGE = "Resource was not found."
+
+    def __init__(self) -> None:
+        super().__init__(self.MESSAGE)
+
+
+class MethodNotAllowed(BatonError):
+    """The path exists, but not with this method."""
+
+    code = "METHOD_NOT_ALLOWED"
+
+    def __init__(self, method: str, allowed: list[str]) -> None:
+        super().__init__(f"Method {method} is not allowed here; use {', '.join(allowed)}.")
+        self.allowed = allowed
+
+
+class RevisionConflict(BatonError):
+    """`expected_revision` (or `If-Match`) differs from the current revision."""
+
+    code = "REVISION_CONFLICT"
+
+    def __init__(self, expected: int | tuple[int, ...] | None, current: int, field: str = "/expected_revision") -> None:
+        # A negative or missing expectation is a precondition naming another checkpoint altogether.
+        wanted = [expected] if isinstance(expected, int) else list(expected or ())
+        wanted = [w for w in wanted if w >= 0]
+        if not wanted:
+            stated = f"{field} names another checkpoint"
+        elif len(wanted) == 1:
+            stated = f"{field} is {wanted[0]}"
+        else:
+            stated = f"{field} names revisions {', '.join(str(w) for w in wanted)}"
+        super().__init__(
+            f"{stated} but the current revision is {current}; read the checkpoint again and retry with the current "
+            "revision."
+        )
+        self.current_revision = current
+
+    def details(self) -> dict[str, object]:
+        return {"current_revision": self.current_revision}
+
+
+class CheckpointClosed(BatonError):
+    """A write to a checkpoint whose status is terminal."""
+
+    code = "CHECKPOINT_CLOSED"
+
+    def __init__(self, status: str) -> None:
+        super().__init__(
+            f"The checkpoint is {status} and takes no further writes; delete it or save under another kind or subject."
+        )
+        self.status = status
+
+    def details(self) -> dict[str, object]:
+        return {"status": self.status}
+
+
+class LeaseHeld(BatonError):
+    """Another holder has the checkpoint's lease, or a write lacks the current lease token."""
+
+    code = "LEASE_HELD"
+
+    def __init__(self, expires_at: str, by_other_holder: bool = False) -> None:
+        if by_other_holder:
+            message = (
+                f"Another holder has the lease on this checkpoint until {expires_at}; wait for it to expire or be "
+                "released."
+            )
+        else:
+            message = (
+                f"The checkpoint is leased until {expires_at}, and this request does not carry the current lease "
+                "token; send it (lease_token in the body, or the Lease-Token header) or wait for the lease to end."
+            )
+        super().__init__(message)
+        self.lease_expires_at = expires_at
+
+    def details(self) -> dict[str, object]:
+        return {"lease_expires_at": self.lease_expires_at}
+
+
+class LeaseLost(BatonError):
+    """A write carries a lease token whose lease is gone: it lapsed and another was granted, it was released, or its
+    checkpoint was deleted or purged. Nothing was written, and nothing is created for it."""
+
+    code = "LEASE_LOST"
+
+    def __init__(self, live_until: str | None = None) -> None:
+        message = (
+            "The lease this lease_token names is gone (it lapsed and was taken over, was released, or its checkpoint "
+            "was deleted or purged); nothing was written. Stop working on it: acquire a new lease and read the "
+            "checkpoint again before writing."
+        )
+        super().__init__(message)
+        self.lease_expires_at = live_until
+
+    def details(self) -> dict[str, object] | None:
+        return None if self.lease_expires_at is None else {"lease_expires_at": self.lease_expires_at}
+
+
+class IdempotencyKeyReused(BatonError):
+    """The idempotency key was used before with a different method, path or body."""
+
+    code = "IDEMPOTENCY_KEY_REUSED"
+
+    def __init__(self) -> None:
+        super().__init__(
+            "The Idempotency-Key header was used before with a different request; send a new key for a new request."
+        )
+
+
+class PayloadTooLarge(BatonError):
+    """The body or the state is over its limit."""
+
+    code = "PAYLOAD_TOO_LARGE"
+
+    def __init__(self, field: str, limit_bytes: int, actual_bytes: int, what: str) -> None:
+        super().__init__(f"{what} is {actual_bytes} bytes, over the limit of {limit_bytes} bytes.")
+        self.field = field
+        self.limit_bytes = limit_bytes
+        self.actual_bytes = actual_bytes
+
+    def details(self) -> dict[str, object]:
+        return {"field": self.field, "limit_bytes": self.limit_bytes, "actual_bytes": self.actual_bytes}
+
+
+class UnsupportedMediaType(BatonError):
+    """The body is not `application/json`."""
+
+    code = "UNSUPPORTED_MEDIA_TYPE"
+
+    def __init__(self, content_type: str | None) -> None:
+        shown = content_type if content_type else "none"
+        super().__init__(f"Content-Type must be application/json (got {shown}).")
+
+
+class Unavailable(BatonError):
+    """A dependency is throttling or failing; nothing was written; the caller may retry."""
+
+    code = "UNAVAILABLE"
+
+    def __init__(self, message: str = "The service is busy; retry after the Retry-After delay.", retry_after: int = 1):
+        super().__init__(message)
+        self.retry_after = retry_after
+
+
+class ResponseTooLarge(BatonError):
+    """An answer that would not fit Lambda's response payload once encoded. Baton's bounds keep every answer under it
+    (no request can reach this); when one does not, the answer is this error instead of API Gateway's opaque 500.
+    The request's effect, if it had one, took place: only its answer was too large to send."""
+
+    code = "RESPONSE_TOO_LARGE"
+
+    def __init__(self, actual_bytes: int, limit_bytes: int) -> None:
+        super().__init__(
+            f"The answer is {actual_bytes:,} bytes once encoded, over Lambda's limit of {limit_bytes:,} bytes, so it "
+            "was not sent. Ask again over HTTP with Accept-Encoding: gzip, ask for a smaller page with limit, or keep "
+            "large values in blobs; quote the request_id if you report it."
+        )
+        self.actual_bytes = actual_bytes
+        self.limit_bytes = limit_bytes
+
+    def details(self) -> dict[str, object]:
+        return {"limit_bytes": self.limit_bytes, "actual_bytes": self.actual_bytes}

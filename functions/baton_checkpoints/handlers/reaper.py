@@ -1,0 +1,100 @@
+"""The reaper function: each batch of the table's stream, one record at a time (`baton_checkpoints.store.reaping`
+decides and
+does the work). A record that fails is reported in `batchItemFailures` by its sequence number, so Lambda retries it
+(and the records after it in its shard) without failing the others; nothing raises out of the handler.
+"""
+
+from __future__ import annotations
+
+import time
+from functools import cache
+from typing import Any, Final
+
+from aws_lambda_powertools.utilities.batch import BatchProcessor, EventType, process_partial_response
+
+from baton_checkpoints.observability import logger
+from baton_checkpoints.settings import SettingsError, environment_name, load_settings
+from baton_checkpoints.store.aws import dynamodb_client, s3_client
+from baton_checkpoints.store.errors import error_code
+from baton_checkpoints.store.reaping import Outcome, Reaper
+
+SPARE_SECONDS: Final = 10.0
+"""What a batch's deadline leaves of the invocation: the answer and its log line, after a last call in flight."""
+
+
+@cache
+def reaper() -> Reaper:
+    """The container's reaper, on its settings (validated by the first invocation); its clients are made when a
+    record first needs them."""
+    settings = load_settings()
+    if settings.bucket_name is None:
+        raise SettingsError(f"invalid environment: {environment_name('bucket_name')}: is required by the reaper")
+    endpoint, dynamodb_endpoint = settings.aws_endpoint_url, settings.dynamodb_endpoint
+    return Reaper(
+        lambda: dynamodb_client(dynamodb_endpoint),
+        lambda: s3_client(endpoint),
+        settings.table_name,
+        settings.bucket_name,
+    )
+
+
+def handler(event: dict[str, Any], context: Any) -> dict[str, Any]:
+    """Reap one batch of DynamoDB stream records; the answer lists the records that failed (`batchItemFailures`)."""
+    started = time.perf_counter()
+    if not event.get("Records"):
+        return {"batchItemFailures": []}  # Lambda never sends one; powertools would raise on it
+    work = reaper()
+    done = Outcome()
+    deadline = _deadline(context)
+
+    def reap_record(record: Any) -> None:
+        raw = record.raw_event
+        try:
+            outcome = work.reap(raw, deadline)
+        except Exception as exc:
+            # Neither the keys (they hold subject ids) nor the images (they hold states) are logged. An AWS answer
+            # says enough by its code; anything else (a transport failure, a defect) gets its traceback.
+            code = error_code(exc)
+            logger().warning(
+                "stream record failed",
+                exc_info=code is None,
+                extra={
+                    "sequence_number": raw.get("dynamodb", {}).get("SequenceNumber"),
+                    "event_name": raw.get("eventName"),
+                    "error": type(exc).__name__,
+                    "error_code": code,
+                },
+            )
+            raise
+        for name in ("retagged", "deleted", "missing", "released", "kept"):
+            getattr(done, name).extend(getattr(outcome, name))
+        done.revisions_deleted += outcome.revisions_deleted
+        done.thread_items_deleted += outcome.thread_items_deleted
+
+    processor = BatchProcessor(EventType.DynamoDBStreams, raise_on_entire_batch_failure=False)
+    answer = process_partial_response(event=event, record_handler=reap_record, processor=processor, context=context)
+    logger().info(
+        "stream batch",
+        extra={
+            "records": len(event.get("Records", [])),
+            "failed": len(answer["batchItemFailures"]),
+            "retagged": len(done.retagged),
+            "deleted": len(done.deleted),
+            "missing": len(done.missing),
+            "released": len(done.released),
+            "kept": len(done.kept),
+            "revisions_deleted": done.revisions_deleted,
+            "thread_items_deleted": done.thread_items_deleted,
+            "duration_ms": round((time.perf_counter() - started) * 1000, 1),
+        },
+    )
+    return dict(answer)
+
+
+def _deadline(context: Any) -> float | None:
+    """When the records' work must stop (`time.monotonic()`), leaving `SPARE_SECONDS` of the invocation to answer:
+    a record cut short is reported failed and retried. None without a Lambda context (`baton serve`, tests)."""
+    remaining = getattr(context, "get_remaining_time_in_millis", None)
+    if not callable(remaining):
+        return None
+    return time.monotonic() + max(0.0, float(remaining()) / 1000 - SPARE_SECONDS)
