@@ -12,8 +12,10 @@ export CDK_DISABLE_CLI_TELEMETRY := true
 unexport PYTHONDONTWRITEBYTECODE
 
 STAGE ?= dev
+# More context for synth and deploy, as key=value words: CONTEXT='alarm_email=ops@example.com cors_origins=https://app.example.com'
+CONTEXT ?=
 # The CDK CLI passes context to the app in CDK_CONTEXT_JSON; `make synth` does the same without the CLI.
-SYNTH_CONTEXT := {"stage": "$(STAGE)"}
+SYNTH_CONTEXT = $(shell $(PYTHON) -c 'import json, sys; print(json.dumps(dict(w.split("=", 1) for w in sys.argv[1:])))' stage=$(STAGE) $(CONTEXT))
 
 .PHONY: help serve test check lint types unit integration e2e infrastructure browser screenshots console-vendor fuzz soak bench openapi synth deploy destroy clean
 
@@ -26,23 +28,31 @@ help:
 	@echo "make bench    Baton beside the LangGraph DynamoDB savers, its CPU and cold request: bench/report.md"
 	@echo "make openapi  regenerate docs/openapi.json"
 	@echo "make screenshots  the console's browser tests, writing their screenshots into docs/console/"
-	@echo "make synth    synthesize the CDK app into cdk.out/ (STAGE=dev|prod)"
-	@echo "make deploy   deploy it with your AWS credentials (STAGE=dev|prod); make destroy removes it"
+	@echo "make synth    synthesize the CDK app into cdk.out/ (STAGE=dev|prod, CONTEXT='alarm_email=... cors_origins=...')"
+	@echo "make deploy   deploy it with your AWS credentials (STAGE, CONTEXT as for synth); make destroy removes it"
 
 LOCAL_STAMP := $(VENV)/.installed-local
+INFRA_STAMP := $(VENV)/.installed-infra
 
 # `make test` needs everything (tests, lint, types, the CDK app); `make serve` only Baton and moto.
 $(STAMP): pyproject.toml
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install --quiet --disable-pip-version-check --upgrade pip
 	$(BIN)/python -m pip install --quiet --disable-pip-version-check -e '.[dev]'
-	touch $(STAMP) $(LOCAL_STAMP)
+	touch $(STAMP) $(LOCAL_STAMP) $(INFRA_STAMP)
 
 $(LOCAL_STAMP): pyproject.toml
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install --quiet --disable-pip-version-check --upgrade pip
 	$(BIN)/python -m pip install --quiet --disable-pip-version-check -e '.[local]'
 	touch $(LOCAL_STAMP)
+
+# `make synth` and `make deploy` need the CDK app and what it reads of Baton: not the test toolchain.
+$(INFRA_STAMP): pyproject.toml
+	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
+	$(BIN)/python -m pip install --quiet --disable-pip-version-check --upgrade pip
+	$(BIN)/python -m pip install --quiet --disable-pip-version-check -e '.[server,infra]'
+	touch $(INFRA_STAMP)
 
 serve: $(LOCAL_STAMP)
 	$(BIN)/baton serve $(ARGS)
@@ -166,7 +176,7 @@ bench: $(STAMP) $(BENCH_PEERS)
 openapi: $(STAMP)
 	$(BIN)/python -m baton_checkpoints.api.openapi_export docs/openapi.json
 
-synth: $(STAMP)
+synth: $(INFRA_STAMP)
 	rm -rf cdk.out
 	CDK_OUTDIR=cdk.out CDK_CONTEXT_JSON='$(SYNTH_CONTEXT)' $(BIN)/python infra/app.py
 	@echo "cdk.out/Baton-$(STAGE).template.json written"
@@ -174,11 +184,11 @@ synth: $(STAMP)
 node_modules/.package-lock.json: package.json package-lock.json
 	npm ci --no-audit --no-fund
 
-deploy: $(STAMP) node_modules/.package-lock.json
-	npx cdk deploy -c stage=$(STAGE) --require-approval broadening
+deploy: $(INFRA_STAMP) node_modules/.package-lock.json
+	npx cdk deploy -c stage=$(STAGE) $(foreach word,$(CONTEXT),-c $(word)) --require-approval broadening
 
-destroy: node_modules/.package-lock.json
-	npx cdk destroy -c stage=$(STAGE)
+destroy: $(INFRA_STAMP) node_modules/.package-lock.json
+	npx cdk destroy -c stage=$(STAGE) $(foreach word,$(CONTEXT),-c $(word))
 
 clean:
 	rm -rf $(VENV) .mypy_cache .ruff_cache .pytest_cache cdk.out node_modules

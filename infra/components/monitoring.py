@@ -4,7 +4,7 @@ missing state object, an unreadable key record, an unhandled exception)."""
 
 from __future__ import annotations
 
-from aws_cdk import Duration, Stack
+from aws_cdk import Annotations, Duration, RemovalPolicy, Stack
 from aws_cdk import aws_apigatewayv2 as apigwv2
 from aws_cdk import aws_cloudwatch as cloudwatch
 from aws_cdk import aws_cloudwatch_actions as actions
@@ -54,6 +54,13 @@ class Monitoring(Construct):
     ) -> None:
         super().__init__(scope, construct_id)
         self.topic: sns.Topic | None = None
+        if not config.alarm_email and config.removal_policy == RemovalPolicy.RETAIN:
+            # A stage that keeps its data (prod) with alarms that notify nobody: said on every synth and deploy.
+            Annotations.of(self).add_warning_v2(
+                "baton:alarms-notify-nobody",
+                "This stage's alarms notify nobody: deploy with -c alarm_email=you@example.com "
+                "(make deploy STAGE=prod CONTEXT='alarm_email=you@example.com').",
+            )
         if config.alarm_email:
             # CloudWatch can publish to an encrypted topic only with a customer-managed key whose policy lets it
             # (the AWS-managed alias/aws/sns key cannot grant that), so the topic gets its own key.

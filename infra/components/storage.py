@@ -59,6 +59,9 @@ class Storage(Construct):
             )
         self.index_names = tuple(i.name for i in (*definition.global_indexes, *definition.local_indexes))
 
+        # A stage whose data goes with the stack (dev) empties its buckets when it is destroyed: CloudFormation cannot
+        # delete a bucket that holds objects, and `make destroy` would stop at both until emptied by hand.
+        empties = config.removal_policy == RemovalPolicy.DESTROY
         self.access_logs = s3.Bucket(
             self,
             "AccessLogs",
@@ -68,6 +71,7 @@ class Storage(Construct):
             object_ownership=s3.ObjectOwnership.BUCKET_OWNER_ENFORCED,
             lifecycle_rules=[s3.LifecycleRule(expiration=Duration.days(90))],
             removal_policy=config.removal_policy,
+            auto_delete_objects=empties,
         )
         acknowledge(
             self.access_logs,
@@ -107,4 +111,5 @@ class Storage(Construct):
                 ),
             ],
             removal_policy=config.removal_policy,
+            auto_delete_objects=empties,
         )

@@ -44,6 +44,8 @@ OVERRIDES: dict[str, Any] = {
 """Every context override the app accepts, set at once (on the dev stage)."""
 
 SYNTHESES = ("dev", "prod", "overrides")
+CDK_EMPTIER = "CustomS3AutoDeleteObjectsCustomResourceProvider"
+"""The logical ids CDK gives the handler (and its role) that empties a bucket before the stack deletes it."""
 """The session fixtures, by name: `synthesized` runs a test once for each."""
 
 
@@ -83,6 +85,14 @@ class Synthesized:
     def of_type(self, resource_type: str) -> dict[str, dict[str, Any]]:
         """The resources of one CloudFormation type, by logical id."""
         return {lid: r for lid, r in self.resources.items() if r["Type"] == resource_type}
+
+    @property
+    def functions(self) -> dict[str, dict[str, Any]]:
+        """Baton's own functions (the api and the reaper), without the handler CDK adds to empty a dev stage's
+        buckets when the stack is destroyed (`auto_delete_objects`)."""
+        return {
+            lid: r for lid, r in self.of_type("AWS::Lambda::Function").items() if not lid.startswith(CDK_EMPTIER)
+        }
 
     def only(self, resource_type: str) -> tuple[str, dict[str, Any]]:
         """The one resource of a type (fails when there are none or several)."""

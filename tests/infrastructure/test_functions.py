@@ -6,9 +6,10 @@ import importlib
 from typing import Any
 
 import pytest
+from aws_cdk import RemovalPolicy
 
 from baton_checkpoints.settings import environment_name
-from tests.infrastructure.conftest import Synthesized
+from tests.infrastructure.conftest import Synthesized, render
 
 RETENTION_DAYS = {"dev": 7, "prod": 90}
 
@@ -30,7 +31,28 @@ def test_the_stack_has_two_functions_the_api_and_the_reaper(synthesized: Synthes
     functions = set(synthesized.of_type("AWS::Lambda::Function"))
     # Then they are the api function and the reaper: nothing else runs code in the stack
     stack = synthesized.stack
-    assert functions == {synthesized.logical_id(stack.functions.api), synthesized.logical_id(stack.reaper.function)}
+    ours = {synthesized.logical_id(stack.functions.api), synthesized.logical_id(stack.reaper.function)}
+    if synthesized.config.removal_policy == RemovalPolicy.RETAIN:
+        assert functions == ours
+        return
+    # but a stage whose data goes with it (dev), where CDK's own handler empties the buckets when it is destroyed
+    (emptier,) = functions - ours
+    assert emptier.startswith("CustomS3AutoDeleteObjectsCustomResourceProvider")
+    assert ours < functions
+
+
+def test_a_destroyed_dev_stack_empties_its_buckets_and_prod_keeps_them(dev: Synthesized, prod: Synthesized) -> None:
+    # Given both stages' buckets
+    for synthesized, emptied in ((dev, True), (prod, False)):
+        buckets = synthesized.of_type("AWS::S3::Bucket")
+        emptiers = synthesized.of_type("Custom::S3AutoDeleteObjects")
+        # Then dev's are emptied on deletion (CloudFormation cannot delete a bucket holding objects), prod's retained
+        assert len(buckets) == 2
+        assert {render(e["Properties"]["BucketName"]) for e in emptiers.values()} == (
+            {render({"Ref": logical_id}) for logical_id in buckets} if emptied else set()
+        )
+        policies = {bucket["DeletionPolicy"] for bucket in buckets.values()}
+        assert policies == ({"Delete"} if emptied else {"Retain"})
 
 
 def test_function_runs_python_3_13_on_arm64(synthesized: Synthesized) -> None:
@@ -97,7 +119,7 @@ def test_function_environment_never_points_at_another_endpoint(synthesized: Synt
     endpoints = {environment_name("aws_endpoint_url"), environment_name("dynamodb_endpoint_url")}
     assert not endpoints & set(properties["Environment"]["Variables"])
     # And neither does any other function of the stack (the reaper)
-    functions = synthesized.of_type("AWS::Lambda::Function")
+    functions = synthesized.functions
     assert len(functions) == 2
     for logical_id, function in functions.items():
         assert not endpoints & set(function["Properties"]["Environment"]["Variables"]), logical_id

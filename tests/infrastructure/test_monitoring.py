@@ -361,3 +361,26 @@ def test_alarm_email_makes_every_alarm_notify_the_topic(overrides: Synthesized) 
     # Then every alarm notifies the topic when it fires
     for alarm in _alarms(overrides).values():
         assert alarm["AlarmActions"] == [{"Ref": topic_id}]
+
+
+def _warnings(synthesized: Synthesized) -> list[str]:
+    from aws_cdk.assertions import Annotations, Match
+
+    found = Annotations.from_stack(synthesized.stack).find_warning("*", Match.any_value())
+    return [str(entry.entry.data) for entry in found]
+
+
+def test_a_prod_stack_whose_alarms_notify_nobody_says_so(
+    prod: Synthesized, dev: Synthesized, tmp_path_factory: pytest.TempPathFactory
+) -> None:
+    from tests.infrastructure.conftest import _synthesize
+
+    # Given prod without an alarm target, Then every synth and deploy warns, naming the option to set
+    (warning,) = [text for text in _warnings(prod) if "notify nobody" in text]
+    assert "-c alarm_email=" in warning
+    assert "CONTEXT='alarm_email=" in warning
+    # and neither prod with one nor dev (whose alarms may go unwatched) says it
+    context = {"stage": "prod", "alarm_email": "ops@example.com"}
+    notified = _synthesize(tmp_path_factory.mktemp("cdk-prod-alarms"), "prod", context)
+    assert not [text for text in _warnings(notified) if "notify nobody" in text]
+    assert not [text for text in _warnings(dev) if "notify nobody" in text]

@@ -1,0 +1,112 @@
+"""The README's MCP set-up, client by client, against `baton serve`: the key its command line makes, and for each
+client's snippet the URL and `Authorization` header that client would send (its own placeholders filled in the way
+the client fills them), which must initialize an MCP session and list Baton's tools."""
+
+from __future__ import annotations
+
+import json
+import re
+import shlex
+from pathlib import Path
+from typing import Any
+
+import httpx
+import pytest
+
+from tests.e2e.server_process import BatonServe
+from tests.proof_counts import record
+
+pytestmark = pytest.mark.e2e
+
+README = Path(__file__).resolve().parents[2] / "README.md"
+CLIENTS = ("Claude Code", "Cursor", "VS Code", "Claude Desktop", "The OpenAI Responses API")
+PLACEHOLDER_URL = "https://<your-api-id>.execute-api.<region>.amazonaws.com/mcp"
+
+
+def _section() -> str:
+    text = README.read_text(encoding="utf-8")
+    return text[text.index("## MCP: Baton as tools for agents") : text.index("#### Tools")]
+
+
+def _block_after(section: str, marker: str) -> tuple[str, str]:
+    """The first fenced block after `marker`: its language and text."""
+    found = re.search(r"```(\w+)\n(.*?)```", section[section.index(marker) :], re.DOTALL)
+    assert found, marker
+    return found.group(1), found.group(2)
+
+
+def _what_the_client_sends(client: str, language: str, block: str, key: str) -> tuple[str, str]:
+    """The URL and `Authorization` value `client` sends, from its README snippet, with its placeholders filled."""
+    if language == "sh":
+        words = shlex.split(block.replace("\\\n", " "))
+        assert words[:5] == ["claude", "mcp", "add", "--transport", "http"], words
+        url = words[6]
+        header = words[words.index("--header") + 1]
+        name, _, value = header.partition(":")
+        assert name == "Authorization", header
+        return url, value.strip().replace("btn_…", key)
+    config: dict[str, Any] = json.loads(block)
+    if client == "The OpenAI Responses API":
+        assert config["type"] == "mcp", config
+        return config["server_url"], config["headers"]["Authorization"].replace("btn_…", key)
+    servers = config["servers" if client == "VS Code" else "mcpServers"]
+    server = servers["baton"]
+    if client == "Claude Desktop":
+        # mcp-remote's arguments: the URL, then `--header Name:${VAR}` with VAR from the server's env
+        args, env = server["args"], server["env"]
+        assert args[:2] == ["-y", "mcp-remote"], args
+        name, _, value = args[args.index("--header") + 1].partition(":")
+        assert name == "Authorization", args
+        value = re.sub(r"\$\{(\w+)\}", lambda found: env[found.group(1)], value)
+        return args[2], value.replace("btn_…", key)
+    if client == "VS Code":
+        # VS Code asks for each `${input:id}` once (a password prompt) and sends what was typed
+        (prompt,) = config["inputs"]
+        assert prompt["type"] == "promptString", prompt
+        assert prompt["password"] is True, prompt
+        value = server["headers"]["Authorization"].replace("${input:" + prompt["id"] + "}", key)
+        assert server["type"] == "http", server
+        return server["url"], value
+    return server["url"], server["headers"]["Authorization"].replace("btn_…", key)
+
+
+def test_each_clients_snippet_connects_with_a_scoped_agent_key(baton: BatonServe, http: httpx.Client) -> None:
+    section = _section()
+    # Given the agent key the README's command line makes (its scopes, created here over the API)
+    language, command = _block_after(section, "First make a key for the agent")
+    assert language == "sh"
+    words = shlex.split(command.splitlines()[0])
+    assert words[:3] == ["baton", "keys", "create"], words
+    scopes = words[words.index("--scopes") + 1].split(",")
+    assert "*" not in scopes
+    assert "mcp:call" in scopes
+    created = http.post("/v1/keys", json={"agent_id": words[words.index("--agent") + 1], "scopes": scopes})
+    assert created.status_code == 201, created.text
+    key = created.json()["data"]["secret"]
+    for client in CLIENTS:
+        # When the client sends what its snippet says (the placeholder URL being this server's)
+        language, block = _block_after(section, f"**{client}**")
+        url, authorization = _what_the_client_sends(client, language, block, key)
+        assert url == PLACEHOLDER_URL, (client, url)
+        assert authorization == f"Bearer {key}", client
+        headers = {"Authorization": authorization, "Accept": "application/json, text/event-stream"}
+        initialize = {
+            "jsonrpc": "2.0",
+            "id": 1,
+            "method": "initialize",
+            "params": {
+                "protocolVersion": "2025-06-18",
+                "capabilities": {},
+                "clientInfo": {"name": client, "version": "1"},
+            },
+        }
+        started = httpx.post(f"{baton.url}/mcp", json=initialize, headers=headers, timeout=30)
+        listed = httpx.post(
+            f"{baton.url}/mcp", json={"jsonrpc": "2.0", "id": 2, "method": "tools/list"}, headers=headers, timeout=30
+        )
+        # Then Baton answers its handshake and lists its tools to it
+        assert started.status_code == 200, (client, started.text)
+        assert started.json().get("result", {}).get("serverInfo", {}).get("name") == "baton", (client, started.text)
+        assert listed.status_code == 200, (client, listed.text)
+        assert "baton_checkpoint_save" in {tool["name"] for tool in listed.json()["result"]["tools"]}, client
+        record("readme mcp (e2e)", clients=1)
