@@ -11,6 +11,7 @@ if __package__ in (None, ""):
     sys.path[0] = str(Path(__file__).resolve().parents[1])
 
 from aws_cdk import App, Environment, Validations
+from aws_cdk.cx_api import SynthesisMessageLevel
 from cdk_nag import AwsSolutionsChecks
 
 from infra.config import stage_config
@@ -43,10 +44,16 @@ _CONTEXT_KEYS = ("stage", "cors_origins", "alarm_email", "reserved_concurrency",
 
 
 def main() -> None:
-    """Synthesize into $CDK_OUTDIR (set by the CDK CLI) or cdk.out."""
+    """Synthesize into $CDK_OUTDIR (set by the CDK CLI) or cdk.out, and print the stack's warnings (the CDK CLI
+    prints them itself; `make synth` runs this without it)."""
     app = App(outdir=os.environ.get("CDK_OUTDIR", "cdk.out"))
     build_app(app)
-    app.synth()
+    assembly = app.synth()
+    if "CDK_CLI_VERSION" not in os.environ:
+        for artifact in assembly.artifacts:
+            for message in artifact.messages:
+                if message.level == SynthesisMessageLevel.WARNING:
+                    print(f"[Warning at {message.id}] {message.entry.data}", file=sys.stderr)
 
 
 if __name__ == "__main__":
