@@ -134,7 +134,10 @@ def test_an_unknown_path_answers_the_not_found_envelope(embedded: BatonServe) ->
     # Then it is the contract's 404 envelope
     assert response.status_code == 404, response.text
     body = response.json()
-    assert body["error"] == {"code": "NOT_FOUND", "message": "Resource was not found."}
+    assert body["error"] == {
+        "code": "NOT_FOUND",
+        "message": "No route matches GET /v1/nothing-here; the routes are listed at /v1/openapi.json.",
+    }
     assert body["meta"]["request_id"]
 
 

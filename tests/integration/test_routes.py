@@ -250,9 +250,12 @@ def test_an_unknown_path_is_the_404_envelope(api: ApiDriver, authorization: bool
     else:
         event["headers"].pop("authorization")
     answer = send(event)
-    # Then it is the contract's 404, with no details
+    # Then it is the contract's 404, with no details, saying the route is unknown and where the routes are listed
     error = assert_envelope(answer, 404, "NOT_FOUND", event["requestContext"]["requestId"])
-    assert error == {"code": "NOT_FOUND", "message": "Resource was not found."}
+    assert error == {
+        "code": "NOT_FOUND",
+        "message": "No route matches GET /v1/nothing/here; the routes are listed at /v1/openapi.json.",
+    }
 
 
 def test_unknown_paths_and_methods_leave_nothing_behind_in_the_container(api: ApiDriver) -> None:

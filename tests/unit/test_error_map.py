@@ -311,3 +311,17 @@ def test_no_errors_at_all_still_yields_one_violation() -> None:
     found = one(field_errors([]))
     assert found.message == "The request is not valid."
     assert e.ValidationFailed(field_errors([])).message == "The request is not valid."
+
+
+def test_an_unknown_route_says_what_was_asked_and_where_the_routes_are() -> None:
+    from baton_checkpoints.domain.errors import NotFound, UnknownRoute
+
+    short = UnknownRoute("GET", "/v1/chekpoints")
+    long = UnknownRoute("POST", "/v1/" + "x" * 500 + "\x1b[31m")
+    assert isinstance(short, NotFound)
+    assert short.code == "NOT_FOUND"
+    assert short.message == "No route matches GET /v1/chekpoints; the routes are listed at /v1/openapi.json."
+    # A hostile path is cut, and no control character reaches the answer
+    assert len(long.message) < 300
+    assert "\x1b" not in long.message
+    assert "…;" in long.message

@@ -35,7 +35,7 @@ from baton_checkpoints.domain.errors import (
     MAX_REPORTED_ERRORS,
     BatonError,
     MethodNotAllowed,
-    NotFound,
+    UnknownRoute,
     UnsupportedMediaType,
     ValidationFailed,
 )
@@ -97,7 +97,7 @@ def _add_error_map(app: BatonResolver) -> None:
         allowed = app.allowed_methods(event.path)
         if allowed:
             return answer(MethodNotAllowed(event.http_method.upper(), allowed))
-        return answer(NotFound())
+        return answer(UnknownRoute(event.http_method.upper(), event.path))
 
     @app.exception_handler(Exception)
     def handle_defect(exc: Exception) -> Response[str]:

@@ -167,6 +167,21 @@ def _state_of_a_format(schemas: dict[str, Any]) -> None:
 _OPENCHECKPOINT_COMPONENT = "OpenCheckpoint01"
 
 
+SERVERS: tuple[dict[str, Any], ...] = (
+    {"url": "/", "description": "The origin this document was read from (every Baton serves it at /v1/openapi.json)"},
+    {"url": "http://127.0.0.1:8787", "description": "make serve (baton serve) on this machine"},
+    {
+        "url": "https://{api_id}.execute-api.{region}.amazonaws.com",
+        "description": "A deployed stack: its ApiUrl output",
+        "variables": {
+            "api_id": {"default": "abcdef1234", "description": "The HTTP API's id"},
+            "region": {"default": "us-east-1", "description": "The stack's region"},
+        },
+    },
+)
+"""Where the API is served: the first, relative, is where a client read the document from."""
+
+
 def finish(document: dict[str, Any]) -> dict[str, Any]:
     """The generated document, corrected where powertools cannot say what the API does:
 
@@ -175,8 +190,10 @@ def finish(document: dict[str, Any]) -> dict[str, Any]:
     - public routes need no key (`security: []` overrides the document's global bearer requirement);
     - a header parameter is a string (or absent), never null, and is named as the contract writes it;
     - `state` is any JSON value but null, with integers canonical JSON carries, and an OpenCheckpoint 0.1 document
-      when the save's `format` says so.
+      when the save's `format` says so;
+    - the servers are named: the origin the document was read from, `make serve`'s, and a deployed stack's.
     """
+    document["servers"] = [dict(server) for server in SERVERS]
     for operations in document.get("paths", {}).values():
         for operation in operations.values():
             answers = operation.get("responses", {})

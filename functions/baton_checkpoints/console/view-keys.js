@@ -237,9 +237,12 @@ function createPanel(ctx, {operator, wildcard, held, secretSlot, refresh}) {
     spellcheck: 'false',
     placeholder: caller.tenant_id,
   });
+  // A key with * issues for any agent: the field starts empty (a placeholder, not the caller's own agent, which
+  // a hurried click would have issued a second operator key for); a narrower key issues for its own agent only.
   const agentInput = h('input', {
     name: 'agent_id',
-    value: caller.agent_id,
+    value: wildcard ? '' : caller.agent_id,
+    placeholder: wildcard ? 'e.g. planner' : '',
     required: true,
     autocomplete: 'off',
     spellcheck: 'false',

@@ -135,6 +135,8 @@ async function renderThread(root, ctx, threadId) {
 
   const heading = h('h1', {}, 'Thread ', h('code', {}, threadId));
   const results = h('div', {class: 'thread-results'}, loading('Loading checkpoints'));
+  // The thread's own actions sit with its facts, apart from the form that filters its checkpoints.
+  const threadActions = h('div', {class: 'actions thread-actions'});
   replace(
     root,
     h('p', {}, h('a', {href: ctx.href('threads', [], {agent_id: agentId, ns})}, '← Threads')),
@@ -143,6 +145,7 @@ async function renderThread(root, ctx, threadId) {
       ['Agent', agentOf(ctx, agentId)],
       ['Namespace', everyNs ? 'every namespace' : nsLabel(ns)],
     ]),
+    threadActions,
     filterForm(ctx, threadId, {agentId, ns, everyNs, filter, before, limit: ctx.params.get('limit') || ''}),
     results,
   );
@@ -172,9 +175,8 @@ async function renderThread(root, ctx, threadId) {
   const go = (nextCursor) => ctx.navigate(ctx.href('threads', [threadId], {...base, cursor: nextCursor}));
   const first = cursor ? () => ctx.navigate(ctx.href('threads', [threadId], base)) : null;
 
-  const actions = h('div', {class: 'actions'});
   if (ctx.can('checkpoints:delete')) {
-    actions.append(
+    threadActions.append(
       h(
         'button',
         {type: 'button', class: 'danger', on: {click: () => deleteThread(ctx, threadId, agentId, tuples, answer)}},
@@ -185,7 +187,6 @@ async function renderThread(root, ctx, threadId) {
 
   replace(
     results,
-    actions,
     h(
       'p',
       {class: 'muted'},
@@ -402,6 +403,7 @@ function pendingWrites(writes, {compact}) {
     'div',
     {class: 'thread-block'},
     h('h3', {}, `Pending writes: ${writes.length} from ${tasks.length} task${tasks.length === 1 ? '' : 's'}`),
+    writes.filter((w) => w.channel === INTERRUPT).map(interruptNote),
     h(
       'ul',
       {class: 'thread-tasks'},
@@ -433,6 +435,42 @@ function pendingWrites(writes, {compact}) {
       }),
     ),
   );
+}
+
+// ---- interrupts ----
+
+const INTERRUPT = '__interrupt__';
+
+/** A pending `interrupt()`: the graph waits for input, and says what it asks (decoded from the write's value). */
+function interruptNote(write) {
+  const title = h('strong', {}, 'Waiting for input');
+  const note = h('div', {class: 'note warn thread-interrupt', role: 'note'}, title, h('span', {class: 'muted'}, ' decoding…'));
+  decodeValue(write).then((result) => {
+    if (!result.decoded) {
+      replace(note, title, h('span', {class: 'muted'}, phrase` (${result.reason})`));
+      return;
+    }
+    replace(note, title, ': ', asked(result.value));
+  });
+  return note;
+}
+
+/** What interrupts ask: each `Interrupt`'s value, text as text, a flat object as its fields, anything else as a
+ * tree. Text from a checkpoint is data: it is shown, never run or read as markup. */
+function asked(decoded) {
+  const values = (Array.isArray(decoded) ? decoded : [decoded]).map((item) =>
+    item && typeof item === 'object' && !Array.isArray(item) && 'value' in item ? item.value : item,
+  );
+  return values.map((value) => {
+    if (typeof value === 'string') return h('q', {class: 'thread-question'}, value);
+    const flat = value && typeof value === 'object' && !Array.isArray(value) &&
+      Object.values(value).every((v) => typeof v === 'string' || typeof v === 'number' || typeof v === 'boolean');
+    if (flat) {
+      return h('span', {class: 'thread-question'}, Object.entries(value).map(([k, v], i) =>
+        [i ? '; ' : '', h('span', {class: 'muted'}, `${k} `), String(v)]));
+    }
+    return jsonTree(value, {label: 'interrupt', search: false, open: 2});
+  });
 }
 
 // ---- typed values ----

@@ -110,6 +110,19 @@ class NotFound(BatonError):
         super().__init__(self.MESSAGE)
 
 
+class UnknownRoute(NotFound):
+    """No route has this path: there is nothing to hide, so the answer says what was asked and where the routes
+    are listed (what is asked is cut to `SHOWN` characters, control characters escaped)."""
+
+    SHOWN = 200
+
+    def __init__(self, method: str, path: str) -> None:
+        asked = f"{method} {path}"
+        shown = asked[: self.SHOWN].encode("unicode_escape").decode("ascii")
+        more = "…" if len(asked) > self.SHOWN else ""
+        BatonError.__init__(self, f"No route matches {shown}{more}; the routes are listed at /v1/openapi.json.")
+
+
 class MethodNotAllowed(BatonError):
     """The path exists, but not with this method."""
 

@@ -110,6 +110,22 @@ LeaseToken = Annotated[str, StringConstraints(min_length=1, max_length=200)]
 class SaveCheckpointRequest(RequestModel):
     """Body of `POST /v1/checkpoints`: upsert on (tenant, subject_id, agent_id, kind)."""
 
+    model_config = ConfigDict(
+        strict=True,
+        extra="forbid",
+        json_schema_extra={
+            "examples": [
+                {
+                    "subject_id": "ticket-4411",
+                    "kind": "task_state",
+                    "state": {"step": 3, "of": 7, "next": "rollback smoke"},
+                    "expected_revision": 2,
+                    "keep_revisions": 5,
+                }
+            ]
+        },
+    )
+
     subject_id: SubjectId
     kind: Kind
     state: Annotated[Any, Field(description="Any JSON value except null.")]
@@ -143,6 +159,10 @@ class SaveCheckpointRequest(RequestModel):
 class RestoreRequest(RequestModel):
     """Body of `POST /v1/checkpoints/{checkpoint_id}/restore`: write a kept revision's state as a new revision."""
 
+    model_config = ConfigDict(
+        strict=True, extra="forbid", json_schema_extra={"examples": [{"revision": 2, "expected_revision": 5}]}
+    )
+
     revision: Annotated[
         int, Field(ge=1, le=limits.MAX_SAFE_INTEGER, description="The kept revision whose state is written again.")
     ]
@@ -171,6 +191,10 @@ HolderText = Annotated[
 class AcquireLeaseRequest(RequestModel):
     """Body of `POST /v1/checkpoints/{checkpoint_id}/lease`."""
 
+    model_config = ConfigDict(
+        strict=True, extra="forbid", json_schema_extra={"examples": [{"ttl_seconds": 300, "holder": "worker-7"}]}
+    )
+
     ttl_seconds: Annotated[
         int,
         Field(
@@ -196,6 +220,21 @@ class AcquireLeaseRequest(RequestModel):
 class CreateKeyRequest(RequestModel):
     """Body of `POST /v1/keys`."""
 
+    model_config = ConfigDict(
+        strict=True,
+        extra="forbid",
+        json_schema_extra={
+            "examples": [
+                {
+                    "agent_id": "planner",
+                    "scopes": ["checkpoints:read", "checkpoints:write"],
+                    "description": "the planner agent",
+                    "expires_at": "2027-06-01T00:00:00Z",
+                }
+            ]
+        },
+    )
+
     agent_id: Identifier
     scopes: Annotated[list[Scope], Field(min_length=1, max_length=len(Scope.__args__))]
     tenant_id: Identifier | None = None
@@ -218,6 +257,20 @@ _MEDIA_TYPE = re.compile(MEDIA_TYPE_PATTERN.removeprefix("^").removesuffix("$"))
 
 class CreateBlobRequest(RequestModel):
     """Body of `POST /v1/blobs`: what the bytes about to be uploaded are."""
+
+    model_config = ConfigDict(
+        strict=True,
+        extra="forbid",
+        json_schema_extra={
+            "examples": [
+                {
+                    "sha256": "9f86d081884c7d659a2feaa0c55ad015a3bf4f1b2b0b822cd15d6c15b0f00a08",
+                    "size": 4,
+                    "media_type": "text/plain",
+                }
+            ]
+        },
+    )
 
     sha256: Annotated[Sha256Hex, Field(description="SHA-256 of the bytes, 64 lowercase hex digits.")]
     size: Annotated[int, Field(ge=0, le=limits.MAX_BLOB_BYTES, description="Length of the bytes (up to 5 GiB).")]

@@ -14,7 +14,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Annotated, Literal
 
-from pydantic import Field, StringConstraints
+from pydantic import ConfigDict, Field, StringConstraints
 
 from baton_checkpoints.domain import limits, opencheckpoint
 from baton_checkpoints.domain.access import Principal
@@ -29,6 +29,12 @@ BudgetBytes = Annotated[int, Field(ge=limits.MIN_RESUME_BUDGET_BYTES, le=limits.
 
 class ResumeRequest(RequestModel):
     """Body of `POST /v1/resume`: which work to pick up again, and how many bytes of answer the caller takes."""
+
+    model_config = ConfigDict(
+        strict=True,
+        extra="forbid",
+        json_schema_extra={"examples": [{"subject_id": "ticket-4411", "budget_bytes": 32000}]},
+    )
 
     subject_id: SubjectId
     kind: Kind | None = None

@@ -87,8 +87,12 @@ def test_a_key_is_issued_shown_once_and_revoked_after_a_cancel(page: Any, keys_b
     expect(own).to_contain_text("this console")
     shot(page, "keys-list")
 
-    # Given a key for another agent, with two scopes and a validity of one day
-    page.locator(".key-create").get_by_label("Agent", exact=True).fill(agent)
+    # Given a key for another agent, with two scopes and a validity of one day (an operator's form names no agent
+    # of its own: a placeholder, never the operator's own agent as a value to issue for)
+    agent_field = page.locator(".key-create").get_by_label("Agent", exact=True)
+    expect(agent_field).to_have_value("")
+    expect(agent_field).to_have_attribute("placeholder", "e.g. planner")
+    agent_field.fill(agent)
     page.get_by_label("checkpoints:read", exact=True).check()
     page.get_by_label("keys:manage", exact=True).check()
     page.get_by_label("Description").fill("issued by the console test")

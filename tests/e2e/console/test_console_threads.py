@@ -193,6 +193,14 @@ def test_the_timeline_lists_every_checkpoint_newest_first_with_parent_links_and_
     row = task.get_by_role("row").filter(has_text="__interrupt__")
     expect(row.get_by_role("cell").nth(1)).to_have_text("-3")
     expect(row).to_contain_text("msgpack")
+    # and the interrupt says what the graph waits for: the question interrupt() was given, decoded, as text
+    waiting = entry(page, interrupted["checkpoint_id"]).locator(".thread-interrupt")
+    expect(waiting).to_have_count(1)
+    expect(waiting).to_contain_text("Waiting for input")
+    expect(waiting.locator(".thread-question")).to_have_text("question Ship it?")
+    # The thread's delete stands with its facts, outside the form that filters its checkpoints
+    expect(page.locator("form.thread-filters").get_by_role("button", name="Delete thread")).to_have_count(0)
+    expect(page.locator(".thread-actions").get_by_role("button", name="Delete thread")).to_have_count(1)
     # The checkpoint before draft holds draft's writes: one task, its channels in index order from 0.
     before_draft = graph_thread.by_source("loop")[1]
     draft_writes = [w for w in before_draft["pending_writes"] if "draft" in w["task_path"]]
