@@ -90,9 +90,7 @@ class Synthesized:
     def functions(self) -> dict[str, dict[str, Any]]:
         """Baton's own functions (the api and the reaper), without the handler CDK adds to empty a dev stage's
         buckets when the stack is destroyed (`auto_delete_objects`)."""
-        return {
-            lid: r for lid, r in self.of_type("AWS::Lambda::Function").items() if not lid.startswith(CDK_EMPTIER)
-        }
+        return {lid: r for lid, r in self.of_type("AWS::Lambda::Function").items() if not lid.startswith(CDK_EMPTIER)}
 
     def only(self, resource_type: str) -> tuple[str, dict[str, Any]]:
         """The one resource of a type (fails when there are none or several)."""

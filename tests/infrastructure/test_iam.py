@@ -351,9 +351,7 @@ def test_function_role_has_no_managed_policies(synthesized: Synthesized, which: 
 
 def test_every_policy_is_attached_to_a_function_role_only(synthesized: Synthesized) -> None:
     # Given the roles of the template's functions, and its policies
-    function_roles = [
-        {"Ref": f["Properties"]["Role"]["Fn::GetAtt"][0]} for f in synthesized.functions.values()
-    ]
+    function_roles = [{"Ref": f["Properties"]["Role"]["Fn::GetAtt"][0]} for f in synthesized.functions.values()]
     assert sorted(function_roles, key=str) == sorted(
         ({"Ref": _function_role_id(synthesized, which)} for which in ROLES), key=str
     )
