@@ -40,6 +40,8 @@ T_PRUNE, T_RUNS = "POST /v1/threads:prune", "POST /v1/threads:delete-for-runs"
 """The LangGraph thread routes (issue 11)."""
 WHOAMI = "GET /v1/whoami"
 CONSOLE_PAGE, CONSOLE_ASSET, CONSOLE_SLASH = "GET /console", "GET /console/{asset}", "GET /console/"
+ROOT = "GET /"
+"""The API's address: a redirect to the console (public)."""
 """The caller's own identity (any valid key) and the console's page and files (public; issue 12)."""
 HOLDING_NO_DATA = (
     "GET /v1/health",
@@ -48,6 +50,7 @@ HOLDING_NO_DATA = (
     CONSOLE_PAGE,
     CONSOLE_ASSET,
     CONSOLE_SLASH,
+    ROOT,
 )
 """Routes whose answers hold nothing of any tenant, whoever calls them."""
 NOT_FOUND_BODY = {"error": {"code": "NOT_FOUND", "message": "Resource was not found."}}
@@ -84,6 +87,7 @@ ROUTES = (
     CONSOLE_PAGE,
     CONSOLE_ASSET,
     CONSOLE_SLASH,
+    ROOT,
 )
 CALLERS = (
     "other_tenant",
@@ -528,6 +532,7 @@ def identity_and_console_cases_for(caller: str, w: World) -> list[Case]:
     console = [
         Case(CONSOLE_PAGE, "GET", "/console", (200,), same_without_key=True),
         Case(CONSOLE_SLASH, "GET", "/console/", (308,), same_without_key=True),
+        Case(ROOT, "GET", "/", (302,), same_without_key=True),
         Case(CONSOLE_ASSET, "GET", "/console/app.js", (200,), same_without_key=True),
         Case(CONSOLE_ASSET, "GET", "/console/console.css", (200,), same_without_key=True),
         Case(CONSOLE_ASSET, "GET", f"/console/missing-{uuid.uuid4().hex[:8]}.js", (404,), "NOT_FOUND"),

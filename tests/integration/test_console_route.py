@@ -309,3 +309,14 @@ def test_the_document_says_every_media_type_the_file_route_serves() -> None:
     # Then each media type a console file is served as is documented there (clients and schemathesis read it)
     served = {MEDIA_TYPES[Path(name).suffix].split(";")[0] for name in FILES}
     assert served <= documented, f"served but undocumented: {sorted(served - documented)}"
+
+
+def test_the_apis_address_leads_a_browser_to_the_console(api: ApiDriver) -> None:
+    # When a browser opens the API's address, with or without a key
+    answer = get(api, "/")
+    # Then it is sent to the console, with the console's security headers and no body
+    assert answer.status == 302
+    assert answer.header("Location") == "/console"
+    assert answer.header("X-Content-Type-Options") == "nosniff"
+    assert not answer.raw_body
+    record("console route", redirects=1)

@@ -121,9 +121,9 @@ def test_the_declaration_check_fails_for_a_route_that_declares_nothing() -> None
     record("openapi route declarations", mutants=4)
 
 
-CONSOLE_ROUTES = {("GET", "/console"), ("GET", "/console/"), ("GET", "/console/<asset>")}
-"""The console's page, its redirect from a trailing slash, and its files (docs/console.md): they hold no data, the
-page signs in with a key itself."""
+CONSOLE_ROUTES = {("GET", "/console"), ("GET", "/console/"), ("GET", "/console/<asset>"), ("GET", "/")}
+"""The console's page, its redirects (from a trailing slash, and from the API's address), and its files
+(docs/console.md): they hold no data, the page signs in with a key itself."""
 
 
 def test_only_the_documented_public_routes_are_public() -> None:

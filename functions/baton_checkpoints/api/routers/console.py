@@ -154,6 +154,29 @@ def console_slash() -> Response[str]:
 
 
 @router.get(
+    "/",
+    summary="The API's address",
+    description=(
+        "Where a browser opening the API's address is sent: the console (302 to /console). Clients find the "
+        "routes at /v1/openapi.json."
+    ),
+    openapi_extensions=PUBLIC,
+    responses={
+        302: {
+            "description": "Go to the console",
+            "content": {},
+            "headers": {"Location": {"description": "Always /console.", "schema": {"type": "string"}}},
+        }
+    },
+    tags=["console"],
+)
+def root() -> Response[str]:
+    """A person who opens the API's address in a browser finds the console (a temporary redirect: the address may
+    one day answer something of its own)."""
+    return Response(status_code=302, content_type=None, body="", headers={**SECURITY_HEADERS, "Location": "/console"})
+
+
+@router.get(
     "/console/<asset>",
     summary="A file of the console",
     description="A script, style sheet or image of the console; any other name answers 404.",
