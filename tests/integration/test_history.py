@@ -204,6 +204,34 @@ def test_lowering_keep_revisions_hides_the_revisions_out_of_the_window_at_once(a
     assert revision(api, checkpoint_id, 27).status == 404
 
 
+def test_a_revision_not_kept_answers_which_are(api: ApiDriver, counter: CallCounter) -> None:
+    # Given a checkpoint at revision 6 that keeps its last 3 superseded revisions (3 to 5)
+    checkpoint_id = saved_steps(api, range(1, 7), keep_revisions=3)
+    # When revision 1 (pruned from the window) is read or restored
+    counter.reset()
+    read, restored = revision(api, checkpoint_id, 1), restore(api, checkpoint_id, revision=1)
+    # Then both are 404 NOT_FOUND saying which revisions are kept, in words and in details, without another read
+    # than the one that found the revision missing
+    for answer in (read, restored):
+        assert answer.status == 404, answer.raw_body
+        assert answer.error == {
+            "code": "NOT_FOUND",
+            "message": "Revision 1 is not kept: this checkpoint keeps revisions 3 to 5; its current revision is 6.",
+            "details": {"current_revision": 6, "kept_revisions": [3, 4, 5]},
+        }
+    assert counter.calls["BatchGetItem"] == 2
+    # and a checkpoint that keeps none says so, and how to keep some
+    plain = save(api, subject_id="ticket-no-history", state={"step": 1})
+    answer = revision(api, plain.data["checkpoint_id"], 1)
+    assert answer.error["message"] == (
+        "Revision 1 is not kept: this checkpoint keeps no earlier revision (a save with keep_revisions keeps some); "
+        "its current revision is 1."
+    )
+    assert answer.error["details"] == {"current_revision": 1, "kept_revisions": []}
+    # while a checkpoint the caller cannot see says nothing of its revisions
+    assert revision(api, "ckpt_" + "0" * 32, 1).error == {"code": "NOT_FOUND", "message": "Resource was not found."}
+
+
 def test_request_counts_with_and_without_history(api: ApiDriver, counter: CallCounter) -> None:
     saved_steps(api, range(1, 2))
     counter.reset()

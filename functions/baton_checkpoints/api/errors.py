@@ -14,6 +14,7 @@ STATUS: dict[type[e.BatonError], int] = {
     e.Forbidden: 403,
     e.NotFound: 404,
     e.UnknownRoute: 404,
+    e.RevisionNotKept: 404,
     e.MethodNotAllowed: 405,
     e.RevisionConflict: 409,
     e.CheckpointClosed: 409,

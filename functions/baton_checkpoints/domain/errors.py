@@ -110,6 +110,23 @@ class NotFound(BatonError):
         super().__init__(self.MESSAGE)
 
 
+class RevisionNotKept(NotFound):
+    """A revision of a checkpoint the caller can see that is not kept (never written, pruned from the window, or
+    expired): the caller may list the kept ones anyway, so the answer says which they are."""
+
+    def __init__(self, revision: int, kept: range, current: int) -> None:
+        if kept:
+            which = f"this checkpoint keeps revisions {kept.start} to {kept.stop - 1}"
+        else:
+            which = "this checkpoint keeps no earlier revision (a save with keep_revisions keeps some)"
+        BatonError.__init__(self, f"Revision {revision} is not kept: {which}; its current revision is {current}.")
+        self.kept = kept
+        self.current_revision = current
+
+    def details(self) -> dict[str, object]:
+        return {"current_revision": self.current_revision, "kept_revisions": list(self.kept)}
+
+
 class UnknownRoute(NotFound):
     """No route has this path: there is nothing to hide, so the answer says what was asked and where the routes
     are listed (what is asked is cut to `SHOWN` characters, control characters escaped)."""

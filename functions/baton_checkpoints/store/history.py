@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING, Any, cast
 
 from baton_checkpoints.domain import limits
 from baton_checkpoints.domain.checkpoints import Checkpoint, IdempotencyClaim, SaveOutcome, SavePlan
-from baton_checkpoints.domain.errors import IdempotencyKeyReused, NotFound
+from baton_checkpoints.domain.errors import IdempotencyKeyReused, NotFound, RevisionNotKept
 from baton_checkpoints.domain.history import in_window, window
 from baton_checkpoints.store import items, layout, schema
 from baton_checkpoints.store.attributes import Item, names_in
@@ -78,10 +78,13 @@ class HistoryStore:
         if current is None or not current.is_visible_as(checkpoint_id, now_ms, only_agent):
             raise NotFound()
         raw_revision = found.get(layout.identity(revision_key))
-        if raw_revision is None or not in_window(current, revision):
-            raise NotFound()
-        if not items.revision_from_item(raw_revision, current, with_state=False).is_live(now_ms):
-            raise NotFound()
+        if (
+            raw_revision is None
+            or not in_window(current, revision)
+            or not items.revision_from_item(raw_revision, current, with_state=False).is_live(now_ms)
+        ):
+            # The checkpoint is the caller's to see, and so is the list of its kept revisions: say which they are.
+            raise RevisionNotKept(revision, window(current), current.revision)
         return current, raw_revision, found
 
     def _revision(self, raw: Item, current: Checkpoint, now_ms: int, only_agent: str | None) -> Checkpoint:
