@@ -76,12 +76,16 @@ class Venv:
         return dict(zip(names, (f == "True" for f in found), strict=True))
 
 
-def _readme_block(after: str, language: str) -> str:
-    """The first fenced `language` block of the README after the line containing `after`."""
+def _readme_block(section: str, install: str, language: str) -> str:
+    """The first fenced `language` block of the README's `section` after its line containing `install` (the
+    section must say how to install what its block needs)."""
     text = README.read_text(encoding="utf-8")
-    start = text.index(after)
-    found = re.search(rf"```{language}\n(.*?)```", text[start:], re.DOTALL)
-    assert found, f"no {language} block after {after!r} in the README"
+    start = text.index(f"\n{section}\n")
+    end = text.find("\n## ", start + 1)
+    body = text[start : end if end >= 0 else len(text)]
+    assert install in body, f"{section} does not say {install!r}"
+    found = re.search(rf"```{language}\n(.*?)```", body[body.index(install) :], re.DOTALL)
+    assert found, f"no {language} block after {install!r} in {section}"
     return found.group(1)
 
 
@@ -102,9 +106,8 @@ def test_the_client_extra_runs_the_readme_sdk_snippet(
     wheel: Path, tmp_path_factory: pytest.TempPathFactory, baton: BatonServe, tmp_path: Path
 ) -> None:
     install = f'pip install "{DISTRIBUTION}[client]"'
-    assert install in README.read_text(encoding="utf-8")
     venv = Venv(tmp_path_factory.mktemp("client"), wheel, "client")
-    snippet = _readme_block(install, "python")
+    snippet = _readme_block("## Python SDK", install, "python")
     done = venv.run([str(venv.python), "-c", snippet], baton, tmp_path)
     record(SUITE, venvs=1, snippets=1)
     assert done.returncode == 0, done.stderr
@@ -132,12 +135,11 @@ def test_the_cli_extra_runs_the_readme_commands(
     wheel: Path, tmp_path_factory: pytest.TempPathFactory, baton: BatonServe, tmp_path: Path
 ) -> None:
     install = f'pip install "{DISTRIBUTION}[cli]"'
-    assert install in README.read_text(encoding="utf-8")
     venv = Venv(tmp_path_factory.mktemp("cli"), wheel, "cli")
     # The README's commands that need no file and no id of an earlier answer, in order
     commands = [
         shlex.split(line.split("#", 1)[0])
-        for line in _readme_block(install, "sh").splitlines()
+        for line in _readme_block("## The `baton` command", install, "sh").splitlines()
         if line.startswith("baton ") and not re.search(r"\.\.\.|…|\$|\.json|\.log|;", line)
     ]
     assert len(commands) >= 3, commands
@@ -156,9 +158,8 @@ def test_the_langgraph_extra_runs_the_readme_graph(
     wheel: Path, tmp_path_factory: pytest.TempPathFactory, baton: BatonServe, tmp_path: Path
 ) -> None:
     install = f"pip install '{DISTRIBUTION}[langgraph]'"
-    assert install in README.read_text(encoding="utf-8")
     venv = Venv(tmp_path_factory.mktemp("langgraph"), wheel, "langgraph")
-    snippet = _readme_block(install, "python")
+    snippet = _readme_block("## LangGraph on Baton", install, "python")
     done = venv.run([str(venv.python), "-c", snippet], baton, tmp_path)
     record(SUITE, venvs=1, snippets=1)
     assert done.returncode == 0, done.stderr
