@@ -54,6 +54,15 @@ HOLDING_NO_DATA = (
 )
 """Routes whose answers hold nothing of any tenant, whoever calls them."""
 NOT_FOUND_BODY = {"error": {"code": "NOT_FOUND", "message": "Resource was not found."}}
+REVISION_3_NOT_KEPT = {
+    "error": {
+        "code": "NOT_FOUND",
+        "message": "Revision 3 is not kept: this checkpoint keeps revisions 1 to 2; its current revision is 3.",
+        "details": {"current_revision": 3, "kept_revisions": [1, 2]},
+    }
+}
+"""What the caller who may see a checkpoint at revision 3 keeping two is told of its current revision (others: the
+plain 404, NOT_FOUND_BODY)."""
 ROUTES = (
     "POST /v1/checkpoints",
     "GET /v1/checkpoints",
@@ -482,6 +491,9 @@ class Case:
     """The body of the missing one's request, when it is not the same as this one's."""
     own_markers: tuple[str, ...] = ()
     """Markers of the caller's own key the answer may show (whoami names its key, tenant and agent)."""
+    not_found: Any = None
+    """The body a 404 must be (without its request id): the contract's plain one unless said (a revision not kept of
+    a checkpoint the caller can see says which are)."""
     same_without_key: bool = False
     """The answer must be byte for byte the one a request without a key gets (status, headers, body)."""
 
@@ -959,7 +971,7 @@ def workflow_cases_for(caller: str, w: World) -> list[Case]:
             Case("GET /v1/checkpoints/{checkpoint_id}/revisions/{revision}", "GET", revision, (200,),
                  must_show=(f"state-victim-history-r1-{w.run}",)),
             Case("GET /v1/checkpoints/{checkpoint_id}/revisions/{revision}", "GET", f"{revisions}/3", (404,),
-                 "NOT_FOUND"),
+                 "NOT_FOUND", not_found=REVISION_3_NOT_KEPT),
             Case("POST /v1/checkpoints/{checkpoint_id}/restore", "POST",
                  f"/v1/checkpoints/{wildcard_history}/restore", (200,), body=restore_body,
                  check=lambda data: None if data.get("revision") == 3 else f"restored as {data}"),
@@ -1227,7 +1239,7 @@ def run_case(api: Api, w: World, caller: str, case: Case) -> tuple[list[str], in
             code = (body or {}).get("error", {}).get("code")
             if code != case.code:
                 problems.append(f"{label}: error code {code}, expected {case.code}")
-        if case.expect == (404,) and without_request_id(response) != NOT_FOUND_BODY:
+        if case.expect == (404,) and without_request_id(response) != (case.not_found or NOT_FOUND_BODY):
             problems.append(f"{label}: the 404 is not the contract's: {response.text}")
         if case.same_as_missing is not None:
             method, path, missing_params = case.same_as_missing
