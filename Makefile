@@ -15,7 +15,8 @@ STAGE ?= dev
 # More context for synth and deploy, as key=value words: CONTEXT='alarm_email=ops@example.com cors_origins=https://app.example.com'
 CONTEXT ?=
 # The CDK CLI passes context to the app in CDK_CONTEXT_JSON; `make synth` does the same without the CLI.
-SYNTH_CONTEXT = $(shell $(PYTHON) -c 'import json, sys; print(json.dumps(dict(w.split("=", 1) for w in sys.argv[1:])))' stage=$(STAGE) $(CONTEXT))
+CHECK_CONTEXT = $(PYTHON) -c 'import sys; bad = [w for w in sys.argv[1:] if "=" not in w.strip("=")]; sys.exit(f"CONTEXT takes key=value words, not {bad}") if bad else None' $(CONTEXT)
+SYNTH_CONTEXT = $(shell $(PYTHON) -c 'import json, sys; print(json.dumps(dict(w.split("=", 1) for w in sys.argv[1:] if "=" in w.strip("="))))' stage=$(STAGE) $(CONTEXT))
 
 .PHONY: help serve test check lint types unit integration e2e infrastructure browser screenshots console-vendor fuzz soak bench openapi synth deploy destroy clean
 
@@ -47,11 +48,12 @@ $(LOCAL_STAMP): pyproject.toml
 	$(BIN)/python -m pip install --quiet --disable-pip-version-check -e '.[local]'
 	touch $(LOCAL_STAMP)
 
-# `make synth` and `make deploy` need the CDK app and what it reads of Baton: not the test toolchain.
+# `make synth` and `make deploy` need the CDK app and what it reads of Baton, and the operator's first key the
+# command line (`baton keys create --table`): not the test toolchain.
 $(INFRA_STAMP): pyproject.toml
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install --quiet --disable-pip-version-check --upgrade pip
-	$(BIN)/python -m pip install --quiet --disable-pip-version-check -e '.[server,infra]'
+	$(BIN)/python -m pip install --quiet --disable-pip-version-check -e '.[server,infra,cli]'
 	touch $(INFRA_STAMP)
 
 serve: $(LOCAL_STAMP)
@@ -177,6 +179,7 @@ openapi: $(STAMP)
 	$(BIN)/python -m baton_checkpoints.api.openapi_export docs/openapi.json
 
 synth: $(INFRA_STAMP)
+	@$(CHECK_CONTEXT)
 	rm -rf cdk.out
 	CDK_OUTDIR=cdk.out CDK_CONTEXT_JSON='$(SYNTH_CONTEXT)' $(BIN)/python infra/app.py
 	@echo "cdk.out/Baton-$(STAGE).template.json written"
@@ -185,9 +188,11 @@ node_modules/.package-lock.json: package.json package-lock.json
 	npm ci --no-audit --no-fund
 
 deploy: $(INFRA_STAMP) node_modules/.package-lock.json
+	@$(CHECK_CONTEXT)
 	npx cdk deploy -c stage=$(STAGE) $(foreach word,$(CONTEXT),-c $(word)) --require-approval broadening
 
 destroy: $(INFRA_STAMP) node_modules/.package-lock.json
+	@$(CHECK_CONTEXT)
 	npx cdk destroy -c stage=$(STAGE) $(foreach word,$(CONTEXT),-c $(word))
 
 clean:

@@ -12,6 +12,7 @@ from __future__ import annotations
 import os
 import re
 import shlex
+import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -31,11 +32,21 @@ INSTALL_SECONDS = 600
 """How long one `pip install` may take: a cold cache downloads the server extra's boto3 and pydantic."""
 
 
+SOURCE_IGNORED = shutil.ignore_patterns(
+    ".git", ".venv*", "node_modules", "build", "dist", "*.egg-info", "__pycache__", "cdk.out", ".cache", "results"
+)
+"""What is not the package's source: a build from the working tree would write `build/` and an egg-info into it, and
+pack files a former build left in `build/lib` into the wheel."""
+
+
 @pytest.fixture(scope="module")
 def wheel(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    """The wheel `pip wheel` builds from the repository (what `pip install baton-checkpoints` would fetch)."""
+    """The wheel `pip wheel` builds from a copy of the repository's source (what `pip install baton-checkpoints`
+    would fetch)."""
+    source = tmp_path_factory.mktemp("source") / "baton"
+    shutil.copytree(REPO, source, ignore=SOURCE_IGNORED)
     out = tmp_path_factory.mktemp("wheel")
-    _run([sys.executable, "-m", "pip", "wheel", "--no-deps", "--quiet", "-w", str(out), str(REPO)])
+    _run([sys.executable, "-m", "pip", "wheel", "--no-deps", "--quiet", "-w", str(out), str(source)])
     (built,) = out.glob("baton_checkpoints-*.whl")
     return built
 

@@ -57,7 +57,10 @@ NOT_FOUND_BODY = {"error": {"code": "NOT_FOUND", "message": "Resource was not fo
 REVISION_3_NOT_KEPT = {
     "error": {
         "code": "NOT_FOUND",
-        "message": "Revision 3 is not kept: this checkpoint keeps revisions 1 to 2; its current revision is 3.",
+        "message": (
+            "Revision 3 is not kept: this checkpoint keeps revisions 1 to 2, each until it expires; its current "
+            "revision is 3."
+        ),
         "details": {"current_revision": 3, "kept_revisions": [1, 2]},
     }
 }

@@ -216,7 +216,10 @@ def test_a_revision_not_kept_answers_which_are(api: ApiDriver, counter: CallCoun
         assert answer.status == 404, answer.raw_body
         assert answer.error == {
             "code": "NOT_FOUND",
-            "message": "Revision 1 is not kept: this checkpoint keeps revisions 3 to 5; its current revision is 6.",
+            "message": (
+                "Revision 1 is not kept: this checkpoint keeps revisions 3 to 5, each until it expires; its current "
+                "revision is 6."
+            ),
             "details": {"current_revision": 6, "kept_revisions": [3, 4, 5]},
         }
     assert counter.calls["BatchGetItem"] == 2

@@ -95,3 +95,15 @@ def test_version(capsys: pytest.CaptureFixture[str]) -> None:
 
     assert main(["--version"]) == 0
     assert capsys.readouterr().out.strip() == f"baton {__version__}"
+
+
+@pytest.mark.parametrize("path", EXPECTED, ids=" ".join)
+def test_short_h_is_help_on_every_command(
+    path: list[str], capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # When a command is asked for `-h` (as its own usage error tells people to)
+    monkeypatch.setenv("COLUMNS", "120")
+    code = main([*path, "-h"])
+    # Then it is its help, as with --help
+    assert code == 0
+    assert "Usage: baton " + " ".join(path) in capsys.readouterr().out

@@ -123,11 +123,16 @@ def test_the_first_key_without_aws_region_or_credentials_says_what_to_set() -> N
         from baton_checkpoints.cli.main import main
         base = ["keys", "create", "--table", "baton-prod", "--tenant", "acme", "--agent", "operator"]
         print("codes", main(base), main([*base, "--region", "eu-west-1"]))
+        # and with credentials but nothing listening where AWS should be
+        os.environ.update(AWS_ACCESS_KEY_ID="x", AWS_SECRET_ACCESS_KEY="x")
+        print("unreachable", main([*base, "--region", "eu-west-1", "--aws-endpoint", "http://127.0.0.1:9"]))
         """
     )
     # When the operator creates the first key, Then each run says, in one line, what is missing and how to give it
     assert "codes 1 1" in done.stdout, done.stdout + done.stderr
-    region, credentials = done.stderr.strip().splitlines()
+    assert "unreachable 1" in done.stdout, done.stdout + done.stderr
+    region, credentials, unreachable = done.stderr.strip().splitlines()
+    assert unreachable.startswith("baton keys create: AWS could not be reached")
     assert region == "baton keys create: no AWS region: pass --region (the stack's region) or set AWS_REGION."
     assert credentials.startswith("baton keys create: no AWS credentials: set AWS_PROFILE, or AWS_ACCESS_KEY_ID")
     assert "internal error" not in done.stderr

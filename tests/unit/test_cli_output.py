@@ -271,3 +271,12 @@ def test_delete_and_revoke_ask_on_a_terminal_unless_yes(
         monkeypatch.setattr(common, "interactive", lambda: False)
         assert runner.invoke(app, args).exit_code == 0
         assert route.call_count == 3
+
+
+def test_no_question_without_a_terminal_even_with_stdin_closed(monkeypatch: pytest.MonkeyPatch) -> None:
+    from baton_checkpoints.cli import common
+
+    # Given stdin closed (`baton delete X <&-`: sys.stdin is None), Then nothing asks and nothing fails
+    monkeypatch.setattr("sys.stdin", None)
+    assert common.interactive() is False
+    common.confirm("Delete?", yes=False)

@@ -180,7 +180,7 @@ def test_the_client_imports_nothing_of_the_server() -> None:
     probe = (
         "import sys, baton_checkpoints.client; "
         f"print(sorted(m for m in sys.modules if m.split('.')[0] in {server_packages}"
-        " or (m.startswith('baton.') and not m.startswith('baton_checkpoints.client'))))"
+        " or (m.startswith('baton_checkpoints.') and not m.startswith('baton_checkpoints.client'))))"
     )
     loaded = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, check=True).stdout.strip()
     record(SUITE, cases=1)

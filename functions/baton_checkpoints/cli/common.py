@@ -69,7 +69,7 @@ YesOption = Annotated[
     typer.Option(
         "--yes",
         "-y",
-        help="Do it without asking (on a terminal the command asks first; a script or a pipe is never asked).",
+        help="Do it without asking (it asks when stdin and stderr are a terminal; never from a pipe, CI or cron).",
     ),
 ]
 CursorOption = Annotated[str | None, typer.Option(help="Continue from a previous page's next cursor.")]
@@ -183,13 +183,15 @@ def session(url: str | None, api_key: str | None) -> Iterator[Baton]:
 
 
 def interactive() -> bool:
-    """True when a person is at the terminal: stdin and stderr are both terminals (never in a pipe, CI or cron)."""
-    return sys.stdin.isatty() and sys.stderr.isatty()
+    """True when stdin and stderr are both terminals (a person, or a script run from their terminal); never with stdin
+    closed or from a pipe, in CI or cron."""
+    return all(stream is not None and stream.isatty() for stream in (sys.stdin, sys.stderr))
 
 
 def confirm(question: str, yes: bool) -> None:
     """Ask `question` on a terminal unless `yes`; a no (or no answer) stops the command, exit 1, having done nothing.
-    A script or a pipe is never asked: it acts as told."""
+    Input from a pipe (or none), CI and cron are never asked: they act as told. A script run from a terminal is asked:
+    it passes `--yes`."""
     if yes or not interactive():
         return
     if not typer.confirm(printable(question), default=False, err=True):

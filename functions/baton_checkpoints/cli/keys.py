@@ -33,6 +33,8 @@ from baton_checkpoints.cli.common import (
 if TYPE_CHECKING:
     from baton_checkpoints.domain.access import KeyRecord
 
+SERVER_MODULES = ("pydantic", "boto3", "rfc8785", "aws_lambda_powertools", "orjson", "cachetools", "jsonschema")
+"""What `keys create --table` imports of the server extra (its validation, the key store)."""
 OPERATOR_SCOPES = "*,tenants:manage"
 TABLE_FORM = "Direct to a table (--table: the first operator key, with AWS credentials)"
 
@@ -60,7 +62,7 @@ class TableKeyRequest(Protocol):
 def create_key(args: TableKeyRequest, out: TextIO | None = None) -> int:
     """Validate the request as the API would, write the record, print the key as the API answers it (JSON) on
     `out` (default: the current stdout)."""
-    require("server", "baton keys create --table", "pydantic", "boto3")
+    require("server", "baton keys create --table", *SERVER_MODULES)
     from pydantic import ValidationError
 
     from baton_checkpoints.domain.access import issue_key, key_validity
@@ -111,6 +113,7 @@ def _write_key(args: TableKeyRequest, record: KeyRecord) -> str | None:
     import boto3
     from botocore.exceptions import BotoCoreError, ClientError, NoCredentialsError, NoRegionError
 
+    from baton_checkpoints.domain.errors import Unavailable
     from baton_checkpoints.store.keys import KeyStore
 
     try:
@@ -130,6 +133,8 @@ def _write_key(args: TableKeyRequest, record: KeyRecord) -> str | None:
             region = client.meta.region_name
             return f"no table {args.table!r} in {region}: use the stack's TableName output and its region (--region)."
         return f"AWS refused the write: {code}: {message}"
+    except Unavailable:  # the store's name for a connection that failed, or DynamoDB throttling, after retries
+        return "AWS could not be reached, or throttled the write: check --region and the network, then try again."
     except BotoCoreError as exc:
         return f"AWS could not be reached: {type(exc).__name__}: {exc}"
     return None

@@ -139,7 +139,7 @@ app.add_typer(blobs.blob_app)
 app.add_typer(keys.keys_app)
 
 
-def plain_metavars(command: Any) -> Any:
+def plain_metavars(command: Any, help_names: list[str] | None = None) -> Any:
     """`command` (typer's click command for `app`) with help that shows what to type, never a Python type: a flag
     shows nothing after its name (typer 0.29 wrote `<bool>`), an option a name in capitals (`--lease-token
     LEASE_TOKEN`, not `<str>`; a number `N`), a choice its choices, and an argument its name alone."""
@@ -156,12 +156,15 @@ def plain_metavars(command: Any) -> Any:
                 param.metavar = "N"
             else:
                 param.metavar = param.name.upper()
-    # The help option is made per command on first use (with the context's names): made here, once, to be plain too.
-    help_option = command.get_help_option(command.context_class(command, **command.context_settings))
+    # The help option is made per command on first use, with the names its context inherits from the app's (`-h` and
+    # `--help`): made here, once, with those names, to be plain too.
+    settings = dict(command.context_settings)
+    names = settings.setdefault("help_option_names", help_names or ["--help"])
+    help_option = command.get_help_option(command.context_class(command, **settings))
     if help_option is not None:
         help_option.metavar = ""
     for sub in getattr(command, "commands", {}).values():
-        plain_metavars(sub)
+        plain_metavars(sub, names)
     return command
 
 

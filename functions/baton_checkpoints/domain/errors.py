@@ -112,11 +112,12 @@ class NotFound(BatonError):
 
 class RevisionNotKept(NotFound):
     """A revision of a checkpoint the caller can see that is not kept (never written, pruned from the window, or
-    expired): the caller may list the kept ones anyway, so the answer says which they are."""
+    expired): the caller may list the kept ones anyway, so the answer says which they are (the window: a revision in
+    it may have expired on its own; `GET …/revisions` lists the live ones)."""
 
     def __init__(self, revision: int, kept: range, current: int) -> None:
         if kept:
-            which = f"this checkpoint keeps revisions {kept.start} to {kept.stop - 1}"
+            which = f"this checkpoint keeps revisions {kept.start} to {kept.stop - 1}, each until it expires"
         else:
             which = "this checkpoint keeps no earlier revision (a save with keep_revisions keeps some)"
         BatonError.__init__(self, f"Revision {revision} is not kept: {which}; its current revision is {current}.")
