@@ -126,6 +126,23 @@ def response_complete(received: bytes) -> bool:
     return found is not None and len(body) >= int(found.group(1))
 
 
+def test_a_client_that_resets_its_connection_leaves_no_traceback(embedded: BatonServe) -> None:
+    # Given a client that connects, sends half a request line, and resets the connection (SO_LINGER 0: an RST, as a
+    # process exiting with unread data on a keep-alive connection sends)
+    host, port = urlsplit(embedded.url).hostname, urlsplit(embedded.url).port
+    before = len(embedded.lines)
+    for partial in (b"", b"GET /v1/hea"):
+        with socket.create_connection((host or "127.0.0.1", port or 80), timeout=10) as raw:
+            if partial:
+                raw.sendall(partial)
+            raw.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, b"\x01\x00\x00\x00\x00\x00\x00\x00")
+    # When the next client asks something
+    answer = httpx.get(f"{embedded.url}/v1/health", timeout=30)
+    # Then it is served, and the server logged no traceback for the ones that went away
+    assert answer.status_code == 200
+    assert not [line for line in embedded.lines[before:] if "Traceback" in line or "ConnectionReset" in line]
+
+
 def test_an_unknown_path_answers_the_not_found_envelope(embedded: BatonServe) -> None:
     # When a path no route has is requested
     response = httpx.get(

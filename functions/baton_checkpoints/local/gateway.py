@@ -358,6 +358,10 @@ def make_server(gateway: Gateway, host: str, port: int, log: TextIO = sys.stderr
                 self._handle()
             except TimeoutError:
                 self.close_connection = True  # the client stalled mid-request or stayed idle: drop it
+            except (ConnectionResetError, BrokenPipeError):
+                # The client went away (a process exiting with a keep-alive connection open resets it): nothing to
+                # answer and nothing wrong here, so no traceback in the server's log.
+                self.close_connection = True
 
         def _handle(self) -> None:
             started = time.perf_counter()
