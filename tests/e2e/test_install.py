@@ -19,13 +19,13 @@ from pathlib import Path
 
 import pytest
 
+from tests.e2e.readme import readme_block
 from tests.e2e.server_process import BatonServe
 from tests.proof_counts import record
 
 pytestmark = pytest.mark.e2e
 
 REPO = Path(__file__).resolve().parents[2]
-README = REPO / "README.md"
 DISTRIBUTION = "baton-checkpoints"
 SUITE = "install (e2e)"
 INSTALL_SECONDS = 600
@@ -87,19 +87,6 @@ class Venv:
         return dict(zip(names, (f == "True" for f in found), strict=True))
 
 
-def _readme_block(section: str, install: str, language: str) -> str:
-    """The first fenced `language` block of the README's `section` after its line containing `install` (the
-    section must say how to install what its block needs)."""
-    text = README.read_text(encoding="utf-8")
-    start = text.index(f"\n{section}\n")
-    end = text.find("\n## ", start + 1)
-    body = text[start : end if end >= 0 else len(text)]
-    assert install in body, f"{section} does not say {install!r}"
-    found = re.search(rf"```{language}\n(.*?)```", body[body.index(install) :], re.DOTALL)
-    assert found, f"no {language} block after {install!r} in {section}"
-    return found.group(1)
-
-
 def test_no_extra_installs_the_command_which_says_which_extra_it_needs(
     wheel: Path, tmp_path_factory: pytest.TempPathFactory, tmp_path: Path
 ) -> None:
@@ -118,7 +105,7 @@ def test_the_client_extra_runs_the_readme_sdk_snippet(
 ) -> None:
     install = f'pip install "{DISTRIBUTION}[client]"'
     venv = Venv(tmp_path_factory.mktemp("client"), wheel, "client")
-    snippet = _readme_block("## Python SDK", install, "python")
+    snippet = readme_block("## Python SDK", install, "python")[1]
     done = venv.run([str(venv.python), "-c", snippet], baton, tmp_path)
     record(SUITE, venvs=1, snippets=1)
     assert done.returncode == 0, done.stderr
@@ -150,7 +137,7 @@ def test_the_cli_extra_runs_the_readme_commands(
     # The README's commands that need no file and no id of an earlier answer, in order
     commands = [
         shlex.split(line.split("#", 1)[0])
-        for line in _readme_block("## The `baton` command", install, "sh").splitlines()
+        for line in readme_block("## The `baton` command", install, "sh")[1].splitlines()
         if line.startswith("baton ") and not re.search(r"\.\.\.|…|\$|\.json|\.log|;", line)
     ]
     assert len(commands) >= 3, commands
@@ -170,7 +157,7 @@ def test_the_langgraph_extra_runs_the_readme_graph(
 ) -> None:
     install = f"pip install '{DISTRIBUTION}[langgraph]'"
     venv = Venv(tmp_path_factory.mktemp("langgraph"), wheel, "langgraph")
-    snippet = _readme_block("## LangGraph on Baton", install, "python")
+    snippet = readme_block("## LangGraph on Baton", install, "python")[1]
     done = venv.run([str(venv.python), "-c", snippet], baton, tmp_path)
     record(SUITE, venvs=1, snippets=1)
     assert done.returncode == 0, done.stderr

@@ -7,32 +7,20 @@ from __future__ import annotations
 import json
 import re
 import shlex
-from pathlib import Path
 from typing import Any
 
 import httpx
 import pytest
 
+from tests.e2e.readme import readme_block
 from tests.e2e.server_process import BatonServe
 from tests.proof_counts import record
 
 pytestmark = pytest.mark.e2e
 
-README = Path(__file__).resolve().parents[2] / "README.md"
+MCP_SECTION = "## MCP: Baton as tools for agents"
 CLIENTS = ("Claude Code", "Cursor", "VS Code", "Claude Desktop", "The OpenAI Responses API")
 PLACEHOLDER_URL = "https://<your-api-id>.execute-api.<region>.amazonaws.com/mcp"
-
-
-def _section() -> str:
-    text = README.read_text(encoding="utf-8")
-    return text[text.index("## MCP: Baton as tools for agents") : text.index("#### Tools")]
-
-
-def _block_after(section: str, marker: str) -> tuple[str, str]:
-    """The first fenced block after `marker`: its language and text."""
-    found = re.search(r"```(\w+)\n(.*?)```", section[section.index(marker) :], re.DOTALL)
-    assert found, marker
-    return found.group(1), found.group(2)
 
 
 def _what_the_client_sends(client: str, language: str, block: str, key: str) -> tuple[str, str]:
@@ -71,9 +59,8 @@ def _what_the_client_sends(client: str, language: str, block: str, key: str) -> 
 
 
 def test_each_clients_snippet_connects_with_a_scoped_agent_key(baton: BatonServe, http: httpx.Client) -> None:
-    section = _section()
     # Given the agent key the README's command line makes (its scopes, created here over the API)
-    language, command = _block_after(section, "First make a key for the agent")
+    language, command = readme_block(MCP_SECTION, "First make a key for the agent")
     assert language == "sh"
     words = shlex.split(command.splitlines()[0])
     assert words[:3] == ["baton", "keys", "create"], words
@@ -85,7 +72,7 @@ def test_each_clients_snippet_connects_with_a_scoped_agent_key(baton: BatonServe
     key = created.json()["data"]["secret"]
     for client in CLIENTS:
         # When the client sends what its snippet says (the placeholder URL being this server's)
-        language, block = _block_after(section, f"**{client}**")
+        language, block = readme_block(MCP_SECTION, f"**{client}**")
         url, authorization = _what_the_client_sends(client, language, block, key)
         assert url == PLACEHOLDER_URL, (client, url)
         assert authorization == f"Bearer {key}", client

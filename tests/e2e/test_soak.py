@@ -216,6 +216,8 @@ class Client:
         """The client's own key (a plain client's), which whoami must name; None: the operator's."""
         self.console_tags: dict[str, str] = {}
         """The ETag of each console file this client fetched, sent back now and then (a 304)."""
+        self.asked_root = False
+        """Whether this client has asked for the API's address (`GET /`) yet."""
         self.s3 = httpx.Client(timeout=30)
         """A client of the presigned URLs: no API key goes to S3."""
         self.ledger = ledger
@@ -741,19 +743,27 @@ class Client:
             self.ledger.problem(f"client {self.number}: whoami answered {response.status_code} {shown}, not {own}")
 
     def console_file(self, _: Slot) -> None:
-        """A file of the console (now and then with the ETag it had, a 304): served with the strict CSP."""
+        """A file of the console (now and then with the ETag it had, a 304), or the API's address (a 302 to the
+        console): served with the strict CSP."""
         again = bool(self.console_tags) and self.rng.random() < 0.5
-        path = self.rng.choice(sorted(self.console_tags) if again else CONSOLE_FILES)
+        # The first time (every client's tour makes this call once), then now and then: the API's address
+        root = not self.asked_root or (not again and self.rng.random() < 0.2)
+        self.asked_root = True
+        path = "/" if root else self.rng.choice(sorted(self.console_tags) if again else CONSOLE_FILES)
         tag = self.console_tags[path] if again else None
         response = self.send("GET", path, headers={"If-None-Match": tag} if tag else {})
         if response is None or response.status_code >= 500:
             return
-        self.ledger.count("console_files")
+        self.ledger.count("console_redirects" if root else "console_files")
         policy = response.headers.get("content-security-policy", "")
-        expected = 304 if tag else 200
+        expected = 302 if root else 304 if tag else 200
         strict = all(d in policy for d in ("default-src 'none'", "script-src 'self'", "frame-ancestors 'none'"))
         if response.status_code != expected or not strict or "unsafe-" in policy:
             self.ledger.problem(f"GET {path} (If-None-Match {tag}) answered {response.status_code}, CSP {policy!r}")
+            return
+        if root:
+            if response.headers.get("location") != "/console" or response.content:
+                self.ledger.problem(f"GET / sent {response.headers.get('location')!r} with {len(response.content)} B")
             return
         if response.status_code == 200:
             if not response.content or not response.headers.get("etag"):
@@ -1869,6 +1879,7 @@ def shortfalls(
             "a blob read": outcomes["blob_reads"] > 0,
             "a whoami": outcomes["whoami"] > 0,
             "a console file": outcomes["console_files"] > 0,
+            "the API's address": outcomes["console_redirects"] > 0,
         }
         if mcp_workers:
             wanted["an MCP tool call"] = outcomes["mcp_tool_calls"] > 0
@@ -1980,6 +1991,7 @@ def soak(baton: BatonServe, http: httpx.Client) -> None:
         whoami=ledger.outcomes["whoami"],
         console_files=ledger.outcomes["console_files"],
         console_not_modified=ledger.outcomes["console_not_modified"],
+        console_redirects=ledger.outcomes["console_redirects"],
     )
     print(
         f"\nsoak: seed {seed}, {threads} clients for {elapsed:.1f} s: {requests} requests "
