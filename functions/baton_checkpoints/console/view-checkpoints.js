@@ -230,7 +230,7 @@ function summaryRow(ctx, summary) {
   return h(
     'tr',
     {},
-    h('td', {}, h('a', {href: ctx.href('checkpoints', [summary.checkpoint_id]), class: 'mono'}, summary.checkpoint_id)),
+    h('td', {class: 'id'}, h('a', {href: ctx.href('checkpoints', [summary.checkpoint_id]), class: 'mono'}, summary.checkpoint_id)),
     h('td', {}, summary.kind),
     h('td', {}, summary.agent_id),
     h('td', {}, statusBadge(summary.status)),

@@ -101,7 +101,7 @@ export async function render(root, ctx) {
       return h(
         'tr',
         {class: own ? 'own-key' : null},
-        h('td', {}, h('code', {}, key.key_id), own ? [' ', h('span', {class: 'badge own'}, 'this console')] : null),
+        h('td', {class: 'id'}, h('code', {}, key.key_id), own ? [' ', h('span', {class: 'badge own'}, 'this console')] : null),
         h('td', {}, h('code', {}, key.agent_id), key.tenant_id !== caller.tenant_id ? phrase` (${key.tenant_id})` : null),
         h('td', {}, scopeList(key.scopes)),
         h('td', {class: 'wide'}, key.description || h('span', {class: 'muted'}, '—')),
@@ -361,7 +361,8 @@ function createPanel(ctx, {operator, wildcard, held, secretSlot, refresh}) {
     }
     if (!ctx.current()) return;
     form.reset();
-    agentInput.value = caller.agent_id;
+    // As it started: empty for a key with * (the next key is for another agent), the caller's own agent otherwise.
+    agentInput.value = wildcard ? '' : caller.agent_id;
     showSecret(secretSlot, created);
     announce(`Issued ${created.key_id}. Copy its secret now.`);
     await refresh();

@@ -157,7 +157,7 @@ function layout(ctx, data, values) {
                 h(
                   'tr',
                   {},
-                  h('td', {}, checkpointLink(ctx, c.checkpoint_id)),
+                  h('td', {class: 'id'}, checkpointLink(ctx, c.checkpoint_id)),
                   h('td', {}, c.agent_id),
                   h('td', {}, c.kind),
                   h('td', {}, statusBadge(c.status)),

@@ -113,6 +113,8 @@ def test_a_key_is_issued_shown_once_and_revoked_after_a_cancel(page: Any, keys_b
     secret = panel.locator(".key-secret-value").inner_text()
     assert SECRET.fullmatch(secret)
     expect(panel).to_contain_text("will not be shown again")
+    # The form starts over as it began: the agent field empty again, not the operator's own agent as a value.
+    expect(agent_field).to_have_value("")
     copy = panel.get_by_role("button", name="Copy secret")
     copy.click()
     # The copy is asynchronous (navigator.clipboard.writeText): the status line says when it is done.

@@ -149,6 +149,81 @@ def test_a_malformed_address_shows_a_view_not_an_uncaught_error(browser: Any, ba
         assert page.locator("#view [aria-busy]").count() == 0, page.locator("#view").inner_text()
 
 
+BROKEN_WORDS = """() => {
+  // Every word of a table cell that is not an id column, drawn on more than one line. A hyphenated id may wrap
+  // after its hyphen, so the pieces measured end at whitespace or just after a hyphen.
+  const broken = [];
+  for (const cell of document.querySelectorAll('#view td:not(.id)')) {
+    const walker = document.createTreeWalker(cell, NodeFilter.SHOW_TEXT);
+    for (let node = walker.nextNode(); node; node = walker.nextNode()) {
+      for (const piece of node.data.matchAll(/[^\\s-]+-?/g)) {
+        const range = document.createRange();
+        range.setStart(node, piece.index);
+        range.setEnd(node, piece.index + piece[0].length);
+        const lines = new Set([...range.getClientRects()].filter((r) => r.width > 0).map((r) => Math.round(r.top)));
+        if (lines.size > 1) broken.push(piece[0]);
+      }
+    }
+  }
+  return broken;
+}"""
+"""The words of short table columns drawn broken across lines (the review saw `operat|or` and `12/3/202|6,`)."""
+
+REVIEW_WIDTHS = ({"width": 1024, "height": 768}, {"width": 768, "height": 1024}, PHONE)
+"""A small laptop, a tablet held upright and a phone: the widths at which the review's tables broke words."""
+
+
+def test_short_table_columns_keep_their_words_whole_at_every_width(
+    browser: Any, baton: BatonServe, http: httpx.Client
+) -> None:
+    subject = unique("words")
+    agent = unique("planner")
+    key = issued(http, agent_id=agent, scopes=["checkpoints:read"], description="a key for the review's widths")
+    saved(http, subject_id=subject, kind="task_state", state={"step": 1}, agent_id=agent)
+    saved(http, subject_id=subject, kind="workflow", state={"step": 2}, agent_id="operator", status="completed")
+    tables = {
+        "keys": ("#/keys", ".keys-table td"),
+        "list": (f"#/checkpoints?{urlencode({'subject': subject})}", ".ckpt-list td"),
+    }
+    try:
+        for viewport in REVIEW_WIDTHS:
+            with own_page(browser, viewport) as watched:
+                page = watched.page
+                sign_in(page, baton)
+                for name, (address, cells) in tables.items():
+                    page.goto(f"{baton.url}/console{address}")
+                    page.locator(cells).first.wait_for()
+                    page.locator("#view [aria-busy]").first.wait_for(state="detached")
+                    assert page.evaluate(BROKEN_WORDS) == [], (name, viewport)
+                assert not watched.errors, watched.errors
+    finally:
+        assert http.delete(f"/v1/keys/{key['key_id']}").status_code == 200
+    record(SUITE, widths_checked=len(REVIEW_WIDTHS) * len(tables))
+
+
+def test_the_status_note_stands_clear_of_the_header_in_line_with_the_view(browser: Any, baton: BatonServe) -> None:
+    for viewport in (LAPTOP, PHONE):
+        with own_page(browser, viewport) as watched:
+            page = watched.page
+            sign_in(page, baton)
+            page.evaluate("""async () => (await import('/console/ui.js')).announce('A status for the review.')""")
+            note = page.locator("#status p")
+            expect(note).to_have_text("A status for the review.")
+            header = page.locator("header.bar").bounding_box()
+            box = note.bounding_box()
+            heading = page.locator("#view h1").bounding_box()
+            assert header is not None
+            assert box is not None
+            assert heading is not None
+            # A gap of at least 12 px under the header, the note's left edge in line with the view's heading, and
+            # a note that is a box (padding around its text), not a bare line of green text against the header.
+            assert box["y"] - (header["y"] + header["height"]) >= 12, (viewport, header, box)
+            assert abs(box["x"] - heading["x"]) <= 1, (viewport, box, heading)
+            padding = page.evaluate("getComputedStyle(document.querySelector('#status p')).paddingLeft")
+            assert float(padding.removesuffix("px")) >= 8, padding
+            assert not watched.errors, watched.errors
+
+
 def test_the_skip_link_moves_to_the_content_and_stays_on_the_view(
     page: Any, baton: BatonServe, http: httpx.Client
 ) -> None:
