@@ -18,10 +18,14 @@ _ENVIRONMENT: Final = {
     "aws_endpoint_url": "BATON_AWS_ENDPOINT_URL",
     "service_name": "POWERTOOLS_SERVICE_NAME",
     "dynamodb_endpoint_url": "BATON_DYNAMODB_ENDPOINT_URL",
+    "origin_scheme": "BATON_ORIGIN_SCHEME",
 }
 """The environment variable behind each setting (infrastructure sets them by these names)."""
 _LENGTHS: Final = {"table_name": (3, 255), "bucket_name": (3, 63)}
-_PATTERNS: Final = {"table_name": (re.compile(r"[A-Za-z0-9_.-]+\Z"), "only letters, digits, '_', '-' and '.'")}
+_PATTERNS: Final = {
+    "table_name": (re.compile(r"[A-Za-z0-9_.-]+\Z"), "only letters, digits, '_', '-' and '.'"),
+    "origin_scheme": (re.compile(r"https?\Z"), "https or http"),
+}
 """DynamoDB's rule for a table's name (with `_LENGTHS`): a name it refuses fails here, naming the variable, not at
 the first request as a 500 from DynamoDB (moto accepts any name)."""
 
@@ -41,6 +45,9 @@ class Settings:
     dynamodb_endpoint_url: str | None = None
     """DynamoDB's endpoint where it is not `aws_endpoint_url`'s (DynamoDB Local beside moto's S3, as `baton serve
     --dynamodb-endpoint` and the tests run it); unset on AWS itself, and wherever one endpoint serves both."""
+    origin_scheme: str = "https"
+    """The scheme of the origin clients call (`<scheme>://<host>`, OAuth's issuer and resource): https behind API
+    Gateway; `baton serve` sets http."""
 
     @property
     def dynamodb_endpoint(self) -> str | None:

@@ -124,6 +124,18 @@ def test_the_declaration_check_fails_for_a_route_that_declares_nothing() -> None
 CONSOLE_ROUTES = {("GET", "/console"), ("GET", "/console/"), ("GET", "/console/<asset>"), ("GET", "/")}
 """The console's page, its redirects (from a trailing slash, and from the API's address), and its files
 (docs/console.md): they hold no data, the page signs in with a key itself."""
+OAUTH_ROUTES = {
+    ("GET", "/.well-known/oauth-protected-resource/mcp"),
+    ("GET", "/.well-known/oauth-protected-resource"),
+    ("GET", "/.well-known/oauth-authorization-server"),
+    ("POST", "/oauth/register"),
+    ("GET", "/oauth/authorize"),
+    ("POST", "/oauth/authorize"),
+    ("POST", "/oauth/token"),
+    ("POST", "/oauth/revoke"),
+}
+"""OAuth's discovery documents and endpoints (docs/oauth.md): a client reaches them before it holds any credential;
+the consent form carries a key itself, and the token endpoint a code or refresh token."""
 
 
 def test_only_the_documented_public_routes_are_public() -> None:
@@ -135,7 +147,7 @@ def test_only_the_documented_public_routes_are_public() -> None:
     public = {(r.method, r.path) for r in routes if (r.openapi_extensions or {}).get(PUBLIC)}
     # Then they are the ones the contract exempts from a key (health, the OpenAPI document, schemas) and the
     # console's page and files
-    allowed = {("GET", "/v1/health"), ("GET", "/v1/openapi.json"), *CONSOLE_ROUTES}
+    allowed = {("GET", "/v1/health"), ("GET", "/v1/openapi.json"), *CONSOLE_ROUTES, *OAUTH_ROUTES}
     schemas = {(m, p) for m, p in public if m == "GET" and p.startswith("/v1/schemas/")}
     assert public - schemas == allowed
     # and whoami is not among them: it answers only a valid key
@@ -155,7 +167,9 @@ def test_public_routes_need_no_key_and_every_other_route_needs_the_bearer_key() 
         # Then public operations override it with "no key", and no other operation overrides it
         if operation.get(PUBLIC):
             assert operation.get("security") == [], f"{method} {path}"
-            assert not {"401", "403"} & set(operation["responses"]), f"{method} {path}"
+            # a public route never refuses for want of a key, but the consent form judges the key it carries
+            refusals = {"401", "403"} & set(operation["responses"])
+            assert not refusals or (method.upper(), path) == ("POST", "/oauth/authorize"), f"{method} {path}"
         elif operation.get(ANY_SCOPE):
             # any valid key: refused without one (401), never for a missing scope (403)
             assert "security" not in operation, f"{method} {path}"
@@ -181,6 +195,14 @@ def test_no_operation_documents_an_answer_baton_never_gives() -> None:
             elif (path, method, status) in JSON_RPC_ERRORS:
                 # MCP answers a message it cannot take as JSON-RPC with a JSON-RPC error, as its clients read it
                 assert "JsonRpcError" in json.dumps(answer), f"{method} {path} {status}"
+            elif path.startswith("/oauth/") and "text/html" in answer.get("content", {}):
+                # the consent page's refusals are the page again, for the person in front of it
+                assert set(answer["content"]) == {"text/html"}, f"{method} {path} {status}"
+            elif path.startswith("/oauth/") and status == "400":
+                # OAuth's own error object (RFC 6749 5.2), or the envelope for what the gate refuses first
+                schema = answer["content"]["application/json"]["schema"]
+                assert {"$ref": "#/components/schemas/OAuthError"} in schema["anyOf"], f"{method} {path} {status}"
+                assert {"$ref": "#/components/schemas/ErrorEnvelope"} in schema["anyOf"], f"{method} {path} {status}"
             elif status.startswith(("4", "5")):
                 schema = answer["content"]["application/json"]["schema"]
                 assert schema == {"$ref": "#/components/schemas/ErrorEnvelope"}, f"{method} {path} {status}"

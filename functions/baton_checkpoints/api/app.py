@@ -26,6 +26,7 @@ from baton_checkpoints.api.routers import (
     leases,
     mcp,
     meta,
+    oauth,
     resume,
     subjects,
     threads,
@@ -57,6 +58,7 @@ def create_app(services: Callable[[], Services]) -> BatonResolver:
     app.include_router(resume.router)
     app.include_router(threads.router)
     app.include_router(mcp.router)
+    app.include_router(oauth.router)
     app.include_router(console.router)
     _add_error_map(app)
     return app

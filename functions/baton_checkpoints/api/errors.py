@@ -43,7 +43,9 @@ def headers_of(error: e.BatonError) -> dict[str, str]:
     if isinstance(error, e.MethodNotAllowed):
         return {"Allow": ", ".join(error.allowed)}
     if isinstance(error, e.Unauthenticated):
-        return {"WWW-Authenticate": 'Bearer realm="baton"'}
+        return {"WWW-Authenticate": error.challenge or 'Bearer realm="baton"'}
+    if isinstance(error, e.Forbidden) and error.challenge is not None:
+        return {"WWW-Authenticate": error.challenge}
     return {}
 
 

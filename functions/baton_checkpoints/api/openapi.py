@@ -105,6 +105,19 @@ def responses(
 
 AUTHENTICATED_ERRORS = (401, 403, 503)
 
+OAUTH_ERROR_REF = "#/components/schemas/OAuthError"
+OAUTH_ERROR_SCHEMA: dict[str, Any] = {
+    "title": "OAuthError",
+    "description": "An OAuth error (RFC 6749 5.2, RFC 7591 3.2.2): its code, and a sentence naming the parameter and "
+    "the rule.",
+    "type": "object",
+    "properties": {
+        "error": {"type": "string", "description": "invalid_request, invalid_grant, invalid_redirect_uri, …"},
+        "error_description": {"type": "string"},
+    },
+    "required": ["error", "error_description"],
+}
+
 # Canonical JSON (RFC 8785) carries an integer exactly only within ±(2^53-1), and every double beyond that range is
 # an integer: so "every number within ±(2^53-1)" is the one rule JSON Schema can state (it cannot tell `1e300` from
 # an integer literal).
@@ -213,6 +226,8 @@ def finish(document: dict[str, Any]) -> dict[str, Any]:
                     parameter["schema"] = _header_schema(parameter["schema"])
     schemas = document.setdefault("components", {}).setdefault("schemas", {})
     schemas.update(STATE_SCHEMAS)
+    if f'"{OAUTH_ERROR_REF}"' in json.dumps(document):
+        schemas["OAuthError"] = OAUTH_ERROR_SCHEMA
     for model, field in _STATE_FIELDS:
         properties = schemas.get(model, {}).get("properties", {})
         if field in properties:

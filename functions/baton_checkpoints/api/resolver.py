@@ -33,7 +33,13 @@ from baton_checkpoints.domain import limits
 from baton_checkpoints.domain.access import Principal
 from baton_checkpoints.domain.canonical import Document, parse_document, parse_strict
 from baton_checkpoints.domain.clock import now_ms
-from baton_checkpoints.domain.errors import PayloadTooLarge, UnsupportedMediaType, ValidationFailed
+from baton_checkpoints.domain.errors import (
+    Forbidden,
+    PayloadTooLarge,
+    Unauthenticated,
+    UnsupportedMediaType,
+    ValidationFailed,
+)
 
 # Powertools rebuilds a route's dependency tree on every request (`typing.get_type_hints` of the route and of each
 # dependency: about a tenth of a warm save's own time). A function's dependencies are fixed once it is defined, so
@@ -49,10 +55,17 @@ ANY_SCOPE_EXTENSION = "x-baton-any-scope"
 """The route needs a valid key and no particular scope (the caller's own identity)."""
 FRESH_KEY_EXTENSION = "x-baton-fresh-key"
 """The route reads the caller's key record fresh, never from the container's cache (key management)."""
+FORM_BODY_EXTENSION = "x-baton-form-body"
+"""The route reads a form (`application/x-www-form-urlencoded`, OAuth's endpoints): the gate checks its media type
+and size only."""
+MCP_ROUTE: Final = "/mcp"
+"""The one route that accepts an OAuth access token (bound to it), and answers 401 with OAuth's discovery."""
 RAW_BODY_EXTENSION = "x-baton-raw-body"
 """The route reads its body itself (MCP answers a body that is not JSON with a JSON-RPC error, not the contract's
 400): the gate checks its media type and size only."""
 BODY_METHODS = frozenset({"POST", "PUT", "PATCH"})
+JSON_MEDIA: Final = "application/json"
+FORM: Final = "application/x-www-form-urlencoded"
 
 
 def needs(scope: str, acts_for: tuple[str, ...] = (), fresh_key: bool = False) -> dict[str, Any]:
@@ -124,6 +137,9 @@ class BatonResolver(APIGatewayHttpResolver):
         through one, since a resolve nested in this one's would overwrite the request it is serving."""
         self._twin: BatonResolver | None = None
         self._directs: dict[Route, _Direct | None] = {}
+        self.serves_mcp_tools = False
+        """True for a twin: it serves only MCP tool calls, so an access token accepted at `/mcp` is accepted by
+        every route it serves (no HTTP request ever reaches a twin)."""
 
     def twin(self) -> "BatonResolver":
         """This resolver's twin, built by the first call (once per container)."""
@@ -131,6 +147,7 @@ class BatonResolver(APIGatewayHttpResolver):
             if self.make_twin is None:
                 raise RuntimeError("this resolver was built without make_twin")
             self._twin = self.make_twin()
+            self._twin.serves_mcp_tools = True
             # Built while this resolver serves a request: powertools' include_router merged this one's context (the
             # request being served, its cached Request) into the twin's, which its first request would then read.
             self._twin.clear_context()
@@ -276,14 +293,23 @@ class BatonResolver(APIGatewayHttpResolver):
         if not extensions:
             return  # the not-found handler answers
         if not extensions.get(PUBLIC_EXTENSION):
-            principal = self.services().authenticator.authenticate(
-                event.headers.get("authorization"), call.now_ms, fresh=bool(extensions.get(FRESH_KEY_EXTENSION))
-            )
-            call = replace(call, principal=principal)
-            self._record(call)  # a request refused from here on is still logged with its caller
-            if not extensions.get(ANY_SCOPE_EXTENSION):
-                principal.require(extensions[SCOPE_EXTENSION])
-        if route.method in BODY_METHODS and extensions.get(RAW_BODY_EXTENSION):
+            if route.openapi_path == MCP_ROUTE and not self.serves_mcp_tools:
+                call = self._authenticate_mcp(call, extensions[SCOPE_EXTENSION])
+            else:
+                principal = self.services().authenticator.authenticate(
+                    event.headers.get("authorization"), call.now_ms, fresh=bool(extensions.get(FRESH_KEY_EXTENSION))
+                )
+                if principal.resource is not None and not self.serves_mcp_tools:
+                    raise Unauthenticated(
+                        "An OAuth access token is accepted only at /mcp; send an API key to this route."
+                    )
+                call = replace(call, principal=principal)
+                self._record(call)  # a request refused from here on is still logged with its caller
+                if not extensions.get(ANY_SCOPE_EXTENSION):
+                    principal.require(extensions[SCOPE_EXTENSION])
+        if route.method in BODY_METHODS and extensions.get(FORM_BODY_EXTENSION):
+            self._raw_body(FORM)
+        elif route.method in BODY_METHODS and extensions.get(RAW_BODY_EXTENSION):
             self._raw_body()
         elif route.method in BODY_METHODS:
             document = self._json_body()
@@ -291,6 +317,32 @@ class BatonResolver(APIGatewayHttpResolver):
                 _check_authority(call.principal, document.value, extensions[ACTS_FOR_EXTENSION])
             self._record(replace(call, body=document.value, plain_body=document.plain))
         check_encoding(path_arguments, event.raw_event.get("rawQueryString"))
+
+    def _authenticate_mcp(self, call: Call, scope: str) -> Call:
+        """The caller at `/mcp`: an API key, or an OAuth access token bound to this origin's `/mcp`. A refusal says
+        where OAuth's discovery starts (`WWW-Authenticate` with `resource_metadata`, RFC 9728)."""
+        from baton_checkpoints.api.origin import request_origin
+        from baton_checkpoints.domain import oauth
+
+        origin = request_origin(self.current_event.raw_event, self.services().settings.origin_scheme)
+        authorization = self.current_event.headers.get("authorization")
+        try:
+            principal = self.services().authenticator.authenticate(authorization, call.now_ms)
+            if principal.resource is not None and principal.resource != oauth.resource_of(origin):
+                raise Unauthenticated(
+                    f"The access token is for another resource; this one is {oauth.resource_of(origin)}."
+                )
+        except Unauthenticated as refused:
+            refused.challenge = oauth.challenge(origin, "invalid_token" if authorization else None)
+            raise
+        call = replace(call, principal=principal)
+        self._record(call)
+        try:
+            principal.require(scope)
+        except Forbidden as refused:
+            refused.challenge = oauth.challenge(origin, "insufficient_scope", scope)
+            raise
+        return call
 
     def _gate_body(self, text: str) -> Any:
         """The body the routes' validation sees: the one the gate already parsed strictly (parsed once, with the
@@ -307,18 +359,18 @@ class BatonResolver(APIGatewayHttpResolver):
             raise ValidationFailed.single("", "The body must be a JSON object.")
         return document
 
-    def _raw_body(self) -> str | bytes:
-        """The body, once its media type, encoding and size are acceptable."""
+    def _raw_body(self, expected: str = JSON_MEDIA) -> str | bytes:
+        """The body, once its media type (`expected`), encoding and size are acceptable."""
         event = self.current_event
         content_type = event.headers.get("content-type")
         media_type = (content_type or "").split(";", 1)[0].strip().lower()
-        if media_type != "application/json":
-            raise UnsupportedMediaType(content_type)
+        if media_type != expected:
+            raise UnsupportedMediaType(content_type, expected)
         # Media types are case-insensitive (RFC 9110); powertools' body validation compares them case-sensitively,
         # so what the gate accepted is handed on in the one spelling it knows.
         raw_headers = self.current_event.raw_event.get("headers") or {}
         for name in [n for n in raw_headers if n.lower() == "content-type"]:
-            raw_headers[name] = "application/json"
+            raw_headers[name] = expected
         try:
             raw = event.decoded_body or ""
             size = len(raw.encode("utf-8")) if isinstance(raw, str) else len(raw)

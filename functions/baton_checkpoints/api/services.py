@@ -25,6 +25,7 @@ from baton_checkpoints.store.checkpoints import CheckpointStore
 from baton_checkpoints.store.history import HistoryStore
 from baton_checkpoints.store.keys import KeyStore
 from baton_checkpoints.store.leases import LeaseStore
+from baton_checkpoints.store.oauth import OAuthStore
 from baton_checkpoints.store.objects import ObjectStore
 from baton_checkpoints.store.purge import SubjectPurger
 from baton_checkpoints.store.threads import ThreadStore
@@ -58,6 +59,8 @@ class Services:
     """Deletes a subject's items page by page, on the same table and client."""
     threads: ThreadStore = field(init=False)
     """LangGraph threads, on the same table, client and bucket."""
+    oauth: OAuthStore = field(init=False)
+    """OAuth clients, codes, tokens and grants (for `/mcp`), on the same table and client."""
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "blobs", BlobStore(self.dynamodb, self.settings.table_name, self.objects))
@@ -69,6 +72,7 @@ class Services:
         object.__setattr__(
             self, "threads", ThreadStore(self.dynamodb, self.settings.table_name, self.objects, self.blobs)
         )
+        object.__setattr__(self, "oauth", OAuthStore(self.dynamodb, self.settings.table_name))
 
 
 def build_services(config: Settings, client: "DynamoDBClient | None" = None) -> Services:
@@ -87,7 +91,7 @@ def build_services(config: Settings, client: "DynamoDBClient | None" = None) -> 
         dynamodb=client,
         checkpoints=CheckpointStore(client, config.table_name, objects),
         keys=keys,
-        authenticator=Authenticator(keys),
+        authenticator=Authenticator(keys, tokens=OAuthStore(client, config.table_name)),
         objects=objects,
     )
 

@@ -43,6 +43,8 @@ class Principal:
     scopes: frozenset[str]
     expires_ms: int | None = None
     """When the key stops working (None: never); keys it issues expire no later."""
+    resource: str | None = None
+    """An OAuth access token's resource (`<origin>/mcp`), which alone accepts it; None for an API key."""
 
     @property
     def is_wildcard(self) -> bool:

@@ -92,12 +92,16 @@ class Unauthenticated(BatonError):
     """No key, or an unknown, revoked, expired or not-yet-valid key."""
 
     code = "UNAUTHENTICATED"
+    challenge: str | None = None
+    """The `WWW-Authenticate` value, where a route says more than Baton's realm (`/mcp`: OAuth's discovery)."""
 
 
 class Forbidden(BatonError):
     """The key is valid but lacks what the operation needs."""
 
     code = "FORBIDDEN"
+    challenge: str | None = None
+    """The `WWW-Authenticate` value of a 403 that a token can get past (`/mcp`: `insufficient_scope`)."""
 
 
 class NotFound(BatonError):
@@ -260,13 +264,13 @@ class PayloadTooLarge(BatonError):
 
 
 class UnsupportedMediaType(BatonError):
-    """The body is not `application/json`."""
+    """The body is not of the route's media type (`application/json`; a form at OAuth's endpoints)."""
 
     code = "UNSUPPORTED_MEDIA_TYPE"
 
-    def __init__(self, content_type: str | None) -> None:
+    def __init__(self, content_type: str | None, expected: str = "application/json") -> None:
         shown = content_type if content_type else "none"
-        super().__init__(f"Content-Type must be application/json (got {shown}).")
+        super().__init__(f"Content-Type must be {expected} (got {shown}).")
 
 
 class Unavailable(BatonError):

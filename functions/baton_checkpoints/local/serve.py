@@ -64,6 +64,7 @@ def _prepare_environment(options: ServeOptions, endpoint: str, embedded: bool) -
     os.environ["BATON_TABLE_NAME"] = options.table
     os.environ["BATON_BUCKET_NAME"] = options.bucket
     os.environ["BATON_AWS_ENDPOINT_URL"] = endpoint
+    os.environ["BATON_ORIGIN_SCHEME"] = "http"  # clients call http://<host>: OAuth's issuer and resource say so
     if options.dynamodb_endpoint is None:
         # Not from the shell either: the containers' DynamoDB is the one this server created the table on.
         os.environ.pop("BATON_DYNAMODB_ENDPOINT_URL", None)

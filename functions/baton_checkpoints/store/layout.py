@@ -12,6 +12,9 @@ idempotency key) always comes last, so every key parses back one way only: no tw
 | idempotency   | `D#<tenant>#<agent>#<key>`          | `D`                  | `P#<tenant>#<subject>`(*) | `D`         |
 
 | blob          | `B#<tenant>#<blob_id>`              | `B`                  |                           |             |
+| oauth client  | `A#<client_id>`                     | `A`                  |                           |             |
+| oauth secret  | `S#<sha256 of code or token>`       | `S`                  |                           |             |
+| oauth grant   | `G#<tenant>#<grant_id>`             | `G`                  | `T#<tenant>#grants`       | `<grant_id>`|
 | thread head   | `H#<tenant>#<agent>#<thread>`       | `H`                  |                           |             |
 | thread ckpt   | `H#<tenant>#<agent>#<thread>`       | `K#<ns>#<id>`        | `R#<tenant>#<agent>#<run>` | its sk     |
 | channel value | `H#<tenant>#<agent>#<thread>`       | `V#<gen>#<ns>#<channel>#<version>` |             |             |
@@ -150,6 +153,31 @@ def secret_hash_of(pk: str) -> str:
 def tenant_keys_pk(tenant_id: str) -> str:
     """gsi1 partition key under which a tenant's keys are listed, ordered by key id."""
     return f"T#{tenant_id}#keys"
+
+
+OAUTH_CLIENT_SK: Final = "A"
+OAUTH_SECRET_SK: Final = "S"
+OAUTH_GRANT_SK: Final = "G"
+
+
+def oauth_client_key(client_id: str) -> Item:
+    """The table key of a registered OAuth client (clients belong to no tenant until a person approves one)."""
+    return key(f"A#{client_id}", OAUTH_CLIENT_SK)
+
+
+def oauth_secret_key(secret_hash: str) -> Item:
+    """The table key of an authorization code, access token or refresh token: the SHA-256 of the secret."""
+    return key(f"S#{secret_hash}", OAUTH_SECRET_SK)
+
+
+def oauth_grant_key(tenant_id: str, grant_id: str) -> Item:
+    """The table key of a grant: what a person approved for a client, in their key's tenant."""
+    return key(f"G#{tenant_id}#{grant_id}", OAUTH_GRANT_SK)
+
+
+def tenant_grants_pk(tenant_id: str) -> str:
+    """gsi1 partition key under which a tenant's grants are listed, ordered by grant id."""
+    return f"T#{tenant_id}#grants"
 
 
 def blob_key(tenant_id: str, blob_id: str) -> Item:

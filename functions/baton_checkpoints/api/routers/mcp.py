@@ -72,7 +72,25 @@ _JSONRPC_ANSWER: dict[str, Any] = {
 
 
 def _documented() -> dict[int, Any]:
-    documented = responses({}, (401, 403, 413, 415, 503))
+    challenge = {
+        "required": True,
+        "description": (
+            "Where OAuth's discovery starts (RFC 9728): resource_metadata names this origin's "
+            "/.well-known/oauth-protected-resource/mcp; error says invalid_token (401, a credential was sent) or "
+            "insufficient_scope (403), and scope what /mcp needs."
+        ),
+        "schema": {"type": "string", "pattern": '^Bearer resource_metadata="'},
+    }
+    documented = responses(
+        {},
+        (401, 403, 413, 415, 503),
+        headers={401: {"WWW-Authenticate": challenge}, 403: {"WWW-Authenticate": {**challenge, "required": False}}},
+        described={
+            401: "UNAUTHENTICATED: no key or access token, or one that does not work here (an access token is "
+            "accepted only when bound to this origin's /mcp)",
+            403: "FORBIDDEN: the key or token lacks mcp:call",
+        },
+    )
     documented[200] = {"description": "The JSON-RPC response", "content": {JSON: {"schema": _JSONRPC_ANSWER}}}
     documented[202] = {"description": "A notification, accepted: no body", "content": {}}
     documented[400] = {

@@ -1,0 +1,383 @@
+"""OAuth 2.1 for `/mcp` over real HTTP against `baton serve`: the official `mcp` client's OAuth provider discovers,
+registers, is approved through the consent form, exchanges its code with PKCE, lists tools and saves and reads a
+checkpoint; then each refusal the contract names, one test each (a wrong verifier, a reused code, a token bound to
+another resource, a reused refresh token, a revoked token, a deny, a key lacking `mcp:call`), each checking that
+nothing was granted."""
+
+from __future__ import annotations
+
+import asyncio
+import base64
+import hashlib
+import secrets
+import uuid
+from collections.abc import Iterator
+from dataclasses import dataclass
+from typing import Any
+from urllib.parse import parse_qs, urlencode, urlsplit
+
+import httpx
+import pytest
+
+from tests.e2e.server_process import BatonServe
+from tests.proof_counts import record
+
+SUITE = "oauth (e2e)"
+REDIRECT = "http://127.0.0.1:9/callback"
+"""A loopback redirect URI (RFC 8252): nothing listens there; the tests read the 302's Location instead."""
+
+
+def issued_key(http: httpx.Client, agent: str, scopes: list[str]) -> str:
+    answer = http.post("/v1/keys", json={"agent_id": agent, "scopes": scopes, "description": "oauth test"})
+    assert answer.status_code == 201, answer.text
+    secret: str = answer.json()["data"]["secret"]
+    return secret
+
+
+@pytest.fixture
+def agent_key(http: httpx.Client) -> Iterator[tuple[str, str]]:
+    """A new agent and its key, holding what the MCP tools under test need."""
+    agent = f"oauth-{uuid.uuid4().hex[:10]}"
+    yield agent, issued_key(http, agent, ["mcp:call", "checkpoints:read", "checkpoints:write"])
+
+
+def pkce() -> tuple[str, str]:
+    verifier = secrets.token_urlsafe(48)
+    challenge = base64.urlsafe_b64encode(hashlib.sha256(verifier.encode()).digest()).rstrip(b"=").decode()
+    return verifier, challenge
+
+
+@dataclass
+class Flow:
+    """One client's way through the endpoints by hand, as a hosted platform goes."""
+
+    baton: BatonServe
+    client_id: str = ""
+    verifier: str = ""
+
+    @property
+    def resource(self) -> str:
+        return f"{self.baton.url}/mcp"
+
+    def register(self) -> str:
+        answer = httpx.post(
+            f"{self.baton.url}/oauth/register",
+            json={
+                "redirect_uris": [REDIRECT],
+                "client_name": "Baton's OAuth test",
+                "token_endpoint_auth_method": "none",
+            },
+        )
+        assert answer.status_code == 201, answer.text
+        self.client_id = answer.json()["client_id"]
+        return self.client_id
+
+    def authorization(self, **extra: str) -> dict[str, str]:
+        self.verifier, challenge = pkce()
+        return {
+            "response_type": "code",
+            "client_id": self.client_id,
+            "redirect_uri": REDIRECT,
+            "scope": "mcp:call checkpoints:read checkpoints:write",
+            "state": "st-" + uuid.uuid4().hex,
+            "code_challenge": challenge,
+            "code_challenge_method": "S256",
+            "resource": self.resource,
+            **extra,
+        }
+
+    def decide(self, key: str, decision: str = "approve", **extra: str) -> httpx.Response:
+        params = self.authorization(**extra)
+        return httpx.post(
+            f"{self.baton.url}/oauth/authorize",
+            data={**params, "key": key, "decision": decision},
+            follow_redirects=False,
+        )
+
+    def code(self, key: str) -> str:
+        answer = self.decide(key)
+        assert answer.status_code == 302, answer.text
+        query = parse_qs(urlsplit(answer.headers["location"]).query)
+        assert query["iss"] == [self.baton.url]
+        return query["code"][0]
+
+    def exchange(self, code: str, verifier: str | None = None, **extra: str) -> httpx.Response:
+        return httpx.post(
+            f"{self.baton.url}/oauth/token",
+            data={
+                "grant_type": "authorization_code",
+                "code": code,
+                "client_id": self.client_id,
+                "redirect_uri": REDIRECT,
+                "code_verifier": verifier or self.verifier,
+                **extra,
+            },
+        )
+
+    def tokens(self, key: str) -> dict[str, Any]:
+        answer = self.exchange(self.code(key))
+        assert answer.status_code == 200, answer.text
+        assert answer.headers["cache-control"] == "no-store"
+        tokens: dict[str, Any] = answer.json()
+        return tokens
+
+    def refresh(self, refresh_token: str) -> httpx.Response:
+        return httpx.post(
+            f"{self.baton.url}/oauth/token",
+            data={"grant_type": "refresh_token", "refresh_token": refresh_token, "client_id": self.client_id},
+        )
+
+
+def mcp_call(
+    baton: BatonServe, token: str, method: str = "tools/list", params: dict[str, Any] | None = None
+) -> httpx.Response:
+    return httpx.post(
+        f"{baton.url}/mcp",
+        json={"jsonrpc": "2.0", "id": 1, "method": method, "params": params or {}},
+        headers={"Authorization": f"Bearer {token}", "Accept": "application/json"},
+    )
+
+
+# ---- discovery --------------------------------------------------------------------------------------------------
+
+
+def test_mcp_without_credentials_points_at_the_resource_metadata_and_the_documents_name_baton(
+    baton: BatonServe,
+) -> None:
+    answer = httpx.post(f"{baton.url}/mcp", json={"jsonrpc": "2.0", "id": 1, "method": "tools/list"})
+    assert answer.status_code == 401
+    challenge = answer.headers["www-authenticate"]
+    assert challenge.startswith("Bearer ")
+    assert f'resource_metadata="{baton.url}/.well-known/oauth-protected-resource/mcp"' in challenge
+    assert 'scope="mcp:call' in challenge
+
+    resource = httpx.get(f"{baton.url}/.well-known/oauth-protected-resource/mcp").json()
+    assert resource["resource"] == f"{baton.url}/mcp"
+    assert resource["authorization_servers"] == [baton.url]
+    assert resource["bearer_methods_supported"] == ["header"]
+    assert "mcp:call" in resource["scopes_supported"]
+
+    server = httpx.get(f"{baton.url}/.well-known/oauth-authorization-server").json()
+    assert server["issuer"] == baton.url
+    for name, path in (
+        ("authorization", "authorize"),
+        ("token", "token"),
+        ("registration", "register"),
+        ("revocation", "revoke"),
+    ):
+        assert server[f"{name}_endpoint"] == f"{baton.url}/oauth/{path}"
+    assert server["code_challenge_methods_supported"] == ["S256"]
+    assert server["grant_types_supported"] == ["authorization_code", "refresh_token"]
+    assert "none" in server["token_endpoint_auth_methods_supported"]
+    assert server["authorization_response_iss_parameter_supported"] is True
+    assert "client_id_metadata_document_supported" in server
+    record(SUITE, discovery=3)
+
+
+# ---- the official client ----------------------------------------------------------------------------------------
+
+
+def test_the_official_client_discovers_registers_is_approved_and_saves_through_mcp(
+    baton: BatonServe, agent_key: tuple[str, str]
+) -> None:
+    import httpx2
+    from mcp.client.auth import OAuthClientProvider
+    from mcp.client.client import Client
+    from mcp.client.streamable_http import streamable_http_client
+    from mcp.shared.auth import AuthorizationCodeResult, OAuthClientInformationFull, OAuthClientMetadata, OAuthToken
+
+    agent, key = agent_key
+    pages: list[int] = []
+    decided: dict[str, str] = {}
+
+    class Memory:
+        def __init__(self) -> None:
+            self.tokens: OAuthToken | None = None
+            self.client: OAuthClientInformationFull | None = None
+
+        async def get_tokens(self) -> OAuthToken | None:
+            return self.tokens
+
+        async def set_tokens(self, tokens: OAuthToken) -> None:
+            self.tokens = tokens
+
+        async def get_client_info(self) -> OAuthClientInformationFull | None:
+            return self.client
+
+        async def set_client_info(self, client_info: OAuthClientInformationFull) -> None:
+            self.client = client_info
+
+    async def person(url: str) -> None:
+        # A person opens the consent page, signs in with the agent's key and allows.
+        async with httpx.AsyncClient() as browser:
+            page = await browser.get(url)
+            pages.append(page.status_code)
+            assert "Baton&#x27;s OAuth client" in page.text or "Baton's OAuth client" in page.text
+            params = dict((k, v[0]) for k, v in parse_qs(urlsplit(url).query).items())
+            answer = await browser.post(
+                f"{baton.url}/oauth/authorize", data={**params, "key": key, "decision": "approve"}
+            )
+        assert answer.status_code == 302, answer.text
+        query = parse_qs(urlsplit(answer.headers["location"]).query)
+        decided.update({name: values[0] for name, values in query.items()})
+
+    async def callback() -> AuthorizationCodeResult:
+        return AuthorizationCodeResult(code=decided["code"], state=decided.get("state"), iss=decided.get("iss"))
+
+    storage = Memory()
+    provider = OAuthClientProvider(
+        server_url=f"{baton.url}/mcp",
+        client_metadata=OAuthClientMetadata(
+            redirect_uris=[REDIRECT],
+            client_name="Baton's OAuth client",
+            token_endpoint_auth_method="none",
+            grant_types=["authorization_code", "refresh_token"],
+            response_types=["code"],
+        ),
+        storage=storage,
+        redirect_handler=person,
+        callback_handler=callback,
+    )
+    subject = f"oauth-{uuid.uuid4().hex[:10]}"
+
+    async def session() -> tuple[list[str], Any, Any]:
+        async with httpx2.AsyncClient(auth=provider) as http:
+            async with Client(streamable_http_client(f"{baton.url}/mcp", http_client=http)) as mcp:
+                tools = await mcp.list_tools()
+                saved = await mcp.call_tool(
+                    "baton_checkpoint_save", {"subject_id": subject, "kind": "task_state", "state": {"step": 1}}
+                )
+                got = await mcp.call_tool("baton_checkpoint_get", {"subject_id": subject, "kind": "task_state"})
+        return [tool.name for tool in tools.tools], saved, got
+
+    names, saved, got = asyncio.run(session())
+    assert pages == [200]
+    assert "baton_checkpoint_save" in names
+    assert not saved.is_error, saved
+    assert not got.is_error, got
+    assert got.structured_content["state"] == {"step": 1}
+    assert got.structured_content["agent_id"] == agent  # the grant acts for the approving key's agent
+    assert storage.tokens is not None and storage.tokens.access_token.startswith("bta_")
+    record(SUITE, official_client_flows=1)
+
+
+# ---- refusals -----------------------------------------------------------------------------------------------------
+
+
+def test_a_wrong_verifier_is_refused_and_the_code_still_gives_nothing(
+    baton: BatonServe, agent_key: tuple[str, str]
+) -> None:
+    flow = Flow(baton)
+    flow.register()
+    code = flow.code(agent_key[1])
+    wrong, _ = pkce()
+    answer = flow.exchange(code, verifier=wrong)
+    assert answer.status_code == 400
+    assert answer.json()["error"] == "invalid_grant"
+    assert "code_verifier" in answer.json()["error_description"]
+    record(SUITE, refusals=1)
+
+
+def test_a_reused_code_is_refused_and_revokes_what_it_gave(baton: BatonServe, agent_key: tuple[str, str]) -> None:
+    flow = Flow(baton)
+    flow.register()
+    code = flow.code(agent_key[1])
+    first = flow.exchange(code)
+    assert first.status_code == 200, first.text
+    access = first.json()["access_token"]
+    assert mcp_call(baton, access).status_code == 200
+    again = flow.exchange(code)
+    assert again.status_code == 400
+    assert again.json()["error"] == "invalid_grant"
+    # The grant the first exchange made is gone: its tokens no longer work (not cached in any container yet for the
+    # refresh token; the access token was cached by the container that served it, for at most the cache's 60 s).
+    assert flow.refresh(first.json()["refresh_token"]).json()["error"] == "invalid_grant"
+    record(SUITE, refusals=1)
+
+
+def test_a_token_bound_to_another_resource_is_refused(baton: BatonServe, agent_key: tuple[str, str]) -> None:
+    flow = Flow(baton)
+    flow.register()
+    elsewhere = flow.decide(agent_key[1], resource="https://elsewhere.example/mcp")
+    assert elsewhere.status_code == 302
+    assert parse_qs(urlsplit(elsewhere.headers["location"]).query)["error"] == ["invalid_target"]
+    # A token of this origin's /mcp, presented under another origin's name (the Host the client called), is refused.
+    tokens = flow.tokens(agent_key[1])
+    host = urlsplit(baton.url).netloc.replace("127.0.0.1", "localhost")
+    answer = httpx.post(
+        f"{baton.url}/mcp",
+        json={"jsonrpc": "2.0", "id": 1, "method": "tools/list"},
+        headers={"Authorization": f"Bearer {tokens['access_token']}", "Host": host, "Accept": "application/json"},
+    )
+    assert answer.status_code == 401
+    assert 'error="invalid_token"' in answer.headers["www-authenticate"]
+    # Nor does any route but /mcp accept it.
+    listed = httpx.get(f"{baton.url}/v1/whoami", headers={"Authorization": f"Bearer {tokens['access_token']}"})
+    assert listed.status_code == 401
+    record(SUITE, refusals=3)
+
+
+def test_a_reused_refresh_token_revokes_its_grant(baton: BatonServe, agent_key: tuple[str, str]) -> None:
+    flow = Flow(baton)
+    flow.register()
+    tokens = flow.tokens(agent_key[1])
+    rotated = flow.refresh(tokens["refresh_token"])
+    assert rotated.status_code == 200, rotated.text
+    fresh = rotated.json()
+    assert fresh["refresh_token"] != tokens["refresh_token"]
+    reused = flow.refresh(tokens["refresh_token"])
+    assert reused.status_code == 400
+    assert reused.json()["error"] == "invalid_grant"
+    # The whole grant went: the newest refresh token too.
+    assert flow.refresh(fresh["refresh_token"]).json()["error"] == "invalid_grant"
+    record(SUITE, refusals=1)
+
+
+def test_a_revoked_token_stops_working(baton: BatonServe, agent_key: tuple[str, str]) -> None:
+    flow = Flow(baton)
+    flow.register()
+    tokens = flow.tokens(agent_key[1])
+    revoked = httpx.post(f"{baton.url}/oauth/revoke", data={"token": tokens["refresh_token"]})
+    assert revoked.status_code == 200
+    assert flow.refresh(tokens["refresh_token"]).json()["error"] == "invalid_grant"
+    # The access token of that grant is deleted; a container that never saw it refuses it at once.
+    answer = mcp_call(baton, tokens["access_token"])
+    assert answer.status_code == 401
+    record(SUITE, refusals=1)
+
+
+def test_a_deny_goes_back_to_the_client_with_access_denied(baton: BatonServe, agent_key: tuple[str, str]) -> None:
+    flow = Flow(baton)
+    flow.register()
+    answer = flow.decide(agent_key[1], decision="deny")
+    assert answer.status_code == 302
+    query = parse_qs(urlsplit(answer.headers["location"]).query)
+    assert query["error"] == ["access_denied"]
+    assert "code" not in query
+    record(SUITE, refusals=1)
+
+
+def test_a_key_lacking_mcp_call_is_refused_on_the_page(
+    baton: BatonServe, http: httpx.Client, agent_key: tuple[str, str]
+) -> None:
+    reader = issued_key(http, agent_key[0], ["checkpoints:read"])
+    flow = Flow(baton)
+    flow.register()
+    answer = flow.decide(reader)
+    assert answer.status_code == 403
+    assert "mcp:call" in answer.text
+    assert "location" not in answer.headers
+    wrong = flow.decide("btn_" + "x" * 43)
+    assert wrong.status_code == 401
+    record(SUITE, refusals=2)
+
+
+def test_an_unregistered_redirect_uri_is_never_redirected_to(baton: BatonServe) -> None:
+    flow = Flow(baton)
+    flow.register()
+    params = flow.authorization(redirect_uri="https://attacker.example/cb")
+    page = httpx.get(f"{baton.url}/oauth/authorize?{urlencode(params)}", follow_redirects=False)
+    assert page.status_code == 400
+    assert "location" not in page.headers
+    assert "redirect_uri" in page.text
+    record(SUITE, refusals=1)
