@@ -1,5 +1,6 @@
-"""MCP stays off the cold path: the api handler, imported and serving a save, loads neither `mcp_types` (~0.45 s)
-nor Baton's MCP package; only a request to /mcp does."""
+"""MCP and OAuth stay off the cold path: the api handler, imported and serving a save, loads neither `mcp_types`
+(~0.45 s) nor Baton's MCP package, nor OAuth's rules and endpoints (~3 ms of dataclasses and pages); only a request
+to /mcp (or to OAuth's routes) does."""
 
 from __future__ import annotations
 
@@ -15,6 +16,8 @@ MCP_MODULES = (
     "baton_checkpoints.api.mcp",
     "baton_checkpoints.api.mcp.protocol",
     "baton_checkpoints.api.mcp.tools",
+    "baton_checkpoints.domain.oauth",
+    "baton_checkpoints.api.oauth_endpoints",
 )
 # A save served against in-process moto (no socket): the handler's whole path, then what it loaded.
 PROBE = """
@@ -75,4 +78,4 @@ def test_the_api_handler_imports_and_saves_without_loading_mcp() -> None:
     assert seen["import"] == [], seen
     assert seen["save"] == [], seen
     # the probe is able to see them: a call to /mcp loads them
-    assert {"mcp_types", "baton_checkpoints.api.mcp.protocol"} <= set(seen["mcp"]), seen
+    assert {"mcp_types", "baton_checkpoints.api.mcp.protocol", "baton_checkpoints.domain.oauth"} <= set(seen["mcp"])

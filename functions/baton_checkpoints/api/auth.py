@@ -2,14 +2,21 @@
 
 from __future__ import annotations
 
-from typing import Protocol
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Protocol
 
 from cachetools import LRUCache
 
 from baton_checkpoints.domain import limits
 from baton_checkpoints.domain.access import KeyRecord, Principal, hash_secret
 from baton_checkpoints.domain.errors import Unauthenticated
-from baton_checkpoints.domain.oauth import Token, is_token
+
+if TYPE_CHECKING:
+    from baton_checkpoints.domain.oauth import Token
+
+ACCESS_TOKEN_PREFIX = "bta_"
+"""`baton_checkpoints.domain.oauth.ACCESS_PREFIX`, stated here so that a key's request never imports OAuth's
+module (a test holds them equal)."""
 
 _MISSING = "Send an API key as 'Authorization: Bearer <key>'."
 _UNKNOWN = "The API key is not valid; check it, or ask for a new one."
@@ -53,10 +60,12 @@ class Authenticator:
         keys: KeyFinder,
         cache_seconds: int = limits.KEY_CACHE_SECONDS,
         size: int = 1024,
-        tokens: TokenFinder | None = None,
+        tokens: Callable[[], TokenFinder] | None = None,
     ) -> None:
+        """`tokens` makes where access tokens are found, on the first token presented (never for a key)."""
         self._keys = keys
-        self._tokens = tokens
+        self._make_tokens = tokens
+        self._tokens: TokenFinder | None = None
         # Only known keys and tokens are cached, so one created a moment ago works at once. Each entry remembers
         # when it was read, and its age is measured on the same clock as every other time rule (`now_ms`).
         self._cache_ms = cache_seconds * 1000
@@ -67,7 +76,7 @@ class Authenticator:
         (key management must never act on a revocation this container has not seen yet). An access token's
         principal carries its resource (`Principal.resource`): where it may be used is the caller's to check."""
         secret = bearer_secret(authorization)
-        if is_token(secret):
+        if secret.startswith(ACCESS_TOKEN_PREFIX):
             return self._token_principal(secret, now_ms)
         return self.key(hash_secret(secret), now_ms, fresh).principal(now_ms)
 
@@ -86,9 +95,11 @@ class Authenticator:
     def _token_principal(self, secret: str, now_ms: int) -> Principal:
         digest = hash_secret(secret)
         cached = self._cache.get(digest)
-        if cached is not None and 0 <= now_ms - cached[1] < self._cache_ms and isinstance(cached[0], Token):
+        if cached is not None and 0 <= now_ms - cached[1] < self._cache_ms and not isinstance(cached[0], KeyRecord):
             token = cached[0]
         else:
+            if self._tokens is None and self._make_tokens is not None:
+                self._tokens = self._make_tokens()
             found = self._tokens.token(secret, "access") if self._tokens is not None else None
             if found is None:
                 self._cache.pop(digest, None)

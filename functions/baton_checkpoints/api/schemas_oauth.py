@@ -1,72 +1,94 @@
-"""The OAuth routes' answers, as OpenAPI describes them (the routes write these documents themselves: each is
-fixed by its RFC, and built in `baton_checkpoints.domain.oauth` or the router)."""
+"""The OAuth routes' documents, as OpenAPI describes them: JSON Schemas written out, not pydantic models. The routes
+write these documents themselves (each is fixed by its RFC, built in `baton_checkpoints.domain.oauth` or the
+router), so nothing validates against a model, and no model class is built at cold start for them."""
 
 from __future__ import annotations
 
-from typing import Literal
+from typing import Any, Final
 
-from pydantic import BaseModel, ConfigDict, Field
-
-
-class ProtectedResourceMetadata(BaseModel):
-    """RFC 9728: the MCP endpoint as a protected resource."""
-
-    resource: str = Field(description="<origin>/mcp")
-    authorization_servers: list[str] = Field(description="Baton itself: [<origin>]")
-    scopes_supported: list[str]
-    bearer_methods_supported: list[Literal["header"]]
-    resource_name: str
-    resource_documentation: str
+_STRING: Final = {"type": "string"}
+_STRINGS: Final = {"type": "array", "items": _STRING}
+_GRANT_TYPES: Final = {"type": "array", "items": {"type": "string", "enum": ["authorization_code", "refresh_token"]}}
+_CODE: Final = {"type": "array", "items": {"type": "string", "enum": ["code"]}}
 
 
-class AuthorizationServerMetadata(BaseModel):
-    """RFC 8414: Baton's authorization server."""
-
-    issuer: str = Field(description="<origin>, with no path")
-    authorization_endpoint: str
-    token_endpoint: str
-    registration_endpoint: str
-    revocation_endpoint: str
-    scopes_supported: list[str]
-    response_types_supported: list[Literal["code"]]
-    response_modes_supported: list[Literal["query"]]
-    grant_types_supported: list[Literal["authorization_code", "refresh_token"]]
-    token_endpoint_auth_methods_supported: list[str]
-    revocation_endpoint_auth_methods_supported: list[str]
-    code_challenge_methods_supported: list[Literal["S256"]]
-    client_id_metadata_document_supported: bool
-    authorization_response_iss_parameter_supported: bool
+def _closed(title: str, description: str, properties: dict[str, Any], optional: tuple[str, ...] = ()) -> dict[str, Any]:
+    return {
+        "title": title,
+        "description": description,
+        "type": "object",
+        "properties": properties,
+        "required": [name for name in properties if name not in optional],
+    }
 
 
-class ClientRegistration(BaseModel):
-    """RFC 7591 2: what a client asks to be registered with (other members are ignored)."""
-
-    model_config = ConfigDict(extra="allow")
-
-    redirect_uris: list[str] = Field(min_length=1, max_length=10)
-    client_name: str | None = Field(default=None, max_length=200)
-    token_endpoint_auth_method: str | None = Field(default=None, description="Answered as none: clients are public")
-    grant_types: list[Literal["authorization_code", "refresh_token"]] | None = None
-    response_types: list[Literal["code"]] | None = None
-
-
-class ClientInformation(BaseModel):
-    """RFC 7591 3.2.1: the registered client."""
-
-    client_id: str = Field(pattern=r"^cli_[0-9a-f]{32}$")
-    client_id_issued_at: int
-    redirect_uris: list[str]
-    client_name: str | None = None
-    token_endpoint_auth_method: Literal["none"]
-    grant_types: list[Literal["authorization_code", "refresh_token"]]
-    response_types: list[Literal["code"]]
-
-
-class TokenAnswer(BaseModel):
-    """RFC 6749 5.1: an access token for `/mcp` and the refresh token that replaces this one."""
-
-    access_token: str = Field(pattern=r"^bta_")
-    token_type: Literal["Bearer"]
-    expires_in: int
-    refresh_token: str = Field(pattern=r"^btr_")
-    scope: str
+PROTECTED_RESOURCE: Final = _closed(
+    "ProtectedResourceMetadata",
+    "RFC 9728: the MCP endpoint as a protected resource, and Baton as its authorization server.",
+    {
+        "resource": {"type": "string", "description": "<origin>/mcp"},
+        "authorization_servers": {**_STRINGS, "description": "Baton itself: [<origin>]"},
+        "scopes_supported": _STRINGS,
+        "bearer_methods_supported": {"type": "array", "items": {"type": "string", "enum": ["header"]}},
+        "resource_name": _STRING,
+        "resource_documentation": _STRING,
+    },
+)
+AUTHORIZATION_SERVER: Final = _closed(
+    "AuthorizationServerMetadata",
+    "RFC 8414: Baton's authorization server: its endpoints and what each supports.",
+    {
+        "issuer": {"type": "string", "description": "<origin>, with no path"},
+        "authorization_endpoint": _STRING,
+        "token_endpoint": _STRING,
+        "registration_endpoint": _STRING,
+        "revocation_endpoint": _STRING,
+        "scopes_supported": _STRINGS,
+        "response_types_supported": _CODE,
+        "response_modes_supported": {"type": "array", "items": {"type": "string", "enum": ["query"]}},
+        "grant_types_supported": _GRANT_TYPES,
+        "token_endpoint_auth_methods_supported": _STRINGS,
+        "revocation_endpoint_auth_methods_supported": _STRINGS,
+        "code_challenge_methods_supported": {"type": "array", "items": {"type": "string", "enum": ["S256"]}},
+        "client_id_metadata_document_supported": {"type": "boolean"},
+        "authorization_response_iss_parameter_supported": {"type": "boolean"},
+    },
+)
+CLIENT_REGISTRATION: Final = {
+    "title": "ClientRegistration",
+    "description": "RFC 7591 2: what a client asks to be registered with (other members are ignored).",
+    "type": "object",
+    "properties": {
+        "redirect_uris": {**_STRINGS, "minItems": 1, "maxItems": 10},
+        "client_name": {"type": "string", "maxLength": 200},
+        "token_endpoint_auth_method": {"type": "string", "description": "Answered as none: clients are public."},
+        "grant_types": _GRANT_TYPES,
+        "response_types": _CODE,
+    },
+    "required": ["redirect_uris"],
+}
+CLIENT_INFORMATION: Final = _closed(
+    "ClientInformation",
+    "RFC 7591 3.2.1: the registered client.",
+    {
+        "client_id": {"type": "string", "pattern": "^cli_[0-9a-f]{32}$"},
+        "client_id_issued_at": {"type": "integer"},
+        "redirect_uris": _STRINGS,
+        "client_name": _STRING,
+        "token_endpoint_auth_method": {"type": "string", "enum": ["none"]},
+        "grant_types": _GRANT_TYPES,
+        "response_types": _CODE,
+    },
+    optional=("client_name",),
+)
+TOKENS: Final = _closed(
+    "TokenAnswer",
+    "RFC 6749 5.1: an access token for /mcp and the refresh token that replaces the one used.",
+    {
+        "access_token": {"type": "string", "pattern": "^bta_"},
+        "token_type": {"type": "string", "enum": ["Bearer"]},
+        "expires_in": {"type": "integer"},
+        "refresh_token": {"type": "string", "pattern": "^btr_"},
+        "scope": _STRING,
+    },
+)

@@ -13,6 +13,7 @@ gate honours too.
 
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from functools import cached_property
 from typing import TYPE_CHECKING, Annotated, Final, cast
 
 from aws_lambda_powertools.event_handler import Depends, Request
@@ -25,13 +26,14 @@ from baton_checkpoints.store.checkpoints import CheckpointStore
 from baton_checkpoints.store.history import HistoryStore
 from baton_checkpoints.store.keys import KeyStore
 from baton_checkpoints.store.leases import LeaseStore
-from baton_checkpoints.store.oauth import OAuthStore
 from baton_checkpoints.store.objects import ObjectStore
 from baton_checkpoints.store.purge import SubjectPurger
 from baton_checkpoints.store.threads import ThreadStore
 
 if TYPE_CHECKING:
     from mypy_boto3_dynamodb import DynamoDBClient
+
+    from baton_checkpoints.store.oauth import OAuthStore
 
 SERVICES_CONTEXT: Final = "services"
 """Where a resolver's context keeps its provider of services while it serves a request."""
@@ -59,8 +61,6 @@ class Services:
     """Deletes a subject's items page by page, on the same table and client."""
     threads: ThreadStore = field(init=False)
     """LangGraph threads, on the same table, client and bucket."""
-    oauth: OAuthStore = field(init=False)
-    """OAuth clients, codes, tokens and grants (for `/mcp`), on the same table and client."""
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "blobs", BlobStore(self.dynamodb, self.settings.table_name, self.objects))
@@ -72,7 +72,19 @@ class Services:
         object.__setattr__(
             self, "threads", ThreadStore(self.dynamodb, self.settings.table_name, self.objects, self.blobs)
         )
-        object.__setattr__(self, "oauth", OAuthStore(self.dynamodb, self.settings.table_name))
+
+    @cached_property
+    def oauth(self) -> "OAuthStore":
+        """OAuth clients, codes, tokens and grants (for `/mcp`), on the same table and client: made by the first
+        OAuth request (its module stays off a save's cold start)."""
+        return oauth_store(self.dynamodb, self.settings.table_name)
+
+
+def oauth_store(client: "DynamoDBClient", table_name: str) -> "OAuthStore":
+    """OAuth's repository on `client` and `table_name` (its module imported now, not at cold start)."""
+    from baton_checkpoints.store.oauth import OAuthStore
+
+    return OAuthStore(client, table_name)
 
 
 def build_services(config: Settings, client: "DynamoDBClient | None" = None) -> Services:
@@ -91,7 +103,7 @@ def build_services(config: Settings, client: "DynamoDBClient | None" = None) -> 
         dynamodb=client,
         checkpoints=CheckpointStore(client, config.table_name, objects),
         keys=keys,
-        authenticator=Authenticator(keys, tokens=OAuthStore(client, config.table_name)),
+        authenticator=Authenticator(keys, tokens=lambda: oauth_store(client, config.table_name)),
         objects=objects,
     )
 

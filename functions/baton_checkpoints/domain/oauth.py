@@ -251,24 +251,6 @@ def new_token(prefix: str) -> str:
     return prefix + secrets.token_urlsafe(32)
 
 
-def is_token(secret: str) -> bool:
-    """True when a bearer secret has an access token's shape (a key's starts with `btn_`)."""
-    return secret.startswith(ACCESS_PREFIX)
-
-
-def loopback_host(host: str) -> bool:
-    """True for a loopback host name or address."""
-    import ipaddress  # only an authorization request names a host to judge
-
-    name = host.strip("[]").lower()
-    if name == "localhost":
-        return True
-    try:
-        return ipaddress.ip_address(name).is_loopback
-    except ValueError:
-        return False
-
-
 # ---- what is stored ---------------------------------------------------------------------------------------------
 
 
