@@ -1,12 +1,15 @@
 """The README's MCP set-up, client by client, against `baton serve`: the key its command line makes, and for each
 client's snippet the URL and `Authorization` header that client would send (its own placeholders filled in the way
-the client fills them), which must initialize an MCP session and list Baton's tools."""
+the client fills them), which must initialize an MCP session and list Baton's tools; and the Python snippet, run as printed."""
 
 from __future__ import annotations
 
 import json
+import os
 import re
 import shlex
+import subprocess
+import sys
 from typing import Any
 
 import httpx
@@ -97,3 +100,25 @@ def test_each_clients_snippet_connects_with_a_scoped_agent_key(baton: BatonServe
         assert listed.status_code == 200, (client, listed.text)
         assert "baton_checkpoint_save" in {tool["name"] for tool in listed.json()["result"]["tools"]}, client
         record("readme mcp (e2e)", clients=1)
+
+
+def test_the_python_snippet_runs_as_printed(baton: BatonServe, http: httpx.Client, tmp_path: Any) -> None:
+    # Given an agent key with the README's scopes, and the snippet exactly as the README prints it
+    created = http.post(
+        "/v1/keys",
+        json={"agent_id": "readme-python", "scopes": ["mcp:call", "checkpoints:read", "checkpoints:write"]},
+    )
+    assert created.status_code == 201, created.text
+    language, snippet = readme_block(MCP_SECTION, "From Python, with the official SDK")
+    assert language == "python"
+    script = tmp_path / "snippet.py"
+    script.write_text(snippet, encoding="utf-8")
+    # When it runs as a script, with the two variables the README names
+    environment = {**os.environ, "BATON_URL": baton.url, "BATON_API_KEY": created.json()["data"]["secret"]}
+    done = subprocess.run(
+        [sys.executable, str(script)], capture_output=True, text=True, env=environment, timeout=120, check=False
+    )
+    # Then it saves through MCP and prints the tool's result
+    assert done.returncode == 0, done.stderr
+    assert "'subject_id': 'ticket-42'" in done.stdout, done.stdout
+    record("readme mcp (e2e)", snippets=1)
