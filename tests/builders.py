@@ -102,3 +102,66 @@ SEED_DOCUMENT: dict[str, Any] = {
     "continuation": {"stop_conditions": [{"description": "Never refund both charges."}]},
 }
 """The seed's example document (the OpenCheckpoint 0.1 landing page's checkpoint.json)."""
+
+
+# -- OAuth (the authorization code flow of /mcp) -----------------------------------------------------------------
+
+OAUTH_REDIRECT = "http://127.0.0.1:9/callback"
+"""A loopback redirect URI (RFC 8252): nothing listens there; a test reads the 302's Location instead."""
+OAUTH_SCOPE = "mcp:call checkpoints:read checkpoints:write"
+"""What a client asks for: MCP and what its save and read tools need."""
+
+
+def pkce() -> tuple[str, str]:
+    """A PKCE pair (RFC 7636, S256): (code_verifier, code_challenge)."""
+    import base64
+    import hashlib
+    import secrets
+
+    verifier = secrets.token_urlsafe(48)
+    challenge = base64.urlsafe_b64encode(hashlib.sha256(verifier.encode()).digest()).rstrip(b"=").decode()
+    return verifier, challenge
+
+
+def client_registration(**fields: Any) -> dict[str, Any]:
+    """A registration request of a public client (RFC 7591) redirecting to `OAUTH_REDIRECT`; `fields` set or replace
+    members."""
+    return {
+        "redirect_uris": [OAUTH_REDIRECT],
+        "client_name": "Baton's test client",
+        "token_endpoint_auth_method": "none",
+        **fields,
+    }
+
+
+def authorization_form(client_id: str, challenge: str, resource: str, **fields: str) -> dict[str, str]:
+    """The parameters of an authorization request (the consent page's query, and its form's hidden fields) for
+    `resource` (`<origin>/mcp`); `fields` set or replace any (`key` and `decision` make it the form's post)."""
+    return {
+        "response_type": "code",
+        "client_id": client_id,
+        "redirect_uri": OAUTH_REDIRECT,
+        "scope": OAUTH_SCOPE,
+        "state": "st-" + challenge[:16],
+        "code_challenge": challenge,
+        "code_challenge_method": "S256",
+        "resource": resource,
+        **fields,
+    }
+
+
+def code_exchange_form(code: str, client_id: str, verifier: str, **fields: str) -> dict[str, str]:
+    """A token request exchanging an authorization code (with its PKCE verifier)."""
+    return {
+        "grant_type": "authorization_code",
+        "code": code,
+        "client_id": client_id,
+        "redirect_uri": OAUTH_REDIRECT,
+        "code_verifier": verifier,
+        **fields,
+    }
+
+
+def refresh_form(refresh_token: str, client_id: str, **fields: str) -> dict[str, str]:
+    """A token request refreshing a grant (its refresh token rotates)."""
+    return {"grant_type": "refresh_token", "refresh_token": refresh_token, "client_id": client_id, **fields}

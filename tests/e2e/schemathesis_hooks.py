@@ -17,7 +17,11 @@ fuzzing phases is pointed at a real resource of the fuzz tenant, made through th
   each such purge: destructive cases never take away what the others read;
 - a LangGraph thread of three checkpoints (values in the checkpoint's item and in items of their own, pending
   writes) for get_tuple, list and copy (into a fresh target); a fresh checkpoint of another thread for each
-  put_writes; a fresh thread of two checkpoints (and its run) for each thread delete, prune and delete-for-runs.
+  put_writes; a fresh thread of two checkpoints (and its run) for each thread delete, prune and delete-for-runs;
+- OAuth: a registered client of the fuzz key's own, whose authorization request (query or form) the consent page and
+  its form are sent (approved with the fuzz key, or denied); a fresh code (with its PKCE verifier) or a fresh grant's
+  refresh token for each token request; a fresh grant's token for each revocation; registrations with redirect URIs
+  Baton takes. Each success is followed up: the access token works at /mcp, a revoked grant's refresh token is refused.
 Nothing else reaches those fixtures: a write, lease or delete naming one (schemathesis reuses ids it saw in answers)
 is pointed at an id, subject or thread that nothing has.
 
@@ -27,7 +31,9 @@ positive puts are sent without the others (`leave_out_values_without_a_version`)
 The run counts its cases per operation and answer, those sent to real resources apart, and what it sent of the
 request headers Baton reads; it writes the counts to the file named by `BATON_SCHEMATHESIS_COUNTS` when it ends,
 for the test to print and check (each real resource answered with success at least once, each purge deleted what
-it was given, each real thread answered what it holds).
+it was given, each real thread answered what it holds). Every answer of an OAuth route, real or generated, is held to
+what the document cannot say: a redirect only to the registered redirect URI (with `iss`), a page never a redirect,
+the pages' strict headers, `no-store` on what holds a secret.
 """
 
 from __future__ import annotations
@@ -51,7 +57,14 @@ from schemathesis.core.parameters import ParameterLocation
 from schemathesis.generation import GenerationMode
 from schemathesis.generation.meta import ComponentInfo
 
-from tests.builders import SEED_DOCUMENT
+from tests.builders import (
+    OAUTH_REDIRECT,
+    OAUTH_SCOPE,
+    SEED_DOCUMENT,
+    code_exchange_form,
+    refresh_form,
+)
+from tests.e2e.oauth_flow import MCP_ACCEPT, OAuthFlow, mcp_message
 
 KEY_ID = re.compile(r"key_[0-9a-f]{32}\Z")
 CREATED_KEYS: set[str] = set()
@@ -65,6 +78,9 @@ REAL_COUNTS: Counter[str] = Counter()
 """`<METHOD path> <status>` of the cases pointed at a real resource."""
 RESUME_ANSWERS: Counter[str] = Counter()
 """`data.status` of the resumes of the real subject that succeeded: ready, ambiguous, none, closed or omitted."""
+OAUTH_ANSWERS: Counter[str] = Counter()
+"""`<what> <status>` of the real OAuth cases (a code exchanged, a grant refreshed, a decision approved or denied, ...)
+and of their follow-ups (the access token at /mcp, a revoked grant's refresh token)."""
 PROBLEMS: list[str] = []
 """What a real resource answered against the contract that schemathesis cannot see (a purge that missed some)."""
 
@@ -103,6 +119,28 @@ CONSOLE_PAGE = "GET /console"
 CONSOLE_ASSET = "GET /console/{asset}"
 CONSOLE_OPERATIONS = (CONSOLE_PAGE, CONSOLE_ASSET)
 """The console's routes: public, no key needed; their real cases name a file the console ships."""
+OAUTH_REGISTER = "POST /oauth/register"
+OAUTH_PAGE = "GET /oauth/authorize"
+OAUTH_DECISION = "POST /oauth/authorize"
+OAUTH_TOKEN = "POST /oauth/token"
+OAUTH_REVOKE = "POST /oauth/revoke"
+OAUTH_OPERATIONS = (OAUTH_REGISTER, OAUTH_PAGE, OAUTH_DECISION, OAUTH_TOKEN, OAUTH_REVOKE)
+"""OAuth's endpoints (public): their real cases carry a registered client's request, a fresh code or grant."""
+OAUTH_DISCOVERY = (
+    "GET /.well-known/oauth-protected-resource/mcp",
+    "GET /.well-known/oauth-protected-resource",
+    "GET /.well-known/oauth-authorization-server",
+)
+OAUTH_PARAMETERS = frozenset(
+    {
+        "response_type", "client_id", "redirect_uri", "scope", "state", "code_challenge", "code_challenge_method",
+        "resource", "key", "decision", "grant_type", "code", "code_verifier", "refresh_token", "token",
+        "token_type_hint",
+    }
+)  # fmt: skip
+"""The parameters OAuth's forms and the consent page's query carry."""
+OAUTH_PRIVATE_USE_REDIRECT = "com.example.baton:/callback"
+"""A native app's redirect URI (RFC 8252, 7.1), which some real registrations ask for besides the loopback one."""
 CONSOLE_DIRECTORY = Path(__file__).resolve().parents[2] / "functions" / "baton_checkpoints" / "console"
 CONSOLE_MEDIA_TYPES = {".js": "text/javascript", ".css": "text/css", ".svg": "image/svg+xml"}
 """The console's files besides its page (served at /console itself), by suffix: what each must be served as."""
@@ -120,6 +158,7 @@ REAL_OPERATIONS = (
     PURGE,
     *THREAD_OPERATIONS,
     *CONSOLE_OPERATIONS,
+    *OAUTH_OPERATIONS,
 )
 """The operations whose positive cases are sometimes pointed at a real resource."""
 CHANGING_BY_ID = (DELETE_BY_ID, RESTORE, ACQUIRE, RELEASE)
@@ -133,6 +172,7 @@ def _write_counts() -> None:
             "operations": OPERATION_COUNTS,
             "real": REAL_COUNTS,
             "resume": RESUME_ANSWERS,
+            "oauth": OAUTH_ANSWERS,
             "problems": PROBLEMS,
         }
         with open(path, "w", encoding="utf-8") as written:
@@ -177,6 +217,10 @@ class Fixtures:
     made: int = 0
     positives: Counter[str] = field(default_factory=Counter)
     lock: threading.Lock = field(default_factory=threading.Lock)
+    key: str = ""
+    """The fuzz key's secret: the consent form's sign-in (it holds mcp:call through `*`)."""
+    oauth_client: OAuthFlow | None = None
+    """The fuzz tenant's registered OAuth client (its HTTP client sends no key: OAuth's routes read none)."""
 
     def save(self, subject: str, kind: str, state: Any, **fields: Any) -> dict[str, Any]:
         """Save through the API; the save's answer."""
@@ -230,6 +274,22 @@ class Fixtures:
         answer = self.client.post(f"/v1/threads/{quote(thread_id, safe='')}/writes", json=body)
         if answer.status_code != 200:
             raise RuntimeError(f"a fixture put_writes answered {answer.status_code}: {answer.text}")
+
+    def oauth(self) -> OAuthFlow:
+        """The registered OAuth client, registered on first use."""
+        if self.oauth_client is None:
+            flow = OAuthFlow(httpx.Client(base_url=str(self.client.base_url), timeout=30))
+            flow.register(client_name=f"schemathesis {self.run}")
+            self.oauth_client = flow
+        return self.oauth_client
+
+    def fresh_code(self) -> tuple[str, str]:
+        """A new authorization code approved with the fuzz key, and its PKCE verifier."""
+        return self.oauth().code(self.key)
+
+    def fresh_grant(self) -> dict[str, Any]:
+        """A new grant approved with the fuzz key: its token answer."""
+        return self.oauth().grant(self.key)
 
     def console_tag(self, name: str) -> str:
         """The current ETag of the console's file `name` ("" for the page), asked of Baton once."""
@@ -304,7 +364,7 @@ def fixtures() -> Fixtures | None:
         if not _FIXTURES:
             run = secrets.token_hex(4)
             client = httpx.Client(base_url=url, headers={"Authorization": f"Bearer {key}"}, timeout=30)
-            made = Fixtures(client, run, f"schemathesis-fixture-{run}", f"schemathesis-lease-{run}")
+            made = Fixtures(client, run, f"schemathesis-fixture-{run}", f"schemathesis-lease-{run}", key=key)
             made.build()
             _FIXTURES.append(made)
         return _FIXTURES[0]
@@ -354,6 +414,8 @@ def point_at_a_real_resource(case: Any, real: Fixtures) -> bool:
         return point_at_a_real_thread(case, real, label, draw)
     elif label in CONSOLE_OPERATIONS:
         point_at_a_console_file(case, real, label, draw)
+    elif label in OAUTH_OPERATIONS:
+        point_at_oauth(case, real, label, draw // REAL_EVERY)
     else:
         return False
     return True
@@ -399,6 +461,154 @@ def judge_a_console_answer(case: Any, label: str, response: Any) -> str | None:
     expected = "text/html" if label == CONSOLE_PAGE else CONSOLE_MEDIA_TYPES[Path(asset).suffix]
     if media_type != expected or not response.content:
         return f"served as {media_type!r} with {len(response.content)} bytes, expected {expected!r} and a body"
+    return None
+
+
+OAUTH_CASES: dict[int, tuple[str, dict[str, Any]]] = {}
+"""The real OAuth cases (by `id()`), between `before_call` and `after_call`: what each is (`approve`, `deny`,
+`authorization_code`, `refresh_token`, `revoke access`, ...) and what its follow-up needs (a grant's tokens)."""
+
+
+def point_at_oauth(case: Any, real: Fixtures, label: str, turn: int) -> None:
+    """A real OAuth request, the generated one's other members kept (a form's unknown parameters are ignored): a
+    registration with redirect URIs Baton takes; the registered client's authorization request, its form approved
+    with the fuzz key or denied; a fresh code (with its verifier) or a fresh grant's refresh token to exchange; a
+    fresh grant's refresh or access token to revoke."""
+    flow = real.oauth()
+    generated = case.body if isinstance(case.body, dict) else {}
+    if label != OAUTH_REGISTER:
+        # A form's parameter is sent once (a list would repeat it: invalid_request), and a generated one of OAuth's
+        # own names (a resource, a scope) would make a request of another meaning: only the others' scalars stay.
+        generated = {
+            name: value
+            for name, value in generated.items()
+            if name not in OAUTH_PARAMETERS and isinstance(value, (str, int, float))
+        }
+    if label == OAUTH_REGISTER:
+        uris = [OAUTH_REDIRECT, OAUTH_PRIVATE_USE_REDIRECT][: 1 + turn % 2]
+        case.body = {**generated, "redirect_uris": uris}
+        what = "register"
+    elif label == OAUTH_PAGE:
+        # Every other one without a scope: that asks for every scope a grant may hold.
+        _, params = flow.authorization()
+        if turn % 2:
+            params.pop("scope")
+        case.query = params
+        what = "consent page"
+    elif label == OAUTH_DECISION:
+        what = ("approve", "deny")[turn % 2]
+        _, params = flow.authorization()
+        case.body = {**generated, **params, "key": real.key, "decision": what}
+    elif label == OAUTH_TOKEN and turn % 2 == 0:
+        code, verifier = real.fresh_code()
+        case.body = {**generated, **code_exchange_form(code, flow.client_id, verifier)}
+        what = "authorization_code"
+    elif label == OAUTH_TOKEN:
+        grant = real.fresh_grant()
+        case.body = {**generated, **refresh_form(grant["refresh_token"], flow.client_id)}
+        what = "refresh_token"
+    else:
+        grant = real.fresh_grant()
+        kind = ("refresh_token", "access_token")[turn % 2]
+        case.body = {**generated, "token": grant[kind]}
+        if turn % 4 >= 2:
+            case.body["token_type_hint"] = kind
+        else:
+            case.body.pop("token_type_hint", None)
+        OAUTH_CASES[id(case)] = (f"revoke {kind}", grant)
+        return
+    OAUTH_CASES[id(case)] = (what, {})
+
+
+def judge_a_real_oauth_answer(case: Any, label: str, response: Any, real: Fixtures) -> str | None:
+    """What a real OAuth success must hold that the document does not say, and its follow-up: the consent page
+    names the client and posts to the authorization endpoint; an approval redirects with a code, a denial with
+    access_denied, both with the state and iss; tokens work at /mcp; a revoked grant's refresh token is refused."""
+    what, context = OAUTH_CASES.pop(id(case), ("", {}))
+    OAUTH_ANSWERS[f"{what} {response.status_code}"] += 1
+    flow = real.oauth()
+    if label == OAUTH_REGISTER and response.status_code == 201:
+        data = response.json()
+        if data.get("redirect_uris") != case.body["redirect_uris"] or data.get("token_endpoint_auth_method") != "none":
+            return f"registered as {data}, asked {case.body['redirect_uris']}"
+    elif label == OAUTH_PAGE and response.status_code == 200:
+        page = response.text
+        if flow.client_id not in page or 'action="/oauth/authorize"' not in page or 'name="key"' not in page:
+            return "the consent page does not name the client, or holds no sign-in form to the authorization endpoint"
+    elif label == OAUTH_DECISION and response.status_code == 302:
+        query = redirect_query(response)
+        sent = case.body
+        expected = {"state": sent["state"], "iss": flow.origin}
+        if {name: query.get(name) for name in expected} != expected:
+            return f"the decision's redirect carries {query}, not the state and iss {expected}"
+        if what == "approve" and not query.get("code", "").startswith("btc_"):
+            return f"an approval redirected without a code: {query}"
+        if what == "deny" and (query.get("error") != "access_denied" or "code" in query):
+            return f"a denial redirected with {query}"
+    elif label == OAUTH_TOKEN and response.status_code == 200:
+        tokens = response.json()
+        if set(tokens.get("scope", "").split()) != set(OAUTH_SCOPE.split()) or tokens.get("token_type") != "Bearer":
+            return f"the grant holds {tokens.get('scope')!r} as {tokens.get('token_type')}, asked {OAUTH_SCOPE!r}"
+        listed = flow.http.post(
+            "/mcp",
+            json=mcp_message("tools/list"),
+            headers={**MCP_ACCEPT, "Authorization": f"Bearer {tokens['access_token']}"},
+        )
+        OAUTH_ANSWERS[f"{what} access token at /mcp {listed.status_code}"] += 1
+        if listed.status_code != 200 or "baton_checkpoint_save" not in listed.text:
+            return f"the access token it gave answered {listed.status_code} at /mcp: {listed.text[:300]}"
+    elif label == OAUTH_REVOKE and response.status_code == 200:
+        if response.content:
+            return f"a revocation answered a body: {response.text[:300]}"
+        refused = flow.refresh(context["refresh_token"])
+        OAUTH_ANSWERS[f"{what}: its refresh token {refused.status_code}"] += 1
+        if refused.status_code != 400 or refused.json().get("error") != "invalid_grant":
+            return f"the revoked grant's refresh token answered {refused.status_code}: {refused.text[:300]}"
+    return None
+
+
+def redirect_query(response: Any) -> dict[str, str]:
+    """The parameters of a 302's Location (each once)."""
+    from urllib.parse import parse_qsl, urlsplit
+
+    return dict(parse_qsl(urlsplit(header(response, "location")).query))
+
+
+PAGE_HEADERS = {"x-frame-options": "DENY", "x-content-type-options": "nosniff", "cache-control": "no-store"}
+
+
+def judge_an_oauth_answer(case: Any, label: str, response: Any, base_url: str) -> str | None:
+    """What any answer of an OAuth route, real or generated, must hold beyond the document: the authorization
+    endpoint redirects only to the registered redirect URI, with `iss`, and a page is never a redirect, with its
+    strict headers; the token endpoint's and registration's answers are `no-store`; discovery names this origin."""
+    status = response.status_code
+    media_type = header(response, "content-type").split(";")[0].strip()
+    if label in (OAUTH_PAGE, OAUTH_DECISION):
+        location = header(response, "location")
+        if status == 302:
+            if not location.startswith(f"{OAUTH_REDIRECT}?") or redirect_query(response).get("iss") != base_url:
+                return f"redirected to {location!r}"
+        elif location:
+            return f"a {status} with a Location: {location!r}"
+        if media_type == "text/html":
+            policy = header(response, "content-security-policy")
+            shown = {name: header(response, name) for name in PAGE_HEADERS}
+            if shown != PAGE_HEADERS or "default-src 'none'" not in policy or "frame-ancestors 'none'" not in policy:
+                return f"a page with the headers {shown}, CSP {policy!r}"
+    if (
+        label in (OAUTH_TOKEN, OAUTH_REGISTER)
+        and status in (200, 201)
+        and header(response, "cache-control") != "no-store"
+    ):
+        return f"a {status} that may be cached: {header(response, 'cache-control')!r}"
+    is_oauth_error = media_type == "application/json" and isinstance(response.json().get("error"), str)
+    if label == OAUTH_TOKEN and is_oauth_error and header(response, "cache-control") != "no-store":
+        return "an OAuth error of the token endpoint that may be cached"
+    if label in OAUTH_DISCOVERY and status == 200:
+        document = response.json()
+        named = document.get("issuer") or (document.get("authorization_servers") or [""])[0]
+        if named != base_url or header(response, "access-control-allow-origin") != "*":
+            return f"a discovery document naming {named!r} (this origin is {base_url}), or not readable cross-origin"
     return None
 
 
@@ -483,6 +693,11 @@ def note_what_a_real_resource_answered(case: Any, response: Any, real: Fixtures)
         problem = judge_a_console_answer(case, label, response)
         if problem:
             PROBLEMS.append(f"{label} ({case.path_parameters or {}}): {problem}")
+        return
+    if label in OAUTH_OPERATIONS:
+        problem = judge_a_real_oauth_answer(case, label, response, real)
+        if problem:
+            PROBLEMS.append(f"{label}: {problem}")
         return
     if response.status_code >= 300:
         return
@@ -623,8 +838,14 @@ def before_call(context: Any, case: Any, kwargs: Any) -> None:
 @schemathesis.hook
 def after_call(context: Any, case: Any, response: Any) -> None:
     """Remember every key the run creates; count the cases, those sent to real resources, the fuzzed request headers
-    and their answers."""
-    OPERATION_COUNTS[f"{label_of(case)} {response.status_code}"] += 1
+    and their answers; hold every OAuth answer to what the document cannot say."""
+    label = label_of(case)
+    OPERATION_COUNTS[f"{label} {response.status_code}"] += 1
+    if label in OAUTH_OPERATIONS or label in OAUTH_DISCOVERY:
+        base_url = os.environ.get(URL_VARIABLE, "").rstrip("/")
+        problem = judge_an_oauth_answer(case, label, response, base_url)
+        if problem:
+            PROBLEMS.append(f"{label} {response.status_code}: {problem}")
     real = REAL_CASES.pop(id(case), None)
     if real is not None:
         note_what_a_real_resource_answered(case, response, real)

@@ -3,13 +3,19 @@
 A victim tenant holds checkpoints and keys full of distinctive marker strings (tenant, agent, subject, checkpoint
 and key ids, state content, key descriptions); so does a second tenant. Every route is called by every kind of
 caller (another tenant's key, another agent's key, a key missing the route's scope, revoked, expired, not yet valid
-and unknown keys, no key, the tenant's own `*` key and the operator key), and each answer must have the status the
-contract gives (docs: /work/shared/design/api-v1.md) and must not hold a byte of what that caller may not see: not
-in the status line, the headers, the body, nor inside a page cursor. Lists are read with `limit=1`, so every page
-and every cursor is looked at.
+and unknown keys, no key, an OAuth access token, the tenant's own `*` key and the operator key), and each answer must
+have the status the contract gives (docs: /work/shared/design/api-v1.md) and must not hold a byte of what that
+caller may not see: not in the status line, the headers, the body, nor inside a page cursor. Lists are read with
+`limit=1`, so every page and every cursor is looked at.
 
 Positive controls (the `*` key reading the victim's state, the operator listing the victim's keys) prove that the
 markers are found where they are shown, so their absence elsewhere means something.
+
+OAuth's routes (issue 13) hold no tenant's data in their answers, and what their forms decide depends on the form
+(the key signed in with on the consent form, a code, a token), never on the Authorization header: each caller gets
+the answer a request without a key gets. An access token is refused on every route but /mcp (the `access_token`
+caller), and at /mcp it acts only as the agent whose key approved it, with no `*`
+(`test_an_access_token_acts_only_as_the_agent_whose_key_approved_it`).
 """
 
 from __future__ import annotations
@@ -25,11 +31,14 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 from typing import Any
+from urllib.parse import parse_qsl, urlencode, urlsplit
 
 import httpx
 import pytest
 
 from tests import proof_counts
+from tests.builders import OAUTH_SCOPE, client_registration, code_exchange_form, refresh_form
+from tests.e2e.oauth_flow import MCP_ACCEPT, OAuthFlow, mcp_message
 from tests.e2e.planted import plant_secret, plant_state_marker
 from tests.e2e.server_process import BatonServe
 
@@ -43,6 +52,15 @@ CONSOLE_PAGE, CONSOLE_ASSET, CONSOLE_SLASH = "GET /console", "GET /console/{asse
 ROOT = "GET /"
 """The API's address: a redirect to the console (public)."""
 """The caller's own identity (any valid key) and the console's page and files (public; issue 12)."""
+O_RESOURCE, O_RESOURCE_ROOT = (
+    "GET /.well-known/oauth-protected-resource/mcp",
+    "GET /.well-known/oauth-protected-resource",
+)
+O_SERVER, O_REGISTER = "GET /.well-known/oauth-authorization-server", "POST /oauth/register"
+O_PAGE, O_DECISION = "GET /oauth/authorize", "POST /oauth/authorize"
+O_TOKEN, O_REVOKE = "POST /oauth/token", "POST /oauth/revoke"
+OAUTH_ROUTES = (O_RESOURCE, O_RESOURCE_ROOT, O_SERVER, O_REGISTER, O_PAGE, O_DECISION, O_TOKEN, O_REVOKE)
+"""OAuth's discovery documents and endpoints (public; issue 13)."""
 HOLDING_NO_DATA = (
     "GET /v1/health",
     "GET /v1/openapi.json",
@@ -51,6 +69,7 @@ HOLDING_NO_DATA = (
     CONSOLE_ASSET,
     CONSOLE_SLASH,
     ROOT,
+    *OAUTH_ROUTES,
 )
 """Routes whose answers hold nothing of any tenant, whoever calls them."""
 NOT_FOUND_BODY = {"error": {"code": "NOT_FOUND", "message": "Resource was not found."}}
@@ -100,6 +119,7 @@ ROUTES = (
     CONSOLE_ASSET,
     CONSOLE_SLASH,
     ROOT,
+    *OAUTH_ROUTES,
 )
 CALLERS = (
     "other_tenant",
@@ -110,10 +130,12 @@ CALLERS = (
     "not_yet_valid",
     "unknown",
     "no_key",
+    "access_token",
     "own_wildcard",
     "operator",
 )
-REFUSED = ("revoked", "expired", "not_yet_valid", "unknown", "no_key")
+REFUSED = ("revoked", "expired", "not_yet_valid", "unknown", "no_key", "access_token")
+"""Callers refused on every route that needs a key: an OAuth access token among them (it works at /mcp alone)."""
 EXPIRING_SECONDS = 3.0
 MAX_PAGES = 100
 KEEP_REVISIONS = 3
@@ -174,6 +196,9 @@ class World:
     threads: dict[str, PlantedThread] = field(default_factory=dict)
     """Label -> a LangGraph thread and what was put into it."""
     expiring_at: float = 0.0
+    base_url: str = ""
+    oauth_client_id: str = ""
+    """The OAuth client registered in the set-up, whose grants the matrix asks for."""
 
     def party(self, tenant: str, agent: str | None) -> Party:
         return self.parties.setdefault((tenant, agent), Party(tenant, agent))
@@ -215,11 +240,13 @@ class Api:
         params: dict[str, Any] | None = None,
         body: Any = None,
         headers: dict[str, str] | None = None,
+        form: dict[str, str] | None = None,
     ) -> httpx.Response:
+        """One request as `secret` (None: no Authorization header), with a JSON `body` or a `form`."""
         sent = dict(headers or {})
         if secret is not None:
             sent["Authorization"] = f"Bearer {secret}"
-        return self.client.request(method, path, params=params, json=body, headers=sent)
+        return self.client.request(method, path, params=params, json=body, data=form, headers=sent)
 
     def mint(self, world: World, label: str, tenant: str, agent: str, scopes: list[str], **extra: Any) -> str:
         """A key minted by the operator; its id, description and agent become markers of (tenant, agent)."""
@@ -330,6 +357,7 @@ def world(baton: BatonServe) -> Iterator[World]:
         wildcard_purge_subject=f"subject-wildcard-purge-{run}",
     )
     api = Api(baton)
+    w.base_url = baton.url
     victim, other = w.victim, w.other
     w.mark(victim, None, victim)
     w.mark(other, None, other)
@@ -364,6 +392,14 @@ def world(baton: BatonServe) -> Iterator[World]:
     w.secrets["revoked"] = api.mint(w, "revoked", victim, w.owner, ["*"])
     revoked = api.call(baton.key, "DELETE", f"/v1/keys/{w.keys['revoked']['key_id']}", params={"tenant_id": victim})
     assert revoked.status_code == 200, revoked.text
+    # OAuth: the owner's key that approves grants (mcp:call and what the tools need), a registered client, and the
+    # access token of a grant it approved (the `access_token` caller).
+    owner_mcp = api.mint(w, "owner-mcp", victim, w.owner, ["mcp:call", "checkpoints:read", "checkpoints:write"])
+    flow = OAuthFlow(api.client)
+    w.oauth_client_id = flow.register(client_name=f"isolation {run}")
+    tokens = flow.grant(owner_mcp)
+    w.secrets["access_token"] = plant_secret(tokens["access_token"])
+    plant_secret(tokens["refresh_token"])
     # The other tenant.
     stranger_secret = api.mint(w, "stranger", other, w.stranger, ["*"])
     api.mint(w, "stranger-2", other, w.stranger, ["checkpoints:read"])
@@ -465,6 +501,15 @@ def comparable_headers(response: httpx.Response) -> list[tuple[str, str]]:
     return sorted((k.lower(), v) for k, v in response.headers.items() if k.lower() not in ("date", "apigw-requestid"))
 
 
+def without_code(response: httpx.Response) -> str:
+    """A consent form's answer but for the code it minted: its redirect without `code`, or its page."""
+    location = response.headers.get("location")
+    if location is None:
+        return response.text
+    parts = urlsplit(location)
+    return str(parts._replace(query=urlencode([(k, v) for k, v in parse_qsl(parts.query) if k != "code"])).geturl())
+
+
 # -- the cases --------------------------------------------------------------------------------------------------
 
 
@@ -499,6 +544,15 @@ class Case:
     a checkpoint the caller can see says which are)."""
     same_without_key: bool = False
     """The answer must be byte for byte the one a request without a key gets (status, headers, body)."""
+    form: dict[str, str] | Callable[[Api], dict[str, str]] | None = None
+    """A form body (`application/x-www-form-urlencoded`), or what makes it when the case is sent (a fresh code)."""
+    answer_check: Callable[[httpx.Response], str | None] | None = None
+    """Extra check on the whole answer (OAuth's answers are not the contract's envelope); a problem or None."""
+    same_status_without_key: bool = False
+    """The same request without a key gets the same status, and the same answer but for a new code (a form whose
+    key decides, not the Authorization header)."""
+    never_shows: tuple[str, ...] = ()
+    """What the answer must not hold even though the request carried it (a form's key)."""
 
 
 def visible(world: World, caller: str, route: str, params: dict[str, Any] | None) -> set[tuple[str, str | None]]:
@@ -532,6 +586,7 @@ def cases_for(caller: str, w: World) -> list[Case]:
         + workflow_cases_for(caller, w)
         + thread_cases_for(caller, w)
         + identity_and_console_cases_for(caller, w)
+        + oauth_cases_for(caller, w)
     )
 
 
@@ -582,6 +637,122 @@ def identity_and_console_cases_for(caller: str, w: World) -> list[Case]:
 
     own = (key["key_id"], key["tenant_id"], key["agent_id"])
     return [Case(WHOAMI, "GET", "/v1/whoami", (200,), check=is_the_caller, own_markers=own), *console]
+
+
+FORM_KEY_OUTCOME = {
+    "other_tenant": 302,
+    "own_wildcard": 302,
+    "operator": 302,
+    "other_agent": 403,
+    "missing_scope": 403,
+    "revoked": 401,
+    "expired": 401,
+    "not_yet_valid": 401,
+    "unknown": 401,
+    "no_key": 401,
+    "access_token": 401,
+}
+"""What the consent form answers when the caller signs in on it with its own secret: a grant (302) for a key holding
+mcp:call (`*` does), the page again refusing a key without it (403) or one that does not work (401): an access token
+is no key, and no key at all is a page asking for one."""
+
+
+def oauth_cases_for(caller: str, w: World) -> list[Case]:
+    """OAuth's discovery documents and endpoints, called by `caller`: the answer a request without a key gets, for
+    every caller. The consent form's outcome is its key's (the caller's own secret signed in with, or the owner's
+    key that holds mcp:call), never the Authorization header's; a code and a grant are the form's and the token's."""
+    base = w.base_url
+    flow = OAuthFlow(httpx.Client(base_url=base), client_id=w.oauth_client_id)
+    _, page_request = flow.authorization(state=f"page-{caller}")
+    _, denied = flow.authorization(state=f"deny-{caller}")
+    _, own_key_request = flow.authorization(state=f"own-key-{caller}")
+    _, owner_request = flow.authorization(state=f"owner-{caller}")
+    flow.http.close()
+    own_secret = w.secrets[caller] or ""
+    owner_mcp = str(w.keys["owner-mcp"]["secret"])
+    own_key = w.keys.get(CALLER_KEYS.get(caller, "admin" if caller == "own_wildcard" else ""), {})
+
+    def a_code(api: Api) -> dict[str, str]:
+        """A code the owner's key approves now, as the token request exchanging it."""
+        code, verifier = OAuthFlow(api.client, client_id=w.oauth_client_id).code(owner_mcp)
+        return code_exchange_form(code, w.oauth_client_id, verifier)
+
+    def a_refresh(api: Api) -> dict[str, str]:
+        tokens = OAuthFlow(api.client, client_id=w.oauth_client_id).grant(owner_mcp)
+        plant_secret(tokens["access_token"])
+        plant_secret(tokens["refresh_token"])
+        return refresh_form(tokens["refresh_token"], w.oauth_client_id)
+
+    def a_token(api: Api) -> dict[str, str]:
+        tokens = OAuthFlow(api.client, client_id=w.oauth_client_id).grant(owner_mcp)
+        plant_secret(tokens["access_token"])
+        plant_secret(tokens["refresh_token"])
+        return {"token": tokens["access_token"]}
+
+    def tokens_of_the_owner(response: httpx.Response) -> str | None:
+        answer = response.json()
+        for name in ("access_token", "refresh_token"):
+            plant_secret(answer.get(name, ""))
+        ok = answer.get("scope") == OAUTH_SCOPE and answer.get("token_type") == "Bearer"
+        return None if ok and response.headers.get("cache-control") == "no-store" else f"tokens {sorted(answer)}"
+
+    def oauth_error(error: str) -> Callable[[httpx.Response], str | None]:
+        return lambda response: None if response.json().get("error") == error else f"not {error}: {response.text}"
+
+    def redirected(decision: str, state: str) -> Callable[[httpx.Response], str | None]:
+        def check(response: httpx.Response) -> str | None:
+            location = response.headers.get("location", "")
+            query = dict(parse_qsl(urlsplit(location).query))
+            if not location.startswith(page_request["redirect_uri"]) or query.get("state") != state:
+                return f"redirected to {location!r}"
+            if query.get("iss") != base:
+                return f"an iss of {query.get('iss')!r}"
+            if decision == "approve":
+                return None if query.get("code", "").startswith("btc_") else f"no code: {location!r}"
+            return None if query.get("error") == "access_denied" and "code" not in query else f"{location!r}"
+
+        return check
+
+    def a_page(response: httpx.Response) -> str | None:
+        policy = response.headers.get("content-security-policy", "")
+        if (
+            not response.headers.get("content-type", "").startswith("text/html")
+            or "frame-ancestors 'none'" not in policy
+        ):
+            return f"not the page: {response.headers}"
+        return None if "location" not in response.headers else f"a page that redirects: {response.headers}"
+
+    registered = client_registration(client_name=f"isolation {caller}")
+    own_outcome = FORM_KEY_OUTCOME[caller]
+    return [
+        Case(O_RESOURCE, "GET", "/.well-known/oauth-protected-resource/mcp", (200,), same_without_key=True),
+        Case(O_RESOURCE_ROOT, "GET", "/.well-known/oauth-protected-resource", (200,), same_without_key=True),
+        Case(O_SERVER, "GET", "/.well-known/oauth-authorization-server", (200,), same_without_key=True),
+        Case(O_REGISTER, "POST", "/oauth/register", (201,), body=registered,
+             answer_check=lambda response: None if response.json()["redirect_uris"] == registered["redirect_uris"]
+             else response.text),
+        Case(O_PAGE, "GET", "/oauth/authorize", (200,), params=page_request, same_without_key=True,
+             answer_check=a_page),
+        Case(O_DECISION, "POST", "/oauth/authorize", (302,), form={**denied, "key": owner_mcp, "decision": "deny"},
+             same_without_key=True, answer_check=redirected("deny", denied["state"]), never_shows=(owner_mcp,)),
+        # Signed in on the form with the caller's own secret: the outcome is that secret's, with a key or without.
+        Case(O_DECISION, "POST", "/oauth/authorize", (own_outcome,),
+             form={**own_key_request, "key": own_secret, "decision": "approve"}, same_status_without_key=True,
+             answer_check=redirected("approve", own_key_request["state"]) if own_outcome == 302 else a_page,
+             own_markers=(own_key["key_id"],) if own_key else (),
+             never_shows=(own_secret,) if own_secret else ()),
+        Case(O_DECISION, "POST", "/oauth/authorize", (302,),
+             form={**owner_request, "key": owner_mcp, "decision": "approve"}, same_status_without_key=True,
+             answer_check=redirected("approve", owner_request["state"]), never_shows=(owner_mcp,)),
+        Case(O_TOKEN, "POST", "/oauth/token", (200,), form=a_code, answer_check=tokens_of_the_owner),
+        Case(O_TOKEN, "POST", "/oauth/token", (200,), form=a_refresh, answer_check=tokens_of_the_owner),
+        Case(O_TOKEN, "POST", "/oauth/token", (400,), same_without_key=True, answer_check=oauth_error("invalid_grant"),
+             form={"grant_type": "authorization_code", "code": f"btc_unknown_{caller}", "client_id": w.oauth_client_id,
+                   "code_verifier": "v" * 43}),
+        Case(O_REVOKE, "POST", "/oauth/revoke", (200,), form=a_token,
+             answer_check=lambda response: None if not response.content else response.text),
+        Case(O_REVOKE, "POST", "/oauth/revoke", (200,), form={"token": f"bta_unknown_{caller}"}, same_without_key=True),
+    ]  # fmt: skip
 
 
 def checkpoint_key_and_blob_cases_for(caller: str, w: World) -> list[Case]:
@@ -1212,8 +1383,13 @@ def run_case(api: Api, w: World, caller: str, case: Case) -> tuple[list[str], in
     params = dict(case.params or {})
     requests = 0
     label = f"{caller}: {case.method} {case.path} {case.params or ''} {json.dumps(case.body) if case.body else ''}"
+    form = case.form(api) if callable(case.form) else case.form
+    if form:
+        label += f" form {sorted(form)}"
     for page_number in range(MAX_PAGES):
-        response = api.call(secret, case.method, case.path, params=params or None, body=case.body, headers=case.headers)
+        response = api.call(
+            secret, case.method, case.path, params=params or None, body=case.body, headers=case.headers, form=form
+        )
         requests += 1
         if response.status_code not in case.expect:
             problems.append(f"{label}: answered {response.status_code}, expected {case.expect}: {response.text}")
@@ -1224,10 +1400,28 @@ def run_case(api: Api, w: World, caller: str, case: Case) -> tuple[list[str], in
         leaked = sorted(m for m in forbidden if m in text and m not in asked)
         if leaked:
             problems.append(f"{label}: page {page_number + 1} holds {leaked}: {text}")
+        echoed = [f"{sent[:8]}…" for sent in case.never_shows if sent in text]
+        if echoed:
+            problems.append(f"{label}: the answer shows what the form carried: {echoed}")
+        if case.answer_check is not None:
+            problem = case.answer_check(response)
+            if problem:
+                problems.append(f"{label}: {problem}")
+        if case.same_status_without_key:
+            again = api.call(None, case.method, case.path, params=params or None, headers=case.headers, form=form)
+            requests += 1
+            if (again.status_code, without_code(again)) != (response.status_code, without_code(response)):
+                with_key, without_key = without_code(response)[:300], without_code(again)[:300]
+                problems.append(
+                    f"{label}: the Authorization header changed the answer: {response.status_code} {with_key!r} vs, "
+                    f"without it, {again.status_code} {without_key!r}"
+                )
         is_json = response.headers.get("content-type", "").startswith("application/json")
         body = response.json() if response.content and is_json else None
         if case.same_without_key:
-            anonymous = api.call(None, case.method, case.path, params=params or None, headers=case.headers)
+            anonymous = api.call(
+                None, case.method, case.path, params=params or None, body=case.body, headers=case.headers, form=form
+            )
             requests += 1
             if (anonymous.status_code, comparable_headers(anonymous), anonymous.content) != (
                 response.status_code,
@@ -1383,6 +1577,110 @@ def test_every_mcp_tool_shows_a_foreign_caller_what_its_route_shows(
         api.client.close()
     proof_counts.record("isolation mcp", cases=len(cases))
     assert not problems, "\n\n".join(problems)
+
+
+APPROVERS = ("owner", "admin")
+"""Whose key approves the grant: the owner's (mcp:call, read and write) or the tenant's `*` key (the admin's)."""
+
+
+@pytest.mark.parametrize("approver", APPROVERS)
+def test_an_access_token_acts_only_as_the_agent_whose_key_approved_it(
+    baton: BatonServe, world: World, approver: str
+) -> None:
+    # Given an access token of a grant approved on the consent form with the owner's key, or with the tenant's `*` key
+    # (whose grant holds no `*`: at most mcp:call and the checkpoint and lease scopes), and a key of that same agent
+    # without `*` holding what the grant holds besides mcp:call; and checkpoints of another agent and another tenant
+    api = Api(baton)
+    w = world
+    run = uuid.uuid4().hex[:8]
+    if approver == "owner":
+        approving, plain, agent = str(w.keys["owner-mcp"]["secret"]), str(w.secrets["owner"]), w.owner
+    else:
+        approving, agent = str(w.secrets["own_wildcard"]), w.admin
+        plain = api.mint(w, f"admin-plain-{run}", w.victim, w.admin, ["checkpoints:read", "checkpoints:write"])
+    tokens = OAuthFlow(api.client, client_id=w.oauth_client_id).grant(approving)
+    token = plant_secret(tokens["access_token"])
+    plant_secret(tokens["refresh_token"])
+    assert tokens["scope"] == OAUTH_SCOPE, tokens
+    subject = f"subject-oauth-{approver}-{run}"
+    intruder = api.save(w, f"oauth-intruder-{run}", w.secrets["other_agent"] or "", w.victim, w.intruder, subject,
+                        "task_state")  # fmt: skip
+    stranger = api.save(w, f"oauth-stranger-{run}", w.secrets["other_tenant"] or "", w.other, w.stranger, subject,
+                        "task_state")  # fmt: skip
+    shared = w.shared_subject
+    # What the tool is asked with the token, and the same request of its route with the agent's own key
+    cases: list[tuple[str, dict[str, Any], str, str, dict[str, Any] | None, Any]] = [
+        ("baton_checkpoint_get", {"checkpoint_id": w.checkpoints["victim-task_state"]}, "GET",
+         f"/v1/checkpoints/{w.checkpoints['victim-task_state']}", None, None),
+        ("baton_checkpoint_get", {"checkpoint_id": intruder}, "GET", f"/v1/checkpoints/{intruder}", None, None),
+        ("baton_checkpoint_get", {"checkpoint_id": stranger}, "GET", f"/v1/checkpoints/{stranger}", None, None),
+        ("baton_checkpoint_get", {"subject_id": subject, "kind": "task_state"}, "GET", "/v1/checkpoints",
+         {"subject_id": subject, "kind": "task_state"}, None),
+        ("baton_checkpoint_get", {"subject_id": subject, "kind": "task_state", "agent_id": w.intruder}, "GET",
+         "/v1/checkpoints", {"subject_id": subject, "kind": "task_state", "agent_id": w.intruder}, None),
+        ("baton_checkpoint_get", {"subject_id": shared, "kind": "task_state", "agent_id": w.owner}, "GET",
+         "/v1/checkpoints", {"subject_id": shared, "kind": "task_state", "agent_id": w.owner}, None),
+        ("baton_checkpoint_list", {"subject_id": shared}, "GET", f"/v1/subjects/{shared}/checkpoints", None, None),
+        ("baton_checkpoint_list", {"subject_id": subject}, "GET", f"/v1/subjects/{subject}/checkpoints", None, None),
+        ("baton_checkpoint_list", {"subject_id": shared, "agent_id": w.intruder}, "GET",
+         f"/v1/subjects/{shared}/checkpoints", {"agent_id": w.intruder}, None),
+        ("baton_resume", {"subject_id": shared}, "POST", "/v1/resume", None, {"subject_id": shared}),
+        ("baton_resume", {"subject_id": subject, "checkpoint_id": intruder}, "POST", "/v1/resume", None,
+         {"subject_id": subject, "checkpoint_id": intruder}),
+        ("baton_checkpoint_delete", {"checkpoint_id": intruder}, "DELETE", f"/v1/checkpoints/{intruder}", None, None),
+        ("baton_checkpoint_save", {"subject_id": subject, "kind": "task_state", "state": {"x": 1},
+                                   "agent_id": w.intruder}, "POST", "/v1/checkpoints", None,
+         {"subject_id": subject, "kind": "task_state", "state": {"x": 1}, "agent_id": w.intruder}),
+    ]  # fmt: skip
+    allowed = {(w.victim, None), (w.victim, agent)}
+    forbidden = {m for party, p in w.parties.items() if party not in allowed for m in p.markers}
+    problems: list[str] = []
+    try:
+        for number, (name, arguments, method, path, params, body) in enumerate(cases):
+            # When the tool is called with the access token, and its route with the agent's own key
+            message = mcp_message("tools/call", {"name": name, "arguments": arguments}, number + 1)
+            answer = api.call(token, "POST", "/mcp", body=message, headers=MCP_ACCEPT)
+            route = api.call(plain, method, path, params=params, body=body)
+            label = f"{approver}'s token: {name} {arguments}"
+            if answer.status_code != 200:
+                problems.append(f"{label}: /mcp answered {answer.status_code}: {answer.text}")
+                continue
+            # Then the tool shows exactly what the route shows that agent's key without `*`, and nothing of another
+            # agent's or tenant's
+            result = answer.json()["result"]
+            if route.status_code >= 400:
+                expected = route.json()["error"]
+            elif name == "baton_checkpoint_list":
+                expected = {"checkpoints": route.json()["data"], "next_cursor": route.json()["meta"]["next_cursor"]}
+            else:
+                expected = route.json()["data"]
+            if result["structuredContent"] != expected or result["isError"] != (route.status_code >= 400):
+                problems.append(f"{label}: the tool says {result}, the route {route.status_code} {route.text}")
+            asked = json.dumps(arguments)
+            leaked = sorted(m for m in forbidden if m in everything_in(answer) and m not in asked)
+            if leaked:
+                problems.append(f"{label}: the answer holds {leaked}: {answer.text}")
+        # And what it writes is its agent's own: a save naming no agent is that agent's, in the approving key's tenant
+        saved = api.call(token, "POST", "/mcp", body=mcp_message("tools/call", {
+            "name": "baton_checkpoint_save",
+            "arguments": {"subject_id": subject, "kind": "conversation", "state": {"by": "token"}},
+        }), headers=MCP_ACCEPT).json()["result"]  # fmt: skip
+        mine = api.call(plain, "GET", "/v1/checkpoints", params={"subject_id": subject, "kind": "conversation"})
+        # And the token is no key anywhere else; the other agent's and tenant's checkpoints are as they were
+        refused = api.call(token, "GET", "/v1/whoami")
+        still = [api.call(w.secrets[who], "GET", f"/v1/checkpoints/{checkpoint}").status_code
+                 for who, checkpoint in (("other_agent", intruder), ("other_tenant", stranger))]  # fmt: skip
+    finally:
+        api.client.close()
+    proof_counts.record("isolation oauth", cases=len(cases) + 3)
+    assert not problems, "\n\n".join(problems)
+    assert not saved["isError"], saved
+    assert saved["structuredContent"]["agent_id"] == agent, saved
+    assert mine.status_code == 200, mine.text
+    assert mine.json()["data"]["checkpoint_id"] == saved["structuredContent"]["checkpoint_id"]
+    assert refused.status_code == 401, refused.text
+    assert refused.json()["error"]["code"] == "UNAUTHENTICATED"
+    assert still == [200, 200]
 
 
 def test_a_revoked_key_manager_cannot_mint_or_revoke_from_a_container_that_cached_it(

@@ -1,5 +1,5 @@
 """The official MCP client (`mcp` 2.3) against `baton serve`, over HTTP with a bearer key, in its default mode (which
-probes `server/discover` and falls back to `initialize`) and in its legacy mode (`initialize` first)."""
+probes `server/discover` and then speaks 2026-07-28) and in its legacy mode (`initialize` first, 2025-11-25)."""
 
 from __future__ import annotations
 
@@ -40,6 +40,7 @@ async def conversation(url: str, secret: str, mode: str) -> dict[str, Any]:
     subject = f"mcp-{mode}-{uuid.uuid4().hex[:8]}"
     seen: dict[str, Any] = {}
     async with client(url, secret, mode) as session:
+        seen["version"] = session.protocol_version
         seen["tools"] = {tool.name for tool in (await session.list_tools()).tools}
 
         async def call(name: str, **arguments: Any) -> Any:
@@ -69,6 +70,8 @@ def test_the_official_client_lists_and_calls_every_tool(baton: BatonServe, mode:
     seen = asyncio.run(conversation(baton.url, baton.key, mode))
     proof_counts.record("mcp e2e", tool_calls=len(seen["calls"]))
     assert seen["tools"] == TOOLS
+    # The default mode probes server/discover and speaks the 2026-07-28 revision; the legacy one shakes hands.
+    assert seen["version"] == {"auto": "2026-07-28", "legacy": "2025-11-25"}[mode]
     checkpoint_id = seen["checkpoint_id"]
     assert seen["saved"].is_error is False
     assert seen["saved"].structured_content["revision"] == 1

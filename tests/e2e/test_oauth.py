@@ -7,11 +7,7 @@ nothing was granted."""
 from __future__ import annotations
 
 import asyncio
-import base64
-import hashlib
-import secrets
 import uuid
-from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Any
 from urllib.parse import parse_qs, urlencode, urlsplit
@@ -19,12 +15,12 @@ from urllib.parse import parse_qs, urlencode, urlsplit
 import httpx
 import pytest
 
+from tests.builders import OAUTH_REDIRECT as REDIRECT
+from tests.builders import pkce
 from tests.e2e.server_process import BatonServe
 from tests.proof_counts import record
 
 SUITE = "oauth (e2e)"
-REDIRECT = "http://127.0.0.1:9/callback"
-"""A loopback redirect URI (RFC 8252): nothing listens there; the tests read the 302's Location instead."""
 
 
 def issued_key(http: httpx.Client, agent: str, scopes: list[str]) -> str:
@@ -35,16 +31,10 @@ def issued_key(http: httpx.Client, agent: str, scopes: list[str]) -> str:
 
 
 @pytest.fixture
-def agent_key(http: httpx.Client) -> Iterator[tuple[str, str]]:
+def agent_key(http: httpx.Client) -> tuple[str, str]:
     """A new agent and its key, holding what the MCP tools under test need."""
     agent = f"oauth-{uuid.uuid4().hex[:10]}"
-    yield agent, issued_key(http, agent, ["mcp:call", "checkpoints:read", "checkpoints:write"])
-
-
-def pkce() -> tuple[str, str]:
-    verifier = secrets.token_urlsafe(48)
-    challenge = base64.urlsafe_b64encode(hashlib.sha256(verifier.encode()).digest()).rstrip(b"=").decode()
-    return verifier, challenge
+    return agent, issued_key(http, agent, ["mcp:call", "checkpoints:read", "checkpoints:write"])
 
 
 @dataclass
@@ -213,7 +203,7 @@ def test_the_official_client_discovers_registers_is_approved_and_saves_through_m
             page = await browser.get(url)
             pages.append(page.status_code)
             assert "Baton&#x27;s OAuth client" in page.text or "Baton's OAuth client" in page.text
-            params = dict((k, v[0]) for k, v in parse_qs(urlsplit(url).query).items())
+            params = {k: v[0] for k, v in parse_qs(urlsplit(url).query).items()}
             answer = await browser.post(
                 f"{baton.url}/oauth/authorize", data={**params, "key": key, "decision": "approve"}
             )
@@ -240,24 +230,29 @@ def test_the_official_client_discovers_registers_is_approved_and_saves_through_m
     )
     subject = f"oauth-{uuid.uuid4().hex[:10]}"
 
+    versions: list[str] = []
+
     async def session() -> tuple[list[str], Any, Any]:
-        async with httpx2.AsyncClient(auth=provider) as http:
-            async with Client(streamable_http_client(f"{baton.url}/mcp", http_client=http)) as mcp:
-                tools = await mcp.list_tools()
-                saved = await mcp.call_tool(
-                    "baton_checkpoint_save", {"subject_id": subject, "kind": "task_state", "state": {"step": 1}}
-                )
-                got = await mcp.call_tool("baton_checkpoint_get", {"subject_id": subject, "kind": "task_state"})
+        http = httpx2.AsyncClient(auth=provider)
+        async with http, Client(streamable_http_client(f"{baton.url}/mcp", http_client=http)) as mcp:
+            versions.append(mcp.protocol_version)
+            tools = await mcp.list_tools()
+            saved = await mcp.call_tool(
+                "baton_checkpoint_save", {"subject_id": subject, "kind": "task_state", "state": {"step": 1}}
+            )
+            got = await mcp.call_tool("baton_checkpoint_get", {"subject_id": subject, "kind": "task_state"})
         return [tool.name for tool in tools.tools], saved, got
 
     names, saved, got = asyncio.run(session())
     assert pages == [200]
+    assert versions == ["2026-07-28"]  # the default mode, over OAuth
     assert "baton_checkpoint_save" in names
     assert not saved.is_error, saved
     assert not got.is_error, got
     assert got.structured_content["state"] == {"step": 1}
     assert got.structured_content["agent_id"] == agent  # the grant acts for the approving key's agent
-    assert storage.tokens is not None and storage.tokens.access_token.startswith("bta_")
+    assert storage.tokens is not None
+    assert storage.tokens.access_token.startswith("bta_")
     record(SUITE, official_client_flows=1)
 
 

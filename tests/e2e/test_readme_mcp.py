@@ -1,6 +1,7 @@
 """The README's MCP set-up, client by client, against `baton serve`: the key its command line makes, and for each
 client's snippet the URL and `Authorization` header that client would send (its own placeholders filled in the way
-the client fills them), which must initialize an MCP session and list Baton's tools; and the Python snippet, run as printed."""
+the client fills them), which must initialize an MCP session and list Baton's tools; and the Python snippet, run as
+printed."""
 
 from __future__ import annotations
 

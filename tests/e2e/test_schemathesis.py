@@ -10,6 +10,8 @@ one, only slower; `make fuzz` is bounded by time, `BATON_FUZZ_SECONDS`, with a f
 It acts with a key of its own tenant, so what it writes never meets the other end-to-end tests.
 Some positive cases of the id routes are sent to real checkpoints, subjects and LangGraph threads of that tenant
 (tests/e2e/schemathesis_hooks.py), and each of those routes must have succeeded on one at least: a 404 proves nothing.
+So are some of OAuth's endpoints' (a registered client, a code or grant approved with that key): each must have
+succeeded, a code exchanged and a grant refreshed, a decision approved and one denied, each kind of token revoked.
 """
 
 from __future__ import annotations
@@ -61,16 +63,43 @@ REAL_SUCCESSES = (
     "GET /console 304",
     "GET /console/{asset} 200",
     "GET /console/{asset} 304",
+    "POST /oauth/register 201",
+    "GET /oauth/authorize 200",
+    "POST /oauth/authorize 302",
+    "POST /oauth/token 200",
+    "POST /oauth/revoke 200",
 )
 """The answers each route must have given a case sent to a real resource at least once."""
 ANSWERED = (
     "GET /console 200",
     "GET /console/{asset} 404",
     "GET /v1/whoami 200",
+    "GET /.well-known/oauth-protected-resource/mcp 200",
+    "GET /.well-known/oauth-protected-resource 200",
+    "GET /.well-known/oauth-authorization-server 200",
+    "GET /oauth/authorize 400",
+    "POST /oauth/token 400",
 )
 """Answers of routes without real resources that the run must have seen: the console's page, an unknown file of the
-console, and the calling key's identity (its refusal without a key is the `ignored_auth` check's, which every
-operation that needs a key gets, and the isolation matrix's)."""
+console, the calling key's identity (its refusal without a key is the `ignored_auth` check's, which every operation
+that needs a key gets, and the isolation matrix's), OAuth's discovery documents, the page for an unknown client and
+the token endpoint's OAuth error."""
+OAUTH_ANSWERS = (
+    "register 201",
+    "consent page 200",
+    "approve 302",
+    "deny 302",
+    "authorization_code 200",
+    "authorization_code access token at /mcp 200",
+    "refresh_token 200",
+    "refresh_token access token at /mcp 200",
+    "revoke refresh_token 200",
+    "revoke refresh_token: its refresh token 400",
+    "revoke access_token 200",
+    "revoke access_token: its refresh token 400",
+)
+"""What the real OAuth cases must have answered, and their follow-ups (tests/e2e/schemathesis_hooks.py): a code
+exchanged and a grant refreshed, each access token working at /mcp, and each kind of token revoking its grant."""
 
 
 @pytest.fixture(scope="module")
@@ -241,12 +270,14 @@ def test_schemathesis_finds_nothing_the_document_does_not_say(baton: BatonServe,
     operation_counts: dict[str, int] = counts.get("operations", {})
     real_counts: dict[str, int] = counts.get("real", {})
     resume_answers: dict[str, int] = counts.get("resume", {})
+    oauth_answers: dict[str, int] = counts.get("oauth", {})
     record("schemathesis headers", **{count_name(name): count for name, count in header_counts.items()})
     record("schemathesis cases", **{count_name(name): count for name, count in per_operation_totals(operation_counts)})
     record(
         "schemathesis real resources", **{count_name(name): count for name, count in per_operation_totals(real_counts)}
     )
     record("schemathesis real resumes", **resume_answers)
+    record("schemathesis real oauth", **{count_name(name): count for name, count in oauth_answers.items()})
     print(f"\nschemathesis {budget}: {json.dumps(report['test_cases'])}")
     print(f"request headers sent, and their answers: {json.dumps(dict(sorted(header_counts.items())))}")
     print("cases per operation, by answer:")
@@ -260,6 +291,7 @@ def test_schemathesis_finds_nothing_the_document_does_not_say(baton: BatonServe,
         print(f"  {operation}: {sum(answers.values())} {answers}; to real resources: {sum(real.values())} {real}")
     print(f"  methods the document does not declare: {sum(undeclared.values())} {dict(undeclared)}")
     print(f"  resumes of the real subject, by data.status: {resume_answers}")
+    print(f"  real OAuth requests and their follow-ups, by answer: {dict(sorted(oauth_answers.items()))}")
     # Then it found no failure and no error (the output names each, with a curl command to reproduce it)
     assert report["complete"], output
     assert failures == 0, f"schemathesis ({budget}) found failures:\n{output}"
@@ -276,5 +308,8 @@ def test_schemathesis_finds_nothing_the_document_does_not_say(baton: BatonServe,
     assert {answer.rpartition(" ")[0] for answer in ANSWERED} <= declared, "run `make openapi`"
     unseen = [answer for answer in ANSWERED if operation_counts.get(answer, 0) == 0]
     assert not unseen, f"no case answered {unseen}: {operation_counts}"
+    # and OAuth's flow went all the way, each way
+    missed_oauth = [answer for answer in OAUTH_ANSWERS if oauth_answers.get(answer, 0) == 0]
+    assert not missed_oauth, f"no real OAuth request answered {missed_oauth}: {oauth_answers}"
     assert not counts.get("problems"), counts["problems"]
     assert done.returncode == 0, output

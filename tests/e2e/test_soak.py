@@ -37,13 +37,19 @@ filter, and now and then a thread deleted. Each client is its threads' only writ
 tuple any read shows must be exactly the one its ledger holds, and after the run every thread lists exactly what
 was put into it (a deleted one answers 404).
 
+An OAuth client (`OAuthMcpClient`) is that MCP client as a hosted platform connects it: it registers, a person
+approves it on the consent form with a key of the operator's agent, it exchanges the code with PKCE, and then works
+the same slots through the tools with the access token (its writes join the ledger), now and then refreshing the
+grant (the refresh token rotates) or revoking it (its refresh token is then refused) and being approved again.
+
 The plain clients also ask `GET /v1/whoami`, each with a key of its own (the operator's tenant, agent and scopes),
 which must name that key whatever the others send at the same time, and fetch the console's files (issue 12), which
 must answer 200 (or 304 to the ETag they had) with the strict Content-Security-Policy.
 
-`make test` runs it for about 15 seconds on 6 threads, 3 lease workers, 1 MCP client and 2 LangGraph clients;
-`make soak` sets BATON_SOAK_SECONDS for a longer run (BATON_SOAK_THREADS, BATON_SOAK_LEASE_WORKERS,
-BATON_SOAK_MCP_WORKERS, BATON_SOAK_THREAD_WORKERS and BATON_SOAK_SEED tune it further).
+`make test` runs it for about 15 seconds on 6 threads, 3 lease workers, 1 MCP client, 1 OAuth client and 2
+LangGraph clients; `make soak` sets BATON_SOAK_SECONDS for a longer run (BATON_SOAK_THREADS,
+BATON_SOAK_LEASE_WORKERS, BATON_SOAK_MCP_WORKERS, BATON_SOAK_OAUTH_WORKERS, BATON_SOAK_THREAD_WORKERS and
+BATON_SOAK_SEED tune it further).
 """
 
 from __future__ import annotations
@@ -70,6 +76,8 @@ import rfc8785
 
 from tests import proof_counts
 from tests.e2e.log_audit import stop_audited
+from tests.e2e.oauth_flow import OAuthFlow
+from tests.e2e.planted import plant_secret
 from tests.e2e.server_process import BatonServe
 from tests.e2e.test_checkpoints import parse_time_ms
 
@@ -1107,6 +1115,122 @@ class McpClient(Client):
         self.judge_resume(data, arguments, slot, len(text.encode()), text)
 
 
+# --- an agent connected through OAuth, as hosted platforms connect ---------------------------------------------
+
+OAUTH_WORKERS = 1
+OAUTH_SCOPES = ("mcp:call", "checkpoints:read", "checkpoints:write", "checkpoints:delete")
+"""What the OAuth client asks for, and the approving key holds: the MCP client's tools (it deletes too)."""
+
+
+class OAuthMcpClient(McpClient):
+    """The MCP client as a hosted platform connects it: registered (RFC 7591), approved on the consent form with
+    `approving_key` (the operator's agent, holding `OAUTH_SCOPES`), its code exchanged with PKCE, and every tool call
+    made with the grant's access token. Beside the MCP client's operations it refreshes its grant (the refresh token
+    rotates; the new access token is used from then on) and revokes it (its refresh token is then refused, fresh from
+    the table) to be approved again. Its acknowledged writes join the ledger as `oauth mcp ...`."""
+
+    def __init__(
+        self, baton: BatonServe, ledger: Ledger, slots: list[Slot], number: int, seed: int, approving_key: str
+    ) -> None:
+        super().__init__(baton, ledger, slots, 100 + number, seed)
+        self.approving_key = approving_key
+        # OAuth's endpoints are public: their client sends no key, and counts its answers as every request here is.
+        plain = httpx.Client(base_url=baton.url, timeout=30, event_hooks={"response": [self.counted]})
+        self.flow = OAuthFlow(plain, scope=" ".join(OAUTH_SCOPES))
+        self.refresh_token = ""
+
+    def counted(self, response: httpx.Response) -> None:
+        """Count an OAuth endpoint's answer; a 5xx is a failure of the run."""
+        with self.ledger.lock:
+            self.ledger.statuses[response.status_code] += 1
+            if response.status_code >= 500:
+                response.read()
+                self.ledger.server_errors.append(
+                    f"{response.request.method} {response.request.url.path} -> {response.status_code} "
+                    f"{response.text[:500]}"
+                )
+
+    def operations(self) -> list[tuple[Callable[[Slot], None], int]]:
+        return [*super().operations(), (self.refresh_grant, 4), (self.revoke_grant, 1)]
+
+    def run(self, pace: Pace) -> None:
+        """Register and be approved, then the MCP client's run with the access token."""
+        try:
+            self.flow.register(client_name=f"soak client {self.number}")
+            self.ledger.count("oauth_registrations")
+            self.authorize(first=True)
+        except Exception:
+            self.ledger.problem(f"OAuth client {self.number} could not connect:\n{traceback.format_exc()}")
+            self.flow.http.close()
+            return
+        try:
+            super().run(pace)
+        finally:
+            self.flow.http.close()
+
+    def use(self, tokens: dict[str, Any]) -> None:
+        """Act with a token answer from now on (its secrets are the log audit's to look for)."""
+        if tokens.get("token_type") != "Bearer" or set(tokens.get("scope", "").split()) != set(OAUTH_SCOPES):
+            self.ledger.problem(
+                f"OAuth client {self.number} was given {tokens.get('token_type')} {tokens.get('scope')}"
+            )
+        self.http.headers["Authorization"] = f"Bearer {plant_secret(tokens['access_token'])}"
+        self.refresh_token = plant_secret(tokens["refresh_token"])
+
+    def authorize(self, first: bool = False) -> None:
+        """The person's part (the consent page, then the form approved with the key) and the client's (the code
+        exchanged with its verifier)."""
+        if first:
+            _, request = self.flow.authorization()
+            page = self.flow.http.get("/oauth/authorize", params=request)
+            if page.status_code != 200 or self.flow.client_id not in page.text or "location" in page.headers:
+                self.ledger.problem(f"the consent page answered {page.status_code}: {page.text[:300]}")
+        code, verifier = self.flow.code(self.approving_key)
+        answer = self.flow.exchange(code, verifier)
+        if answer.status_code != 200:
+            self.ledger.problem(f"OAuth client {self.number}: the code's exchange answered {answer.text[:300]}")
+            return
+        self.use(answer.json())
+        self.ledger.count("oauth_grants")
+
+    def refresh_grant(self, _: Slot) -> None:
+        """Refresh the grant: a new pair (the refresh token rotates), the new access token used from now on."""
+        answer = self.flow.refresh(self.refresh_token)
+        if answer.status_code != 200:
+            self.ledger.problem(f"OAuth client {self.number}: a refresh answered {answer.status_code}: {answer.text}")
+            return
+        tokens = answer.json()
+        if tokens["refresh_token"] == self.refresh_token:
+            self.ledger.problem(f"OAuth client {self.number}: a refresh gave the same refresh token again")
+        self.use(tokens)
+        self.ledger.count("oauth_refreshes")
+
+    def revoke_grant(self, _: Slot) -> None:
+        """Revoke the grant (by its access or its refresh token): its refresh token is refused from then on, read
+        fresh from the table; then approved again, a new grant."""
+        current = str(self.http.headers["Authorization"]).removeprefix("Bearer ")
+        token, hint = (current, "access_token") if self.rng.random() < 0.5 else (self.refresh_token, "refresh_token")
+        revoked = self.flow.revoke(token, hint if self.rng.random() < 0.5 else None)
+        if revoked.status_code != 200 or revoked.content:
+            self.ledger.problem(f"OAuth client {self.number}: a revocation answered {revoked.status_code}")
+        refused = self.flow.refresh(self.refresh_token)
+        if refused.status_code != 400 or refused.json().get("error") != "invalid_grant":
+            self.ledger.problem(f"a revoked grant's refresh token answered {refused.status_code}: {refused.text}")
+        self.ledger.count("oauth_revocations")
+        self.authorize()
+
+    def call(self, name: str, arguments: dict[str, Any]) -> tuple[dict[str, Any], str | None, str] | None:
+        answered = super().call(name, arguments)
+        if answered is not None:
+            self.ledger.count("oauth_tool_calls")
+        return answered
+
+    def tool_save(
+        self, slot: Slot, arguments: dict[str, Any], how: str, expected: int | None = None
+    ) -> tuple[Ack, dict[str, Any]] | None:
+        return super().tool_save(slot, arguments, f"oauth {how}", expected)
+
+
 # --- lease holders racing for work ------------------------------------------------------------------------------
 
 
@@ -1865,10 +1989,15 @@ def lease_checks(
 
 
 def shortfalls(
-    ledger: Ledger, leases: LeaseLedger, mcp_workers: int, lease_workers: int, thread_workers: int
+    ledger: Ledger,
+    leases: LeaseLedger,
+    mcp_workers: int,
+    lease_workers: int,
+    thread_workers: int,
+    oauth_workers: int = 0,
 ) -> list[str]:
     """What the clients have not yet shown: a run proves something only if they really collided, replayed, raced
-    for leases and worked through MCP and threads. Empty once the run has shown all of it."""
+    for leases and worked through MCP, OAuth and threads. Empty once the run has shown all of it."""
     with ledger.lock, leases.lock:
         outcomes = ledger.outcomes
         wanted = {
@@ -1887,6 +2016,12 @@ def shortfalls(
         if lease_workers:
             wanted["leases granted to two holders"] = len({g.holder for g in leases.grants}) >= 2
             wanted["a holder's write accepted"] = any(w.status == 200 and not w.stale for w in leases.writes)
+        if oauth_workers:
+            wanted["an OAuth grant"] = outcomes["oauth_grants"] > 0
+            wanted["a tool call with an access token"] = outcomes["oauth_tool_calls"] > 0
+            wanted["a write with an access token"] = any(a.how.startswith("oauth ") for a in ledger.acks)
+            wanted["an OAuth grant refreshed"] = outcomes["oauth_refreshes"] > 0
+            wanted["an OAuth grant revoked"] = outcomes["oauth_revocations"] > 0
         if thread_workers:
             wanted["a thread put"] = outcomes["thread_puts"] > 0
             wanted["a thread put_writes"] = outcomes["thread_writes"] > 0
@@ -1916,6 +2051,7 @@ def soak(baton: BatonServe, http: httpx.Client) -> None:
     lease_workers = int(os.environ.get("BATON_SOAK_LEASE_WORKERS") or LEASE_WORKERS)
     mcp_workers = int(os.environ.get("BATON_SOAK_MCP_WORKERS") or MCP_WORKERS)
     thread_workers = int(os.environ.get("BATON_SOAK_THREAD_WORKERS") or THREAD_WORKERS)
+    oauth_workers = int(os.environ.get("BATON_SOAK_OAUTH_WORKERS") or OAUTH_WORKERS)
     run = uuid.uuid4().hex[:12]
     # A few subjects, one with characters that need escaping in keys and paths, so that clients collide.
     subjects = [f"soak-{run}-a", f"soak-{run}-b/c#d", f"soak-{run}-é 日本"]
@@ -1928,12 +2064,14 @@ def soak(baton: BatonServe, http: httpx.Client) -> None:
         deadline=deadline,
         ceiling=deadline + OVERTIME_SECONDS,
         max_operations=int(seconds * OPERATIONS_PER_SECOND_PER_THREAD),
-        shortfalls=lambda: shortfalls(ledger, leases, mcp_workers, lease_workers, thread_workers),
+        shortfalls=lambda: shortfalls(ledger, leases, mcp_workers, lease_workers, thread_workers, oauth_workers),
     )
     keys = own_keys(http, threads, run)
     clients = [Client(baton, ledger, slots, number, seed, keys[number]) for number in range(threads)]
     clients += [LeaseWorker(baton, ledger, leases, shared, number, seed) for number in range(lease_workers)]
     clients += [McpClient(baton, ledger, slots, number, seed) for number in range(mcp_workers)]
+    approving = approving_key(http, run) if oauth_workers else ""
+    clients += [OAuthMcpClient(baton, ledger, slots, number, seed, approving) for number in range(oauth_workers)]
     thread_clients = [ThreadClient(baton, ledger, run, number, seed) for number in range(thread_workers)]
     clients += thread_clients
     workers = [threading.Thread(target=client.run, args=(pace,), name=f"soak-{client.number}") for client in clients]
@@ -1956,6 +2094,7 @@ def soak(baton: BatonServe, http: httpx.Client) -> None:
     requests = sum(ledger.statuses.values())
     checkpoints = len({a.checkpoint_id for a in ledger.acks})
     mcp_acks = sum(1 for a in ledger.acks if a.how.startswith("mcp "))
+    oauth_acks = sum(1 for a in ledger.acks if a.how.startswith("oauth "))
     proof_counts.record(
         "soak",
         requests=requests,
@@ -1984,6 +2123,11 @@ def soak(baton: BatonServe, http: httpx.Client) -> None:
         mcp_replays=ledger.outcomes["mcp_replays"],
         route_replays_of_tool_saves=ledger.outcomes["route_replays_of_tool_saves"],
         cross_replays=ledger.outcomes["cross_replays"],
+        oauth_grants=ledger.outcomes["oauth_grants"],
+        oauth_tool_calls=ledger.outcomes["oauth_tool_calls"],
+        oauth_writes_acknowledged=oauth_acks,
+        oauth_refreshes=ledger.outcomes["oauth_refreshes"],
+        oauth_revocations=ledger.outcomes["oauth_revocations"],
         thread_puts=ledger.outcomes["thread_puts"],
         thread_writes=ledger.outcomes["thread_writes"],
         thread_reads_checked=ledger.outcomes["thread_reads_checked"],
@@ -2004,6 +2148,11 @@ def soak(baton: BatonServe, http: httpx.Client) -> None:
         f"acknowledged, {ledger.outcomes['mcp_replays']} replays through the tool"
     )
     print(
+        f"soak OAuth: {oauth_workers} clients, {ledger.outcomes['oauth_grants']} grants, "
+        f"{ledger.outcomes['oauth_tool_calls']} tool calls with an access token, {oauth_acks} writes acknowledged, "
+        f"{ledger.outcomes['oauth_refreshes']} refreshes, {ledger.outcomes['oauth_revocations']} revocations"
+    )
+    print(
         f"soak threads: {thread_workers} clients, {ledger.outcomes['thread_puts']} puts, "
         f"{ledger.outcomes['thread_writes']} put_writes, {ledger.outcomes['thread_reads_checked']} tuples read back, "
         f"{ledger.outcomes['thread_deletes']} threads deleted"
@@ -2018,7 +2167,7 @@ def soak(baton: BatonServe, http: httpx.Client) -> None:
     assert not ledger.server_errors, f"5xx answers (seed {seed}):\n" + "\n".join(ledger.server_errors[:20])
     assert not problems, f"{len(problems)} problems (seed {seed}):\n" + "\n".join(problems[:40])
     # The run proves something only if the clients really collided (they went on past the deadline until they had).
-    missing = shortfalls(ledger, leases, mcp_workers, lease_workers, thread_workers)
+    missing = shortfalls(ledger, leases, mcp_workers, lease_workers, thread_workers, oauth_workers)
     assert not missing, f"after {elapsed:.0f} s the run had not shown {missing}: {ledger.statuses}, {ledger.outcomes}"
     # The probes after the run: a takeover on purpose, and a replay each way between the tool and the route.
     if lease_workers:
@@ -2042,6 +2191,16 @@ def own_keys(http: httpx.Client, clients: int, run: str) -> list[OwnKey]:
         data = created.json()["data"]
         keys.append(OwnKey(data["secret"], data["key_id"], data["tenant_id"], data["agent_id"]))
     return keys
+
+
+def approving_key(http: httpx.Client, run: str) -> str:
+    """The key a person signs in with on the consent form for the OAuth clients: the operator's agent (so that their
+    writes land in the slots the others write), holding what their tools need."""
+    agent = http.get("/v1/whoami").json()["data"]["agent_id"]
+    body = {"agent_id": agent, "scopes": list(OAUTH_SCOPES), "description": f"soak {run} OAuth approval"}
+    created = http.post("/v1/keys", json=body)
+    assert created.status_code == 201, created.text
+    return plant_secret(str(created.json()["data"]["secret"]))
 
 
 def takeover_probe(http: httpx.Client, ledger: Ledger) -> None:

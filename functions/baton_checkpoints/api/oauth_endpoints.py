@@ -176,7 +176,10 @@ class _Authorization:
         self.params = params
         self.origin = origin
         client_id = params.get("client_id")
-        client = services.oauth.client(client_id, now_ms) if client_id else None
+        if client_id is not None and client_id.startswith("https://"):
+            client: oauth.Client | None = services.client_documents.client(client_id)  # a metadata document
+        else:
+            client = services.oauth.client(client_id, now_ms) if client_id else None
         if client is None:
             raise OAuthError("invalid_client", "client_id is missing or names no registered client.", status=400)
         self.client = client

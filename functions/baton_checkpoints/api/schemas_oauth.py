@@ -92,3 +92,61 @@ TOKENS: Final = _closed(
         "scope": _STRING,
     },
 )
+
+
+def _form(title: str, description: str, fields: dict[str, dict[str, Any]], required: tuple[str, ...]) -> dict[str, Any]:
+    return {
+        "title": title,
+        "description": description,
+        "type": "object",
+        "properties": fields,
+        "required": list(required),
+    }
+
+
+_AUTHORIZATION_FIELDS: Final[dict[str, dict[str, Any]]] = {
+    "response_type": {"type": "string", "enum": ["code"]},
+    "client_id": {"type": "string", "description": "A registered client's id, or its metadata document's https URL"},
+    "redirect_uri": {"type": "string", "description": "One the client registered, exactly"},
+    "scope": {"type": "string", "description": "Space-separated; none asked is every grantable scope"},
+    "state": {"type": "string", "maxLength": 2000},
+    "code_challenge": {"type": "string", "pattern": "^[A-Za-z0-9_-]{43}$"},
+    "code_challenge_method": {"type": "string", "enum": ["S256"]},
+    "resource": {"type": "string", "description": "<origin>/mcp (the default)"},
+}
+AUTHORIZATION_QUERY: Final = [
+    {"name": name, "in": "query", "required": name in ("client_id", "response_type"), "schema": schema}
+    for name, schema in _AUTHORIZATION_FIELDS.items()
+]
+"""The consent page's query: an authorization request (RFC 6749 4.1.1, RFC 7636, RFC 8707)."""
+DECISION_FORM: Final = _form(
+    "ConsentDecision",
+    "The authorization request's parameters, the key of the person deciding, and the decision.",
+    {
+        **_AUTHORIZATION_FIELDS,
+        "key": {"type": "string", "description": "A Baton key holding mcp:call: the grant acts for its agent"},
+        "decision": {"type": "string", "enum": ["approve", "deny"]},
+    },
+    ("client_id", "response_type", "decision"),
+)
+TOKEN_FORM: Final = _form(
+    "TokenRequest",
+    "RFC 6749 4.1.3 (authorization_code, with the PKCE code_verifier) or 6 (refresh_token).",
+    {
+        "grant_type": {"type": "string", "enum": ["authorization_code", "refresh_token"]},
+        "client_id": _STRING,
+        "code": _STRING,
+        "code_verifier": {"type": "string", "pattern": "^[A-Za-z0-9._~-]{43,128}$"},
+        "redirect_uri": _STRING,
+        "resource": _STRING,
+        "refresh_token": _STRING,
+        "scope": _STRING,
+    },
+    ("grant_type", "client_id"),
+)
+REVOCATION_FORM: Final = _form(
+    "RevocationRequest",
+    "RFC 7009 2.1: an access or refresh token; its whole grant is revoked.",
+    {"token": _STRING, "token_type_hint": {"type": "string", "enum": ["access_token", "refresh_token"]}},
+    ("token",),
+)

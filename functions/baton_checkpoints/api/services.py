@@ -33,6 +33,7 @@ from baton_checkpoints.store.threads import ThreadStore
 if TYPE_CHECKING:
     from mypy_boto3_dynamodb import DynamoDBClient
 
+    from baton_checkpoints.store.client_documents import ClientDocuments
     from baton_checkpoints.store.oauth import OAuthStore
 
 SERVICES_CONTEXT: Final = "services"
@@ -78,6 +79,14 @@ class Services:
         """OAuth clients, codes, tokens and grants (for `/mcp`), on the same table and client: made by the first
         OAuth request (its module stays off a save's cold start)."""
         return oauth_store(self.dynamodb, self.settings.table_name)
+
+    @cached_property
+    def client_documents(self) -> "ClientDocuments":
+        """OAuth clients described by a metadata document at their https id, fetched within bounds; a loopback
+        address is allowed only where clients call plain http (`baton serve`)."""
+        from baton_checkpoints.store.client_documents import ClientDocuments
+
+        return ClientDocuments(loopback=self.settings.origin_scheme == "http")
 
 
 def oauth_store(client: "DynamoDBClient", table_name: str) -> "OAuthStore":

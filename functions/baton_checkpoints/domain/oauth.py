@@ -117,7 +117,7 @@ def authorization_server_metadata(origin: str) -> dict[str, object]:
         "token_endpoint_auth_methods_supported": ["none"],
         "revocation_endpoint_auth_methods_supported": ["none"],
         "code_challenge_methods_supported": ["S256"],
-        "client_id_metadata_document_supported": False,
+        "client_id_metadata_document_supported": True,
         "authorization_response_iss_parameter_supported": True,
     }
 
@@ -184,6 +184,73 @@ class Client:
         if requested not in self.redirect_uris:
             raise OAuthError("invalid_request", "redirect_uri is not one this client registered (compared exactly).")
         return requested
+
+
+MAX_CLIENT_DOCUMENT_BYTES: Final = 5 * 1024
+"""The largest client metadata document read (the draft's own bound)."""
+
+
+def check_client_document_url(client_id: str) -> str:
+    """A client id that is a Client ID Metadata Document's URL: https, a host, a path beyond `/`, no fragment, no
+    user name or password (draft-ietf-oauth-client-id-metadata-document)."""
+    parts = urlsplit(client_id)
+    if (
+        len(client_id) > MAX_URI_CHARS
+        or parts.scheme != "https"
+        or not parts.hostname
+        or parts.path in ("", "/")
+        or parts.fragment
+        or "#" in client_id
+        or parts.username is not None
+        or parts.password is not None
+        or any(ord(c) < 0x21 or ord(c) == 0x7F for c in client_id)
+    ):
+        raise OAuthError(
+            "invalid_client",
+            "client_id, as a URL, must be https with a host and a path, without a fragment or credentials, at most "
+            f"{MAX_URI_CHARS} characters.",
+        )
+    return client_id
+
+
+def client_from_document(client_id: str, document: object) -> Client:
+    """The client a metadata document describes: it must name itself (`client_id` equal to its URL), list its
+    redirect URIs, and be a public client."""
+    if not isinstance(document, dict):
+        raise OAuthError("invalid_client", "The client's metadata document must be a JSON object.")
+    if document.get("client_id") != client_id:
+        raise OAuthError("invalid_client", "The client's metadata document must name its own URL as client_id.")
+    uris = document.get("redirect_uris")
+    if not isinstance(uris, list) or not uris or not all(isinstance(u, str) for u in uris):
+        raise OAuthError("invalid_client", "The client's metadata document must list redirect_uris (strings).")
+    if len(uris) > MAX_REDIRECT_URIS:
+        raise OAuthError(
+            "invalid_client", f"The client's metadata document lists over {MAX_REDIRECT_URIS} redirect_uris."
+        )
+    try:
+        checked = tuple(check_redirect_uri(u, f"/redirect_uris/{i}") for i, u in enumerate(uris))
+    except OAuthError as refused:
+        raise OAuthError("invalid_client", f"The client's metadata document: {refused.description}") from None
+    method = document.get("token_endpoint_auth_method", "none")
+    if method != "none":
+        raise OAuthError("invalid_client", "The client's metadata document must say token_endpoint_auth_method none.")
+    name = document.get("client_name")
+    if name is not None and (not isinstance(name, str) or len(name) > MAX_CLIENT_NAME_CHARS):
+        name = None  # a name is shown to a person: an unusable one is left out, never trusted
+    return Client(client_id=client_id, redirect_uris=checked, client_name=name, created_ms=0)
+
+
+def allowed_address(address: str, loopback: bool) -> bool:
+    """True when a client's metadata document may be fetched from `address`: a public address (never private,
+    link-local, shared, multicast, reserved or unspecified); a loopback one only where `loopback` (`baton serve`)."""
+    import ipaddress  # only a metadata document's fetch judges an address
+
+    ip = ipaddress.ip_address(address.split("%", 1)[0])
+    if isinstance(ip, ipaddress.IPv6Address) and ip.ipv4_mapped is not None:
+        ip = ip.ipv4_mapped
+    if ip.is_loopback:
+        return loopback
+    return ip.is_global and not ip.is_multicast
 
 
 def new_client_id() -> str:

@@ -11,6 +11,7 @@ grants. Every item expires by TTL; every check of a secret is one consistent Get
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import TYPE_CHECKING, Any, cast
 
 from baton_checkpoints.domain.access import hash_secret
@@ -29,7 +30,14 @@ from baton_checkpoints.domain.oauth import (
 )
 from baton_checkpoints.store import layout, schema
 from baton_checkpoints.store.attributes import Item, from_item, names_in, to_attr, to_item
-from baton_checkpoints.store.errors import Failure, cancellation_reasons, classify, reraise, translated_errors
+from baton_checkpoints.store.errors import (
+    Failure,
+    cancellation_reasons,
+    classify,
+    reraise,
+    translated_errors,
+    was_retried,
+)
 from baton_checkpoints.store.items import ttl_epoch
 
 if TYPE_CHECKING:
@@ -153,7 +161,11 @@ class OAuthStore:
             {"Put": {"TableName": self._table, "Item": self._grant_item(grant_id, approval, access, refresh, now_ms)}},
             *self._pair_puts(grant_id, approval, access, refresh, now_ms),
         ]
-        self._transact(writes, on_refusal=lambda reasons: OAuthError("invalid_grant", _INVALID_GRANT))
+        self._transact(
+            writes,
+            on_refusal=lambda reasons: OAuthError("invalid_grant", _INVALID_GRANT),
+            landed=lambda: (self.code(code) or found).grant_id == grant_id,
+        )
 
     # ---- tokens -------------------------------------------------------------------------------------------------
 
@@ -216,7 +228,11 @@ class OAuthStore:
             *self._pair_puts(found.grant_id, approval, access, refresh, now_ms),
             {"Delete": {"TableName": self._table, "Key": layout.oauth_secret_key(old_access)}},
         ]
-        self._transact(writes, on_refusal=lambda reasons: OAuthError("invalid_grant", _INVALID_GRANT))
+        self._transact(
+            writes,
+            on_refusal=lambda reasons: OAuthError("invalid_grant", _INVALID_GRANT),
+            landed=lambda: self._grant_names(grant_key, hash_secret(refresh)),
+        )
 
     # ---- grants -------------------------------------------------------------------------------------------------
 
@@ -258,6 +274,12 @@ class OAuthStore:
         return False  # pragma: no cover - three refreshes of one grant within one revoke
 
     # ---- plumbing -----------------------------------------------------------------------------------------------
+
+    def _grant_names(self, grant_key: Item, refresh_hash: str) -> bool:
+        """True when the grant's live refresh token is the one of that hash (a rotation to it landed)."""
+        with translated_errors():
+            grant = self._client.get_item(TableName=self._table, Key=grant_key, ConsistentRead=True).get("Item")
+        return grant is not None and grant.get("refresh_hash", {}).get("S") == refresh_hash
 
     def _secret(self, secret: str, kind: str) -> dict[str, Any] | None:
         with translated_errors():
@@ -309,12 +331,19 @@ class OAuthStore:
             )
         return puts
 
-    def _transact(self, writes: list[dict[str, Any]], on_refusal: Any) -> None:
+    def _transact(
+        self, writes: list[dict[str, Any]], on_refusal: Any, landed: Callable[[], bool] | None = None
+    ) -> None:
+        """One TransactWriteItems. A refusal is `on_refusal`, unless `landed` says the refused transaction is this
+        one's own, already applied: the SDK sent it again after an answer that was lost, and DynamoDB (or an
+        emulator that ignores the request token) judged the second copy against the first's writes."""
         with translated_errors():
             try:
                 self._client.transact_write_items(TransactItems=cast(Any, writes))
             except Exception as exc:
                 if classify(exc) is Failure.CONDITION_FAILED:
+                    if landed is not None and was_retried(exc) and landed():
+                        return
                     raise on_refusal(cancellation_reasons(exc)) from None
                 reraise(exc)
 

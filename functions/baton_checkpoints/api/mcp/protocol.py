@@ -7,7 +7,13 @@ request, answered with `application/json` (never a stream, never a session).
   HTTP 400 and `id: null` (the streamable HTTP transport's answer to input it cannot accept);
 - an `Accept` header that allows no `application/json` is 406, an `MCP-Protocol-Version` header naming a version
   this server does not speak 400, both with a JSON-RPC error too, so an MCP client shows them as errors;
-- `server/discover` (the 2026-07-28 probe) is -32601, which makes today's clients fall back to `initialize`.
+- dual-era, as the official SDK serves it: a request whose `MCP-Protocol-Version` header is absent or a 2025
+  revision takes the handshake path (`initialize`, `ping`, `tools/list`, `tools/call`); any other header value takes
+  the 2026-07-28 path, where each request carries its own envelope (`params._meta`: protocol version and client
+  capabilities), the `MCP-Protocol-Version`, `Mcp-Method` and `Mcp-Name` headers must match the body (-32020), a
+  version this server does not speak is -32022 naming those it does, `server/discover` says what the server is,
+  results carry `resultType` (and lists `ttlMs` and `cacheScope`), and an error's HTTP status follows the code (400;
+  404 for an unknown method).
 """
 
 from __future__ import annotations
@@ -32,7 +38,24 @@ from baton_checkpoints.domain.canonical import parse_strict
 from baton_checkpoints.domain.errors import ResponseTooLarge, ValidationFailed, clip
 
 PROTOCOL_VERSIONS = ("2025-11-25", "2025-06-18", "2025-03-26")
-"""The protocol versions this server speaks, newest first; `initialize` answers the client's when it is one."""
+"""The handshake-era versions this server speaks, newest first; `initialize` answers the client's when it is one."""
+MODERN_VERSIONS = ("2026-07-28",)
+"""The per-request-envelope versions this server speaks (`server/discover` lists them)."""
+LIST_TTL_MS = 3_600_000
+"""How long a client may keep the tool list and the discovery result: they change only with a deployment."""
+HEADER_MISMATCH = -32020
+UNSUPPORTED_PROTOCOL_VERSION = -32022
+MODERN_STATUS = {
+    mcp.PARSE_ERROR: 400,
+    mcp.INVALID_REQUEST: 400,
+    mcp.INVALID_PARAMS: 400,
+    HEADER_MISMATCH: 400,
+    UNSUPPORTED_PROTOCOL_VERSION: 400,
+    mcp.METHOD_NOT_FOUND: 404,
+}
+"""The HTTP status of a JSON-RPC error on the 2026-07-28 path (the transport's table); others answer 200."""
+NAMED_BY = {"tools/call": "name"}
+"""The methods whose `Mcp-Name` header mirrors a body parameter (prompts and resources: Baton serves none)."""
 SERVER_NAME = "baton"
 MCP_ROUTE = "/mcp"
 INSTRUCTIONS = (
@@ -67,17 +90,19 @@ class Answer:
 class Refused(Exception):
     """A JSON-RPC error answer."""
 
-    def __init__(self, code: int, message: str, status: int = 200) -> None:
+    def __init__(self, code: int, message: str, status: int = 200, data: Any = None) -> None:
         super().__init__(message)
         self.code = code
         self.message = message
         self.status = status
+        self.data = data
 
 
 def answer(body: str | bytes, headers: Mapping[str, str], caller: Caller) -> Answer:
     """The answer to one POST of a JSON-RPC message (`headers` with lower-case names)."""
     request_id: str | int | None = None
     result: BaseModel
+    modern = False
     try:
         if not accepts_json(headers.get("accept")):
             raise Refused(mcp.INVALID_REQUEST, "Not Acceptable: the Accept header must allow application/json.", 406)
@@ -86,12 +111,18 @@ def answer(body: str | bytes, headers: Mapping[str, str], caller: Caller) -> Ans
         if "id" not in message:
             return Answer(202, None)  # a notification: accepted, nothing to answer
         request_id = message["id"]
-        _check_version_header(headers.get("mcp-protocol-version"), method)
-        result = _respond(method, message.get("params") or {}, caller)
+        header = headers.get("mcp-protocol-version")
+        if header is None or header in PROTOCOL_VERSIONS:
+            result = _respond(method, message.get("params") or {}, caller)
+        else:
+            modern = True
+            _check_envelope(message, headers)
+            result = _respond_modern(method, message.get("params") or {}, caller)
     except Refused as refused:
-        error = mcp.ErrorData(code=refused.code, message=refused.message)
+        status = MODERN_STATUS.get(refused.code, refused.status) if modern else refused.status
+        error = mcp.ErrorData(code=refused.code, message=refused.message, data=refused.data)
         reply = mcp.JSONRPCError(jsonrpc="2.0", id=request_id, error=error)
-        return Answer(refused.status, _dump(reply))
+        return Answer(status, _dump(reply))
     except ArgumentsRefused as refused:
         result = _failed(refused.failed)
         return Answer(200, _dump(mcp.JSONRPCResponse(jsonrpc="2.0", id=refused.request_id, result=_dump(result))))
@@ -180,12 +211,93 @@ def _refuse_arguments(body: str | bytes, failed: ValidationFailed) -> None:
     raise ArgumentsRefused(request_id, ValidationFailed(rebased, failed.more))
 
 
-def _check_version_header(version: str | None, method: str) -> None:
-    if version is None or method in ("initialize", "server/discover") or version in PROTOCOL_VERSIONS:
-        return
-    supported = ", ".join(PROTOCOL_VERSIONS)
-    raise Refused(
-        mcp.INVALID_REQUEST, f"Unsupported MCP-Protocol-Version {version[:40]!r}; this server speaks {supported}.", 400
+def _check_envelope(message: dict[str, Any], headers: Mapping[str, str]) -> None:
+    """A 2026-07-28 request's own envelope, checked in the order the official SDK checks it: `params._meta` holds
+    the protocol version and the client's capabilities (-32602); the `MCP-Protocol-Version`, `Mcp-Method` and
+    `Mcp-Name` headers say what the body says (-32020); and the version is one this server speaks (-32022, with
+    the versions it does)."""
+    params = message.get("params")
+    meta = params.get("_meta") if isinstance(params, dict) else None
+    if not isinstance(meta, dict):
+        raise Refused(
+            mcp.INVALID_PARAMS,
+            f"Invalid params: /params/_meta must be an object carrying {mcp.PROTOCOL_VERSION_META_KEY!r} and "
+            f"{mcp.CLIENT_CAPABILITIES_META_KEY!r} (a 2026-07-28 request carries its own envelope).",
+        )
+    missing = [k for k in (mcp.PROTOCOL_VERSION_META_KEY, mcp.CLIENT_CAPABILITIES_META_KEY) if k not in meta]
+    if missing:
+        raise Refused(mcp.INVALID_PARAMS, f"Invalid params: /params/_meta lacks {', '.join(missing)}.")
+    if not isinstance(meta[mcp.CLIENT_CAPABILITIES_META_KEY], dict):
+        raise Refused(
+            mcp.INVALID_PARAMS, f"Invalid params: /params/_meta/{mcp.CLIENT_CAPABILITIES_META_KEY} must be an object."
+        )
+    version = meta[mcp.PROTOCOL_VERSION_META_KEY]
+    if headers.get("mcp-protocol-version") != version:
+        raise Refused(
+            HEADER_MISMATCH, "Header mismatch: MCP-Protocol-Version differs from /params/_meta's protocol version."
+        )
+    method = message["method"]
+    if headers.get("mcp-method") != method:
+        raise Refused(HEADER_MISMATCH, "Header mismatch: Mcp-Method differs from the body's method.")
+    named = NAMED_BY.get(method)
+    body_name = params.get(named) if named is not None and isinstance(params, dict) else None
+    if body_name is not None and header_value(headers.get("mcp-name")) != body_name:
+        raise Refused(HEADER_MISMATCH, f"Header mismatch: Mcp-Name differs from the body's /params/{named}.")
+    if not isinstance(version, str):
+        raise Refused(mcp.INVALID_PARAMS, "Invalid params: the protocol version in /params/_meta must be a string.")
+    if version not in MODERN_VERSIONS:
+        raise Refused(
+            UNSUPPORTED_PROTOCOL_VERSION,
+            f"Unsupported protocol version {version[:40]!r}; this server speaks {', '.join(MODERN_VERSIONS)} "
+            f"(and {', '.join(PROTOCOL_VERSIONS)} through initialize).",
+            data={"supported": [*MODERN_VERSIONS, *PROTOCOL_VERSIONS], "requested": version},
+        )
+
+
+def header_value(value: str | None) -> str | None:
+    """An MCP header's value: as sent, or decoded from its `=?base64?…?=` form (how a value that is not plain
+    printable ASCII travels); None for a malformed one, which then matches nothing."""
+    if value is None or not (value.startswith("=?base64?") and value.endswith("?=")):
+        return value
+    import base64
+    import binascii
+
+    payload = value[len("=?base64?") : -len("?=")]
+    try:
+        decoded = base64.b64decode(payload, validate=True)
+        if base64.b64encode(decoded).decode("ascii") != payload:
+            return None  # not the one canonical form a sender writes
+        return decoded.decode("utf-8")
+    except (binascii.Error, UnicodeDecodeError):
+        return None
+
+
+def _respond_modern(method: str, params: dict[str, Any], caller: Caller) -> BaseModel:
+    """The 2026-07-28 methods: every result carries `resultType`, lists their caching directives."""
+    if method == "server/discover":
+        return _discover()
+    if method == "ping":
+        return mcp.EmptyResult(result_type="complete")
+    if method == "tools/list":
+        tools = [_tool(spec) for spec in catalogue().values()]
+        # The same tools for every caller (a tool the key lacks the scope of answers isError when called).
+        return mcp.ListToolsResult(tools=tools, ttl_ms=LIST_TTL_MS, cache_scope="public", result_type="complete")
+    if method == "tools/call":
+        called = _call(params, caller)
+        return called.model_copy(update={"result_type": "complete"})
+    raise Refused(mcp.METHOD_NOT_FOUND, f"Method not found: {method[:100]}.")
+
+
+def _discover() -> mcp.DiscoverResult:
+    info = mcp.Implementation(name=SERVER_NAME, title="Baton", version=__version__)
+    return mcp.DiscoverResult(
+        supported_versions=[*MODERN_VERSIONS, *PROTOCOL_VERSIONS],
+        capabilities=mcp.ServerCapabilities(tools=mcp.ToolsCapability(list_changed=False)),
+        instructions=INSTRUCTIONS,
+        ttl_ms=LIST_TTL_MS,
+        cache_scope="public",
+        result_type="complete",
+        _meta={mcp.SERVER_INFO_META_KEY: info.model_dump(mode="json", by_alias=True, exclude_none=True)},
     )
 
 

@@ -95,11 +95,16 @@ def _documented() -> dict[int, Any]:
     documented[202] = {"description": "A notification, accepted: no body", "content": {}}
     documented[400] = {
         "description": (
-            "A body that is not JSON (-32700), or not one JSON-RPC request or notification (-32600), or an "
-            "MCP-Protocol-Version this server does not speak (-32600): a JSON-RPC error with id null (a body that "
-            "is not UTF-8 is the contract's VALIDATION_ERROR)"
+            "A body that is not JSON (-32700), or not one JSON-RPC request or notification (-32600): a JSON-RPC "
+            "error with id null; on the 2026-07-28 path also a missing or malformed _meta envelope or bad params "
+            "(-32602), headers that differ from the body (-32020) and an unsupported version (-32022, data naming "
+            "the supported ones), with the request's id. A body that is not UTF-8 is the contract's VALIDATION_ERROR"
         ),
         "content": {JSON: {"schema": {"anyOf": [_JSONRPC_ERROR, {"$ref": "#/components/schemas/ErrorEnvelope"}]}}},
+    }
+    documented[404] = {
+        "description": "On the 2026-07-28 path, a method this server does not serve: a JSON-RPC error (-32601)",
+        "content": {JSON: {"schema": _JSONRPC_ERROR}},
     }
     documented[406] = {
         "description": "The Accept header allows no application/json: a JSON-RPC error (-32600)",
@@ -112,9 +117,13 @@ def _documented() -> dict[int, Any]:
     "/mcp",
     summary="MCP (streamable HTTP, stateless, JSON answers)",
     description=(
-        "The Model Context Protocol over streamable HTTP: initialize, ping, tools/list and tools/call, answered "
-        "with application/json; notifications answer 202. Tools: baton_checkpoint_save, baton_checkpoint_get, "
-        "baton_checkpoint_list, baton_checkpoint_delete, baton_resume, baton_lease_acquire, baton_lease_release; "
+        "The Model Context Protocol over streamable HTTP, dual-era: the 2026-07-28 revision (server/discover, the "
+        "per-request _meta envelope, MCP-Protocol-Version, Mcp-Method and Mcp-Name headers checked against the body: "
+        "-32020; an unsupported version -32022) when MCP-Protocol-Version names no 2025 revision, else the 2025 "
+        "handshake (initialize); ping, tools/list and tools/call on both, answered with application/json; "
+        "notifications answer 202. Credentials: a key, or an OAuth access token bound to this origin's /mcp. "
+        "Tools: baton_checkpoint_save, baton_checkpoint_get, baton_checkpoint_list, baton_checkpoint_delete, "
+        "baton_resume, baton_lease_acquire, baton_lease_release; "
         "each needs the scope of the route it stands for besides mcp:call, and a failing one answers isError with "
         "the route's {code, message}. No session (no Mcp-Session-Id): GET and DELETE /mcp answer 405. An "
         "Idempotency-Key header is not used (save and lease_acquire take an idempotency_key argument)."

@@ -14,26 +14,39 @@ from baton_checkpoints.api.openapi import OAUTH_ERROR_REF, responses
 from baton_checkpoints.api.resolver import FORM, FORM_BODY_EXTENSION, PUBLIC, RAW_BODY_EXTENSION, CurrentCall
 from baton_checkpoints.api.responses import JSON
 from baton_checkpoints.api.schemas_oauth import (
+    AUTHORIZATION_QUERY,
     AUTHORIZATION_SERVER,
     CLIENT_INFORMATION,
     CLIENT_REGISTRATION,
+    DECISION_FORM,
     PROTECTED_RESOURCE,
+    REVOCATION_FORM,
+    TOKEN_FORM,
     TOKENS,
 )
 from baton_checkpoints.api.services import Wired
 
 router = Router()
 
-_FORM_BODY = {"required": True, "content": {FORM: {"schema": {"type": "object"}}}}
+
+def _form_body(schema: dict[str, Any]) -> dict[str, Any]:
+    return {"required": True, "content": {FORM: {"schema": schema}}}
+
+
+_FORM_MEDIA_TYPE = {415: "UNSUPPORTED_MEDIA_TYPE: the body is not application/x-www-form-urlencoded"}
 
 
 def _documented(
-    answers: dict[int, tuple[str, Any]], errors: tuple[int, ...] = (), oauth_errors: dict[int, str] | None = None
+    answers: dict[int, tuple[str, Any]],
+    errors: tuple[int, ...] = (),
+    oauth_errors: dict[int, str] | None = None,
+    form: bool = False,
 ) -> dict[int, OpenAPIResponse]:
     """An OAuth route's answers: JSON documents (a JSON Schema), pages (`str`: HTML), bodiless answers (None), the
     contract's envelope for what the gate refuses (`errors`: media type, size, a malformed query or Host, 503), and
-    OAuth's error object for the route's own refusals (`oauth_errors`), which a 400 may also be an envelope of."""
-    documented: dict[int, Any] = dict(responses({}, errors))
+    OAuth's error object for the route's own refusals (`oauth_errors`), which a 400 may also be an envelope of. A
+    `form` route's 415 names the form's media type."""
+    documented: dict[int, Any] = dict(responses({}, errors, described=_FORM_MEDIA_TYPE if form else None))
     for status, (description, model) in answers.items():
         if model is None and status == 302:
             location = {"description": "The client's registered redirect_uri, with the answer in its query"}
@@ -52,6 +65,25 @@ def _documented(
         either = [{"$ref": OAUTH_ERROR_REF}, {"$ref": "#/components/schemas/ErrorEnvelope"}]
         schema = {"anyOf": either} if status in documented else {"$ref": OAUTH_ERROR_REF}
         documented[status] = {"description": description, "content": {JSON: {"schema": schema}}}
+    return cast(dict[int, OpenAPIResponse], documented)
+
+
+def _pages(answers: dict[int, tuple[str, Any]], errors: tuple[int, ...]) -> dict[int, OpenAPIResponse]:
+    """The authorization endpoint's answers (pages, redirects), and the contract's envelope for what the gate refuses
+    before the route reads the request (`errors`: a query whose encoding is broken (400), the form's media type and
+    size, and 503). A status that is both (400) is a page or the envelope."""
+    documented: dict[int, Any] = dict(_documented(answers))
+    for status, envelope in responses({}, errors, described=_FORM_MEDIA_TYPE).items():
+        page = documented.get(status)
+        if page is None:
+            documented[status] = envelope
+        else:
+            content = {**page["content"], **cast(dict[str, Any], envelope)["content"]}
+            documented[status] = {
+                **page,
+                "description": f"{page['description']}; or the gate's envelope",
+                "content": content,
+            }
     return cast(dict[int, OpenAPIResponse], documented)
 
 
@@ -134,15 +166,15 @@ def register(call: CurrentCall, request: Request, services: Wired) -> Response[s
         "client or an unregistered redirect_uri is a page saying so, never a redirect; any other error goes back "
         "to the client's redirect_uri (RFC 6749, 4.1.2.1)."
     ),
-    openapi_extensions=PUBLIC,
-    responses={
-        200: {"description": "The consent page", "content": {"text/html": {"schema": {"type": "string"}}}},
-        302: {"description": "An error sent back to the client", "content": {}},
-        400: {
-            "description": "An unknown client or redirect URI",
-            "content": {"text/html": {"schema": {"type": "string"}}},
+    openapi_extensions={**PUBLIC, "parameters": AUTHORIZATION_QUERY},
+    responses=_pages(
+        {
+            200: ("The consent page", str),
+            302: ("An error sent back to the client", None),
+            400: ("An unknown client or redirect URI, or a repeated parameter (a page)", str),
         },
-    },
+        (400, 503),
+    ),
     tags=["oauth"],
 )
 def authorize_page(call: CurrentCall, request: Request, services: Wired) -> Response[str]:
@@ -164,17 +196,17 @@ def authorize_page(call: CurrentCall, request: Request, services: Wired) -> Resp
     openapi_extensions={
         **PUBLIC,
         FORM_BODY_EXTENSION: True,
-        "requestBody": {"required": True, "content": {FORM: {"schema": {"type": "object"}}}},
+        "requestBody": _form_body(DECISION_FORM),
     },
-    responses={
-        302: {"description": "The decision, sent back to the client", "content": {}},
-        400: {
-            "description": "An unknown client or redirect URI",
-            "content": {"text/html": {"schema": {"type": "string"}}},
+    responses=_pages(
+        {
+            302: ("The decision, sent back to the client", None),
+            400: ("An unknown client or redirect URI, a malformed form, or no decision (a page)", str),
+            401: ("The key does not work (the page again)", str),
+            403: ("The key lacks mcp:call (the page again)", str),
         },
-        401: {"description": "The key does not work", "content": {"text/html": {"schema": {"type": "string"}}}},
-        403: {"description": "The key lacks mcp:call", "content": {"text/html": {"schema": {"type": "string"}}}},
-    },
+        (400, 413, 415, 503),
+    ),
     tags=["oauth"],
 )
 def authorize_decision(call: CurrentCall, request: Request, services: Wired) -> Response[str]:
@@ -192,11 +224,12 @@ def authorize_decision(call: CurrentCall, request: Request, services: Wired) -> 
         "(refresh_token, client_id): a Bearer access token for /mcp and a refresh token, which rotates on each use "
         "(a reused one revokes its grant). Errors are RFC 6749's."
     ),
-    openapi_extensions={**PUBLIC, FORM_BODY_EXTENSION: True, "requestBody": _FORM_BODY},
+    openapi_extensions={**PUBLIC, FORM_BODY_EXTENSION: True, "requestBody": _form_body(TOKEN_FORM)},
     responses=_documented(
         {200: ("The tokens", TOKENS)},
         (400, 413, 415, 503),
         {400: "An RFC 6749 error (invalid_request, invalid_grant, invalid_target, …), or a Host naming no host"},
+        form=True,
     ),
     tags=["oauth"],
 )
@@ -214,11 +247,12 @@ def token(call: CurrentCall, request: Request, services: Wired) -> Response[str]
         "token: an access or refresh token. Its whole grant is revoked (every token of it stops working at once in "
         "this container, and within the key cache's 60 s everywhere). An unknown token answers 200 too."
     ),
-    openapi_extensions={**PUBLIC, FORM_BODY_EXTENSION: True, "requestBody": _FORM_BODY},
+    openapi_extensions={**PUBLIC, FORM_BODY_EXTENSION: True, "requestBody": _form_body(REVOCATION_FORM)},
     responses=_documented(
         {200: ("Revoked, or nothing to revoke", None)},
         (400, 413, 415, 503),
         {400: "An RFC 7009 error (invalid_request), or a Host naming no host"},
+        form=True,
     ),
     tags=["oauth"],
 )
