@@ -376,3 +376,64 @@ def test_an_unregistered_redirect_uri_is_never_redirected_to(baton: BatonServe) 
     assert "location" not in page.headers
     assert "redirect_uri" in page.text
     record(SUITE, refusals=1)
+
+
+# ---- grants, listed and revoked ---------------------------------------------------------------------------------
+
+
+def test_grants_are_listed_for_their_agent_and_revoked_through_the_api(
+    baton: BatonServe, http: httpx.Client, agent_key: tuple[str, str]
+) -> None:
+    agent, key = agent_key
+    flow = Flow(baton)
+    flow.register()
+    tokens = flow.tokens(key)
+    assert mcp_call(baton, tokens["access_token"]).status_code == 200
+    # The agent's own key (it holds keys:manage here) lists the grant it approved: whom for, what, until when
+    manager = issued_key(http, agent, ["keys:manage", "mcp:call"])
+    mine = httpx.get(f"{baton.url}/v1/oauth/grants", headers={"Authorization": f"Bearer {manager}"})
+    assert mine.status_code == 200, mine.text
+    listed = mine.json()["data"]
+    assert [g["client_id"] for g in listed] == [flow.client_id]
+    grant = listed[0]
+    assert grant["agent_id"] == agent
+    assert grant["client_name"] == "Baton's OAuth test"
+    assert grant["scopes"] == ["mcp:call", "checkpoints:read", "checkpoints:write"]
+    assert grant["resource"] == f"{baton.url}/mcp"
+    assert "access_token" not in mine.text
+    assert tokens["access_token"] not in mine.text
+    assert tokens["refresh_token"] not in mine.text
+    # Another agent's key without * sees none of it, and cannot revoke it (404, as absent)
+    other = issued_key(http, f"other-{uuid.uuid4().hex[:8]}", ["keys:manage"])
+    theirs = httpx.get(f"{baton.url}/v1/oauth/grants", headers={"Authorization": f"Bearer {other}"})
+    assert theirs.json()["data"] == []
+    refused = httpx.delete(
+        f"{baton.url}/v1/oauth/grants/{grant['grant_id']}", headers={"Authorization": f"Bearer {other}"}
+    )
+    assert refused.status_code == 404
+    # The operator's * key revokes it: its refresh token is refused at once
+    revoked = http.delete(f"/v1/oauth/grants/{grant['grant_id']}")
+    assert revoked.status_code == 200, revoked.text
+    assert revoked.json()["data"] == {"grant_id": grant["grant_id"], "revoked": True}
+    assert flow.refresh(tokens["refresh_token"]).json()["error"] == "invalid_grant"
+    assert http.delete(f"/v1/oauth/grants/{grant['grant_id']}").status_code == 404
+    assert (
+        httpx.get(f"{baton.url}/v1/oauth/grants", headers={"Authorization": f"Bearer {manager}"}).json()["data"] == []
+    )
+    record(SUITE, grants_listed=2, grants_revoked=1)
+
+
+def test_revoking_the_approving_key_stops_its_grants_tokens(
+    baton: BatonServe, http: httpx.Client, agent_key: tuple[str, str]
+) -> None:
+    agent, _ = agent_key
+    created = http.post("/v1/keys", json={"agent_id": agent, "scopes": ["mcp:call", "checkpoints:read"]}).json()["data"]
+    flow = Flow(baton)
+    flow.register()
+    tokens = flow.tokens(created["secret"])
+    assert http.delete(f"/v1/keys/{created['key_id']}").status_code == 200
+    # refreshing reads the key fresh: refused at once, everywhere
+    refreshed = flow.refresh(tokens["refresh_token"])
+    assert refreshed.status_code == 400
+    assert "no longer works" in refreshed.json()["error_description"]
+    record(SUITE, refusals=1)

@@ -45,15 +45,15 @@ def approval(services: Services) -> oauth.Approval:
     )
 
 
-def granted(services: Services, approval: oauth.Approval) -> tuple[str, str, str]:
-    """A code approved and exchanged: (grant id, access token, refresh token)."""
+def granted(services: Services, approval: oauth.Approval, now: int = NOW) -> tuple[str, str, str]:
+    """A code approved and exchanged at `now`: (grant id, access token, refresh token)."""
     code = oauth.new_token(oauth.CODE_PREFIX)
-    services.oauth.put_code(code, approval, NOW)
+    services.oauth.put_code(code, approval, now)
     found = services.oauth.code(code)
     assert found is not None
-    grant_id = oauth.new_grant_id(NOW)
+    grant_id = oauth.new_grant_id(now)
     access, refresh = oauth.new_token(oauth.ACCESS_PREFIX), oauth.new_token(oauth.REFRESH_PREFIX)
-    services.oauth.exchange(code, found, grant_id, access, refresh, NOW)
+    services.oauth.exchange(code, found, grant_id, access, refresh, now)
     return grant_id, access, refresh
 
 
@@ -184,3 +184,37 @@ def test_a_client_lapses_with_its_ttl(services: Services, approval: oauth.Approv
     assert services.oauth.client(approval.client_id, NOW + oauth.CLIENT_SECONDS * 1000) is None
     assert services.oauth.client("cli_" + "0" * 32, NOW) is None
     record(SUITE, clients=3)
+
+
+def test_grants_are_listed_live_by_agent_and_paged(services: Services, approval: oauth.Approval) -> None:
+    import dataclasses
+
+    ids = [granted(services, approval, NOW + n)[0] for n in range(3)]  # grant ids sort by approval time
+    other = dataclasses.replace(approval, agent_id="reviewer")
+    other_id = granted(services, other, NOW + 1)[0]
+    services.oauth.revoke_grant("acme", ids[1], NOW + 10)
+    calls = CallCounter()
+    services.dynamodb.meta.events.register("before-call.dynamodb", calls)
+    try:
+        first, cursor = services.oauth.grants("acme", "planner", NOW + 20, 1, None)
+    finally:
+        services.dynamodb.meta.events.unregister("before-call.dynamodb", calls)
+    # The index finds the page (reading on past another agent's grant), one BatchGetItem reads it whole
+    assert calls.calls["BatchGetItem"] == 1
+    assert set(calls.calls) == {"Query", "BatchGetItem"}
+    assert [g.grant_id for g in first] == [ids[0]]
+    assert first[0].approval == approval
+    assert first[0].expires_ms > NOW
+    assert cursor is not None
+    rest, end = services.oauth.grants("acme", "planner", NOW + 20, 10, cursor)
+    assert [g.grant_id for g in rest] == [ids[2]]  # the revoked one is not listed
+    assert end is None
+    everyone, _ = services.oauth.grants("acme", None, NOW + 20, 10, None)
+    assert sorted(g.grant_id for g in everyone) == sorted([ids[0], ids[2], other_id])
+    assert services.oauth.grants("other", None, NOW + 20, 10, None) == ([], None)
+    # A grant past its expiry (not removed by TTL yet) is neither listed nor found
+    later = NOW + oauth.REFRESH_SECONDS * 1000 + 1000
+    assert services.oauth.grants("acme", None, later, 10, None)[0] == []
+    assert services.oauth.grant("acme", ids[0], later) is None
+    assert services.oauth.grant("acme", ids[0], NOW + 20) is not None
+    record(SUITE, grants_listed=5)

@@ -21,6 +21,7 @@ from baton_checkpoints.api.routers import (
     blobs,
     checkpoints,
     console,
+    grants,
     history,
     keys,
     leases,
@@ -59,6 +60,7 @@ def create_app(services: Callable[[], Services]) -> BatonResolver:
     app.include_router(threads.router)
     app.include_router(mcp.router)
     app.include_router(oauth.router)
+    app.include_router(grants.router)
     app.include_router(console.router)
     _add_error_map(app)
     return app

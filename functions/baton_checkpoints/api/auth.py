@@ -119,6 +119,12 @@ class Authenticator:
             if (record.key_id if isinstance(record, KeyRecord) else record.approval.key_id) == key_id:
                 self._cache.pop(digest, None)
 
+    def forget_grant(self, grant_id: str) -> None:
+        """Drop a revoked grant's tokens from this container's cache at once."""
+        for digest, (record, _) in list(self._cache.items()):
+            if not isinstance(record, KeyRecord) and record.grant_id == grant_id:
+                self._cache.pop(digest, None)
+
     def forget_token(self, secret: str) -> None:
         """Drop a revoked token from this container's cache."""
         self._cache.pop(hash_secret(secret), None)

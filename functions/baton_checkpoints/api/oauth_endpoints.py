@@ -332,6 +332,7 @@ def authorize_decision(call: Call, request: Request, services: Services) -> Resp
         agent_id=key.agent_id,
         key_id=key.key_id,
         key_hash=record.secret_hash,
+        client_name=authorization.client.client_name,
     )
     code = oauth.new_token(oauth.CODE_PREFIX)
     services.oauth.put_code(code, approval, call.now_ms)
@@ -452,6 +453,6 @@ def revoke(call: Call, request: Request, services: Services) -> Response[str]:
         found = services.oauth.token(secret, kind)
         if found is not None:
             services.oauth.revoke_grant(found.approval.tenant_id, found.grant_id, call.now_ms)
-            services.authenticator.forget_token(secret)
+            services.authenticator.forget_grant(found.grant_id)
             break
     return Response(status_code=200, content_type=None, body="", headers=dict(NO_STORE))

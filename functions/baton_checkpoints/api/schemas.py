@@ -309,6 +309,48 @@ class KeyDeleted(ResponseModel):
     deleted: Literal[True]
 
 
+GrantId = Annotated[str, StringConstraints(pattern=r"^grant_[0-9a-f]{32}$")]
+
+
+class GrantInfo(ResponseModel):
+    """An OAuth grant as listed: what a person approved with a key, for which client, until when (never a token)."""
+
+    grant_id: GrantId
+    client_id: Annotated[str, Field(description="A registered client's id, or its metadata document's URL")]
+    client_name: str | None
+    tenant_id: Identifier
+    agent_id: Identifier
+    key_id: Annotated[KeyId, Field(description="The key that approved it: revoking the key revokes the grant")]
+    scopes: list[Scope]
+    resource: Annotated[str, Field(description="<origin>/mcp: where its access tokens are accepted")]
+    created_at: Time
+    expires_at: Annotated[Time, Field(description="When it lapses unless refreshed (each refresh extends it)")]
+
+    @classmethod
+    def of(cls, grant: Any) -> GrantInfo:
+        """A grant (`baton_checkpoints.domain.oauth.Grant`) as listed."""
+        approval = grant.approval
+        return cls.model_construct(
+            grant_id=grant.grant_id,
+            client_id=approval.client_id,
+            client_name=approval.client_name,
+            tenant_id=approval.tenant_id,
+            agent_id=approval.agent_id,
+            key_id=approval.key_id,
+            scopes=list(approval.scopes),
+            resource=approval.resource,
+            created_at=format_ms(grant.created_ms),
+            expires_at=format_ms(grant.expires_ms),
+        )
+
+
+class GrantRevoked(ResponseModel):
+    """What revoking a grant answers."""
+
+    grant_id: GrantId
+    revoked: Literal[True]
+
+
 class Health(ResponseModel):
     """What the health check answers."""
 

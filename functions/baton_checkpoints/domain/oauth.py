@@ -336,6 +336,8 @@ class Approval:
     key_id: str
     key_hash: str
     """The approving key's hash: every use of the grant checks that key still works (revoking it revokes them)."""
+    client_name: str | None = None
+    """The client's name when approved (shown where grants are listed)."""
 
 
 @dataclass(frozen=True)
@@ -374,6 +376,19 @@ class Token:
             expires_ms=expires,
             resource=self.approval.resource,
         )
+
+
+@dataclass(frozen=True)
+class Grant:
+    """A live grant as listed: what a person approved, for which client, until when."""
+
+    grant_id: str
+    approval: Approval
+    created_ms: int
+    expires_ms: int
+
+
+GRANT_ID_PATTERN: Final = re.compile(r"grant_[0-9a-f]{32}\Z")
 
 
 def new_grant_id(now_ms: int) -> str:

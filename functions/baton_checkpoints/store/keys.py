@@ -10,9 +10,10 @@ from baton_checkpoints.domain.errors import NotFound
 from baton_checkpoints.domain.limits import MAX_KEY_LIST_READS
 from baton_checkpoints.store import layout, schema
 from baton_checkpoints.store.attributes import Item, from_item, names_in, to_attr, to_item
-from baton_checkpoints.store.cursors import MAX_PAGE_READS, decode_after, encode_after, past, query_binding
-from baton_checkpoints.store.dynamo import query, refusal
+from baton_checkpoints.store.cursors import query_binding
+from baton_checkpoints.store.dynamo import refusal
 from baton_checkpoints.store.errors import may_have_landed, translated_errors
+from baton_checkpoints.store.index_pages import index_page
 
 if TYPE_CHECKING:
     from mypy_boto3_dynamodb import DynamoDBClient
@@ -116,59 +117,27 @@ class KeyStore:
         The cursor carries only the last key id shown: DynamoDB's LastEvaluatedKey would hold the table key of
         the last record read, another agent's secret hash included.
         """
-        binding = query_binding("keys", tenant_id, agent_id)
-        after = decode_after(cursor, binding)
-        values: dict[str, Any] = {":pk": layout.tenant_keys_pk(tenant_id), ":now": format_ms(now_ms)}
-        key_condition = f"#{schema.GSI1_PK} = :pk"
-        if after is not None:
-            values[":after"] = after
-            key_condition += f" AND #{schema.GSI1_SK} > :after"
         filters = [
             "attribute_not_exists(#revoked_at)",
             "(attribute_not_exists(#key_expires_at) OR #key_expires_at > :now)",
         ]
+        values: dict[str, Any] = {":now": format_ms(now_ms)}
         if agent_id is not None:
             values[":agent"] = agent_id
             filters.append("#agent_id = :agent")
-        pages = query(
+        return index_page(
             self._client,
-            TableName=self._table,
-            IndexName=schema.GSI1,
-            KeyConditionExpression=key_condition,
-            FilterExpression=" AND ".join(filters),
-            ExpressionAttributeNames=names_in(key_condition, *filters),
-            ExpressionAttributeValues={k: to_attr(v) for k, v in values.items()},
+            self._table,
+            layout.tenant_keys_pk(tenant_id),
+            filters,
+            values,
+            read=_readable,
+            id_of=lambda record: record.key_id,
+            binding=query_binding("keys", tenant_id, agent_id),
+            limit=limit,
+            cursor=cursor,
+            budget=MAX_KEY_LIST_READS,
         )
-        shown: list[KeyRecord] = []
-        reads = limit + 1
-        budget = MAX_KEY_LIST_READS
-        # Keys the filter drops (revoked, expired, another agent's) never shape the page: Query goes on until the
-        # page has one key more than it shows, the tenant's keys end, or the request has read its budget of keys
-        # (each Query's `Limit` bounds what it reads, kept or not).
-        read_first = ""  # where the first Query stopped: every key from there to where the last stopped was read
-        with translated_errors():
-            while len(shown) <= limit and budget > 0 and (found := pages.next_page(min(reads, budget))) is not None:
-                budget -= min(reads, budget)
-                shown.extend(r for r in map(_readable, found) if r is not None)
-                if not read_first and pages.position is not None:
-                    read_first = pages.position[schema.GSI1_SK]["S"]
-                # Revoked and expired keys stay in the index: read twice as many per round (log2 rounds to skip N).
-                reads = min(reads * 2, MAX_PAGE_READS)
-        page = shown[:limit]
-        if len(shown) > limit:
-            return page, encode_after(page[-1].key_id, binding)
-        if pages.finished or pages.position is None:
-            return page, None
-        # The budget ran out first: a short (maybe empty) page whose cursor resumes past what was read, naming no
-        # key the caller was not shown (`past`).
-        read_last = pages.position[schema.GSI1_SK]["S"]
-        shown_last = page[-1].key_id if page else after or ""
-        if shown_last >= read_last:  # the last key read is the last shown
-            return page, encode_after(shown_last, binding)
-        below = max(shown_last, read_first)
-        if below >= read_last:  # one Query read everything: only what was shown lies before it
-            below = shown_last
-        return page, encode_after(past(below, read_last), binding)
 
     def find_by_id(self, tenant_id: str, key_id: str) -> KeyRecord | None:
         """A tenant's key record by its id, revoked or not (one index Query)."""

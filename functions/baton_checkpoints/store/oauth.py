@@ -15,7 +15,8 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING, Any, cast
 
 from baton_checkpoints.domain.access import hash_secret
-from baton_checkpoints.domain.clock import format_ms
+from baton_checkpoints.domain.clock import format_ms, parse_time
+from baton_checkpoints.domain.limits import MAX_KEY_LIST_READS
 from baton_checkpoints.domain.oauth import (
     ACCESS_SECONDS,
     CLIENT_SECONDS,
@@ -25,11 +26,14 @@ from baton_checkpoints.domain.oauth import (
     Approval,
     Client,
     Code,
+    Grant,
     OAuthError,
     Token,
 )
 from baton_checkpoints.store import layout, schema
 from baton_checkpoints.store.attributes import Item, from_item, names_in, to_attr, to_item
+from baton_checkpoints.store.batch import batch_get
+from baton_checkpoints.store.cursors import query_binding
 from baton_checkpoints.store.errors import (
     Failure,
     cancellation_reasons,
@@ -38,6 +42,7 @@ from baton_checkpoints.store.errors import (
     translated_errors,
     was_retried,
 )
+from baton_checkpoints.store.index_pages import index_page
 from baton_checkpoints.store.items import ttl_epoch
 
 if TYPE_CHECKING:
@@ -60,6 +65,7 @@ def _approval_attributes(approval: Approval) -> dict[str, Any]:
         "agent_id": approval.agent_id,
         "key_id": approval.key_id,
         "key_hash": approval.key_hash,
+        "client_name": approval.client_name,
     }
 
 
@@ -74,6 +80,7 @@ def _approval_from(values: dict[str, Any]) -> Approval:
         agent_id=values["agent_id"],
         key_id=values["key_id"],
         key_hash=values["key_hash"],
+        client_name=values.get("client_name"),
     )
 
 
@@ -273,6 +280,56 @@ class OAuthStore:
             return True
         return False  # pragma: no cover - three refreshes of one grant within one revoke
 
+    def grants(
+        self, tenant_id: str, agent_id: str | None, now_ms: int, limit: int, cursor: str | None
+    ) -> tuple[list[Grant], str | None]:
+        """One page of a tenant's live grants (optionally one agent's), oldest first, read under a budget: the
+        index (which projects the key's attributes: agent, revocation) finds the page's grants, one consistent
+        BatchGetItem reads them whole. A grant past its expiry that TTL has not removed yet is left out, so a page
+        may come back short."""
+        filters = ["attribute_not_exists(#revoked_at)"]
+        values: dict[str, Any] = {}
+        if agent_id is not None:
+            values[":agent"] = agent_id
+            filters.append("#agent_id = :agent")
+        entries, next_cursor = index_page(
+            self._client,
+            self._table,
+            layout.tenant_grants_pk(tenant_id),
+            filters,
+            values,
+            read=lambda item: str(item[schema.GSI1_SK]["S"]),
+            id_of=lambda grant_id: grant_id,
+            binding=query_binding("grants", tenant_id, agent_id),
+            limit=limit,
+            cursor=cursor,
+            budget=MAX_KEY_LIST_READS,
+        )
+        if not entries:
+            return [], next_cursor
+        keys = [layout.oauth_grant_key(tenant_id, grant_id) for grant_id in entries]
+        with translated_errors():
+            found = batch_get(self._client, self._table, keys)
+        grants = []
+        for key in keys:
+            item = found.get((key[schema.PK]["S"], key[schema.SK]["S"]))
+            if item is None or "revoked_at" in item or int(item[schema.TTL_ATTRIBUTE]["N"]) * 1000 <= now_ms:
+                continue
+            grant = _grant_from(item)
+            if grant is not None:
+                grants.append(grant)
+        return grants, next_cursor
+
+    def grant(self, tenant_id: str, grant_id: str, now_ms: int) -> Grant | None:
+        """A tenant's live grant by id (one GetItem), or None (unknown, revoked, lapsed)."""
+        with translated_errors():
+            item = self._client.get_item(
+                TableName=self._table, Key=layout.oauth_grant_key(tenant_id, grant_id), ConsistentRead=True
+            ).get("Item")
+        if item is None or "revoked_at" in item or int(item[schema.TTL_ATTRIBUTE]["N"]) * 1000 <= now_ms:
+            return None
+        return _grant_from(item)
+
     # ---- plumbing -----------------------------------------------------------------------------------------------
 
     def _grant_names(self, grant_key: Item, refresh_hash: str) -> bool:
@@ -346,6 +403,23 @@ class OAuthStore:
                         return
                     raise on_refusal(cancellation_reasons(exc)) from None
                 reraise(exc)
+
+
+def _grant_from(item: Item) -> Grant | None:
+    """A grant item as a record; None (logged) for one that cannot be read, which is never listed."""
+    try:
+        values = from_item(item)
+        return Grant(
+            grant_id=values["grant_id"],
+            approval=_approval_from(values),
+            created_ms=parse_time(values["created_at"]),
+            expires_ms=int(values[schema.TTL_ATTRIBUTE]) * 1000,
+        )
+    except (KeyError, TypeError, ValueError) as exc:
+        from baton_checkpoints.observability import logger
+
+        logger().error("skipped an unreadable grant", extra={"cause": f"{type(exc).__name__}: {exc}"})
+        return None
 
 
 class _Moved(Exception):

@@ -1,0 +1,97 @@
+"""OAuth grants: what people approved for MCP clients with their keys, listed and revoked through the API (and the
+console) by whoever manages keys. OAuth's repository is made by the first such request (its module is off a save's
+cold start)."""
+
+from __future__ import annotations
+
+from typing import Annotated
+
+from aws_lambda_powertools.event_handler import Response
+from aws_lambda_powertools.event_handler.api_gateway import Router
+from aws_lambda_powertools.event_handler.openapi.params import Path, Query
+
+from baton_checkpoints.api.openapi import AUTHENTICATED_ERRORS, CursorParameter, responses
+from baton_checkpoints.api.resolver import CurrentCall, needs
+from baton_checkpoints.api.responses import ok, page
+from baton_checkpoints.api.schemas import DataEnvelope, GrantInfo, GrantRevoked, ListEnvelope
+from baton_checkpoints.api.services import Wired
+from baton_checkpoints.domain import limits
+from baton_checkpoints.domain.errors import NotFound, ValidationFailed
+from baton_checkpoints.domain.models import Identifier
+
+router = Router()
+
+_TENANT_QUERY = "The query parameter tenant_id"
+GRANT_ID_RULE = r"^grant_[0-9a-f]{32}$"
+
+GrantIdParameter = Annotated[
+    str,
+    Path(
+        description="grant_ and 32 lowercase hex digits; anything else answers 400.",
+        json_schema_extra={"pattern": GRANT_ID_RULE},
+    ),
+]
+
+
+@router.get(
+    "/v1/oauth/grants",
+    summary="List OAuth grants",
+    description=(
+        "Live grants (not revoked, not lapsed) of the caller's tenant (another tenant's with tenants:manage): which "
+        "client a person approved, with which key, for which agent and scopes, until when. Never a token. A key "
+        "without * sees only its own agent's. A request reads at most "
+        f"{limits.MAX_KEY_LIST_READS:,} grants, live or not: a page that reaches that comes back short, or empty, "
+        "with a next_cursor to follow."
+    ),
+    openapi_extensions=needs("keys:manage"),
+    responses=responses({200: ("A page of grants", ListEnvelope[GrantInfo])}, (400, *AUTHENTICATED_ERRORS)),
+    tags=["oauth"],
+)
+def list_grants(
+    call: CurrentCall,
+    services: Wired,
+    tenant_id: Annotated[Identifier | None, Query()] = None,
+    agent_id: Annotated[Identifier | None, Query()] = None,
+    limit: Annotated[int, Query(ge=1, le=limits.MAX_PAGE_LIMIT)] = limits.DEFAULT_PAGE_LIMIT,
+    cursor: CursorParameter = None,
+) -> Response[str]:
+    """List grants; a key without * sees only its own agent's."""
+    tenant = call.caller.tenant_for(tenant_id, _TENANT_QUERY)
+    only_agent = call.caller.agent_for_key_list(agent_id)
+    grants, next_cursor = services.oauth.grants(tenant, only_agent, call.now_ms, limit, cursor)
+    return page([GrantInfo.of(g) for g in grants], call.request_id, next_cursor)
+
+
+@router.delete(
+    "/v1/oauth/grants/<grant_id>",
+    summary="Revoke an OAuth grant",
+    description=(
+        "Its tokens stop working: at once in this container, within 60 seconds everywhere (the cache's lifetime), "
+        "and its refresh token is refused at once. A key without * revokes only its own agent's grants (another "
+        "agent's answers 404, as a grant that is not there)."
+    ),
+    openapi_extensions=needs("keys:manage", fresh_key=True),
+    responses=responses({200: ("Revoked", DataEnvelope[GrantRevoked])}, (400, *AUTHENTICATED_ERRORS, 404)),
+    tags=["oauth"],
+)
+def revoke_grant(
+    call: CurrentCall,
+    services: Wired,
+    grant_id: GrantIdParameter,
+    tenant_id: Annotated[Identifier | None, Query()] = None,
+) -> Response[str]:
+    """Revoke a grant."""
+    from baton_checkpoints.domain.oauth import GRANT_ID_PATTERN
+
+    if not GRANT_ID_PATTERN.match(grant_id):
+        raise ValidationFailed.single(
+            "/grant_id", "The path parameter grant_id must be grant_ followed by 32 lowercase hex digits.", "path"
+        )
+    tenant = call.caller.tenant_for(tenant_id, _TENANT_QUERY)
+    found = services.oauth.grant(tenant, grant_id, call.now_ms)
+    if found is None or not call.caller.can_see_agent(found.approval.agent_id):
+        raise NotFound()
+    if not services.oauth.revoke_grant(tenant, grant_id, call.now_ms):
+        raise NotFound()  # revoked meanwhile
+    services.authenticator.forget_grant(grant_id)
+    return ok(GrantRevoked.model_construct(grant_id=grant_id, revoked=True), call.request_id)
