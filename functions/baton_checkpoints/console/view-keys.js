@@ -223,9 +223,143 @@ export async function render(root, ctx) {
       listProblem,
       listSlot,
     ),
+    grantsPanel(ctx, {tenant, agent}),
     createPanel(ctx, {operator, wildcard, held, secretSlot, refresh: showList}),
   );
   await showList();
+}
+
+/** The OAuth grants people approved with the tenant's keys (the MCP clients connected by OAuth), with Revoke. */
+function grantsPanel(ctx, {tenant, agent}) {
+  const {caller} = ctx;
+  const slot = h('div', {}, loading('Loading connected apps'));
+  const problem = h('div', {'aria-live': 'assertive'});
+  let cursor = '';
+
+  async function show() {
+    replace(problem);
+    let answer;
+    try {
+      answer = await get(`/v1/oauth/grants${query({tenant_id: tenant, agent_id: agent, cursor})}`);
+    } catch (failure) {
+      if (!ctx.current()) return;
+      replace(slot, errorNote(failure));
+      return;
+    }
+    if (!ctx.current()) return;
+    const grants = answer.data;
+    const rows = grants.map((grant) =>
+      h(
+        'tr',
+        {},
+        h('td', {}, grant.client_name || h('span', {class: 'muted'}, 'unnamed'), h('br'), h('small', {class: 'id'}, h('code', {}, grant.client_id))),
+        h('td', {}, h('code', {}, grant.agent_id), grant.tenant_id !== caller.tenant_id ? phrase` (${grant.tenant_id})` : null),
+        h('td', {}, scopeList(grant.scopes)),
+        h('td', {class: 'id wide'}, h('code', {}, grant.key_id)),
+        h('td', {class: 'wide'}, time(grant.created_at)),
+        h('td', {}, time(grant.expires_at), h('br'), h('small', {class: 'muted'}, until(grant.expires_at))),
+        h(
+          'td',
+          {},
+          h(
+            'button',
+            {type: 'button', class: 'danger', 'aria-label': `Revoke ${grant.grant_id}`, on: {click: () => revoke(grant)}},
+            'Revoke',
+          ),
+        ),
+      ),
+    );
+    const table = grants.length
+      ? h(
+          'div',
+          {class: 'table-wrap'},
+          h(
+            'table',
+            {class: 'grants-table'},
+            h('caption', {class: 'muted'}, 'Live grants, oldest first'),
+            h(
+              'thead',
+              {},
+              h(
+                'tr',
+                {},
+                ['App', 'Agent', 'Scopes'].map((t) => h('th', {scope: 'col'}, t)),
+                ['Approved with', 'Approved'].map((t) => h('th', {scope: 'col', class: 'wide'}, t)),
+                h('th', {scope: 'col'}, 'Lapses'),
+                h('th', {scope: 'col'}, h('span', {class: 'visually-hidden'}, 'Actions')),
+              ),
+            ),
+            h('tbody', {}, rows),
+          ),
+        )
+      : h('p', {class: 'muted'}, answer.meta.next_cursor ? 'None on this page; the next may hold more.' : 'No app is connected.');
+    replace(
+      slot,
+      table,
+      pager(
+        answer.meta.next_cursor,
+        (next) => {
+          cursor = next;
+          show();
+        },
+        cursor
+          ? () => {
+              cursor = '';
+              show();
+            }
+          : null,
+      ),
+    );
+  }
+
+  async function revoke(grant) {
+    const confirmed = await confirmAction({
+      title: `Disconnect ${grant.client_name || grant.client_id}?`,
+      body: h(
+        'div',
+        {},
+        facts([
+          ['App', grant.client_name || null],
+          ['Client', h('code', {}, grant.client_id)],
+          ['Agent', grant.agent_id],
+          ['Scopes', scopeList(grant.scopes)],
+        ]),
+        h('p', {}, 'Its refresh token is refused at once; its access token within a minute (each container trusts a token it checked for up to 60 s). To connect again, a person approves it again.'),
+      ),
+      confirmLabel: 'Revoke grant',
+      danger: true,
+    });
+    if (!ctx.current()) return;
+    if (!confirmed) {
+      announce(`Nothing was revoked: ${grant.client_name || grant.client_id} stays connected.`);
+      return;
+    }
+    const tenantQuery = grant.tenant_id !== caller.tenant_id ? grant.tenant_id : '';
+    try {
+      await del(`/v1/oauth/grants/${path(grant.grant_id)}${query({tenant_id: tenantQuery})}`);
+    } catch (failure) {
+      if (!ctx.current()) return;
+      replace(problem, errorNote(failure));
+      return;
+    }
+    if (!ctx.current()) return;
+    announce(`Disconnected ${grant.client_name || grant.client_id}.`);
+    await show();
+  }
+
+  show();
+  return h(
+    'section',
+    {class: 'panel', 'aria-labelledby': 'keys-grants'},
+    h('h2', {id: 'keys-grants'}, 'Connected apps'),
+    h(
+      'p',
+      {class: 'muted'},
+      'MCP clients a person approved by OAuth with one of these keys (Claude.ai, ChatGPT, …): each acts as that key\'s agent, with the scopes listed, until revoked here or its key is.',
+    ),
+    problem,
+    slot,
+  );
 }
 
 /** The form that issues a key; the answer's secret goes to `secretSlot`, shown once. */
