@@ -22,6 +22,10 @@ fuzzing phases is pointed at a real resource of the fuzz tenant, made through th
   its form are sent (approved with the fuzz key, or denied); a fresh code (with its PKCE verifier) or a fresh grant's
   refresh token for each token request; a fresh grant's token for each revocation; registrations with redirect URIs
   Baton takes. Each success is followed up: the access token works at /mcp, a revoked grant's refresh token is refused.
+- OAuth grants: a grant of the fuzz key's agent, for a client of its own, that stays (a listing of the tenant's or
+  the agent's grants must show it, on some page, and never a token), and a fresh grant for each revocation through
+  `DELETE /v1/oauth/grants/{grant_id}` (followed up: its refresh token refused, a second revocation 404, the grant no
+  longer listed).
 Nothing else reaches those fixtures: a write, lease or delete naming one (schemathesis reuses ids it saw in answers)
 is pointed at an id, subject or thread that nothing has.
 
@@ -126,6 +130,17 @@ OAUTH_TOKEN = "POST /oauth/token"
 OAUTH_REVOKE = "POST /oauth/revoke"
 OAUTH_OPERATIONS = (OAUTH_REGISTER, OAUTH_PAGE, OAUTH_DECISION, OAUTH_TOKEN, OAUTH_REVOKE)
 """OAuth's endpoints (public): their real cases carry a registered client's request, a fresh code or grant."""
+GRANT_LIST = "GET /v1/oauth/grants"
+GRANT_REVOKE = "DELETE /v1/oauth/grants/{grant_id}"
+GRANT_OPERATIONS = (GRANT_LIST, GRANT_REVOKE)
+"""OAuth grants (keys:manage): their real cases list the fuzz tenant's grants, or revoke a fresh grant of its own."""
+GRANT_FIELDS = frozenset(
+    {"grant_id", "client_id", "client_name", "tenant_id", "agent_id", "key_id", "scopes", "resource", "created_at",
+     "expires_at"}
+)  # fmt: skip
+"""What a listed grant holds (docs/api.md): never a token."""
+FIXTURE_TENANT = "schemathesis"
+"""The fuzz key's tenant (tests/e2e/test_schemathesis.py)."""
 OAUTH_DISCOVERY = (
     "GET /.well-known/oauth-protected-resource/mcp",
     "GET /.well-known/oauth-protected-resource",
@@ -159,6 +174,7 @@ REAL_OPERATIONS = (
     *THREAD_OPERATIONS,
     *CONSOLE_OPERATIONS,
     *OAUTH_OPERATIONS,
+    *GRANT_OPERATIONS,
 )
 """The operations whose positive cases are sometimes pointed at a real resource."""
 CHANGING_BY_ID = (DELETE_BY_ID, RESTORE, ACQUIRE, RELEASE)
@@ -221,6 +237,8 @@ class Fixtures:
     """The fuzz key's secret: the consent form's sign-in (it holds mcp:call through `*`)."""
     oauth_client: OAuthFlow | None = None
     """The fuzz tenant's registered OAuth client (its HTTP client sends no key: OAuth's routes read none)."""
+    kept_grant: Grant | None = None
+    """The grant that stays: every listing of the fuzz agent's grants shows it."""
 
     def save(self, subject: str, kind: str, state: Any, **fields: Any) -> dict[str, Any]:
         """Save through the API; the save's answer."""
@@ -291,6 +309,40 @@ class Fixtures:
         """A new grant approved with the fuzz key: its token answer."""
         return self.oauth().grant(self.key)
 
+    def grant_of_its_own(self, purpose: str) -> Grant:
+        """A new grant approved with the fuzz key for a client registered for it alone, its id read from the
+        listing of the fuzz agent's grants."""
+        self.made += 1
+        flow = OAuthFlow(self.oauth().http)
+        flow.register(client_name=f"schemathesis {purpose} {self.run}-{self.made}")
+        tokens = flow.grant(self.key)
+        listed = self.listed_grant(flow.client_id, {"agent_id": FIXTURE_AGENT})
+        if listed is None:
+            raise RuntimeError(f"the grant of client {flow.client_id} is not listed")
+        return Grant(listed["grant_id"], flow, tokens)
+
+    def listed_grant(self, client_id: str, params: dict[str, Any]) -> dict[str, Any] | None:
+        """The live grant of `client_id` as `GET /v1/oauth/grants` with `params` lists it, every page followed (None:
+        not listed)."""
+        query = {**params, "limit": params.get("limit", 200)}
+        while True:
+            answer = self.client.get("/v1/oauth/grants", params=query)
+            if answer.status_code != 200:
+                raise RuntimeError(f"a grant listing answered {answer.status_code}: {answer.text}")
+            page = answer.json()
+            found = [grant for grant in page["data"] if grant["client_id"] == client_id]
+            if found:
+                return dict(found[0])
+            if not page["meta"]["next_cursor"]:
+                return None
+            query["cursor"] = page["meta"]["next_cursor"]
+
+    def the_kept_grant(self) -> Grant:
+        """The grant that stays, made on first use."""
+        if self.kept_grant is None:
+            self.kept_grant = self.grant_of_its_own("kept grant")
+        return self.kept_grant
+
     def console_tag(self, name: str) -> str:
         """The current ETag of the console's file `name` ("" for the page), asked of Baton once."""
         if name not in self.console_tags:
@@ -349,6 +401,15 @@ class Fixtures:
     def owns_subject(self, subject: Any) -> bool:
         """A subject the fixtures made (the shared ones, and each fresh one)."""
         return isinstance(subject, str) and subject.startswith("schemathesis-") and self.run in subject
+
+
+@dataclass(frozen=True)
+class Grant:
+    """A grant of the fuzz key's agent: its id, its client's flow, its tokens."""
+
+    grant_id: str
+    flow: OAuthFlow
+    tokens: dict[str, Any]
 
 
 _FIXTURES: list[Fixtures] = []
@@ -416,9 +477,76 @@ def point_at_a_real_resource(case: Any, real: Fixtures) -> bool:
         point_at_a_console_file(case, real, label, draw)
     elif label in OAUTH_OPERATIONS:
         point_at_oauth(case, real, label, draw // REAL_EVERY)
+    elif label in GRANT_OPERATIONS:
+        point_at_grants(case, real, label, draw // REAL_EVERY)
     else:
         return False
     return True
+
+
+GRANT_CASES: dict[int, Grant] = {}
+"""The real grant revocations (by `id()`), between `before_call` and `after_call`: the grant each revokes."""
+
+
+def point_at_grants(case: Any, real: Fixtures, label: str, turn: int) -> None:
+    """A real listing of the fuzz tenant's grants (naming the tenant and the agent, or not: the same grants; no
+    generated cursor, which Baton never wrote), the kept grant made first; or the revocation of a fresh grant of the
+    fuzz agent (naming the tenant, or not)."""
+    query = dict(case.query) if isinstance(case.query, dict) else {}
+    query.pop("tenant_id", None)
+    if turn % 2:
+        query["tenant_id"] = FIXTURE_TENANT
+    if label == GRANT_LIST:
+        real.the_kept_grant()
+        query.pop("cursor", None)
+        query.pop("agent_id", None)
+        if turn // 2 % 2:
+            query["agent_id"] = FIXTURE_AGENT
+    else:
+        grant = real.grant_of_its_own("revoked grant")
+        case.path_parameters["grant_id"] = grant.grant_id
+        GRANT_CASES[id(case)] = grant
+    case.query = query
+
+
+def judge_a_real_grant_answer(case: Any, label: str, response: Any, real: Fixtures) -> str | None:
+    """What a real grant listing or revocation must hold that the document does not say: a listing shows only the
+    fuzz tenant's grants (the agent's, when named), no token, and the kept grant on some page; a revoked grant's
+    refresh token is refused, a second revocation is a 404, and it is no longer listed."""
+    grant = GRANT_CASES.pop(id(case), None)
+    what = "grants list" if label == GRANT_LIST else "grant revoke"
+    OAUTH_ANSWERS[f"{what} {response.status_code}"] += 1
+    if response.status_code != 200:
+        return None
+    if label == GRANT_LIST:
+        kept = real.the_kept_grant()
+        query = dict(case.query or {})
+        whose = (FIXTURE_TENANT, FIXTURE_AGENT)  # the fuzz key alone approves grants in its tenant
+        for listed in response.json()["data"]:
+            if set(listed) != GRANT_FIELDS or (listed["tenant_id"], listed["agent_id"]) != whose:
+                return f"a listing of the fuzz agent's grants shows {listed}"
+        if any(kept.tokens[name] in response.text for name in ("access_token", "refresh_token")):
+            return "a listing shows a token"
+        found = real.listed_grant(kept.flow.client_id, {k: v for k, v in query.items() if k != "cursor"})
+        OAUTH_ANSWERS[f"grants list: the kept grant {'listed' if found else 'missing'}"] += 1
+        if found is None or found["grant_id"] != kept.grant_id:
+            return f"the kept grant {kept.grant_id} is not listed by {query}: {found}"
+        return None
+    if grant is None:
+        return None  # a revocation of a grant the run did not make for it (a generated id that exists: none)
+    if response.json().get("data") != {"grant_id": grant.grant_id, "revoked": True}:
+        return f"the revocation of {grant.grant_id} answered {response.text[:300]}"
+    refused = grant.flow.refresh(grant.tokens["refresh_token"])
+    OAUTH_ANSWERS[f"grant revoke: its refresh token {refused.status_code}"] += 1
+    again = real.client.delete(f"/v1/oauth/grants/{grant.grant_id}")
+    OAUTH_ANSWERS[f"grant revoke: again {again.status_code}"] += 1
+    still = real.listed_grant(grant.flow.client_id, {"agent_id": FIXTURE_AGENT})
+    OAUTH_ANSWERS[f"grant revoke: {'still' if still else 'no longer'} listed"] += 1
+    if refused.status_code != 400 or refused.json().get("error") != "invalid_grant":
+        return f"the revoked grant's refresh token answered {refused.status_code}: {refused.text[:300]}"
+    if again.status_code != 404 or still is not None:
+        return f"the revoked grant, revoked again, answered {again.status_code}; listed: {still}"
+    return None
 
 
 def console_files() -> list[str]:
@@ -672,6 +800,8 @@ def keep_away_from_the_fixtures(case: Any, real: Fixtures) -> None:
     changes_its_thread = (THREAD_PUT, THREAD_WRITES, THREAD_DELETE)
     if label in changes_its_thread and real.owns_thread(unquote(str(path.get("thread_id", "")))):
         path["thread_id"] = real.fresh_subject("thread-elsewhere")
+    if label == GRANT_REVOKE and real.kept_grant is not None and path.get("grant_id") == real.kept_grant.grant_id:
+        path["grant_id"] = "grant_" + secrets.token_hex(16)
     body = case.body if isinstance(case.body, dict) else {}
     if label == THREAD_COPY and real.owns_thread(body.get("target_thread_id")):
         case.body = {**body, "target_thread_id": real.fresh_subject("copy-elsewhere")}
@@ -698,6 +828,11 @@ def note_what_a_real_resource_answered(case: Any, response: Any, real: Fixtures)
         problem = judge_a_real_oauth_answer(case, label, response, real)
         if problem:
             PROBLEMS.append(f"{label}: {problem}")
+        return
+    if label in GRANT_OPERATIONS:
+        problem = judge_a_real_grant_answer(case, label, response, real)
+        if problem:
+            PROBLEMS.append(f"{label} {response.status_code}: {problem}")
         return
     if response.status_code >= 300:
         return

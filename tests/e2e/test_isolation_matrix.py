@@ -16,6 +16,13 @@ OAuth's routes (issue 13) hold no tenant's data in their answers, and what their
 the answer a request without a key gets. An access token is refused on every route but /mcp (the `access_token`
 caller), and at /mcp it acts only as the agent whose key approved it, with no `*`
 (`test_an_access_token_acts_only_as_the_agent_whose_key_approved_it`).
+
+The grants those approvals made are listed and revoked through /v1/oauth/grants (keys:manage), as keys are through
+/v1/keys: each grant of the set-up is approved for a client of its own whose id and name are markers of the grant's
+(tenant, agent), as are the grant's id and its approving key's id, so a listing shows exactly whose grants it
+lists. Another tenant's key sees and revokes none of the victim's (its own tenant's only; naming the victim's is
+403), another agent's key without `*` only its own agent's (naming another agent in a list is 403, revoking another
+agent's grant the 404 of a missing one); the tenant's `*` key and the operator (naming the tenant) list them all.
 """
 
 from __future__ import annotations
@@ -61,6 +68,8 @@ O_PAGE, O_DECISION = "GET /oauth/authorize", "POST /oauth/authorize"
 O_TOKEN, O_REVOKE = "POST /oauth/token", "POST /oauth/revoke"
 OAUTH_ROUTES = (O_RESOURCE, O_RESOURCE_ROOT, O_SERVER, O_REGISTER, O_PAGE, O_DECISION, O_TOKEN, O_REVOKE)
 """OAuth's discovery documents and endpoints (public; issue 13)."""
+G_LIST, G_REVOKE = "GET /v1/oauth/grants", "DELETE /v1/oauth/grants/{grant_id}"
+"""OAuth grants, listed and revoked by whoever manages keys."""
 HOLDING_NO_DATA = (
     "GET /v1/health",
     "GET /v1/openapi.json",
@@ -120,6 +129,8 @@ ROUTES = (
     CONSOLE_SLASH,
     ROOT,
     *OAUTH_ROUTES,
+    G_LIST,
+    G_REVOKE,
 )
 CALLERS = (
     "other_tenant",
@@ -199,6 +210,9 @@ class World:
     base_url: str = ""
     oauth_client_id: str = ""
     """The OAuth client registered in the set-up, whose grants the matrix asks for."""
+    grants: dict[str, dict[str, Any]] = field(default_factory=dict)
+    """Label -> a grant of the set-up as the operator's listing shows it (its client a client of its own), with its
+    refresh token."""
 
     def party(self, tenant: str, agent: str | None) -> Party:
         return self.parties.setdefault((tenant, agent), Party(tenant, agent))
@@ -259,6 +273,25 @@ class Api:
         world.keys[label] = data
         world.mark(tenant, agent, data["key_id"], description, agent)
         return str(data["secret"])
+
+    def grant(self, world: World, label: str, approving: str, tenant: str, agent: str) -> dict[str, Any]:
+        """A grant approved on the consent form with `approving` (a key of (tenant, agent) holding mcp:call) for a
+        client registered for it alone; its id and its client's id and name become markers of (tenant, agent)."""
+        flow = OAuthFlow(self.client)
+        client_name = f"grant-client-{label}-{world.run}"
+        flow.register(client_name=client_name)
+        tokens = flow.grant(approving)
+        plant_secret(tokens["access_token"])
+        plant_secret(tokens["refresh_token"])
+        # Its id, as the operator lists the tenant's grants (the token answer does not say it)
+        params = {"tenant_id": tenant, "agent_id": agent, "limit": 200}
+        listed = self.call(self.baton.key, "GET", "/v1/oauth/grants", params=params)
+        assert listed.status_code == 200, listed.text
+        (grant,) = [g for g in listed.json()["data"] if g["client_id"] == flow.client_id]
+        assert grant["client_name"] == client_name, grant
+        world.grants[label] = {**grant, "refresh_token": tokens["refresh_token"]}
+        world.mark(tenant, agent, grant["grant_id"], flow.client_id, client_name)
+        return grant
 
     def save(
         self, world: World, label: str, secret: str, tenant: str, agent: str, subject: str, kind: str, **extra: Any
@@ -403,6 +436,14 @@ def world(baton: BatonServe) -> Iterator[World]:
     # The other tenant.
     stranger_secret = api.mint(w, "stranger", other, w.stranger, ["*"])
     api.mint(w, "stranger-2", other, w.stranger, ["checkpoints:read"])
+    # OAuth grants, each for a client of its own: the owner's (one that stays, one the `*` key revokes, one the
+    # operator revokes), the intruder's (one that stays, one it revokes itself) and the other tenant's.
+    intruder_mcp = api.mint(w, "intruder-mcp", victim, w.intruder, ["mcp:call", "checkpoints:read"])
+    for label in ("owner", "owner-target-of-wildcard", "owner-target-of-operator"):
+        api.grant(w, label, owner_mcp, victim, w.owner)
+    for label in ("intruder", "intruder-target-of-intruder"):
+        api.grant(w, label, intruder_mcp, victim, w.intruder)
+    api.grant(w, "stranger", stranger_secret, other, w.stranger)
     # Checkpoints: the owner's (saved by the `*` key on its behalf), the intruder's, the other tenant's.
     for kind in ("task_state", "conversation", "workflow"):
         api.save(w, f"victim-{kind}", admin_secret, victim, w.owner, w.victim_subject, kind)
@@ -570,6 +611,8 @@ def visible(world: World, caller: str, route: str, params: dict[str, Any] | None
         return victim
     if caller == "operator" and route in ("POST /v1/keys", "GET /v1/keys", "DELETE /v1/keys/{key_id}"):
         return victim if (params or {}).get("tenant_id") == world.victim or route == "POST /v1/keys" else set()
+    if caller == "operator" and route in (G_LIST, G_REVOKE):
+        return victim if (params or {}).get("tenant_id") == world.victim else set()
     return set()  # refused callers see nothing; the operator's checkpoints live in its own tenant
 
 
@@ -587,6 +630,7 @@ def cases_for(caller: str, w: World) -> list[Case]:
         + thread_cases_for(caller, w)
         + identity_and_console_cases_for(caller, w)
         + oauth_cases_for(caller, w)
+        + grant_cases_for(caller, w)
     )
 
 
@@ -752,6 +796,111 @@ def oauth_cases_for(caller: str, w: World) -> list[Case]:
         Case(O_REVOKE, "POST", "/oauth/revoke", (200,), form=a_token,
              answer_check=lambda response: None if not response.content else response.text),
         Case(O_REVOKE, "POST", "/oauth/revoke", (200,), form={"token": f"bta_unknown_{caller}"}, same_without_key=True),
+    ]  # fmt: skip
+
+
+GRANT_FIELDS = {
+    "grant_id", "client_id", "client_name", "tenant_id", "agent_id", "key_id", "scopes", "resource", "created_at",
+    "expires_at",
+}  # fmt: skip
+"""What a listed grant holds (docs/api.md): never a token."""
+
+
+def listed_grants_of(tenant: str | None, *agents: str, never: tuple[str, ...] = ()) -> Callable[[Any], str | None]:
+    """A check that a page of grants holds only grants of `tenant` (None: any tenant but those `never` names), and
+    of `agents` when named, each with exactly the fields of a listed grant (no token)."""
+
+    def check(data: Any) -> str | None:
+        for grant in data:
+            if set(grant) != GRANT_FIELDS:
+                return f"a grant listed with the fields {sorted(grant)}"
+            wrong_tenant = grant["tenant_id"] in never or tenant not in (None, grant["tenant_id"])
+            if wrong_tenant or (agents and grant["agent_id"] not in agents):
+                return f"a grant of {grant['tenant_id']}/{grant['agent_id']}"
+        return None
+
+    return check
+
+
+def grant_cases_for(caller: str, w: World) -> list[Case]:
+    """GET /v1/oauth/grants and DELETE /v1/oauth/grants/{grant_id}, called by `caller`: as the key routes answer
+    it. A listing shows only the caller's tenant (with `*`, every agent's; without, its own agent's), and a grant the
+    caller may not see is as absent as a missing one (404) to a revocation."""
+    owner_grant = w.grants["owner"]["grant_id"]
+    revoke_owner = f"/v1/oauth/grants/{owner_grant}"
+    missing = f"/v1/oauth/grants/grant_{uuid.uuid4().hex}"
+    victim = {"tenant_id": w.victim}
+    if caller in REFUSED:
+        return [
+            Case(G_LIST, "GET", "/v1/oauth/grants", (401,), "UNAUTHENTICATED"),
+            Case(G_REVOKE, "DELETE", revoke_owner, (401,), "UNAUTHENTICATED"),
+        ]
+    if caller == "missing_scope":
+        return [
+            Case(G_LIST, "GET", "/v1/oauth/grants", (403,), "FORBIDDEN"),
+            Case(G_REVOKE, "DELETE", revoke_owner, (403,), "FORBIDDEN"),
+            Case(G_REVOKE, "DELETE", revoke_owner, (403,), "FORBIDDEN", secret_of="missing_scope:write_only"),
+        ]
+    if caller == "other_tenant":
+        stranger = w.grants["stranger"]
+        return [
+            Case(G_LIST, "GET", "/v1/oauth/grants", (200,), params={"limit": 1}, paginate=True,
+                 check=listed_grants_of(w.other), must_show=(stranger["grant_id"], stranger["client_name"])),
+            Case(G_LIST, "GET", "/v1/oauth/grants", (403,), "FORBIDDEN", params=victim),
+            Case(G_LIST, "GET", "/v1/oauth/grants", (403,), "FORBIDDEN", params={**victim, "agent_id": w.owner}),
+            Case(G_REVOKE, "DELETE", revoke_owner, (404,), "NOT_FOUND", same_as_missing=("DELETE", missing, None)),
+            Case(G_REVOKE, "DELETE", revoke_owner, (403,), "FORBIDDEN", params=victim),
+        ]  # fmt: skip
+    if caller == "other_agent":
+        intruder, own_target = w.grants["intruder"], w.grants["intruder-target-of-intruder"]
+        return [
+            Case(G_LIST, "GET", "/v1/oauth/grants", (200,), params={"limit": 1}, paginate=True,
+                 check=listed_grants_of(w.victim, w.intruder),
+                 must_show=(intruder["grant_id"], intruder["client_name"], own_target["grant_id"])),
+            Case(G_LIST, "GET", "/v1/oauth/grants", (200,), params={"agent_id": w.intruder, "limit": 1},
+                 paginate=True, check=listed_grants_of(w.victim, w.intruder), must_show=(intruder["grant_id"],)),
+            # Naming another agent in a list: refused, as a key listing is (keys are not work a 404 would hide).
+            Case(G_LIST, "GET", "/v1/oauth/grants", (403,), "FORBIDDEN", params={"agent_id": w.owner}),
+            Case(G_REVOKE, "DELETE", revoke_owner, (404,), "NOT_FOUND", same_as_missing=("DELETE", missing, None)),
+            Case(G_REVOKE, "DELETE", revoke_owner, (404,), "NOT_FOUND", params=victim,
+                 same_as_missing=("DELETE", missing, victim)),
+            # Its own agent's grant it revokes; once revoked, the 404 of a missing one.
+            Case(G_REVOKE, "DELETE", f"/v1/oauth/grants/{own_target['grant_id']}", (200,),
+                 check=lambda data: None if data == {"grant_id": own_target["grant_id"], "revoked": True} else "no"),
+            Case(G_REVOKE, "DELETE", f"/v1/oauth/grants/{own_target['grant_id']}", (404,), "NOT_FOUND",
+                 same_as_missing=("DELETE", missing, None)),
+        ]  # fmt: skip
+    if caller == "own_wildcard":
+        target = w.grants["owner-target-of-wildcard"]["grant_id"]
+        return [
+            Case(G_LIST, "GET", "/v1/oauth/grants", (200,), params={"limit": 1}, paginate=True,
+                 check=listed_grants_of(w.victim),
+                 must_show=(owner_grant, w.grants["owner"]["client_name"], w.keys["owner-mcp"]["key_id"],
+                            w.grants["intruder"]["grant_id"], w.grants["intruder"]["client_name"])),
+            Case(G_LIST, "GET", "/v1/oauth/grants", (200,), params={"agent_id": w.owner, "limit": 1}, paginate=True,
+                 check=listed_grants_of(w.victim, w.owner), must_show=(owner_grant,)),
+            Case(G_LIST, "GET", "/v1/oauth/grants", (403,), "FORBIDDEN", params={"tenant_id": w.other}),
+            Case(G_REVOKE, "DELETE", f"/v1/oauth/grants/{target}", (200,),
+                 check=lambda data: None if data == {"grant_id": target, "revoked": True} else f"answered {data}"),
+            Case(G_REVOKE, "DELETE", f"/v1/oauth/grants/{target}", (404,), "NOT_FOUND",
+                 same_as_missing=("DELETE", missing, None)),
+            Case(G_REVOKE, "DELETE", f"/v1/oauth/grants/{w.grants['stranger']['grant_id']}", (404,), "NOT_FOUND",
+                 same_as_missing=("DELETE", missing, None)),
+            Case(G_REVOKE, "DELETE", "/v1/oauth/grants/grant_not-a-grant-id", (400,), "VALIDATION_ERROR"),
+        ]  # fmt: skip
+    assert caller == "operator", caller
+    target = w.grants["owner-target-of-operator"]["grant_id"]
+    return [
+        # tenants:manage acts in its own tenant unless it names another: the victim's grants only when named.
+        Case(G_LIST, "GET", "/v1/oauth/grants", (200,), params={"limit": 200}, paginate=True,
+             check=listed_grants_of(None, never=(w.victim, w.other))),
+        Case(G_LIST, "GET", "/v1/oauth/grants", (200,), params={**victim, "limit": 1}, paginate=True,
+             check=listed_grants_of(w.victim),
+             must_show=(owner_grant, w.grants["owner"]["client_name"], w.grants["intruder"]["grant_id"])),
+        Case(G_REVOKE, "DELETE", f"/v1/oauth/grants/{target}", (404,), "NOT_FOUND",
+             same_as_missing=("DELETE", missing, None)),
+        Case(G_REVOKE, "DELETE", f"/v1/oauth/grants/{target}", (200,), params=victim,
+             check=lambda data: None if data == {"grant_id": target, "revoked": True} else f"answered {data}"),
     ]  # fmt: skip
 
 
@@ -1777,8 +1926,24 @@ def test_refused_and_foreign_calls_changed_nothing(baton: BatonServe, world: Wor
         )
         pruned_thread = world.threads["victim-prune"]
         pruned_latest = api.call(admin, "GET", f"/v1/threads/{pruned_thread.thread_id}/checkpoint", params=for_owner)
+        grants_listed = api.call(admin, "GET", "/v1/oauth/grants", params={"limit": 200})
+        # the grants no one of theirs revoked still work: their refresh tokens are taken
+        refreshed = {
+            label: OAuthFlow(api.client, client_id=world.grants[label]["client_id"]).refresh(
+                world.grants[label]["refresh_token"]
+            )
+            for label in ("owner", "intruder", "stranger")
+        }
     finally:
         api.client.close()
+    # no grant revoked by another tenant or another agent: the owner's and the intruder's still listed, still working
+    assert grants_listed.status_code == 200, grants_listed.text
+    live = {grant["grant_id"] for grant in grants_listed.json()["data"]}
+    assert {world.grants[label]["grant_id"] for label in ("owner", "intruder")} <= live, grants_listed.text
+    for label, answer in refreshed.items():
+        assert answer.status_code == 200, f"{label}'s grant: {answer.text}"
+        plant_secret(answer.json()["access_token"])
+        plant_secret(answer.json()["refresh_token"])
     # the owner's thread: no put, write, delete, prune, copy or delete-for-runs of another caller reached it
     assert thread_pages.status_code == 200, thread_pages.text
     tuples = thread_pages.json()["data"]

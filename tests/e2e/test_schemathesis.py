@@ -12,6 +12,8 @@ Some positive cases of the id routes are sent to real checkpoints, subjects and 
 (tests/e2e/schemathesis_hooks.py), and each of those routes must have succeeded on one at least: a 404 proves nothing.
 So are some of OAuth's endpoints' (a registered client, a code or grant approved with that key): each must have
 succeeded, a code exchanged and a grant refreshed, a decision approved and one denied, each kind of token revoked.
+And the grants' routes: a listing of the fuzz tenant's grants that shows the grant that stays, and a real grant
+revoked through `DELETE /v1/oauth/grants/{grant_id}` (its refresh token then refused, a second revocation 404).
 """
 
 from __future__ import annotations
@@ -68,6 +70,8 @@ REAL_SUCCESSES = (
     "POST /oauth/authorize 302",
     "POST /oauth/token 200",
     "POST /oauth/revoke 200",
+    "GET /v1/oauth/grants 200",
+    "DELETE /v1/oauth/grants/{grant_id} 200",
 )
 """The answers each route must have given a case sent to a real resource at least once."""
 ANSWERED = (
@@ -97,9 +101,16 @@ OAUTH_ANSWERS = (
     "revoke refresh_token: its refresh token 400",
     "revoke access_token 200",
     "revoke access_token: its refresh token 400",
+    "grants list 200",
+    "grants list: the kept grant listed",
+    "grant revoke 200",
+    "grant revoke: its refresh token 400",
+    "grant revoke: again 404",
+    "grant revoke: no longer listed",
 )
 """What the real OAuth cases must have answered, and their follow-ups (tests/e2e/schemathesis_hooks.py): a code
-exchanged and a grant refreshed, each access token working at /mcp, and each kind of token revoking its grant."""
+exchanged and a grant refreshed, each access token working at /mcp, and each kind of token revoking its grant; the
+fuzz agent's grants listed with the one that stays, and a grant revoked through the API, then refused."""
 
 
 @pytest.fixture(scope="module")

@@ -40,7 +40,11 @@ was put into it (a deleted one answers 404).
 An OAuth client (`OAuthMcpClient`) is that MCP client as a hosted platform connects it: it registers, a person
 approves it on the consent form with a key of the operator's agent, it exchanges the code with PKCE, and then works
 the same slots through the tools with the access token (its writes join the ledger), now and then refreshing the
-grant (the refresh token rotates) or revoking it (its refresh token is then refused) and being approved again.
+grant (the refresh token rotates) or revoking it (its refresh token is then refused) and being approved again. With
+a key of that agent holding keys:manage it lists the agent's grants (`GET /v1/oauth/grants`, page by page: its live
+grant exactly once, under the same id across refreshes, never a token) and now and then revokes its grant there
+(`DELETE /v1/oauth/grants/{grant_id}`: its refresh token refused, the grant no longer listed, a second revocation
+404), to be approved again.
 
 The plain clients also ask `GET /v1/whoami`, each with a key of its own (the operator's tenant, agent and scopes),
 which must name that key whatever the others send at the same time, and fetch the console's files (issue 12), which
@@ -1120,6 +1124,13 @@ class McpClient(Client):
 OAUTH_WORKERS = 1
 OAUTH_SCOPES = ("mcp:call", "checkpoints:read", "checkpoints:write", "checkpoints:delete")
 """What the OAuth client asks for, and the approving key holds: the MCP client's tools (it deletes too)."""
+GRANT_FIELDS = frozenset(
+    {"grant_id", "client_id", "client_name", "tenant_id", "agent_id", "key_id", "scopes", "resource", "created_at",
+     "expires_at"}
+)  # fmt: skip
+"""What a listed grant holds (docs/api.md): never a token."""
+GRANT_PAGES = 20
+"""Pages a grant listing follows at most (its agent has one live grant per OAuth client)."""
 
 
 class OAuthMcpClient(McpClient):
@@ -1127,13 +1138,26 @@ class OAuthMcpClient(McpClient):
     `approving_key` (the operator's agent, holding `OAUTH_SCOPES`), its code exchanged with PKCE, and every tool call
     made with the grant's access token. Beside the MCP client's operations it refreshes its grant (the refresh token
     rotates; the new access token is used from then on) and revokes it (its refresh token is then refused, fresh from
-    the table) to be approved again. Its acknowledged writes join the ledger as `oauth mcp ...`."""
+    the table) to be approved again. With `manager_key` (the same agent, keys:manage) it lists the agent's grants and
+    revokes its own through the API. Its acknowledged writes join the ledger as `oauth mcp ...`."""
 
     def __init__(
-        self, baton: BatonServe, ledger: Ledger, slots: list[Slot], number: int, seed: int, approving_key: str
+        self,
+        baton: BatonServe,
+        ledger: Ledger,
+        slots: list[Slot],
+        number: int,
+        seed: int,
+        approving_key: str,
+        manager_key: str,
     ) -> None:
         super().__init__(baton, ledger, slots, 100 + number, seed)
         self.approving_key = approving_key
+        self.manager = {"Authorization": f"Bearer {manager_key}"}
+        self.grant_id: str | None = None
+        """The live grant's id, once a listing showed it (a refresh keeps it; a new approval makes another)."""
+        self.agent_id = ""
+        """The agent of the approving and the managing key, whose grants alone a listing shows."""
         # OAuth's endpoints are public: their client sends no key, and counts its answers as every request here is.
         plain = httpx.Client(base_url=baton.url, timeout=30, event_hooks={"response": [self.counted]})
         self.flow = OAuthFlow(plain, scope=" ".join(OAUTH_SCOPES))
@@ -1151,11 +1175,18 @@ class OAuthMcpClient(McpClient):
                 )
 
     def operations(self) -> list[tuple[Callable[[Slot], None], int]]:
-        return [*super().operations(), (self.refresh_grant, 4), (self.revoke_grant, 1)]
+        return [
+            *super().operations(),
+            (self.refresh_grant, 4),
+            (self.revoke_grant, 1),
+            (lambda _: self.list_grants(), 3),
+            (self.revoke_grant_through_the_api, 1),
+        ]
 
     def run(self, pace: Pace) -> None:
         """Register and be approved, then the MCP client's run with the access token."""
         try:
+            self.agent_id = httpx.get(f"{self.flow.origin}/v1/whoami", headers=self.manager).json()["data"]["agent_id"]
             self.flow.register(client_name=f"soak client {self.number}")
             self.ledger.count("oauth_registrations")
             self.authorize(first=True)
@@ -1191,6 +1222,7 @@ class OAuthMcpClient(McpClient):
             self.ledger.problem(f"OAuth client {self.number}: the code's exchange answered {answer.text[:300]}")
             return
         self.use(answer.json())
+        self.grant_id = None
         self.ledger.count("oauth_grants")
 
     def refresh_grant(self, _: Slot) -> None:
@@ -1217,6 +1249,67 @@ class OAuthMcpClient(McpClient):
         if refused.status_code != 400 or refused.json().get("error") != "invalid_grant":
             self.ledger.problem(f"a revoked grant's refresh token answered {refused.status_code}: {refused.text}")
         self.ledger.count("oauth_revocations")
+        self.authorize()
+
+    def list_grants(self) -> list[dict[str, Any]] | None:
+        """Every page of the agent's grants with the keys:manage key (one grant a page: every cursor followed): only
+        its agent's, each as a listed grant, no token; this client's live grant exactly once, under the id it had
+        since its approval. The client's grants as listed, or None (a problem already counted)."""
+        shown: list[dict[str, Any]] = []
+        params: dict[str, Any] = {"limit": self.rng.randint(1, 3)}
+        tokens = (str(self.http.headers["Authorization"]).removeprefix("Bearer "), self.refresh_token)
+        for _ in range(GRANT_PAGES):
+            response = self.send("GET", "/v1/oauth/grants", params=params, headers=self.manager)
+            if response is None or response.status_code >= 500:
+                return None
+            if response.status_code != 200:
+                self.ledger.problem(f"a grant listing answered {response.status_code}: {response.text[:300]}")
+                return None
+            if any(token in response.text for token in tokens):
+                self.ledger.problem(f"OAuth client {self.number}: a grant listing shows a token of its grant")
+            body = response.json()
+            shown += body["data"]
+            if not body["meta"]["next_cursor"]:
+                break
+            params["cursor"] = body["meta"]["next_cursor"]
+        else:
+            self.ledger.problem(f"a grant listing went on past {GRANT_PAGES} pages")
+        self.ledger.count("oauth_grant_lists")
+        foreign = [g for g in shown if set(g) != GRANT_FIELDS or g["agent_id"] != self.agent_id]
+        if foreign:
+            self.ledger.problem(f"a grant listing of one agent shows {foreign[:2]}")
+        mine = [g for g in shown if g["client_id"] == self.flow.client_id]
+        if len(mine) != 1 or set(mine[0]["scopes"]) != set(OAUTH_SCOPES):
+            self.ledger.problem(f"OAuth client {self.number}'s live grants listed: {mine}")
+            return mine
+        if self.grant_id is not None and mine[0]["grant_id"] != self.grant_id:
+            self.ledger.problem(f"OAuth client {self.number}'s grant {self.grant_id} is listed as {mine[0]}")
+        self.grant_id = mine[0]["grant_id"]
+        return mine
+
+    def revoke_grant_through_the_api(self, _: Slot) -> None:
+        """Revoke the client's grant with the keys:manage key: `{grant_id, revoked: true}`, its refresh token refused
+        from then on, the grant gone from the listing, a second revocation 404; then approved again."""
+        mine = self.list_grants()
+        if not mine:
+            return
+        grant_id = mine[0]["grant_id"]
+        revoked = self.send("DELETE", f"/v1/oauth/grants/{grant_id}", headers=self.manager)
+        if revoked is None or revoked.status_code >= 500:
+            return
+        if revoked.status_code != 200 or revoked.json()["data"] != {"grant_id": grant_id, "revoked": True}:
+            self.ledger.problem(f"a grant's revocation answered {revoked.status_code}: {revoked.text[:300]}")
+            return
+        refused = self.flow.refresh(self.refresh_token)
+        if refused.status_code != 400 or refused.json().get("error") != "invalid_grant":
+            self.ledger.problem(f"a revoked grant's refresh token answered {refused.status_code}: {refused.text}")
+        again = self.send("DELETE", f"/v1/oauth/grants/{grant_id}", headers=self.manager)
+        if again is not None and again.status_code != 404:
+            self.ledger.problem(f"a revoked grant revoked again answered {again.status_code}: {again.text[:300]}")
+        listed = self.send("GET", "/v1/oauth/grants", params={"limit": 200}, headers=self.manager)
+        if listed is not None and listed.status_code == 200 and grant_id in listed.text:
+            self.ledger.problem(f"OAuth client {self.number}'s revoked grant {grant_id} is still listed")
+        self.ledger.count("oauth_api_revocations")
         self.authorize()
 
     def call(self, name: str, arguments: dict[str, Any]) -> tuple[dict[str, Any], str | None, str] | None:
@@ -2022,6 +2115,8 @@ def shortfalls(
             wanted["a write with an access token"] = any(a.how.startswith("oauth ") for a in ledger.acks)
             wanted["an OAuth grant refreshed"] = outcomes["oauth_refreshes"] > 0
             wanted["an OAuth grant revoked"] = outcomes["oauth_revocations"] > 0
+            wanted["an agent's OAuth grants listed"] = outcomes["oauth_grant_lists"] > 0
+            wanted["an OAuth grant revoked through the API"] = outcomes["oauth_api_revocations"] > 0
         if thread_workers:
             wanted["a thread put"] = outcomes["thread_puts"] > 0
             wanted["a thread put_writes"] = outcomes["thread_writes"] > 0
@@ -2071,7 +2166,10 @@ def soak(baton: BatonServe, http: httpx.Client) -> None:
     clients += [LeaseWorker(baton, ledger, leases, shared, number, seed) for number in range(lease_workers)]
     clients += [McpClient(baton, ledger, slots, number, seed) for number in range(mcp_workers)]
     approving = approving_key(http, run) if oauth_workers else ""
-    clients += [OAuthMcpClient(baton, ledger, slots, number, seed, approving) for number in range(oauth_workers)]
+    manager = grants_manager_key(http, run) if oauth_workers else ""
+    clients += [
+        OAuthMcpClient(baton, ledger, slots, number, seed, approving, manager) for number in range(oauth_workers)
+    ]
     thread_clients = [ThreadClient(baton, ledger, run, number, seed) for number in range(thread_workers)]
     clients += thread_clients
     workers = [threading.Thread(target=client.run, args=(pace,), name=f"soak-{client.number}") for client in clients]
@@ -2128,6 +2226,8 @@ def soak(baton: BatonServe, http: httpx.Client) -> None:
         oauth_writes_acknowledged=oauth_acks,
         oauth_refreshes=ledger.outcomes["oauth_refreshes"],
         oauth_revocations=ledger.outcomes["oauth_revocations"],
+        oauth_grant_lists=ledger.outcomes["oauth_grant_lists"],
+        oauth_api_revocations=ledger.outcomes["oauth_api_revocations"],
         thread_puts=ledger.outcomes["thread_puts"],
         thread_writes=ledger.outcomes["thread_writes"],
         thread_reads_checked=ledger.outcomes["thread_reads_checked"],
@@ -2150,7 +2250,9 @@ def soak(baton: BatonServe, http: httpx.Client) -> None:
     print(
         f"soak OAuth: {oauth_workers} clients, {ledger.outcomes['oauth_grants']} grants, "
         f"{ledger.outcomes['oauth_tool_calls']} tool calls with an access token, {oauth_acks} writes acknowledged, "
-        f"{ledger.outcomes['oauth_refreshes']} refreshes, {ledger.outcomes['oauth_revocations']} revocations"
+        f"{ledger.outcomes['oauth_refreshes']} refreshes, {ledger.outcomes['oauth_revocations']} revocations, "
+        f"{ledger.outcomes['oauth_grant_lists']} grant listings, {ledger.outcomes['oauth_api_revocations']} grants "
+        "revoked through the API"
     )
     print(
         f"soak threads: {thread_workers} clients, {ledger.outcomes['thread_puts']} puts, "
@@ -2198,6 +2300,16 @@ def approving_key(http: httpx.Client, run: str) -> str:
     writes land in the slots the others write), holding what their tools need."""
     agent = http.get("/v1/whoami").json()["data"]["agent_id"]
     body = {"agent_id": agent, "scopes": list(OAUTH_SCOPES), "description": f"soak {run} OAuth approval"}
+    created = http.post("/v1/keys", json=body)
+    assert created.status_code == 201, created.text
+    return plant_secret(str(created.json()["data"]["secret"]))
+
+
+def grants_manager_key(http: httpx.Client, run: str) -> str:
+    """The key the OAuth clients list and revoke their agent's grants with: the operator's agent, keys:manage only
+    (no `*`: it sees that agent's grants alone)."""
+    agent = http.get("/v1/whoami").json()["data"]["agent_id"]
+    body = {"agent_id": agent, "scopes": ["keys:manage"], "description": f"soak {run} OAuth grants"}
     created = http.post("/v1/keys", json=body)
     assert created.status_code == 201, created.text
     return plant_secret(str(created.json()["data"]["secret"]))

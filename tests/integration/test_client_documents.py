@@ -7,6 +7,7 @@ from __future__ import annotations
 import json
 import ssl
 import threading
+import time
 from collections.abc import Iterator
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
@@ -42,6 +43,20 @@ def server(ca: trustme.CA) -> Iterator[tuple[int, Documents]]:
     class Handler(BaseHTTPRequestHandler):
         def do_GET(self) -> None:
             documents.requests.append(self.path)
+            if self.path.startswith("/slow/"):
+                # Headers at once, then a byte every 0.2 s: each read is quick, the whole never ends in time
+                self.send_response(200)
+                self.send_header("Content-Type", "application/json")
+                self.send_header("Content-Length", "4000")
+                self.end_headers()
+                try:
+                    for _ in range(4000):
+                        self.wfile.write(b" ")
+                        self.wfile.flush()
+                        time.sleep(0.2)
+                except OSError:
+                    return
+                return
             status, media, body, headers = documents.routes.get(self.path, (404, "text/plain", b"no", {}))
             self.send_response(status)
             self.send_header("Content-Type", media)
@@ -176,15 +191,15 @@ def test_a_host_at_a_private_address_is_never_fetched(server: tuple[int, Documen
 
 
 def test_loopback_is_refused_when_deployed(server: tuple[int, Documents]) -> None:
-    port, documents = server
+    _, documents = server
     before = len(documents.requests)
     deployed = ClientDocuments(loopback=False, resolver=lambda host, port: ["127.0.0.1"])
     with pytest.raises(OAuthError, match="does not fetch from"):
-        deployed.client(url(port, "/oauth/client.json"))
+        deployed.client(f"https://{HOST}/oauth/client.json")
     # one public and one private address: refused too (the connection could be steered to either)
     mixed = ClientDocuments(loopback=False, resolver=lambda host, port: ["93.184.216.34", "10.1.1.1"])
     with pytest.raises(OAuthError, match="does not fetch from"):
-        mixed.client(url(port, "/oauth/client.json"))
+        mixed.client(f"https://{HOST}/oauth/client.json")
     assert len(documents.requests) == before
 
 
@@ -210,3 +225,46 @@ def test_a_client_id_url_that_is_not_one_is_refused_without_a_fetch(client_id: s
 
     with pytest.raises(OAuthError, match="client_id, as a URL"):
         ClientDocuments(loopback=True, resolver=never).client(client_id)
+
+
+def test_a_server_that_dribbles_is_cut_off_by_the_whole_fetchs_deadline(
+    server: tuple[int, Documents], ca: trustme.CA, tmp_path: Any
+) -> None:
+    port, _ = server
+    bundle = tmp_path / "ca.pem"
+    ca.cert_pem.write_to_path(str(bundle))
+    fetcher = ClientDocuments(
+        loopback=True, resolver=lambda host, port: ["127.0.0.1"], ca_certs=str(bundle), fetch_seconds=1.0
+    )
+    started = time.monotonic()
+    with pytest.raises(OAuthError, match="could not be read"):
+        fetcher.client(url(port, "/slow/client.json"))
+    assert time.monotonic() - started < 3.0
+    # The refusal is kept a while: asking again does not fetch again
+    started = time.monotonic()
+    with pytest.raises(OAuthError, match="could not be read"):
+        fetcher.client(url(port, "/slow/client.json"))
+    assert time.monotonic() - started < 0.1
+    record(SUITE, deadlines=1)
+
+
+def test_only_port_443_when_deployed(server: tuple[int, Documents]) -> None:
+    def never(host: str, port: int) -> list[str]:
+        raise AssertionError("resolved")
+
+    with pytest.raises(OAuthError, match="port 443"):
+        ClientDocuments(loopback=False, resolver=never).client("https://client.example:8443/c.json")
+
+
+@pytest.mark.parametrize(
+    "client_id",
+    ["https://client.example:99999/x", "https://client.example:abc/x", "https://[::1/x", "https://ü.example/c.json",
+     "https://client.example/" + "a" * 1000],
+)  # fmt: skip
+def test_a_malformed_client_id_url_is_refused_never_a_500(client_id: str) -> None:
+    def never(host: str, port: int) -> list[str]:
+        raise AssertionError("resolved")
+
+    with pytest.raises(OAuthError) as refused:
+        ClientDocuments(loopback=True, resolver=never).client(client_id)
+    assert refused.value.error == "invalid_client"

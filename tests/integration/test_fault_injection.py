@@ -2312,6 +2312,7 @@ class OAuthContext(Context):
     code: str = ""
     verifier: str = ""
     tokens: dict[str, Any] = field(default_factory=dict)
+    grant_id: str = ""
 
 
 def oauth_call(
@@ -2540,10 +2541,14 @@ def approve_again(ctx: OAuthContext, answer: Result, before: Snapshot) -> None:
 
 
 def exchanged_once(ctx: OAuthContext, before: Snapshot, after: Snapshot, answer: Result | None) -> None:
-    """The code marked used with the one grant it made, and that grant's first pair: nothing else."""
+    """The code marked used with the one grant it made, that grant's first pair, and its client kept a year from
+    now (a registered client lives a day until its first grant): nothing else."""
     code_key = secret_key(ctx.code)
-    new = changed_keys(before, after) - {code_key}
+    client_key = (f"A#{ctx.client_id}", "A")
+    new = changed_keys(before, after) - {code_key, client_key}
     assert code_key in changed_keys(before, after), "the code is not marked used"
+    assert client_key in changed_keys(before, after), "the client was not kept"
+    assert int(after[client_key]["ttl"]) > int(before[client_key]["ttl"]) + 300 * 86400
     grant_id = after[code_key]["grant_id"]
     assert sorted(key[0][:2] for key in new) == ["G#", "S#", "S#"], f"{sorted(new)} besides the code"
     (grant,) = grants({key: after[key] for key in new}).values()
@@ -2639,6 +2644,113 @@ def call_again(ctx: OAuthContext, answer: Result, before: Snapshot) -> None:
         read_checkpoint(ctx, before, snapshot(ctx.account.aws), retried)
 
 
+# GET /v1/oauth/grants and DELETE /v1/oauth/grants/{grant_id}: a list is the index's Query (the revoked grant
+# filtered out) and one BatchGetItem of the page's grants; a revocation reads the caller's key fresh, the grant
+# (GetItem), the grant again inside the store's revocation (GetItem), then marks it revoked and deletes its pair in
+# one TransactWriteItems. A list writes nothing; a revocation either revoked the grant wholly or left it as it was.
+
+GRANTS_LISTED = 2
+"""Live grants the list scenario prepares, beside one revoked grant that the index's filter leaves out."""
+GRANT_FIELDS = {
+    "grant_id", "client_id", "client_name", "tenant_id", "agent_id", "key_id", "scopes", "resource", "created_at",
+    "expires_at",
+}  # fmt: skip
+"""What a listed grant holds (never a token)."""
+
+
+def grant_ids(items: Snapshot) -> list[str]:
+    """The table's grants' ids, oldest first (a grant id starts with its approval time)."""
+    return sorted(item["grant_id"] for item in grants(items).values())
+
+
+def prepare_grants(ctx: OAuthContext) -> None:
+    """Three grants of one client approved with the key, the last one revoked (by its refresh token), and the
+    caller's key read once (a list's only reads are then its own)."""
+    prepare_oauth_client(ctx)
+    for _ in range(GRANTS_LISTED + 1):
+        approved = send_approval(ctx)
+        assert approved.status == 302, approved.raw_body
+        ctx.code = redirected_code(approved)
+        exchanged = send_exchange(ctx)
+        assert exchanged.status == 200, exchanged.raw_body
+        ctx.tokens = exchanged.body
+        ctx.clock.shift(timedelta(milliseconds=5))
+    assert send_revocation(ctx).status == 200
+    prepare_warm_key(ctx)
+
+
+def send_grant_list(ctx: OAuthContext) -> Result:
+    return ctx.api.invoke("list_keys", path="/v1/oauth/grants", query={"limit": "50"})
+
+
+def listed_grants(ctx: OAuthContext, before: Snapshot, after: Snapshot, answer: Result | None) -> None:
+    """A list wrote nothing, and showed the live grants, oldest first, as listed grants (never a token)."""
+    assert after == before, f"a list of grants wrote {sorted(changed_keys(before, after))}"
+    if answer is None:
+        return
+    live = [grant["grant_id"] for grant in grants(after).values() if "revoked_at" not in grant]
+    listed = answer.data
+    assert [grant["grant_id"] for grant in listed] == sorted(live), answer.raw_body
+    assert len(listed) == GRANTS_LISTED, answer.raw_body
+    for grant in listed:
+        assert set(grant) == GRANT_FIELDS, grant
+        assert (grant["client_id"], grant["tenant_id"], grant["agent_id"]) == (ctx.client_id, TENANT, AGENT), grant
+        assert tuple(grant["scopes"]) == OAUTH_GRANT_SCOPES, grant
+    assert answer.body["meta"]["next_cursor"] is None, answer.raw_body
+    assert "_token" not in answer.raw_body, answer.raw_body
+    assert ctx.tokens["refresh_token"] not in answer.raw_body
+
+
+def list_grants_again(ctx: OAuthContext, answer: Result, before: Snapshot) -> None:
+    if answer.status != 200:
+        retried = send_grant_list(ctx)
+        assert retried.status == 200, retried.raw_body
+        listed_grants(ctx, before, snapshot(ctx.account.aws), retried)
+
+
+def prepare_grant_to_revoke(ctx: OAuthContext) -> None:
+    """A grant approved with the key (its id read from the table), and a refreshed grant beside it, which the
+    revocation must leave as it is."""
+    prepare_oauth_grant(ctx)
+    other = OAuthContext(account=ctx.account, clock=ctx.clock)
+    prepare_oauth_grant(other)
+    assert send_refresh(other).status == 200
+    (ctx.grant_id,) = (
+        grant["grant_id"]
+        for grant in grants(snapshot(ctx.account.aws)).values()
+        if grant["access_hash"] == hash_secret(ctx.tokens["access_token"])
+    )
+
+
+def send_grant_revocation(ctx: OAuthContext) -> Result:
+    return ctx.api.invoke("revoke_key", path=f"/v1/oauth/grants/{ctx.grant_id}")
+
+
+def grant_revoked_once(ctx: OAuthContext, before: Snapshot, after: Snapshot, answer: Result | None) -> None:
+    """The grant marked revoked and its pair deleted: nothing else (the other grant and its tokens untouched)."""
+    grant_key = layout.identity(layout.oauth_grant_key(TENANT, ctx.grant_id))
+    pair = {secret_key(ctx.tokens["access_token"]), secret_key(ctx.tokens["refresh_token"])}
+    assert changed_keys(before, after) == {grant_key} | pair, sorted(changed_keys(before, after))
+    assert "revoked_at" in after[grant_key]
+    assert {k: v for k, v in after[grant_key].items() if k != "revoked_at"} == before[grant_key]
+    assert not pair & set(after), "a revoked grant's token is still stored"
+    if answer is not None:
+        assert answer.data == {"grant_id": ctx.grant_id, "revoked": True}, answer.raw_body
+
+
+def revoke_grant_again(ctx: OAuthContext, answer: Result, before: Snapshot) -> None:
+    """The client's retry of the revocation ends with the grant revoked wholly: 200 when the first left it live,
+    404 (no live grant of that id) when the first had revoked it; its refresh token is refused either way."""
+    grant_key = layout.identity(layout.oauth_grant_key(TENANT, ctx.grant_id))
+    if answer.status != 200:
+        was_revoked = "revoked_at" in snapshot(ctx.account.aws)[grant_key]
+        retried = send_grant_revocation(ctx)
+        assert retried.status == (404 if was_revoked else 200), retried.raw_body
+        grant_revoked_once(ctx, before, snapshot(ctx.account.aws), None)
+    refused = send_refresh(ctx)
+    assert (refused.status, refused.body["error"]) == (400, "invalid_grant"), refused.raw_body
+
+
 @dataclass(frozen=True)
 class OAuthScenario:
     """An OAuth request, the DynamoDB requests it makes, what applying it once leaves, and the client's retry."""
@@ -2679,6 +2791,14 @@ OAUTH_SCENARIOS = (
     # The access token's GetItem, its approving key's, the tool's read of the checkpoint.
     OAuthScenario("oauth_mcp_tool_call", (Step("GetItem"), KEY_CHECK, Step("GetItem", nth=3, every_kind=False)),
                   prepare_oauth_checkpoint, send_tool_call_with_token, 200, read_with_the_token, call_again),
+    # GET /v1/oauth/grants: the index's Query, the page's BatchGetItem (the caller's key cached).
+    OAuthScenario("oauth_grants_list", (Step("Query"), Step("BatchGetItem")), prepare_grants, send_grant_list, 200,
+                  listed_grants, list_grants_again),
+    # DELETE /v1/oauth/grants/{grant_id}: the caller's key (fresh), the grant's GetItem, the revocation's own read of
+    # it (the same code as oauth_revoke's), the transaction.
+    OAuthScenario("oauth_grant_revoke", (Step("GetItem", every_kind=False), Step("GetItem", nth=2),
+                                         Step("GetItem", nth=3, every_kind=False), Step("TransactWriteItems")),
+                  prepare_grant_to_revoke, send_grant_revocation, 200, grant_revoked_once, revoke_grant_again),
 )  # fmt: skip
 
 

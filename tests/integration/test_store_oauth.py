@@ -199,8 +199,9 @@ def test_grants_are_listed_live_by_agent_and_paged(services: Services, approval:
         first, cursor = services.oauth.grants("acme", "planner", NOW + 20, 1, None)
     finally:
         services.dynamodb.meta.events.unregister("before-call.dynamodb", calls)
-    # The index finds the page (reading on past another agent's grant), one BatchGetItem reads it whole
-    assert calls.calls["BatchGetItem"] == 1
+    # The index finds the page (reading on past another agent's grant), one BatchGetItem reads it whole and one
+    # its approving keys (a grant lives only while its key works)
+    assert calls.calls["BatchGetItem"] == 2
     assert set(calls.calls) == {"Query", "BatchGetItem"}
     assert [g.grant_id for g in first] == [ids[0]]
     assert first[0].approval == approval
@@ -217,4 +218,9 @@ def test_grants_are_listed_live_by_agent_and_paged(services: Services, approval:
     assert services.oauth.grants("acme", None, later, 10, None)[0] == []
     assert services.oauth.grant("acme", ids[0], later) is None
     assert services.oauth.grant("acme", ids[0], NOW + 20) is not None
-    record(SUITE, grants_listed=5)
+    # Once the approving key is revoked, its grants are listed no more
+    record_ = services.keys.find(hash_secret(KEY_SECRET))
+    assert record_ is not None
+    services.keys.revoke(record_, NOW + 30)
+    assert services.oauth.grants("acme", None, NOW + 40, 10, None)[0] == []
+    record(SUITE, grants_listed=6)

@@ -155,3 +155,17 @@ def test_the_authenticator_knows_an_access_token_by_oauths_own_prefix() -> None:
 
     assert ACCESS_TOKEN_PREFIX == oauth.ACCESS_PREFIX
     assert oauth.new_token(oauth.ACCESS_PREFIX).startswith(ACCESS_TOKEN_PREFIX)
+
+
+def test_loopback_redirect_uris_with_or_without_a_port_and_hosts_judged_label_by_label() -> None:
+    from baton_checkpoints.api.origin import valid_host
+
+    assert oauth.check_redirect_uri("http://[::1]/cb", "/r") == "http://[::1]/cb"
+    assert oauth.check_redirect_uri("http://localhost/cb", "/r") == "http://localhost/cb"
+    for good in ("127.0.0.1:8787", "abc.execute-api.us-east-1.amazonaws.com", "[::1]:9000", "localhost", "a.b."):
+        assert valid_host(good), good
+    # An input that made the old pattern backtrack for minutes is judged at once
+    for bad in ("a" * 5000 + "!", "[::1", "[zz]", "-a.com", "a..b", "a.com:99999999", "a.com:", "a b"):
+        assert not valid_host(bad), bad
+    for embedded in ("::7f00:1", "64:ff9b::a9fe:a9fe", "2002:a9fe:a9fe::1"):
+        assert not oauth.allowed_address(embedded, loopback=True), embedded

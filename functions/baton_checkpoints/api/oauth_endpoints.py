@@ -23,7 +23,8 @@ from baton_checkpoints.api.responses import JSON
 from baton_checkpoints.api.services import Services
 from baton_checkpoints.domain import oauth
 from baton_checkpoints.domain.access import hash_secret
-from baton_checkpoints.domain.errors import Unauthenticated
+from baton_checkpoints.domain.canonical import parse_strict
+from baton_checkpoints.domain.errors import Unauthenticated, ValidationFailed
 from baton_checkpoints.domain.oauth import OAuthError
 
 NO_STORE: Final = {"Cache-Control": "no-store", "Pragma": "no-cache"}
@@ -115,12 +116,17 @@ def authorization_server(request: Request, services: Services) -> Response[str]:
 # ---- registration -----------------------------------------------------------------------------------------------
 
 
+def _strings_among(values: Any, allowed: set[str]) -> bool:
+    """True for a list of strings, each one of `allowed`."""
+    return isinstance(values, list) and all(isinstance(v, str) and v in allowed for v in values)
+
+
 def _client_metadata(body: str | bytes | None) -> tuple[tuple[str, ...], str | None, list[str]]:
     """The redirect URIs, name and grant types of a registration request (RFC 7591, 2), or its error."""
     try:
-        metadata = json.loads(body or "")
-    except (ValueError, UnicodeError):
-        raise OAuthError("invalid_client_metadata", "The body must be a JSON object.") from None
+        metadata = parse_strict(body or "")  # the contract's JSON rules: depth, numbers, duplicate keys
+    except ValidationFailed as failed:
+        raise OAuthError("invalid_client_metadata", f"The body must be a JSON object: {failed.message}") from None
     if not isinstance(metadata, dict):
         raise OAuthError("invalid_client_metadata", "The body must be a JSON object.")
     uris = metadata.get("redirect_uris")
@@ -136,10 +142,10 @@ def _client_metadata(body: str | bytes | None) -> tuple[tuple[str, ...], str | N
             f"/client_name must be a string of at most {oauth.MAX_CLIENT_NAME_CHARS} characters.",
         )
     grants = metadata.get("grant_types", ["authorization_code", "refresh_token"])
-    if not isinstance(grants, list) or not set(grants) <= {"authorization_code", "refresh_token"}:
+    if not _strings_among(grants, {"authorization_code", "refresh_token"}):
         raise OAuthError("invalid_client_metadata", "/grant_types must hold only authorization_code and refresh_token.")
     responses = metadata.get("response_types", ["code"])
-    if not isinstance(responses, list) or not set(responses) <= {"code"}:
+    if not _strings_among(responses, {"code"}):
         raise OAuthError("invalid_client_metadata", "/response_types must hold only code.")
     return checked, name, [g for g in ("authorization_code", "refresh_token") if g in grants] or ["authorization_code"]
 
@@ -179,7 +185,9 @@ class _Authorization:
         if client_id is not None and client_id.startswith("https://"):
             client: oauth.Client | None = services.client_documents.client(client_id)  # a metadata document
         else:
-            client = services.oauth.client(client_id, now_ms) if client_id else None
+            # Only an id of the shape Baton issues is looked up (nothing longer reaches the table's key).
+            known = client_id is not None and oauth.REGISTERED_CLIENT_ID.match(client_id)
+            client = services.oauth.client(client_id, now_ms) if known and client_id else None
         if client is None:
             raise OAuthError("invalid_client", "client_id is missing or names no registered client.", status=400)
         self.client = client
@@ -261,11 +269,14 @@ def _consent(
     )
     scopes = "".join(f"<li><code>{html.escape(s)}</code>: {html.escape(SCOPE_WORDS.get(s, s))}</li>" for s in asked)
     alert = f'<div class="note error" role="alert">{html.escape(problem)}</div>' if problem else ""
+    # A client known by its metadata document names itself: say whose document that is.
+    host = urlsplit(client.client_id).hostname if client.client_id.startswith("https://") else None
+    described_by = f" (described by <code>{html.escape(host)}</code>)" if host else ""
     body = (
         f"<h1>Allow {name} to use Baton?</h1>{alert}"
         '<section class="panel">'
-        f"<p><strong>{name}</strong> asks to act for the agent of the key you sign in with, in its tenant, "
-        "through Baton's MCP endpoint. It may:</p>"
+        f"<p><strong>{name}</strong>{described_by} asks to act for the agent of the key you sign in with, in its "
+        "tenant, through Baton's MCP endpoint. It may:</p>"
         f"<ul>{scopes}</ul>"
         f'<p class="muted">Only the scopes your key holds are granted. After you decide, you are sent to '
         f"<code>{redirect}</code>.</p>"
@@ -291,7 +302,9 @@ def authorize_page(call: Call, request: Request, services: Services) -> Response
     try:
         asked, _, _ = authorization.check()
     except OAuthError as refused:
-        return authorization.back({"error": refused.error, "error_description": refused.description})
+        # A page, not a redirect: a link that anyone can make (with a client anyone can register) must not send a
+        # browser on to another site without a person's action (RFC 9700, 4.11.2).
+        return _problem_page(refused)
     return _consent(authorization, asked)
 
 
@@ -381,8 +394,7 @@ def _exchange_code(form: dict[str, str], services: Services, now_ms: int) -> Res
         raise OAuthError("invalid_grant", "code is not valid.")
     approval = found.approval
     if found.grant_id is not None:
-        # A code used twice: someone holds a copy. Its grant goes (RFC 6749, 4.1.2).
-        services.oauth.revoke_grant(approval.tenant_id, found.grant_id, now_ms)
+        _revoke_reused(services, approval.tenant_id, found.grant_id, now_ms)
         raise OAuthError("invalid_grant", "code was used already; the tokens it gave are revoked.")
     if now_ms >= found.expires_ms:
         raise OAuthError("invalid_grant", "code has expired: authorize again.")
@@ -396,8 +408,22 @@ def _exchange_code(form: dict[str, str], services: Services, now_ms: int) -> Res
         raise OAuthError("invalid_target", f"resource must be {approval.resource}, as authorized.")
     _key_works(services, approval, now_ms)
     access, refresh = oauth.new_token(oauth.ACCESS_PREFIX), oauth.new_token(oauth.REFRESH_PREFIX)
-    services.oauth.exchange(code, found, oauth.new_grant_id(now_ms), access, refresh, now_ms)
+    grant_id = oauth.new_grant_id(now_ms)
+    try:
+        services.oauth.exchange(code, found, grant_id, access, refresh, now_ms)
+    except OAuthError:
+        # Another exchange of the same code won the race: the code was used twice all the same.
+        again = services.oauth.code(code)
+        if again is not None and again.grant_id not in (None, grant_id):
+            _revoke_reused(services, approval.tenant_id, again.grant_id, now_ms)
+        raise
     return _tokens(access, refresh, approval.scopes)
+
+
+def _revoke_reused(services: Services, tenant_id: str, grant_id: str, now_ms: int) -> None:
+    """A code or refresh token presented twice: someone holds a copy. Its grant goes, here at once too."""
+    services.oauth.revoke_grant(tenant_id, grant_id, now_ms)
+    services.authenticator.forget_grant(grant_id)
 
 
 def _refresh(form: dict[str, str], services: Services, now_ms: int) -> Response[str]:
@@ -409,7 +435,7 @@ def _refresh(form: dict[str, str], services: Services, now_ms: int) -> Response[
     approval = found.approval
     if found.rotated:
         # A refresh token used twice: one of the two holders is not the client. The grant goes.
-        services.oauth.revoke_grant(approval.tenant_id, found.grant_id, now_ms)
+        _revoke_reused(services, approval.tenant_id, found.grant_id, now_ms)
         raise OAuthError("invalid_grant", "refresh_token was used already; its grant is revoked: authorize again.")
     if now_ms >= found.expires_ms:
         raise OAuthError("invalid_grant", "refresh_token has expired: authorize again.")
@@ -422,7 +448,14 @@ def _refresh(form: dict[str, str], services: Services, now_ms: int) -> Response[
         raise OAuthError("invalid_scope", f"scope may name only the grant's scopes: {' '.join(approval.scopes)}.")
     _key_works(services, approval, now_ms)
     access, refresh = oauth.new_token(oauth.ACCESS_PREFIX), oauth.new_token(oauth.REFRESH_PREFIX)
-    services.oauth.rotate(old, found, access, refresh, now_ms)
+    try:
+        services.oauth.rotate(old, found, access, refresh, now_ms)
+    except OAuthError:
+        # Another refresh with the same token won the race: it was used twice all the same.
+        again = services.oauth.token(old, "refresh")
+        if again is not None and again.rotated:
+            _revoke_reused(services, approval.tenant_id, found.grant_id, now_ms)
+        raise
     return _tokens(access, refresh, approval.scopes)
 
 

@@ -90,7 +90,7 @@ class Principal:
             return self.agent_id
         raise NotFound()
 
-    def agent_for_key_list(self, requested: str | None) -> str | None:
+    def agent_for_key_list(self, requested: str | None, what: str = "keys") -> str | None:
         """Whose keys a key listing shows: any agent's (None: all) with `*`, else only the caller's own (naming
         another agent is refused: keys are not work whose existence a 404 would hide)."""
         if self.is_wildcard:
@@ -98,8 +98,8 @@ class Principal:
         if requested is None or requested == self.agent_id:
             return self.agent_id
         raise Forbidden(
-            f"The query parameter agent_id names another agent ({requested}); listing other agents' keys needs the "
-            "scope *."
+            f"The query parameter agent_id names another agent ({requested}); listing other agents' {what} needs "
+            "the scope *."
         )
 
     def can_see_agent(self, agent_id: str) -> bool:

@@ -12,12 +12,13 @@ from __future__ import annotations
 
 import base64
 import hashlib
+import ipaddress
 import re
 import secrets
 from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Final
-from urllib.parse import urlsplit
+from urllib.parse import SplitResult, urlsplit
 
 from baton_checkpoints.domain.access import Principal, effective_scopes
 from baton_checkpoints.domain.errors import Unauthenticated
@@ -52,7 +53,10 @@ ACCESS_SECONDS: Final = 3600
 REFRESH_SECONDS: Final = 30 * 86400
 """A refresh token's life; each use rotates it, and a grant unused for this long lapses (its items expire by TTL)."""
 CLIENT_SECONDS: Final = 365 * 86400
-"""A registered client's life (its item expires by TTL; a client registers again after)."""
+"""A registered client's life once a person approved it (its item expires by TTL; a client registers again after)."""
+UNUSED_CLIENT_SECONDS: Final = 86400
+"""A registered client's life until a person first approves it: registration needs no key, so what nobody uses
+leaves the table within a day."""
 USED_REFRESH_SECONDS: Final = REFRESH_SECONDS
 """How long a rotated refresh token is remembered, so that its reuse is recognized (and revokes its grant)."""
 
@@ -68,7 +72,8 @@ _VERIFIER = re.compile(r"[A-Za-z0-9\-._~]{43,128}\Z")
 _CHALLENGE = re.compile(r"[A-Za-z0-9\-_]{43}\Z")
 _PRIVATE_SCHEME = re.compile(r"[a-z][a-z0-9+\-]*\.[a-z0-9+\-.]+\Z")
 """A private-use URI scheme of a native app (RFC 8252, 7.1): a reverse domain name, with a period."""
-_LOOPBACK_HOSTS: Final = frozenset({"127.0.0.1", "[::1]", "localhost"})
+_LOOPBACK_HOSTS: Final = frozenset({"127.0.0.1", "::1", "localhost"})
+"""Hosts an http redirect URI may name (as `urlsplit` gives a host: an IPv6 address without its brackets)."""
 
 
 class OAuthError(Exception):
@@ -139,18 +144,23 @@ def check_redirect_uri(uri: str, pointer: str) -> str:
     private-use scheme (RFC 8252, 7.1). Never a fragment, never credentials in it."""
     if len(uri) > MAX_URI_CHARS:
         raise OAuthError("invalid_redirect_uri", f"{pointer} must be at most {MAX_URI_CHARS} characters.")
-    parts = urlsplit(uri)
-    scheme = parts.scheme.lower()
-    if parts.fragment or "#" in uri:
+    if any(ord(c) < 0x21 or ord(c) >= 0x7F for c in uri):
+        # It goes into a Location header and a Content-Security-Policy as it is: ASCII only (IDNA, percent-encoding)
+        raise OAuthError(
+            "invalid_redirect_uri",
+            f"{pointer} must be printable ASCII without spaces (a non-ASCII host in IDNA form, other text "
+            "percent-encoded).",
+        )
+    if "#" in uri:
         raise OAuthError("invalid_redirect_uri", f"{pointer} must not have a fragment (#…).")
-    if any(ord(c) < 0x21 or ord(c) == 0x7F for c in uri):
-        raise OAuthError("invalid_redirect_uri", f"{pointer} must not contain spaces or control characters.")
+    parts = _split(uri, "invalid_redirect_uri", pointer)
+    scheme = parts.scheme.lower()
     if scheme in ("https", "http"):
         if not parts.hostname:
             raise OAuthError("invalid_redirect_uri", f"{pointer} must be an absolute URL with a host.")
         if parts.username is not None or parts.password is not None:
             raise OAuthError("invalid_redirect_uri", f"{pointer} must not carry a user name or password.")
-        if scheme == "http" and parts.netloc.rsplit(":", 1)[0].lower() not in _LOOPBACK_HOSTS:
+        if scheme == "http" and parts.hostname.lower() not in _LOOPBACK_HOSTS:
             raise OAuthError(
                 "invalid_redirect_uri",
                 f"{pointer} must use https, or http only on a loopback address (127.0.0.1, [::1], localhost).",
@@ -190,10 +200,31 @@ MAX_CLIENT_DOCUMENT_BYTES: Final = 5 * 1024
 """The largest client metadata document read (the draft's own bound)."""
 
 
+def _split(url: str, error: str, pointer: str) -> SplitResult:
+    """`urlsplit` of a URL whose port and host are well formed (a bracket left open, a port out of range or not a
+    number is refused, never an uncaught ValueError)."""
+    try:
+        parts = urlsplit(url)
+        _ = parts.port, parts.hostname
+    except ValueError:
+        raise OAuthError(error, f"{pointer} is not a well-formed URL (its host or port).") from None
+    return parts
+
+
+MAX_CLIENT_ID_URL_CHARS: Final = 1000
+"""The longest client id that is a URL (its document is fetched, never looked up by that id)."""
+REGISTERED_CLIENT_ID: Final = re.compile(r"cli_[0-9a-f]{32}\Z")
+
+
 def check_client_document_url(client_id: str) -> str:
     """A client id that is a Client ID Metadata Document's URL: https, a host, a path beyond `/`, no fragment, no
-    user name or password (draft-ietf-oauth-client-id-metadata-document)."""
-    parts = urlsplit(client_id)
+    user name or password, ASCII (draft-ietf-oauth-client-id-metadata-document)."""
+    if len(client_id) > MAX_CLIENT_ID_URL_CHARS or any(ord(c) < 0x21 or ord(c) >= 0x7F for c in client_id):
+        raise OAuthError(
+            "invalid_client",
+            f"client_id, as a URL, must be printable ASCII of at most {MAX_CLIENT_ID_URL_CHARS} characters.",
+        )
+    parts = _split(client_id, "invalid_client", "client_id")
     if (
         len(client_id) > MAX_URI_CHARS
         or parts.scheme != "https"
@@ -243,14 +274,19 @@ def client_from_document(client_id: str, document: object) -> Client:
 def allowed_address(address: str, loopback: bool) -> bool:
     """True when a client's metadata document may be fetched from `address`: a public address (never private,
     link-local, shared, multicast, reserved or unspecified); a loopback one only where `loopback` (`baton serve`)."""
-    import ipaddress  # only a metadata document's fetch judges an address
-
     ip = ipaddress.ip_address(address.split("%", 1)[0])
-    if isinstance(ip, ipaddress.IPv6Address) and ip.ipv4_mapped is not None:
-        ip = ip.ipv4_mapped
+    if isinstance(ip, ipaddress.IPv6Address):
+        if ip.ipv4_mapped is not None:
+            ip = ip.ipv4_mapped
+        elif any(ip in network for network in _EMBEDDING_V4):
+            return False  # an IPv4 address inside (NAT64, 6to4, IPv4-compatible): whichever it is, not fetched
     if ip.is_loopback:
         return loopback
     return ip.is_global and not ip.is_multicast
+
+
+_EMBEDDING_V4: Final = tuple(ipaddress.ip_network(n) for n in ("64:ff9b::/96", "64:ff9b:1::/48", "2002::/16", "::/96"))
+"""IPv6 ranges that carry an IPv4 address (NAT64, 6to4, IPv4-compatible): refused outright."""
 
 
 def new_client_id() -> str:

@@ -12,6 +12,7 @@ grants. Every item expires by TTL; every check of a secret is one consistent Get
 from __future__ import annotations
 
 from collections.abc import Callable
+from functools import partial
 from typing import TYPE_CHECKING, Any, cast
 
 from baton_checkpoints.domain.access import hash_secret
@@ -22,6 +23,8 @@ from baton_checkpoints.domain.oauth import (
     CLIENT_SECONDS,
     CODE_SECONDS,
     REFRESH_SECONDS,
+    REGISTERED_CLIENT_ID,
+    UNUSED_CLIENT_SECONDS,
     USED_REFRESH_SECONDS,
     Approval,
     Client,
@@ -101,7 +104,7 @@ class OAuthStore:
                 "redirect_uris": list(registered.redirect_uris),
                 "client_name": registered.client_name,
                 "created_at": format_ms(registered.created_ms),
-                schema.TTL_ATTRIBUTE: ttl_epoch(registered.created_ms + CLIENT_SECONDS * 1000),
+                schema.TTL_ATTRIBUTE: ttl_epoch(registered.created_ms + UNUSED_CLIENT_SECONDS * 1000),
             }
         )
         item.update(layout.oauth_client_key(registered.client_id))
@@ -168,6 +171,20 @@ class OAuthStore:
             {"Put": {"TableName": self._table, "Item": self._grant_item(grant_id, approval, access, refresh, now_ms)}},
             *self._pair_puts(grant_id, approval, access, refresh, now_ms),
         ]
+        if REGISTERED_CLIENT_ID.match(approval.client_id):
+            # A registered client with a grant is kept a year (until then, a day: registration needs no key).
+            writes.append(
+                {
+                    "Update": {
+                        "TableName": self._table,
+                        "Key": layout.oauth_client_key(approval.client_id),
+                        "UpdateExpression": "SET #ttl = :ttl",
+                        "ConditionExpression": "attribute_exists(#client_id)",
+                        "ExpressionAttributeNames": names_in("#ttl #client_id"),
+                        "ExpressionAttributeValues": {":ttl": to_attr(ttl_epoch(now_ms + CLIENT_SECONDS * 1000))},
+                    }
+                }
+            )
         self._transact(
             writes,
             on_refusal=lambda reasons: OAuthError("invalid_grant", _INVALID_GRANT),
@@ -253,6 +270,7 @@ class OAuthStore:
             if grant is None or "revoked_at" in grant:
                 return False
             access_hash, refresh_hash = grant["access_hash"]["S"], grant["refresh_hash"]["S"]
+            revoked_at = format_ms(now_ms)
             writes: list[dict[str, Any]] = [
                 {
                     "Update": {
@@ -264,7 +282,7 @@ class OAuthStore:
                         ),
                         "ExpressionAttributeNames": names_in("#revoked_at #access_hash #refresh_hash"),
                         "ExpressionAttributeValues": {
-                            ":now": to_attr(format_ms(now_ms)),
+                            ":now": to_attr(revoked_at),
                             ":access": to_attr(access_hash),
                             ":refresh": to_attr(refresh_hash),
                         },
@@ -274,7 +292,13 @@ class OAuthStore:
                 {"Delete": {"TableName": self._table, "Key": layout.oauth_secret_key(refresh_hash)}},
             ]
             try:
-                self._transact(writes, on_refusal=lambda reasons: _Moved())
+                # A transaction the SDK sent again after its answer was lost is judged against its own first copy
+                # (revoked already): read back whether that copy was this revocation's.
+                self._transact(
+                    writes,
+                    on_refusal=lambda reasons: _Moved(),
+                    landed=partial(self._grant_revoked_at, grant_key, revoked_at, access_hash),
+                )
             except _Moved:
                 continue  # a refresh moved the grant to a new pair: read it again
             return True
@@ -318,7 +342,12 @@ class OAuthStore:
             grant = _grant_from(item)
             if grant is not None:
                 grants.append(grant)
-        return grants, next_cursor
+        # A grant lives only while the key that approved it works: the page's keys, read in the same way.
+        approving = {layout.key_pk(g.approval.key_hash) for g in grants}
+        with translated_errors():
+            records = batch_get(self._client, self._table, [layout.key(pk, layout.KEY_SK) for pk in sorted(approving)])
+        working = {pk for (pk, _), item in records.items() if _key_works(item, now_ms)}
+        return [g for g in grants if layout.key_pk(g.approval.key_hash) in working], next_cursor
 
     def grant(self, tenant_id: str, grant_id: str, now_ms: int) -> Grant | None:
         """A tenant's live grant by id (one GetItem), or None (unknown, revoked, lapsed)."""
@@ -337,6 +366,17 @@ class OAuthStore:
         with translated_errors():
             grant = self._client.get_item(TableName=self._table, Key=grant_key, ConsistentRead=True).get("Item")
         return grant is not None and grant.get("refresh_hash", {}).get("S") == refresh_hash
+
+    def _grant_revoked_at(self, grant_key: Item, revoked_at: str, access_hash: str) -> bool:
+        """True when the grant was revoked at `revoked_at` while naming the pair of `access_hash` (a revocation of
+        it landed)."""
+        with translated_errors():
+            grant = self._client.get_item(TableName=self._table, Key=grant_key, ConsistentRead=True).get("Item")
+        return (
+            grant is not None
+            and grant.get("revoked_at", {}).get("S") == revoked_at
+            and grant.get("access_hash", {}).get("S") == access_hash
+        )
 
     def _secret(self, secret: str, kind: str) -> dict[str, Any] | None:
         with translated_errors():
@@ -403,6 +443,14 @@ class OAuthStore:
                         return
                     raise on_refusal(cancellation_reasons(exc)) from None
                 reraise(exc)
+
+
+def _key_works(item: Item, now_ms: int) -> bool:
+    """True for a key record neither revoked nor expired (not-yet-valid keys' grants are listed: they wait)."""
+    if "revoked_at" in item:
+        return False
+    expires = item.get("key_expires_at", {}).get("S")
+    return expires is None or parse_time(expires) > now_ms
 
 
 def _grant_from(item: Item) -> Grant | None:

@@ -156,6 +156,7 @@ BROKEN_WORDS = """() => {
   for (const cell of document.querySelectorAll('#view td:not(.id)')) {
     const walker = document.createTreeWalker(cell, NodeFilter.SHOW_TEXT);
     for (let node = walker.nextNode(); node; node = walker.nextNode()) {
+      if (node.parentElement.closest('.id')) continue;  // an id inside the cell (a client's id) may break anywhere
       for (const piece of node.data.matchAll(/[^\\s-]+-?/g)) {
         const range = document.createRange();
         range.setStart(node, piece.index);

@@ -57,7 +57,7 @@ def list_grants(
 ) -> Response[str]:
     """List grants; a key without * sees only its own agent's."""
     tenant = call.caller.tenant_for(tenant_id, _TENANT_QUERY)
-    only_agent = call.caller.agent_for_key_list(agent_id)
+    only_agent = call.caller.agent_for_key_list(agent_id, what="grants")
     grants, next_cursor = services.oauth.grants(tenant, only_agent, call.now_ms, limit, cursor)
     return page([GrantInfo.of(g) for g in grants], call.request_id, next_cursor)
 
