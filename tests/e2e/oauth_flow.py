@@ -59,7 +59,8 @@ class OAuthFlow:
     def authorization(self, **fields: str) -> tuple[str, dict[str, str]]:
         """(a new PKCE verifier, the authorization request made with its challenge)."""
         verifier, challenge = pkce()
-        return verifier, authorization_form(self.client_id, challenge, self.resource, **{"scope": self.scope, **fields})
+        resource = fields.pop("resource", self.resource)  # another resource may be asked for (and refused)
+        return verifier, authorization_form(self.client_id, challenge, resource, **{"scope": self.scope, **fields})
 
     def decide(self, key: str, decision: str = "approve", **fields: str) -> Decision:
         """Post the consent form signed in with `key`: a 302 (its redirect's parameters read) or a page."""
@@ -112,3 +113,24 @@ def mcp_message(method: str, params: dict[str, Any] | None = None, rpc_id: int =
 
 MCP_ACCEPT = {"Accept": "application/json, text/event-stream"}
 """What a streamable HTTP client accepts."""
+
+
+class MemoryTokenStorage:
+    """The official `mcp` client's token storage (its `TokenStorage` protocol), in memory: what a test's client
+    registered as and the tokens it holds."""
+
+    def __init__(self) -> None:
+        self.tokens: Any = None
+        self.client: Any = None
+
+    async def get_tokens(self) -> Any:
+        return self.tokens
+
+    async def set_tokens(self, tokens: Any) -> None:
+        self.tokens = tokens
+
+    async def get_client_info(self) -> Any:
+        return self.client
+
+    async def set_client_info(self, client_info: Any) -> None:
+        self.client = client_info

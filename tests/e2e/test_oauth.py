@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import asyncio
 import uuid
-from dataclasses import dataclass
 from typing import Any
 from urllib.parse import parse_qs, urlencode, urlsplit
 
@@ -17,6 +16,7 @@ import pytest
 
 from tests.builders import OAUTH_REDIRECT as REDIRECT
 from tests.builders import pkce
+from tests.e2e.oauth_flow import MemoryTokenStorage, OAuthFlow
 from tests.e2e.server_process import BatonServe
 from tests.proof_counts import record
 
@@ -37,85 +37,9 @@ def agent_key(http: httpx.Client) -> tuple[str, str]:
     return agent, issued_key(http, agent, ["mcp:call", "checkpoints:read", "checkpoints:write"])
 
 
-@dataclass
-class Flow:
-    """One client's way through the endpoints by hand, as a hosted platform goes."""
-
-    baton: BatonServe
-    client_id: str = ""
-    verifier: str = ""
-
-    @property
-    def resource(self) -> str:
-        return f"{self.baton.url}/mcp"
-
-    def register(self) -> str:
-        answer = httpx.post(
-            f"{self.baton.url}/oauth/register",
-            json={
-                "redirect_uris": [REDIRECT],
-                "client_name": "Baton's OAuth test",
-                "token_endpoint_auth_method": "none",
-            },
-        )
-        assert answer.status_code == 201, answer.text
-        self.client_id = answer.json()["client_id"]
-        return self.client_id
-
-    def authorization(self, **extra: str) -> dict[str, str]:
-        self.verifier, challenge = pkce()
-        return {
-            "response_type": "code",
-            "client_id": self.client_id,
-            "redirect_uri": REDIRECT,
-            "scope": "mcp:call checkpoints:read checkpoints:write",
-            "state": "st-" + uuid.uuid4().hex,
-            "code_challenge": challenge,
-            "code_challenge_method": "S256",
-            "resource": self.resource,
-            **extra,
-        }
-
-    def decide(self, key: str, decision: str = "approve", **extra: str) -> httpx.Response:
-        params = self.authorization(**extra)
-        return httpx.post(
-            f"{self.baton.url}/oauth/authorize",
-            data={**params, "key": key, "decision": decision},
-            follow_redirects=False,
-        )
-
-    def code(self, key: str) -> str:
-        answer = self.decide(key)
-        assert answer.status_code == 302, answer.text
-        query = parse_qs(urlsplit(answer.headers["location"]).query)
-        assert query["iss"] == [self.baton.url]
-        return query["code"][0]
-
-    def exchange(self, code: str, verifier: str | None = None, **extra: str) -> httpx.Response:
-        return httpx.post(
-            f"{self.baton.url}/oauth/token",
-            data={
-                "grant_type": "authorization_code",
-                "code": code,
-                "client_id": self.client_id,
-                "redirect_uri": REDIRECT,
-                "code_verifier": verifier or self.verifier,
-                **extra,
-            },
-        )
-
-    def tokens(self, key: str) -> dict[str, Any]:
-        answer = self.exchange(self.code(key))
-        assert answer.status_code == 200, answer.text
-        assert answer.headers["cache-control"] == "no-store"
-        tokens: dict[str, Any] = answer.json()
-        return tokens
-
-    def refresh(self, refresh_token: str) -> httpx.Response:
-        return httpx.post(
-            f"{self.baton.url}/oauth/token",
-            data={"grant_type": "refresh_token", "refresh_token": refresh_token, "client_id": self.client_id},
-        )
+def new_flow(baton: BatonServe) -> OAuthFlow:
+    """A client's way through the endpoints by hand, as a hosted platform goes (`tests/e2e/oauth_flow.py`)."""
+    return OAuthFlow(httpx.Client(base_url=baton.url))
 
 
 def mcp_call(
@@ -174,28 +98,11 @@ def test_the_official_client_discovers_registers_is_approved_and_saves_through_m
     from mcp.client.auth import OAuthClientProvider
     from mcp.client.client import Client
     from mcp.client.streamable_http import streamable_http_client
-    from mcp.shared.auth import AuthorizationCodeResult, OAuthClientInformationFull, OAuthClientMetadata, OAuthToken
+    from mcp.shared.auth import AuthorizationCodeResult, OAuthClientMetadata
 
     agent, key = agent_key
     pages: list[int] = []
     decided: dict[str, str] = {}
-
-    class Memory:
-        def __init__(self) -> None:
-            self.tokens: OAuthToken | None = None
-            self.client: OAuthClientInformationFull | None = None
-
-        async def get_tokens(self) -> OAuthToken | None:
-            return self.tokens
-
-        async def set_tokens(self, tokens: OAuthToken) -> None:
-            self.tokens = tokens
-
-        async def get_client_info(self) -> OAuthClientInformationFull | None:
-            return self.client
-
-        async def set_client_info(self, client_info: OAuthClientInformationFull) -> None:
-            self.client = client_info
 
     async def person(url: str) -> None:
         # A person opens the consent page, signs in with the agent's key and allows.
@@ -214,7 +121,7 @@ def test_the_official_client_discovers_registers_is_approved_and_saves_through_m
     async def callback() -> AuthorizationCodeResult:
         return AuthorizationCodeResult(code=decided["code"], state=decided.get("state"), iss=decided.get("iss"))
 
-    storage = Memory()
+    storage = MemoryTokenStorage()
     provider = OAuthClientProvider(
         server_url=f"{baton.url}/mcp",
         client_metadata=OAuthClientMetadata(
@@ -262,11 +169,11 @@ def test_the_official_client_discovers_registers_is_approved_and_saves_through_m
 def test_a_wrong_verifier_is_refused_and_the_code_still_gives_nothing(
     baton: BatonServe, agent_key: tuple[str, str]
 ) -> None:
-    flow = Flow(baton)
+    flow = new_flow(baton)
     flow.register()
-    code = flow.code(agent_key[1])
+    code, _ = flow.code(agent_key[1])
     wrong, _ = pkce()
-    answer = flow.exchange(code, verifier=wrong)
+    answer = flow.exchange(code, wrong)
     assert answer.status_code == 400
     assert answer.json()["error"] == "invalid_grant"
     assert "code_verifier" in answer.json()["error_description"]
@@ -274,14 +181,15 @@ def test_a_wrong_verifier_is_refused_and_the_code_still_gives_nothing(
 
 
 def test_a_reused_code_is_refused_and_revokes_what_it_gave(baton: BatonServe, agent_key: tuple[str, str]) -> None:
-    flow = Flow(baton)
+    flow = new_flow(baton)
     flow.register()
-    code = flow.code(agent_key[1])
-    first = flow.exchange(code)
+    code, verifier = flow.code(agent_key[1])
+    first = flow.exchange(code, verifier)
     assert first.status_code == 200, first.text
+    assert first.headers["cache-control"] == "no-store"
     access = first.json()["access_token"]
     assert mcp_call(baton, access).status_code == 200
-    again = flow.exchange(code)
+    again = flow.exchange(code, verifier)
     assert again.status_code == 400
     assert again.json()["error"] == "invalid_grant"
     # The grant the first exchange made is gone: its tokens no longer work (not cached in any container yet for the
@@ -291,13 +199,13 @@ def test_a_reused_code_is_refused_and_revokes_what_it_gave(baton: BatonServe, ag
 
 
 def test_a_token_bound_to_another_resource_is_refused(baton: BatonServe, agent_key: tuple[str, str]) -> None:
-    flow = Flow(baton)
+    flow = new_flow(baton)
     flow.register()
-    elsewhere = flow.decide(agent_key[1], resource="https://elsewhere.example/mcp")
+    elsewhere = flow.decide(agent_key[1], resource="https://elsewhere.example/mcp").response
     assert elsewhere.status_code == 302
     assert parse_qs(urlsplit(elsewhere.headers["location"]).query)["error"] == ["invalid_target"]
     # A token of this origin's /mcp, presented under another origin's name (the Host the client called), is refused.
-    tokens = flow.tokens(agent_key[1])
+    tokens = flow.grant(agent_key[1])
     host = urlsplit(baton.url).netloc.replace("127.0.0.1", "localhost")
     answer = httpx.post(
         f"{baton.url}/mcp",
@@ -313,9 +221,9 @@ def test_a_token_bound_to_another_resource_is_refused(baton: BatonServe, agent_k
 
 
 def test_a_reused_refresh_token_revokes_its_grant(baton: BatonServe, agent_key: tuple[str, str]) -> None:
-    flow = Flow(baton)
+    flow = new_flow(baton)
     flow.register()
-    tokens = flow.tokens(agent_key[1])
+    tokens = flow.grant(agent_key[1])
     rotated = flow.refresh(tokens["refresh_token"])
     assert rotated.status_code == 200, rotated.text
     fresh = rotated.json()
@@ -329,9 +237,9 @@ def test_a_reused_refresh_token_revokes_its_grant(baton: BatonServe, agent_key: 
 
 
 def test_a_revoked_token_stops_working(baton: BatonServe, agent_key: tuple[str, str]) -> None:
-    flow = Flow(baton)
+    flow = new_flow(baton)
     flow.register()
-    tokens = flow.tokens(agent_key[1])
+    tokens = flow.grant(agent_key[1])
     revoked = httpx.post(f"{baton.url}/oauth/revoke", data={"token": tokens["refresh_token"]})
     assert revoked.status_code == 200
     assert flow.refresh(tokens["refresh_token"]).json()["error"] == "invalid_grant"
@@ -342,9 +250,9 @@ def test_a_revoked_token_stops_working(baton: BatonServe, agent_key: tuple[str, 
 
 
 def test_a_deny_goes_back_to_the_client_with_access_denied(baton: BatonServe, agent_key: tuple[str, str]) -> None:
-    flow = Flow(baton)
+    flow = new_flow(baton)
     flow.register()
-    answer = flow.decide(agent_key[1], decision="deny")
+    answer = flow.decide(agent_key[1], decision="deny").response
     assert answer.status_code == 302
     query = parse_qs(urlsplit(answer.headers["location"]).query)
     assert query["error"] == ["access_denied"]
@@ -356,21 +264,21 @@ def test_a_key_lacking_mcp_call_is_refused_on_the_page(
     baton: BatonServe, http: httpx.Client, agent_key: tuple[str, str]
 ) -> None:
     reader = issued_key(http, agent_key[0], ["checkpoints:read"])
-    flow = Flow(baton)
+    flow = new_flow(baton)
     flow.register()
-    answer = flow.decide(reader)
+    answer = flow.decide(reader).response
     assert answer.status_code == 403
     assert "mcp:call" in answer.text
     assert "location" not in answer.headers
-    wrong = flow.decide("btn_" + "x" * 43)
+    wrong = flow.decide("btn_" + "x" * 43).response
     assert wrong.status_code == 401
     record(SUITE, refusals=2)
 
 
 def test_an_unregistered_redirect_uri_is_never_redirected_to(baton: BatonServe) -> None:
-    flow = Flow(baton)
+    flow = new_flow(baton)
     flow.register()
-    params = flow.authorization(redirect_uri="https://attacker.example/cb")
+    _, params = flow.authorization(redirect_uri="https://attacker.example/cb")
     page = httpx.get(f"{baton.url}/oauth/authorize?{urlencode(params)}", follow_redirects=False)
     assert page.status_code == 400
     assert "location" not in page.headers
@@ -385,9 +293,9 @@ def test_grants_are_listed_for_their_agent_and_revoked_through_the_api(
     baton: BatonServe, http: httpx.Client, agent_key: tuple[str, str]
 ) -> None:
     agent, key = agent_key
-    flow = Flow(baton)
-    flow.register()
-    tokens = flow.tokens(key)
+    flow = new_flow(baton)
+    flow.register(client_name="Baton's OAuth test")
+    tokens = flow.grant(key)
     assert mcp_call(baton, tokens["access_token"]).status_code == 200
     # The agent's own key (it holds keys:manage here) lists the grant it approved: whom for, what, until when
     manager = issued_key(http, agent, ["keys:manage", "mcp:call"])
@@ -428,9 +336,9 @@ def test_revoking_the_approving_key_stops_its_grants_tokens(
 ) -> None:
     agent, _ = agent_key
     created = http.post("/v1/keys", json={"agent_id": agent, "scopes": ["mcp:call", "checkpoints:read"]}).json()["data"]
-    flow = Flow(baton)
+    flow = new_flow(baton)
     flow.register()
-    tokens = flow.tokens(created["secret"])
+    tokens = flow.grant(created["secret"])
     assert http.delete(f"/v1/keys/{created['key_id']}").status_code == 200
     # refreshing reads the key fresh: refused at once, everywhere
     refreshed = flow.refresh(tokens["refresh_token"])

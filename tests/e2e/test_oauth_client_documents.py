@@ -21,6 +21,7 @@ import pytest
 import trustme
 
 from tests.e2e.log_audit import stop_audited
+from tests.e2e.oauth_flow import MemoryTokenStorage
 from tests.e2e.server_process import BatonServe
 from tests.proof_counts import record
 
@@ -92,7 +93,7 @@ def test_the_official_client_known_by_its_document_is_approved_and_saves(
     from mcp.client.auth import OAuthClientProvider
     from mcp.client.client import Client
     from mcp.client.streamable_http import streamable_http_client
-    from mcp.shared.auth import AuthorizationCodeResult, OAuthClientInformationFull, OAuthClientMetadata, OAuthToken
+    from mcp.shared.auth import AuthorizationCodeResult, OAuthClientMetadata
 
     baton = trusting_baton
     base, asked = document_host
@@ -104,22 +105,6 @@ def test_the_official_client_known_by_its_document_is_approved_and_saves(
     key = created.json()["data"]["secret"]
     decided: dict[str, str] = {}
     registrations: list[str] = []
-
-    class Memory:
-        tokens: OAuthToken | None = None
-        client: OAuthClientInformationFull | None = None
-
-        async def get_tokens(self) -> OAuthToken | None:
-            return self.tokens
-
-        async def set_tokens(self, tokens: OAuthToken) -> None:
-            self.tokens = tokens
-
-        async def get_client_info(self) -> OAuthClientInformationFull | None:
-            return self.client
-
-        async def set_client_info(self, client_info: OAuthClientInformationFull) -> None:
-            self.client = client_info
 
     async def person(url: str) -> None:
         params = {k: v[0] for k, v in parse_qs(urlsplit(url).query).items()}
@@ -145,7 +130,7 @@ def test_the_official_client_known_by_its_document_is_approved_and_saves(
         client_metadata=OAuthClientMetadata(
             redirect_uris=[REDIRECT], client_name="A client known by its document", token_endpoint_auth_method="none"
         ),
-        storage=Memory(),
+        storage=MemoryTokenStorage(),
         redirect_handler=person,
         callback_handler=callback,
         client_metadata_url=f"{base}/oauth/client.json",

@@ -30,8 +30,8 @@ SUITE = "oauth store (integration)"
 def approval(services: Services) -> oauth.Approval:
     """An approval by an agent key of tenant `acme` that holds mcp:call and checkpoints:read."""
     put_key(services, KEY_SECRET, "acme", "planner", {"mcp:call", "checkpoints:read"}, KEY_ID)
-    client = oauth.Client(oauth.new_client_id(), ("https://client.example/cb",), "A client", NOW)
-    services.oauth.register(client)
+    client = oauth.Client(oauth.new_client_id(), ("https://client.example/cb",), "A client")
+    services.oauth.register(client, NOW)
     return oauth.Approval(
         client_id=client.client_id,
         redirect_uri="https://client.example/cb",

@@ -73,14 +73,14 @@ def test_a_redirect_uri_that_is_not_safe_is_refused_naming_the_rule(uri: str, ru
 
 
 def test_a_registered_redirect_uri_is_matched_exactly() -> None:
-    client = oauth.Client("cli_x", ("https://a.example/cb", "http://127.0.0.1:9/cb"), None, 0)
+    client = oauth.Client("cli_x", ("https://a.example/cb", "http://127.0.0.1:9/cb"), None)
     assert client.redirect_for("http://127.0.0.1:9/cb") == "http://127.0.0.1:9/cb"
     for near in ("https://a.example/cb/", "https://A.example/cb", "http://127.0.0.1:10/cb", "https://a.example/cb?x=1"):
         with pytest.raises(OAuthError):
             client.redirect_for(near)
     with pytest.raises(OAuthError, match="several"):
         client.redirect_for(None)
-    assert oauth.Client("cli_y", ("https://a.example/cb",), None, 0).redirect_for(None) == "https://a.example/cb"
+    assert oauth.Client("cli_y", ("https://a.example/cb",), None).redirect_for(None) == "https://a.example/cb"
 
 
 def test_scopes_asked_are_known_and_granted_at_most_as_the_key_holds() -> None:

@@ -99,12 +99,7 @@ def read_form(body: str | bytes | None) -> dict[str, str]:
 
 
 def protected_resource(request: Request, services: Services) -> Response[str]:
-    """RFC 9728's document for `<origin>/mcp`."""
-    return _json(200, oauth.protected_resource_metadata(_origin(request, services)), dict(DISCOVERY_CACHE))
-
-
-def protected_resource_root(request: Request, services: Services) -> Response[str]:
-    """RFC 9728's document, where a client without the challenge's pointer looks."""
+    """RFC 9728's document for `<origin>/mcp` (served at its own path and at the root path)."""
     return _json(200, oauth.protected_resource_metadata(_origin(request, services)), dict(DISCOVERY_CACHE))
 
 
@@ -156,8 +151,8 @@ def register(call: Call, request: Request, services: Services) -> Response[str]:
         uris, name, grants = _client_metadata(request.resolved_event.decoded_body)
     except OAuthError as refused:
         return _error(refused)
-    client = oauth.Client(client_id=oauth.new_client_id(), redirect_uris=uris, client_name=name, created_ms=call.now_ms)
-    services.oauth.register(client)
+    client = oauth.Client(client_id=oauth.new_client_id(), redirect_uris=uris, client_name=name)
+    services.oauth.register(client, call.now_ms)
     answer: dict[str, Any] = {
         "client_id": client.client_id,
         "client_id_issued_at": call.now_ms // 1000,

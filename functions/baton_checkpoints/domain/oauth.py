@@ -182,7 +182,6 @@ class Client:
     client_id: str
     redirect_uris: tuple[str, ...]
     client_name: str | None
-    created_ms: int
 
     def redirect_for(self, requested: str | None) -> str:
         """The redirect URI of an authorization request: exactly one registered, or the only one registered when
@@ -268,7 +267,7 @@ def client_from_document(client_id: str, document: object) -> Client:
     name = document.get("client_name")
     if name is not None and (not isinstance(name, str) or len(name) > MAX_CLIENT_NAME_CHARS):
         name = None  # a name is shown to a person: an unusable one is left out, never trusted
-    return Client(client_id=client_id, redirect_uris=checked, client_name=name, created_ms=0)
+    return Client(client_id=client_id, redirect_uris=checked, client_name=name)
 
 
 def allowed_address(address: str, loopback: bool) -> bool:

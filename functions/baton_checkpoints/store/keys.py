@@ -19,7 +19,7 @@ if TYPE_CHECKING:
     from mypy_boto3_dynamodb import DynamoDBClient
 
 
-def _readable(item: Item) -> KeyRecord | None:
+def readable(item: Item) -> KeyRecord | None:
     """The key record of an item, or None (logged) when the item cannot be read: one damaged record must never
     take down its tenant's key management, nor authenticate anyone."""
     try:
@@ -107,7 +107,7 @@ class KeyStore:
                 ConsistentRead=True,
             )
         item = response.get("Item")
-        return _readable(item) if item is not None else None
+        return readable(item) if item is not None else None
 
     def list(
         self, tenant_id: str, agent_id: str | None, now_ms: int, limit: int, cursor: str | None
@@ -131,7 +131,7 @@ class KeyStore:
             layout.tenant_keys_pk(tenant_id),
             filters,
             values,
-            read=_readable,
+            read=readable,
             id_of=lambda record: record.key_id,
             binding=query_binding("keys", tenant_id, agent_id),
             limit=limit,
@@ -151,7 +151,7 @@ class KeyStore:
                 Limit=1,
             )
         items = response.get("Items", [])
-        return _readable(items[0]) if items else None
+        return readable(items[0]) if items else None
 
     def revoke(self, record: KeyRecord, now_ms: int) -> None:
         """Mark a key revoked, unless it already is (NotFound)."""

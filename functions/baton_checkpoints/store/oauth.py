@@ -15,7 +15,7 @@ from collections.abc import Callable
 from functools import partial
 from typing import TYPE_CHECKING, Any, cast
 
-from baton_checkpoints.domain.access import hash_secret
+from baton_checkpoints.domain.access import KeyRecord, hash_secret
 from baton_checkpoints.domain.clock import format_ms, parse_time
 from baton_checkpoints.domain.limits import MAX_KEY_LIST_READS
 from baton_checkpoints.domain.oauth import (
@@ -47,6 +47,7 @@ from baton_checkpoints.store.errors import (
 )
 from baton_checkpoints.store.index_pages import index_page
 from baton_checkpoints.store.items import ttl_epoch
+from baton_checkpoints.store.keys import readable
 
 if TYPE_CHECKING:
     from mypy_boto3_dynamodb import DynamoDBClient
@@ -96,15 +97,15 @@ class OAuthStore:
 
     # ---- clients ------------------------------------------------------------------------------------------------
 
-    def register(self, registered: Client) -> None:
-        """Store a newly registered client (its id is new and random: no condition is needed)."""
+    def register(self, registered: Client, now_ms: int) -> None:
+        """Store a client registered at `now_ms` (its id is new and random: no condition is needed)."""
         item = to_item(
             {
                 "client_id": registered.client_id,
                 "redirect_uris": list(registered.redirect_uris),
                 "client_name": registered.client_name,
-                "created_at": format_ms(registered.created_ms),
-                schema.TTL_ATTRIBUTE: ttl_epoch(registered.created_ms + UNUSED_CLIENT_SECONDS * 1000),
+                "created_at": format_ms(now_ms),
+                schema.TTL_ATTRIBUTE: ttl_epoch(now_ms + UNUSED_CLIENT_SECONDS * 1000),
             }
         )
         item.update(layout.oauth_client_key(registered.client_id))
@@ -124,7 +125,6 @@ class OAuthStore:
             client_id=values["client_id"],
             redirect_uris=tuple(values["redirect_uris"]),
             client_name=values.get("client_name"),
-            created_ms=0,
         )
 
     # ---- codes --------------------------------------------------------------------------------------------------
@@ -346,7 +346,7 @@ class OAuthStore:
         approving = {layout.key_pk(g.approval.key_hash) for g in grants}
         with translated_errors():
             records = batch_get(self._client, self._table, [layout.key(pk, layout.KEY_SK) for pk in sorted(approving)])
-        working = {pk for (pk, _), item in records.items() if _key_works(item, now_ms)}
+        working = {pk for (pk, _), item in records.items() if _key_works(readable(item), now_ms)}
         return [g for g in grants if layout.key_pk(g.approval.key_hash) in working], next_cursor
 
     def grant(self, tenant_id: str, grant_id: str, now_ms: int) -> Grant | None:
@@ -445,12 +445,11 @@ class OAuthStore:
                 reraise(exc)
 
 
-def _key_works(item: Item, now_ms: int) -> bool:
-    """True for a key record neither revoked nor expired (not-yet-valid keys' grants are listed: they wait)."""
-    if "revoked_at" in item:
+def _key_works(record: KeyRecord | None, now_ms: int) -> bool:
+    """True for a key neither revoked nor expired (a not-yet-valid key's grants are listed: they wait for it)."""
+    if record is None or record.revoked_ms is not None:
         return False
-    expires = item.get("key_expires_at", {}).get("S")
-    return expires is None or parse_time(expires) > now_ms
+    return record.expires_ms is None or record.expires_ms > now_ms
 
 
 def _grant_from(item: Item) -> Grant | None:

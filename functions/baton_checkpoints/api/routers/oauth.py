@@ -114,7 +114,7 @@ def protected_resource_root(request: Request, services: Wired) -> Response[str]:
     """RFC 9728's document, where a client without the challenge's pointer looks."""
     from baton_checkpoints.api import oauth_endpoints
 
-    return oauth_endpoints.protected_resource_root(request, services)
+    return oauth_endpoints.protected_resource(request, services)
 
 
 @router.get(
