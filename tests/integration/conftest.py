@@ -17,7 +17,8 @@ from typing import Any, Final
 import pytest
 from moto import mock_aws
 
-from baton_checkpoints.api.services import OnFirstUse, Services, build_services, wired
+from baton_checkpoints.api.resolver import wired
+from baton_checkpoints.api.services import OnFirstUse, Services, build_services
 from baton_checkpoints.domain.access import issue_key
 from baton_checkpoints.settings import load_settings
 from tests.integration.driver import ApiDriver, CallCounter, CapacityMeter

@@ -20,7 +20,8 @@ import pytest
 import requests
 import time_machine
 
-from baton_checkpoints.api.services import Services, build_services, wired
+from baton_checkpoints.api.resolver import wired
+from baton_checkpoints.api.services import Services, build_services
 from baton_checkpoints.domain.blobs import PENDING_DAYS, UPLOAD_SECONDS
 from baton_checkpoints.domain.limits import MAX_BLOB_BYTES
 from baton_checkpoints.settings import load_settings

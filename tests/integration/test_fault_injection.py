@@ -1556,20 +1556,13 @@ def assert_idempotent_retries(ctx: Context, scenario: Scenario, before: Snapshot
 def test_the_retry_of_a_containers_first_idempotent_tool_call_replays_it(
     env: MotoAccount, monkeypatch: pytest.MonkeyPatch, tool: str
 ) -> None:
-    # Found by this suite: the twin resolver, built during a container's first tool call, inherited the /mcp
-    # request's context, so that call's idempotency fingerprint was of no body and its retry was refused as reused.
-    from baton_checkpoints.api import routers
-    from baton_checkpoints.api.app import app
-
+    # Found by this suite when tool calls were served by a second resolver: the container's first call's idempotency
+    # fingerprint was of no body, and its retry was refused as reused. A tool now keys its arguments as its route
+    # keys its body (`operations.inputs.claim`).
     with time_machine.travel(START, tick=False) as clock:
         ctx = Context(account=env, clock=clock)
         prepare_checkpoint(ctx)
         send = mcp_idempotent_acquire if tool == "baton_lease_acquire" else mcp_idempotent_save
-        # Given a container that has served no tool call yet: its second resolver (the twin) not built, and the
-        # routers still the Lambda resolver's (building the twin hands them over to it)
-        monkeypatch.setattr(app, "_twin", None)
-        for name in ("blobs", "checkpoints", "history", "keys", "leases", "mcp", "meta", "resume", "subjects"):
-            monkeypatch.setattr(getattr(routers, name).router, "api_resolver", app)
         # When its first tool call, idempotent, succeeds, and the client sends the very same call again (its answer
         # was lost on the way back, say)
         first = send(ctx)

@@ -235,8 +235,8 @@ def test_ids_are_echoed_as_sent_and_notifications_get_nothing(api: ApiDriver) ->
 
 
 def test_after_failing_tool_calls_the_next_one_answers_as_its_route(api: ApiDriver) -> None:
-    """The twin resolver keeps nothing of a failed call (a route error, a defect's 500 inside the route, a refused
-    argument): the next call answers what the route answers, body and all."""
+    """Nothing of a failed call (an operation's error, a refused state, a refused argument) stays behind: the next
+    call answers what the route answers, body and all."""
     checkpoint_id = save(api, subject_id="after-errors", state={"step": 4}).data["checkpoint_id"]
     failing = [
         tool_call("baton_checkpoint_get", '{"checkpoint_id":"ckpt_' + "0" * 32 + '"}'),  # NOT_FOUND

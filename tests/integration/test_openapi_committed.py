@@ -333,7 +333,8 @@ def _documented_pattern(name: str) -> re.Pattern[str]:
 
 def test_the_conditional_and_idempotency_headers_are_declared_where_they_are_read() -> None:
     # Given the committed document
-    from baton_checkpoints.api.openapi import IDEMPOTENCY_KEY_PATTERN, IF_MATCH_PATTERN
+    from baton_checkpoints.api.openapi import IF_MATCH_PATTERN
+    from baton_checkpoints.api.operations.inputs import IDEMPOTENCY_KEY_PATTERN
 
     document = json.loads(COMMITTED.read_text(encoding="utf-8"))
     # Then If-None-Match is any string (a value that is not a current tag simply does not match), and If-Match and

@@ -18,7 +18,7 @@ from typing import Any
 import pytest
 import rfc8785
 
-from baton_checkpoints.api.services import wired
+from baton_checkpoints.api.resolver import wired
 from baton_checkpoints.domain.opencheckpoint import FORMAT, SCHEMA_FILE, schema_text
 from baton_checkpoints.store import schema
 from tests import proof_counts

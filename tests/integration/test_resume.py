@@ -11,7 +11,7 @@ from typing import Any
 
 import pytest
 
-from baton_checkpoints.api.routers import resume as resume_route
+from baton_checkpoints.api.operations import resume as resume_operation
 from baton_checkpoints.api.services import Services
 from baton_checkpoints.domain import limits
 from baton_checkpoints.store import items, layout
@@ -213,7 +213,7 @@ def test_candidates_are_cut_at_the_cap_and_the_count_says_how_many_matched_acros
 ) -> None:
     # Given five active checkpoints, pages of two summaries, and at most three candidates shown (the real figures,
     # 200 and 50, would take 200 saves: the unit tests hold the cap of 50)
-    monkeypatch.setattr(resume_route, "SUBJECT_PAGE", 2)
+    monkeypatch.setattr(resume_operation, "SUBJECT_PAGE", 2)
     monkeypatch.setattr(limits, "MAX_RESUME_CANDIDATES", 3)
     saved = [put(api, subject, agent_id=agent, kind="cursor") for agent in ("a1", "a2", "a3", "a4", "a5")]
     warm.reset()

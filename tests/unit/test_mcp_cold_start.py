@@ -32,7 +32,7 @@ with mock_aws():
     from baton_checkpoints.settings import load_settings
     from baton_checkpoints.handlers.api import handler
     from baton_checkpoints.api.app import app
-    from baton_checkpoints.api.services import wired
+    from baton_checkpoints.api.resolver import wired
     services = build_services(load_settings({"BATON_TABLE_NAME": "baton-probe"}))
     key = issue_key("t", "a", {"*"}, 1_700_000_000_000, secret="btn_probe_secret", key_id="key_" + "b" * 32)
     services.keys.put(key.record)

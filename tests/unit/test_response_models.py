@@ -7,7 +7,7 @@ from typing import Any
 
 import pytest
 
-from baton_checkpoints.api.responses import model_json
+from baton_checkpoints.api.jsontext import model_json
 from baton_checkpoints.api.schemas import CheckpointRecord, CheckpointSummary, KeyInfo, SaveResult
 from baton_checkpoints.domain.access import KeyRecord
 from baton_checkpoints.domain.checkpoints import Checkpoint

@@ -27,10 +27,10 @@ from hypothesis import strategies as st
 from pydantic import BaseModel, TypeAdapter, ValidationError
 
 from baton_checkpoints.api.idempotency import idempotency_claim
+from baton_checkpoints.api.jsontext import model_json
 from baton_checkpoints.api.openapi import CursorParameter
 from baton_checkpoints.api.paths import subject_from_path, thread_from_path
 from baton_checkpoints.api.resolver import BatonResolver, Call
-from baton_checkpoints.api.responses import model_json
 from baton_checkpoints.api.schemas import CheckpointSummary
 from baton_checkpoints.api.schemas_resume import ResumeAmbiguous, ready_json
 from baton_checkpoints.domain import limits

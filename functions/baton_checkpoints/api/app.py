@@ -14,7 +14,7 @@ from aws_lambda_powertools.event_handler.exceptions import NotFoundError
 from aws_lambda_powertools.event_handler.openapi.exceptions import RequestUnsupportedContentType, RequestValidationError
 
 from baton_checkpoints import __version__
-from baton_checkpoints.api.errors import field_errors, headers_of, status_of
+from baton_checkpoints.api.errors import INTERNAL_MESSAGE, headers_of, status_of, validation_failed
 from baton_checkpoints.api.resolver import CALL_CONTEXT, PUBLIC, BatonResolver
 from baton_checkpoints.api.responses import JSON, error
 from baton_checkpoints.api.routers import (
@@ -34,12 +34,10 @@ from baton_checkpoints.api.routers import (
 )
 from baton_checkpoints.api.services import Services, from_environment
 from baton_checkpoints.domain.errors import (
-    MAX_REPORTED_ERRORS,
     BatonError,
     MethodNotAllowed,
     UnknownRoute,
     UnsupportedMediaType,
-    ValidationFailed,
 )
 
 
@@ -47,7 +45,6 @@ def create_app(services: Callable[[], Services]) -> BatonResolver:
     """A resolver with every route and the error map, serving with the services `services` provides (called by
     the first request that needs them, and by each one after: it should hand out the same services)."""
     app = BatonResolver(services)
-    app.make_twin = lambda: create_app(app.services)  # its services, overrides (tests') included
     app.include_router(meta.router)
     _add_document_route(app)
     app.include_router(checkpoints.router)
@@ -89,10 +86,7 @@ def _add_error_map(app: BatonResolver) -> None:
     @app.exception_handler(RequestValidationError)
     def handle_validation_error(exc: RequestValidationError) -> Response[str]:
         """Pydantic's findings, as pointers and sentences."""
-        found = exc.errors()
-        # Describe only what the answer will show; count the rest (a body can carry 100,000 unknown fields).
-        shown = list(found[:MAX_REPORTED_ERRORS])
-        return answer(ValidationFailed(field_errors(shown), more=len(found) - len(shown)))
+        return answer(validation_failed(exc.errors()))
 
     @app.not_found
     def handle_not_found(_: NotFoundError) -> Response[str]:
@@ -109,9 +103,7 @@ def _add_error_map(app: BatonResolver) -> None:
         from baton_checkpoints.observability import logger
 
         logger().exception("unhandled error", extra={"request_id": request_id()})
-        return error(
-            500, "INTERNAL", "An internal error occurred; quote the request_id if you report it.", request_id()
-        )
+        return error(500, "INTERNAL", INTERNAL_MESSAGE, request_id())
 
 
 def _add_document_route(app: BatonResolver) -> None:

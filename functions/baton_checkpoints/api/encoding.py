@@ -29,7 +29,8 @@ from typing import Any, Final
 import pybase64
 
 from baton_checkpoints.api.errors import status_of
-from baton_checkpoints.api.responses import JSON, dumps
+from baton_checkpoints.api.jsontext import dumps
+from baton_checkpoints.api.responses import JSON
 from baton_checkpoints.domain.errors import ResponseTooLarge
 from baton_checkpoints.observability import logger
 

@@ -8,6 +8,9 @@ from typing import Any
 from baton_checkpoints.domain import errors as e
 from baton_checkpoints.domain.canonical import pointer
 
+INTERNAL_MESSAGE = "An internal error occurred; quote the request_id if you report it."
+"""What a defect's answer says (its cause is logged with the request id, never answered)."""
+
 STATUS: dict[type[e.BatonError], int] = {
     e.ValidationFailed: 400,
     e.Unauthenticated: 401,
@@ -135,3 +138,23 @@ def field_errors(raw: Sequence[Any]) -> list[e.FieldError]:
         location = source if source in ("query", "path", "header") else "body"
         found.append(e.FieldError(pointer=where, message=message, location=location))
     return found or [e.FieldError(pointer="", message="The request is not valid.")]
+
+
+def validation_failed(found: Sequence[Any]) -> e.ValidationFailed:
+    """Pydantic's findings as the contract's 400: described up to `MAX_REPORTED_ERRORS`, the rest counted (a body
+    can carry 100,000 unknown fields)."""
+    shown = list(found[: e.MAX_REPORTED_ERRORS])
+    return e.ValidationFailed(field_errors(shown), more=len(found) - len(shown))
+
+
+def error_object(error: e.BatonError) -> dict[str, Any]:
+    """What an error answer says under `error`, and a tool's error result says whole (`error_fields`)."""
+    return error_fields(error.code, error.message, error.details())
+
+
+def error_fields(code: str, message: str, details: dict[str, Any] | None = None) -> dict[str, Any]:
+    """An error's code, message and, when there is something to add, details."""
+    body: dict[str, Any] = {"code": code, "message": message}
+    if details:
+        body["details"] = details
+    return body

@@ -2,18 +2,14 @@
 
 from __future__ import annotations
 
-import re
-from typing import Annotated, Final
+from typing import Annotated
 
 from aws_lambda_powertools.event_handler.openapi.params import Header
 
-from baton_checkpoints.api.openapi import IDEMPOTENCY_KEY_PATTERN
+from baton_checkpoints.api.operations.inputs import IDEMPOTENCY_KEY_PATTERN, Idempotent, Named, claim, idempotency_key
 from baton_checkpoints.api.resolver import Call
 from baton_checkpoints.domain import limits
-from baton_checkpoints.domain.checkpoints import IdempotencyClaim, request_fingerprint
-from baton_checkpoints.domain.errors import ValidationFailed
-
-_KEY: Final = re.compile(IDEMPOTENCY_KEY_PATTERN.removeprefix("^").removesuffix("$"))
+from baton_checkpoints.domain.checkpoints import IdempotencyClaim
 
 IdempotencyKeyHeader = Annotated[
     str | None,
@@ -29,20 +25,17 @@ IdempotencyKeyHeader = Annotated[
     ),
 ]
 
+HEADER = Named.header("Idempotency-Key")
+
+
+def idempotent(call: Call, value: str | None) -> Idempotent | None:
+    """The request's `Idempotency-Key` with the body it keys (None without one); a malformed key is a 400 naming
+    the header."""
+    key = idempotency_key(value, HEADER)
+    return None if key is None else Idempotent(key, call.body, call.plain_body)
+
 
 def idempotency_claim(call: Call, method: str, path: str, value: str | None) -> IdempotencyClaim | None:
-    """The request's claim on its `Idempotency-Key` (None without one): keys belong to the caller's agent, and the
-    fingerprint is the method, the route's path and the canonical body. A malformed key is a 400 naming the header."""
-    if value is None:
-        return None
-    if not _KEY.fullmatch(value):
-        raise ValidationFailed.single(
-            "/Idempotency-Key",
-            f"The Idempotency-Key header must be 1 to {limits.IDEMPOTENCY_KEY_MAX_CHARS} printable ASCII characters.",
-            "header",
-        )
-    return IdempotencyClaim(
-        key=value,
-        agent_id=call.caller.agent_id,
-        fingerprint=request_fingerprint(method, path, call.body, call.plain_body),
-    )
+    """The request's claim on its `Idempotency-Key` (None without one), for a route that is no operation's: keys
+    belong to the caller's agent, and the fingerprint is the method, the route's path and the canonical body."""
+    return claim(call.caller.agent_id, idempotent(call, value), method, path)

@@ -17,6 +17,7 @@ from urllib.parse import parse_qsl, urlencode, urlsplit, urlunsplit
 
 from aws_lambda_powertools.event_handler import Request, Response
 
+from baton_checkpoints.api.operations.grants import end_grant
 from baton_checkpoints.api.origin import request_origin
 from baton_checkpoints.api.resolver import Call
 from baton_checkpoints.api.responses import JSON
@@ -417,8 +418,7 @@ def _exchange_code(form: dict[str, str], services: Services, now_ms: int) -> Res
 
 def _revoke_reused(services: Services, tenant_id: str, grant_id: str, now_ms: int) -> None:
     """A code or refresh token presented twice: someone holds a copy. Its grant goes, here at once too."""
-    services.oauth.revoke_grant(tenant_id, grant_id, now_ms)
-    services.authenticator.forget_grant(grant_id)
+    end_grant(services, tenant_id, grant_id, now_ms)
 
 
 def _refresh(form: dict[str, str], services: Services, now_ms: int) -> Response[str]:
@@ -480,7 +480,6 @@ def revoke(call: Call, request: Request, services: Services) -> Response[str]:
     for kind in kinds:
         found = services.oauth.token(secret, kind)
         if found is not None:
-            services.oauth.revoke_grant(found.approval.tenant_id, found.grant_id, call.now_ms)
-            services.authenticator.forget_grant(found.grant_id)
+            end_grant(services, found.approval.tenant_id, found.grant_id, call.now_ms)
             break
     return Response(status_code=200, content_type=None, body="", headers=dict(NO_STORE))

@@ -64,8 +64,6 @@ IF_MATCH_PATTERN = (
     rf"|[{_SPACE},]*{_ENTITY_TAG}(?:[{_SPACE}]*,[{_SPACE},]*{_ENTITY_TAG})*[{_SPACE},]*)$"
 )
 """`*`, or one or more entity tags separated by commas: every other value is a 400."""
-IDEMPOTENCY_KEY_PATTERN = rf"^[\x20-\x7e]{{1,{limits.IDEMPOTENCY_KEY_MAX_CHARS}}}$"
-"""1 to 200 printable ASCII characters: every other value is a 400."""
 
 _ERROR_HEADERS: dict[int, dict[str, Any]] = {
     401: {"WWW-Authenticate": {"required": True, "schema": {"type": "string", "enum": ['Bearer realm="baton"']}}},

@@ -8,10 +8,10 @@ from urllib.parse import unquote, unquote_plus
 
 from aws_lambda_powertools.event_handler.openapi.params import Path
 
+from baton_checkpoints.api.operations.inputs import Named, checkpoint_id
 from baton_checkpoints.domain import limits
 from baton_checkpoints.domain.canonical import pointer
 from baton_checkpoints.domain.errors import ValidationFailed
-from baton_checkpoints.domain.ids import CHECKPOINT_ID_PATTERN
 
 
 def check_encoding(path_arguments: Mapping[str, str], raw_query: str | None) -> None:
@@ -102,14 +102,7 @@ CheckpointIdParameter = Annotated[
 
 def checkpoint_id_from_path(raw: str) -> str:
     """The checkpoint id of a path parameter, percent-decoded; 400 naming it when it is not an id."""
-    checkpoint_id = unquote(raw)
-    if not CHECKPOINT_ID_PATTERN.match(checkpoint_id):
-        raise ValidationFailed.single(
-            "/checkpoint_id",
-            "The path parameter checkpoint_id must be ckpt_ followed by 32 lowercase hex digits.",
-            "path",
-        )
-    return checkpoint_id
+    return checkpoint_id(unquote(raw), Named.path("checkpoint_id"))
 
 
 ThreadIdParameter = Annotated[

@@ -27,8 +27,9 @@ from aws_lambda_powertools.event_handler.middlewares import openapi_validation a
 from aws_lambda_powertools.event_handler.openapi.exceptions import RequestValidationError
 
 from baton_checkpoints.api.encoding import fit_for_lambda, within_lambda_limit
+from baton_checkpoints.api.operations import Context, Operation, authorize
 from baton_checkpoints.api.paths import check_encoding
-from baton_checkpoints.api.services import SERVICES_CONTEXT, Services, wired
+from baton_checkpoints.api.services import Services
 from baton_checkpoints.domain import limits
 from baton_checkpoints.domain.access import Principal
 from baton_checkpoints.domain.canonical import Document, parse_document, parse_strict
@@ -68,10 +69,19 @@ JSON_MEDIA: Final = "application/json"
 FORM: Final = "application/x-www-form-urlencoded"
 
 
-def needs(scope: str, acts_for: tuple[str, ...] = (), fresh_key: bool = False) -> dict[str, Any]:
+def needs(
+    scope_or_operation: "str | Operation[..., Any]", acts_for: tuple[str, ...] = (), fresh_key: bool = False
+) -> dict[str, Any]:
     """Route metadata: the scope a route needs (also shown in the OpenAPI document); which body fields claim
     authority (naming another agent or tenant there is a 403, ranked before 400); and whether the caller's key
-    must be read fresh, so that a key revoked a moment ago can do nothing with it."""
+    must be read fresh, so that a key revoked a moment ago can do nothing with it.
+
+    A route that serves an operation (`api/operations/`) names it: its scope, authority fields and key freshness
+    are the operation's own, which its MCP tool (if it has one) checks too."""
+    scope = scope_or_operation
+    if isinstance(scope_or_operation, Operation):
+        scope, acts_for = scope_or_operation.scope, scope_or_operation.acts_for
+        fresh_key = scope_or_operation.fresh_key
     extensions: dict[str, Any] = {SCOPE_EXTENSION: scope}
     if acts_for:
         extensions[ACTS_FOR_EXTENSION] = list(acts_for)
@@ -85,8 +95,8 @@ PUBLIC: dict[str, Any] = {PUBLIC_EXTENSION: True}
 ANY_SCOPE: dict[str, Any] = {ANY_SCOPE_EXTENSION: True}
 """Route metadata: the route answers any valid key, whatever its scopes."""
 
-RESOLVER_CONTEXT: Final = "resolver"
-"""Where the resolver's context keeps the resolver serving the request (the MCP route reaches its twin there)."""
+SERVICES_CONTEXT: Final = "services"
+"""Where a resolver's context keeps its provider of services while it serves a request."""
 CALL_CONTEXT: Final = "call"
 """Where the resolver's context keeps the current request's `Call`."""
 
@@ -132,38 +142,16 @@ class BatonResolver(APIGatewayHttpResolver):
         self._evaluated: set[Callable[..., Any]] = set()
         self.last_call: Call | None = None
         """What the gate learned about the request served last, kept after `resolve` (for the access log)."""
-        self.make_twin: Callable[[], BatonResolver] | None = None
-        """Builds a resolver with the same routes and services (`api/app.py` sets it): MCP tool calls are served
-        through one, since a resolve nested in this one's would overwrite the request it is serving."""
-        self._twin: BatonResolver | None = None
         self._directs: dict[Route, _Direct | None] = {}
-        self.serves_mcp_tools = False
-        """True for a twin: it serves only MCP tool calls, so an access token accepted at `/mcp` is accepted by
-        every route it serves (no HTTP request ever reaches a twin)."""
 
-    def twin(self) -> "BatonResolver":
-        """This resolver's twin, built by the first call (once per container)."""
-        if self._twin is None:
-            if self.make_twin is None:
-                raise RuntimeError("this resolver was built without make_twin")
-            self._twin = self.make_twin()
-            self._twin.serves_mcp_tools = True
-            # Built while this resolver serves a request: powertools' include_router merged this one's context (the
-            # request being served, its cached Request) into the twin's, which its first request would then read.
-            self._twin.clear_context()
-        return self._twin
-
-    def resolve(self, event: Mapping[str, Any], context: Any, *, for_lambda: bool = True) -> dict[str, Any]:
+    def resolve(self, event: Mapping[str, Any], context: Any) -> dict[str, Any]:
         """Resolve one event; `last_call` then tells who asked what, however far the request got.
 
-        For Lambda, an answer over 1 MB goes back base64-encoded (gzip-compressed when accepted), so it fits Lambda's
-        payload limit; one that would still not fit is answered `500 RESPONSE_TOO_LARGE` instead, logged at ERROR
-        (`api/encoding.py`). A tool call's twin resolves with `for_lambda=False`: its answer goes to the MCP route,
-        which sizes its own."""
+        An answer over 1 MB goes back base64-encoded (gzip-compressed when accepted), so it fits Lambda's payload
+        limit; one that would still not fit is answered `500 RESPONSE_TOO_LARGE` instead, logged at ERROR
+        (`api/encoding.py`)."""
         self.last_call = None
         result = super().resolve(event, context)
-        if not for_lambda:
-            return result
         headers = event.get("headers") or {}
         accept = next((v for k, v in headers.items() if k.lower() == "accept-encoding"), None)
         fitted = fit_for_lambda(result, accept)
@@ -289,24 +277,23 @@ class BatonResolver(APIGatewayHttpResolver):
         )
         self._record(call)
         self.context[SERVICES_CONTEXT] = self.services
-        self.context[RESOLVER_CONTEXT] = self
         if not extensions:
             return  # the not-found handler answers
         if not extensions.get(PUBLIC_EXTENSION):
-            if route.openapi_path == MCP_ROUTE and not self.serves_mcp_tools:
+            if route.openapi_path == MCP_ROUTE:
                 call = self._authenticate_mcp(call, extensions[SCOPE_EXTENSION])
             else:
                 principal = self.services().authenticator.authenticate(
                     event.headers.get("authorization"), call.now_ms, fresh=bool(extensions.get(FRESH_KEY_EXTENSION))
                 )
-                if principal.resource is not None and not self.serves_mcp_tools:
+                if principal.resource is not None:
                     raise Unauthenticated(
                         "An OAuth access token is accepted only at /mcp; send an API key to this route."
                     )
                 call = replace(call, principal=principal)
                 self._record(call)  # a request refused from here on is still logged with its caller
                 if not extensions.get(ANY_SCOPE_EXTENSION):
-                    principal.require(extensions[SCOPE_EXTENSION])
+                    authorize(principal, extensions[SCOPE_EXTENSION], (), None)
         if route.method in BODY_METHODS and extensions.get(FORM_BODY_EXTENSION):
             self._raw_body(FORM)
         elif route.method in BODY_METHODS and extensions.get(RAW_BODY_EXTENSION):
@@ -314,7 +301,7 @@ class BatonResolver(APIGatewayHttpResolver):
         elif route.method in BODY_METHODS:
             document = self._json_body()
             if call.principal is not None and extensions.get(ACTS_FOR_EXTENSION):
-                _check_authority(call.principal, document.value, extensions[ACTS_FOR_EXTENSION])
+                authorize(call.principal, None, extensions[ACTS_FOR_EXTENSION], document.value)
             self._record(replace(call, body=document.value, plain_body=document.plain))
         check_encoding(path_arguments, event.raw_event.get("rawQueryString"))
 
@@ -388,19 +375,6 @@ class BatonResolver(APIGatewayHttpResolver):
         return sorted({r.method for r in routes if r.rule.match(path)})
 
 
-def _check_authority(principal: Principal, body: dict[str, Any], fields: list[str]) -> None:
-    """A body acting for another agent or tenant needs the authority to: 403 before any validation error.
-
-    Only the route's own authority fields count: on a route without `tenant_id`, that field is just unknown (400).
-    """
-    agent_id = body.get("agent_id")
-    if "agent_id" in fields and isinstance(agent_id, str):
-        principal.agent_for_write(agent_id)
-    tenant_id = body.get("tenant_id")
-    if "tenant_id" in fields and isinstance(tenant_id, str):
-        principal.tenant_for(tenant_id, "/tenant_id")
-
-
 def current_call(request: Request) -> Call:
     """The current request as the gate saw it (the dependency behind `CurrentCall`)."""
     found = request.context.get(CALL_CONTEXT)
@@ -411,3 +385,19 @@ def current_call(request: Request) -> Call:
 
 CurrentCall = Annotated[Call, Depends(current_call)]
 """A route parameter: the current request as the gate saw it (its caller, request id, clock, body)."""
+
+
+def context_of(call: Call, services: Services) -> Context:
+    """The operations' context of the current request: its caller, request id and clock, and the services."""
+    return Context(call.caller, call.request_id, call.now_ms, services)
+
+
+def wired(request: Request) -> Services:
+    """The services of the resolver serving this request (the dependency behind `Wired`): its own provider's,
+    unless `dependency_overrides[wired]` names others."""
+    provider = typing.cast(Callable[[], Services], request.context[SERVICES_CONTEXT])
+    return provider()
+
+
+Wired = Annotated[Services, Depends(wired)]
+"""A route parameter: the services of the container serving the request."""

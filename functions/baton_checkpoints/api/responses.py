@@ -1,28 +1,18 @@
-"""Building responses: the `{data, meta}` envelope, pages and errors, as JSON."""
+"""Building HTTP responses: the `{data, meta}` envelope, pages and errors, as JSON (written by `api/jsontext.py`)."""
 
 from __future__ import annotations
 
-import json
 from collections.abc import Callable, Sequence
 from typing import Any, TypeVar
 
 from aws_lambda_powertools.event_handler import Response
 from pydantic import BaseModel
 
-from baton_checkpoints.domain import limits
+from baton_checkpoints.api.errors import error_fields
+from baton_checkpoints.api.jsontext import dumps, fit_page, model_json, record_json
 
 JSON = "application/json"
 T = TypeVar("T")
-
-
-def dumps(value: Any) -> str:
-    """Compact JSON, UTF-8 characters kept as they are."""
-    return json.dumps(value, separators=(",", ":"), ensure_ascii=False)
-
-
-def model_json(model: BaseModel) -> str:
-    """A response model as compact JSON: the fields its builder set, in the model's order (pydantic writes it)."""
-    return model.model_dump_json(exclude_unset=True)
 
 
 def ok(data: BaseModel, request_id: str, status: int = 200, headers: dict[str, str] | None = None) -> Response[str]:
@@ -42,15 +32,6 @@ def plain(data: Any, request_id: str, next_cursor: Any = ...) -> Response[str]:
     if next_cursor is not ...:
         meta["next_cursor"] = next_cursor
     return Response(status_code=200, content_type=JSON, body=dumps({"data": data, "meta": meta}))
-
-
-def record_json(summary: BaseModel, state_text: bytes) -> str:
-    """A checkpoint record as compact JSON: its summary's fields, then `state` written as the canonical JSON the
-    store holds, spliced in as it is (parsing a 2 MB state only to serialize it again cost ~25 ms a read)."""
-    summary_json = model_json(summary)
-    if not summary_json.endswith("}"):
-        raise ValueError("a record's summary must be a JSON object")
-    return f'{summary_json[:-1]},"state":{state_text.decode("utf-8")}}}'
 
 
 def record(
@@ -95,15 +76,7 @@ def fitted_json_page(
 ) -> Response[str]:
     """`fitted_page` of items `encoded` as compact JSON text each (plain dicts or models): the page is cut by the
     UTF-8 bytes of what it sends, never by characters."""
-    parts: list[str] = []
-    size = 2  # the brackets
-    for position, item in enumerate(found):
-        text = encoded(item)
-        size += 1 + (len(text) if text.isascii() else len(text.encode("utf-8")))
-        if parts and size > limits.MAX_ANSWER_DATA_BYTES and cursor_after is not None:
-            next_cursor = cursor_after(found[position - 1])
-            break
-        parts.append(text)
+    parts, next_cursor = fit_page(found, encoded, next_cursor, cursor_after)
     meta = dumps({"request_id": request_id, "next_cursor": next_cursor})
     return Response(status_code=200, content_type=JSON, body=f'{{"data":[{",".join(parts)}],"meta":{meta}}}')
 
@@ -117,13 +90,10 @@ def error(
     headers: dict[str, str] | None = None,
 ) -> Response[str]:
     """An error envelope; `details` is left out when there is nothing to add."""
-    body: dict[str, Any] = {"code": code, "message": message}
-    if details:
-        body["details"] = details
     return Response(
         status_code=status,
         content_type=JSON,
-        body=dumps({"error": body, "meta": {"request_id": request_id}}),
+        body=dumps({"error": error_fields(code, message, details), "meta": {"request_id": request_id}}),
         headers=headers or {},
     )
 

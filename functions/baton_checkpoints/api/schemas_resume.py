@@ -12,7 +12,7 @@ from typing import Annotated, Any, Literal
 from pydantic import Field
 from pydantic.json_schema import SkipJsonSchema
 
-from baton_checkpoints.api.responses import model_json, record_json
+from baton_checkpoints.api.jsontext import model_json, record_json
 from baton_checkpoints.api.schemas import CheckpointRecord, CheckpointSummary, DataEnvelope, ResponseModel
 from baton_checkpoints.domain import limits
 from baton_checkpoints.domain.checkpoints import Checkpoint

@@ -4,19 +4,19 @@ store's classes.
 Nothing here is global. Whoever creates a resolver hands it a provider of `Services` (`create_app(services)`): the
 Lambda's app (`api/app.py`) gets `from_environment()`, which reads the environment and builds the services on the
 first request that needs AWS, then keeps them for the container's life. Routes receive them as a parameter
-(`services: Wired`). A test builds its own services (`build_services`, on its table and client) and hands them to
-an app with powertools' `dependency_overrides`: `app.dependency_overrides[wired] = lambda: services`, which the
-gate honours too.
+(`services: Wired`, from `api/resolver.py`), and the operations (`api/operations/`) in their `Context`. A test builds
+its own services (`build_services`, on its table and client) and hands them to an app with powertools'
+`dependency_overrides`: `app.dependency_overrides[wired] = lambda: services`, which the gate honours too.
+
+Nothing here knows HTTP or powertools: the operations, which know no transport, are given these services.
 """
 
-# No `from __future__ import annotations`: powertools reads the dependency's annotations on every request.
+from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from functools import cached_property
-from typing import TYPE_CHECKING, Annotated, Final, cast
-
-from aws_lambda_powertools.event_handler import Depends, Request
+from typing import TYPE_CHECKING
 
 from baton_checkpoints.api.auth import Authenticator
 from baton_checkpoints.settings import Settings, load_settings
@@ -36,16 +36,13 @@ if TYPE_CHECKING:
     from baton_checkpoints.store.client_documents import ClientDocuments
     from baton_checkpoints.store.oauth import OAuthStore
 
-SERVICES_CONTEXT: Final = "services"
-"""Where a resolver's context keeps its provider of services while it serves a request."""
-
 
 @dataclass(frozen=True)
 class Services:
     """The repositories and the authenticator of one container."""
 
     settings: Settings
-    dynamodb: "DynamoDBClient"
+    dynamodb: DynamoDBClient
     checkpoints: CheckpointStore
     keys: KeyStore
     authenticator: Authenticator
@@ -75,13 +72,13 @@ class Services:
         )
 
     @cached_property
-    def oauth(self) -> "OAuthStore":
+    def oauth(self) -> OAuthStore:
         """OAuth clients, codes, tokens and grants (for `/mcp`), on the same table and client: made by the first
         OAuth request (its module stays off a save's cold start)."""
         return oauth_store(self.dynamodb, self.settings.table_name)
 
     @cached_property
-    def client_documents(self) -> "ClientDocuments":
+    def client_documents(self) -> ClientDocuments:
         """OAuth clients described by a metadata document at their https id, fetched within bounds; a loopback
         address is allowed only where clients call plain http (`baton serve`)."""
         from baton_checkpoints.store.client_documents import ClientDocuments
@@ -89,14 +86,14 @@ class Services:
         return ClientDocuments(loopback=self.settings.origin_scheme == "http")
 
 
-def oauth_store(client: "DynamoDBClient", table_name: str) -> "OAuthStore":
+def oauth_store(client: DynamoDBClient, table_name: str) -> OAuthStore:
     """OAuth's repository on `client` and `table_name` (its module imported now, not at cold start)."""
     from baton_checkpoints.store.oauth import OAuthStore
 
     return OAuthStore(client, table_name)
 
 
-def build_services(config: Settings, client: "DynamoDBClient | None" = None) -> Services:
+def build_services(config: Settings, client: DynamoDBClient | None = None) -> Services:
     """The services for `config`, on `client` (default: a new client for its DynamoDB endpoint, the costly part of a
     cold start: call this once per container). The S3 client, on `aws_endpoint_url` (DynamoDB may be elsewhere:
     `dynamodb_endpoint_url`), is made by the first request that needs it."""
@@ -135,14 +132,3 @@ def from_environment() -> OnFirstUse:
     """The Lambda's services: settings read from the environment (a missing or invalid variable fails the first
     request that needs AWS, naming it) and the client created on that first request, not at import."""
     return OnFirstUse(lambda: build_services(load_settings()))
-
-
-def wired(request: Request) -> Services:
-    """The services of the resolver serving this request (the dependency behind `Wired`): its own provider's,
-    unless `dependency_overrides[wired]` names others."""
-    provider = cast(Callable[[], Services], request.context[SERVICES_CONTEXT])
-    return provider()
-
-
-Wired = Annotated[Services, Depends(wired)]
-"""A route parameter: the services of the container serving the request."""

@@ -7,6 +7,7 @@ back here (`check_write`) so that the answer is decided in one place.
 from __future__ import annotations
 
 import hashlib
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -435,3 +436,14 @@ def request_fingerprint(method: str, path: str, body: Any, plain: bool = False) 
     digest.update(f"{method.upper()} {path}\n".encode())
     digest.update(canonical_json(body, plain=plain))
     return digest.hexdigest()
+
+
+@dataclass(frozen=True)
+class Page:
+    """One page of a listing."""
+
+    items: list[Checkpoint]
+    next_cursor: str | None
+    cursor_after: Callable[[Checkpoint], str | None] | None = None
+    """The cursor of the page that follows one of `items`: for a caller that shows fewer of them (an answer's byte
+    budget), so that the next page starts right after the last one it showed."""

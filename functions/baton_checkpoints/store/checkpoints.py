@@ -10,8 +10,7 @@ from __future__ import annotations
 
 import random
 import time
-from collections.abc import Callable
-from dataclasses import dataclass, replace
+from dataclasses import replace
 from typing import TYPE_CHECKING, Any, Final, cast
 
 from cachetools import TTLCache
@@ -21,6 +20,7 @@ from baton_checkpoints.domain.checkpoints import (
     Checkpoint,
     CheckpointKey,
     IdempotencyClaim,
+    Page,
     Saved,
     SaveOutcome,
     SavePlan,
@@ -78,17 +78,6 @@ _LIVE_AND_WRITABLE = f"(#{items.EXPIRES} > :now_s AND #{items.STATUS} = :active 
 _NO_HISTORY = f"attribute_not_exists(#{items.REVISIONS_FROM})"
 """No kept revision is stored: a save need not prune (with `keep_revisions` 0 it stays one request)."""
 _KEEPS_NONE = f"attribute_not_exists(#{items.KEEP})"
-
-
-@dataclass(frozen=True)
-class Page:
-    """One page of a listing."""
-
-    items: list[Checkpoint]
-    next_cursor: str | None
-    cursor_after: Callable[[Checkpoint], str | None] | None = None
-    """The cursor of the page that follows one of `items`: for a caller that shows fewer of them (an answer's byte
-    budget), so that the next page starts right after the last one it showed."""
 
 
 def _values(values: dict[str, Any], *expressions: str) -> dict[str, Any]:

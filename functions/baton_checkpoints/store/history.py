@@ -13,13 +13,13 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING, Any, cast
 
 from baton_checkpoints.domain import limits
-from baton_checkpoints.domain.checkpoints import Checkpoint, IdempotencyClaim, SaveOutcome, SavePlan
+from baton_checkpoints.domain.checkpoints import Checkpoint, IdempotencyClaim, Page, SaveOutcome, SavePlan
 from baton_checkpoints.domain.errors import IdempotencyKeyReused, NotFound, RevisionNotKept
 from baton_checkpoints.domain.history import in_window, window
 from baton_checkpoints.store import items, layout, schema
 from baton_checkpoints.store.attributes import Item, names_in
 from baton_checkpoints.store.batch import batch_get
-from baton_checkpoints.store.checkpoints import CheckpointStore, Page
+from baton_checkpoints.store.checkpoints import CheckpointStore
 from baton_checkpoints.store.cursors import decode_after, encode_after, invalid_cursor, query_binding
 from baton_checkpoints.store.dynamo import query
 from baton_checkpoints.store.errors import translated_errors

@@ -4,7 +4,7 @@ Imported by the `/mcp` route alone, on its first request: the other routes' cold
 `mcp_types`, the protocol's published models, which take ~0.45 s to import).
 
 - `protocol`: the JSON-RPC messages (initialize, notifications, ping, tools/list, tools/call) and their errors;
-- `tools`: the tool catalogue, each tool standing for one HTTP route, with the input schema a model fills;
-- `arguments`: the input schemas, derived from the routes' own request models where there is one;
-- `dispatch`: a tool call resolved as the HTTP request its route serves, through a second resolver.
+- `tools`: the tool catalogue, each tool running its HTTP route's operation (`api/operations/`), with the input schema
+  a model fills;
+- `arguments`: the input schemas, derived from the routes' own request models where there is one.
 """

@@ -19,7 +19,7 @@ request, answered with `application/json` (never a stream, never a session).
 from __future__ import annotations
 
 import json
-from collections.abc import Callable, Mapping
+from collections.abc import Mapping
 from dataclasses import dataclass, replace
 from typing import Any
 
@@ -29,13 +29,13 @@ from pydantic import ValidationError as ModelError
 
 from baton_checkpoints import __version__
 from baton_checkpoints.api.encoding import LAMBDA_RESPONSE_LIMIT_BYTES, answer_bytes, fits_lambda, log_oversized
-from baton_checkpoints.api.mcp import dispatch
+from baton_checkpoints.api.errors import INTERNAL_MESSAGE, error_fields, error_object
+from baton_checkpoints.api.jsontext import dumps
 from baton_checkpoints.api.mcp.tools import ToolSpec, catalogue
-from baton_checkpoints.api.resolver import BatonResolver
-from baton_checkpoints.api.responses import dumps
+from baton_checkpoints.api.operations import Context
 from baton_checkpoints.domain import limits
 from baton_checkpoints.domain.canonical import parse_strict
-from baton_checkpoints.domain.errors import ResponseTooLarge, ValidationFailed, clip
+from baton_checkpoints.domain.errors import BatonError, ResponseTooLarge, ValidationFailed, clip
 
 PROTOCOL_VERSIONS = ("2025-11-25", "2025-06-18", "2025-03-26")
 """The handshake-era versions this server speaks, newest first; `initialize` answers the client's when it is one."""
@@ -70,16 +70,6 @@ of 3 MB beside a 3 MB checkpoint would not fit Lambda's answer). Integers are bo
 
 
 @dataclass(frozen=True)
-class Caller:
-    """What a tool call needs of the HTTP request that carried it."""
-
-    resolver: Callable[[], BatonResolver]
-    """The serving resolver's twin (built on first use), which serves the tool's route."""
-    authorization: str | None
-    request_id: str
-
-
-@dataclass(frozen=True)
 class Answer:
     """The HTTP answer: a status and a JSON-RPC message (None: no body)."""
 
@@ -98,7 +88,7 @@ class Refused(Exception):
         self.data = data
 
 
-def answer(body: str | bytes, headers: Mapping[str, str], caller: Caller) -> Answer:
+def answer(body: str | bytes, headers: Mapping[str, str], context: Context) -> Answer:
     """The answer to one POST of a JSON-RPC message (`headers` with lower-case names)."""
     request_id: str | int | None = None
     result: BaseModel
@@ -113,11 +103,11 @@ def answer(body: str | bytes, headers: Mapping[str, str], caller: Caller) -> Ans
         request_id = message["id"]
         header = headers.get("mcp-protocol-version")
         if header is None or header in PROTOCOL_VERSIONS:
-            result = _respond(method, message.get("params") or {}, caller)
+            result = _respond(method, message.get("params") or {}, context)
         else:
             modern = True
             _check_envelope(message, headers)
-            result = _respond_modern(method, message.get("params") or {}, caller)
+            result = _respond_modern(method, message.get("params") or {}, context)
     except Refused as refused:
         status = MODERN_STATUS.get(refused.code, refused.status) if modern else refused.status
         error = mcp.ErrorData(code=refused.code, message=refused.message, data=refused.data)
@@ -272,7 +262,7 @@ def header_value(value: str | None) -> str | None:
         return None
 
 
-def _respond_modern(method: str, params: dict[str, Any], caller: Caller) -> BaseModel:
+def _respond_modern(method: str, params: dict[str, Any], context: Context) -> BaseModel:
     """The 2026-07-28 methods: every result carries `resultType`, lists their caching directives."""
     if method == "server/discover":
         return _discover()
@@ -283,7 +273,7 @@ def _respond_modern(method: str, params: dict[str, Any], caller: Caller) -> Base
         # The same tools for every caller (a tool the key lacks the scope of answers isError when called).
         return mcp.ListToolsResult(tools=tools, ttl_ms=LIST_TTL_MS, cache_scope="public", result_type="complete")
     if method == "tools/call":
-        called = _call(params, caller)
+        called = _call(params, context)
         return called.model_copy(update={"result_type": "complete"})
     raise Refused(mcp.METHOD_NOT_FOUND, f"Method not found: {method[:100]}.")
 
@@ -301,7 +291,7 @@ def _discover() -> mcp.DiscoverResult:
     )
 
 
-def _respond(method: str, params: dict[str, Any], caller: Caller) -> BaseModel:
+def _respond(method: str, params: dict[str, Any], context: Context) -> BaseModel:
     if method == "initialize":
         return _initialize(params)
     if method == "ping":
@@ -309,7 +299,7 @@ def _respond(method: str, params: dict[str, Any], caller: Caller) -> BaseModel:
     if method == "tools/list":
         return mcp.ListToolsResult(tools=[_tool(spec) for spec in catalogue().values()])
     if method == "tools/call":
-        return _call(params, caller)
+        return _call(params, context)
     raise Refused(mcp.METHOD_NOT_FOUND, f"Method not found: {method[:100]}.")
 
 
@@ -343,7 +333,7 @@ def _tool(spec: ToolSpec) -> mcp.Tool:
     )
 
 
-def _call(params: dict[str, Any], caller: Caller) -> mcp.CallToolResult:
+def _call(params: dict[str, Any], context: Context) -> mcp.CallToolResult:
     try:
         asked = mcp.CallToolRequestParams.model_validate(params)
     except ModelError as invalid:
@@ -351,51 +341,22 @@ def _call(params: dict[str, Any], caller: Caller) -> mcp.CallToolResult:
     spec = catalogue().get(asked.name)
     if spec is None:
         raise Refused(mcp.INVALID_PARAMS, f"Unknown tool: {asked.name[:100]}; see tools/list.")
-    arguments = dict(asked.arguments or {})
     try:
-        request = spec.request(arguments)
-        routed = dispatch.serve(caller.resolver(), request, caller.authorization, caller.request_id)
-    except ValidationFailed as failed:
-        return _failed(failed)
-    except UnicodeEncodeError:
-        # A lone surrogate (valid JSON, not text) where a path or a query takes it: UTF-8 cannot carry it there.
-        where = _not_text(arguments) or ""
-        return _failed(
-            ValidationFailed.single(where, f"{where or 'An argument'} holds a lone surrogate, which is not text.")
-        )
-    body = routed.body if isinstance(routed.body, dict) else {}
-    if routed.status >= 400 or "data" not in body:
-        found = body.get("error")
-        error = found if isinstance(found, dict) else {"code": "INTERNAL", "message": "The route gave no answer."}
-        return _result(error, error=True)
-    data = body["data"]
-    if spec.list_key is not None:
-        data = {spec.list_key: data, "next_cursor": (body.get("meta") or {}).get("next_cursor")}
-    return _result(data, error=False)
+        return _result(spec.run(context, dict(asked.arguments or {})), error=False)
+    except BatonError as refused:
+        return _result(error_object(refused), error=True)
+    except Exception:
+        # A defect: the tool's opaque INTERNAL error, as the route answers one; the cause is logged with the
+        # request id (the JSON-RPC request itself was served).
+        from baton_checkpoints.observability import logger
 
-
-def _not_text(value: Any, where: str = "") -> str | None:
-    """The pointer of the first string (key or value) in `value` that UTF-8 cannot encode, None when there is none."""
-    if isinstance(value, str):
-        try:
-            value.encode("utf-8")
-        except UnicodeEncodeError:
-            return where
-        return None
-    children = value.items() if isinstance(value, dict) else enumerate(value) if isinstance(value, list) else ()
-    for key, child in children:
-        inside = f"{where}/{str(key).replace('~', '~0').replace('/', '~1')}"
-        if isinstance(key, str) and _not_text(key) is not None:
-            return inside
-        found = _not_text(child, inside)
-        if found is not None:
-            return found
-    return None
+        logger().exception("unhandled error", extra={"request_id": context.request_id, "tool": spec.name})
+        return _result(error_fields("INTERNAL", INTERNAL_MESSAGE), error=True)
 
 
 def _failed(failed: ValidationFailed) -> mcp.CallToolResult:
     """A tool's error for arguments its route would refuse with `failed` (pointers into the arguments)."""
-    return _result({"code": failed.code, "message": failed.message, "details": failed.details()}, error=True)
+    return _result(error_object(failed), error=True)
 
 
 ENVELOPE_BYTES = 4_096
@@ -426,7 +387,7 @@ def _result(structured: dict[str, Any], error: bool) -> mcp.CallToolResult:
         size = answer_bytes(structured_bytes + ENVELOPE_BYTES)
         log_oversized(MCP_ROUTE, size, 200)
         too_large = ResponseTooLarge(size, LAMBDA_RESPONSE_LIMIT_BYTES)
-        return _result({"code": too_large.code, "message": too_large.message, "details": too_large.details()}, True)
+        return _result(error_object(too_large), True)
     return mcp.CallToolResult(
         content=[mcp.TextContent(type="text", text=note)], structured_content=structured, is_error=error
     )

@@ -1,34 +1,44 @@
-"""The tool catalogue: each tool stands for one HTTP route, and a call becomes that route's request.
+"""The tool catalogue: each tool runs the operation its HTTP route runs (`api/operations/`).
 
 A tool's arguments are the route's body fields, path and query parameters and the headers a model needs
 (`lease_token`, `expected_revision` as `If-Match`, `idempotency_key`), under the names the contract gives them.
-The route checks them as it checks any request: the tool only checks what the route cannot see (an argument of the
-wrong type for a path or a query, an argument the tool does not have).
+They are judged by the route's own rules (its request model, the parameters' types, `operations.inputs`), and an
+error names the argument. The tool's result is its route's `data`, written by the same code.
 """
 
 from __future__ import annotations
 
+import json
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from functools import cache
-from typing import Any
-from urllib.parse import quote
+from typing import Annotated, Any, TypeVar
 
+from pydantic import BaseModel, ConfigDict, Field
+from pydantic import ValidationError as ModelError
+
+from baton_checkpoints.api.errors import validation_failed
+from baton_checkpoints.api.jsontext import fit_page, model_json, record_json
 from baton_checkpoints.api.mcp import arguments
 from baton_checkpoints.api.mcp.arguments import IDEMPOTENCY_KEY, LEASE_TOKEN, Schema, closed
+from baton_checkpoints.api.operations import Context, Operation
+from baton_checkpoints.api.operations import checkpoints as checkpoint_operations
+from baton_checkpoints.api.operations import leases as lease_operations
+from baton_checkpoints.api.operations import resume as resume_operation
+from baton_checkpoints.api.operations.inputs import Idempotent, Named, checkpoint_id, idempotency_key, lease_token
+from baton_checkpoints.api.records import record_summary
+from baton_checkpoints.api.schemas import CheckpointSummary, DeleteResult, LeaseGranted, LeaseReleased, SaveResult
 from baton_checkpoints.domain import limits
+from baton_checkpoints.domain.checkpoints import Checkpoint
+from baton_checkpoints.domain.clock import format_ms
 from baton_checkpoints.domain.errors import FieldError, ValidationFailed
+from baton_checkpoints.domain.lifecycle import Kind, Status
+from baton_checkpoints.domain.models import AcquireLeaseRequest, Identifier, SaveCheckpointRequest, SubjectId
+from baton_checkpoints.domain.resume import ResumeRequest
 
-
-@dataclass(frozen=True)
-class RouteRequest:
-    """The HTTP request a tool call stands for."""
-
-    method: str
-    path: str
-    query: dict[str, str] = field(default_factory=dict)
-    body: dict[str, Any] | None = None
-    headers: dict[str, str] = field(default_factory=dict)
+Result = dict[str, Any]
+"""A tool's structured result: its route's `data` (a list's page under `checkpoints`, with `next_cursor`)."""
+M = TypeVar("M", bound=BaseModel)
 
 
 @dataclass(frozen=True)
@@ -49,16 +59,16 @@ class ToolSpec:
     description: str
     input_schema: Schema
     hints: Hints
-    request: Callable[[dict[str, Any]], RouteRequest]
-    """The route's request for the call's arguments; raises `ValidationFailed` for arguments the route cannot
-    judge (unknown ones, wrong types of path and query parameters)."""
-    list_key: str | None = None
-    """For a list route: the key under which the page's items are given (structured content is an object)."""
+    operation: Operation[..., Any]
+    """The operation the tool runs: its scope and authority fields are judged before any argument."""
+    call: Callable[[Context, dict[str, Any]], Result]
+    """Run the operation with the call's arguments: its result, or the domain's error (`ValidationFailed` for
+    arguments the route's rules refuse)."""
 
-
-def _segment(value: str) -> str:
-    """A path segment: percent-encoded, so that no value can name another route."""
-    return quote(value, safe="")
+    def run(self, context: Context, args: dict[str, Any]) -> Result:
+        """Authorize, then call (the contract ranks 403 before 400, as the route's gate does)."""
+        self.operation.authorize(context.caller, args)
+        return self.call(context, args)
 
 
 def _check(args: dict[str, Any], schema: Schema) -> None:
@@ -94,13 +104,51 @@ def _split(args: dict[str, Any], *names: str) -> tuple[dict[str, Any], dict[str,
     return {n: args[n] for n in names if n in args}, {n: v for n, v in args.items() if n not in names}
 
 
-def _idempotency(taken: dict[str, Any]) -> dict[str, str]:
+def _idempotent(taken: dict[str, Any], body: dict[str, Any]) -> Idempotent | None:
+    """The call's idempotency key, keying `body` as the route's header keys its body (None without one)."""
     key = taken.get("idempotency_key")
-    if key is None:
-        return {}
-    if not isinstance(key, str):
+    if key is not None and not isinstance(key, str):
         raise ValidationFailed.single("/idempotency_key", "/idempotency_key must be a string.")
-    return {"idempotency-key": key}
+    checked = idempotency_key(key, Named.argument("idempotency_key"))
+    return None if checked is None else Idempotent(checked, body)
+
+
+def _validated(model: type[M], values: dict[str, Any]) -> M:
+    """`values` as `model` reads them, or the route's `ValidationFailed` for them (pointers into the arguments)."""
+    try:
+        return model.model_validate(values)
+    except ModelError as invalid:
+        raise validation_failed([{**e, "loc": ("body", *e["loc"])} for e in invalid.errors()]) from None
+
+
+def _text(args: dict[str, Any]) -> None:
+    """Arguments that a route reads from its path, query or headers are text: a lone surrogate (valid JSON, not
+    text) is refused here, naming the argument, before it can reach a key or a request."""
+    for name, value in args.items():
+        if isinstance(value, str) and not _is_text(value):
+            raise ValidationFailed.single(f"/{name}", f"/{name} holds a lone surrogate, which is not text.")
+
+
+def _is_text(value: str) -> bool:
+    try:
+        value.encode("utf-8")
+    except UnicodeEncodeError:
+        return False
+    return True
+
+
+def _data(model: BaseModel) -> Result:
+    """A response model as the route writes it in `data`."""
+    data: Result = json.loads(model_json(model))
+    return data
+
+
+def _record(context: Context, found: Checkpoint) -> Result:
+    """A checkpoint record as the route writes it: its summary, and the state as the store holds it."""
+    if found.state_text is None:
+        raise ValueError("checkpoint was loaded without its state")
+    data: Result = json.loads(record_json(record_summary(found, context.services, context.now_ms), found.state_text))
+    return data
 
 
 # -- the tools --------------------------------------------------------------------------------------------------
@@ -131,9 +179,11 @@ def _save_schema() -> Schema:
     return schema
 
 
-def _save(args: dict[str, Any]) -> RouteRequest:
+def _save(context: Context, args: dict[str, Any]) -> Result:
     taken, body = _split(args, "idempotency_key")
-    return RouteRequest("POST", "/v1/checkpoints", body=body, headers=_idempotency(taken))
+    request = _validated(SaveCheckpointRequest, body)
+    outcome = checkpoint_operations.save(context, request, _idempotent(taken, body))
+    return _data(SaveResult.of(outcome.saved))
 
 
 def _get_schema() -> Schema:
@@ -150,19 +200,31 @@ def _get_schema() -> Schema:
     )  # fmt: skip
 
 
-def _get(args: dict[str, Any]) -> RouteRequest:
+class _Lookup(BaseModel):
+    """The lookup's query parameters, as the route types them."""
+
+    model_config = ConfigDict(extra="forbid")
+    subject_id: SubjectId
+    kind: Kind
+    agent_id: Identifier | None = None
+
+
+def _get(context: Context, args: dict[str, Any]) -> Result:
     _check(args, _get_schema())
+    _text(args)
     if "checkpoint_id" in args:
         if len(args) > 1:
             raise ValidationFailed.single(
                 "/checkpoint_id", "Give either checkpoint_id, or subject_id and kind (and agent_id), not both."
             )
-        return RouteRequest("GET", f"/v1/checkpoints/{_segment(args['checkpoint_id'])}")
+        target = checkpoint_id(args["checkpoint_id"], Named.argument("checkpoint_id"))
+        return _record(context, checkpoint_operations.get(context, target))
     missing = [FieldError(f"/{n}", f"/{n} is required without checkpoint_id.") for n in ("subject_id", "kind")]
     missing = [problem for problem in missing if problem.pointer[1:] not in args]
     if missing:
         raise ValidationFailed(missing)
-    return RouteRequest("GET", "/v1/checkpoints", query={n: str(v) for n, v in args.items()})
+    query = _validated(_Lookup, args)
+    return _record(context, checkpoint_operations.lookup(context, query.subject_id, query.kind, query.agent_id))
 
 
 def _list_schema() -> Schema:
@@ -179,10 +241,30 @@ def _list_schema() -> Schema:
     )
 
 
-def _list(args: dict[str, Any]) -> RouteRequest:
+class _List(BaseModel):
+    """The list's path and query parameters, as the route types them."""
+
+    model_config = ConfigDict(extra="forbid")
+    subject_id: SubjectId
+    kind: Kind | None = None
+    status: Status | None = None
+    agent_id: Identifier | None = None
+    limit: Annotated[int, Field(ge=1, le=limits.MAX_PAGE_LIMIT)] = limits.DEFAULT_PAGE_LIMIT
+    cursor: Annotated[str | None, Field(max_length=2048)] = None
+
+
+def _list(context: Context, args: dict[str, Any]) -> Result:
     _check(args, _list_schema())
-    query = {n: str(v) for n, v in args.items() if n != "subject_id"}
-    return RouteRequest("GET", f"/v1/subjects/{_segment(args['subject_id'])}/checkpoints", query=query)
+    _text(args)
+    query = _validated(_List, args)
+    page = checkpoint_operations.list_subject(
+        context, query.subject_id, query.kind, query.status, query.agent_id, query.limit, query.cursor
+    )
+    now_ms = context.now_ms
+    shown, next_cursor = fit_page(
+        page.items, lambda cp: model_json(CheckpointSummary.of(cp, now_ms)), page.next_cursor, page.cursor_after
+    )
+    return {"checkpoints": [json.loads(text) for text in shown], "next_cursor": next_cursor}
 
 
 def _delete_schema() -> Schema:
@@ -200,15 +282,16 @@ def _delete_schema() -> Schema:
     )
 
 
-def _delete(args: dict[str, Any]) -> RouteRequest:
+def _delete(context: Context, args: dict[str, Any]) -> Result:
     _check(args, _delete_schema())
-    checkpoint_id: str = args["checkpoint_id"]
-    headers: dict[str, str] = {}
-    if "expected_revision" in args:
-        headers["if-match"] = f'W/"{checkpoint_id}:{args["expected_revision"]}"'
-    if "lease_token" in args:
-        headers["lease-token"] = args["lease_token"]
-    return RouteRequest("DELETE", f"/v1/checkpoints/{_segment(checkpoint_id)}", headers=headers)
+    _text(args)
+    target = checkpoint_id(args["checkpoint_id"], Named.argument("checkpoint_id"))
+    revision = args.get("expected_revision")
+    if revision is not None and revision < 1:
+        raise ValidationFailed.single("/expected_revision", "/expected_revision must be at least 1.")
+    token = lease_token(args.get("lease_token"), Named.argument("lease_token"))
+    checkpoint_operations.delete(context, target, None if revision is None else (revision,), token)
+    return _data(DeleteResult.model_construct(checkpoint_id=target, deleted=True))
 
 
 def _resume_schema() -> Schema:
@@ -230,11 +313,15 @@ than canonical JSON does (`1e-07` for `1e-7`; strings and every other number are
 canonical bytes n is at most 5n/4 bytes there: 4/5 of what one answer carries keeps the result within it."""
 
 
-def _resume(args: dict[str, Any]) -> RouteRequest:
+def _resume(context: Context, args: dict[str, Any]) -> Result:
     budget = args.get("budget_bytes")
     if budget is None or (type(budget) is int and budget > MCP_RESUME_DATA_BYTES):
         args = {**args, "budget_bytes": MCP_RESUME_DATA_BYTES}  # a budget the route refuses is left to it to judge
-    return RouteRequest("POST", "/v1/resume", body=args)
+    resumed = resume_operation.resume(context, _validated(ResumeRequest, args))
+    if isinstance(resumed, resume_operation.Ready):
+        data: Result = json.loads(resumed.data_json)
+        return data
+    return _data(resumed)
 
 
 def _acquire_schema() -> Schema:
@@ -250,14 +337,20 @@ def _acquire_schema() -> Schema:
     return schema
 
 
-def _acquire(args: dict[str, Any]) -> RouteRequest:
+def _acquire(context: Context, args: dict[str, Any]) -> Result:
     taken, body = _split(args, "checkpoint_id", "idempotency_key")
-    checkpoint_id = taken.get("checkpoint_id")
-    if not isinstance(checkpoint_id, str):
+    found = taken.get("checkpoint_id")
+    if not isinstance(found, str):
         raise ValidationFailed.single("/checkpoint_id", "/checkpoint_id is required, a string.")
-    return RouteRequest(
-        "POST", f"/v1/checkpoints/{_segment(checkpoint_id)}/lease", body=body, headers=_idempotency(taken)
+    _text({"checkpoint_id": found})
+    target = checkpoint_id(found, Named.argument("checkpoint_id"))
+    request = _validated(AcquireLeaseRequest, body)
+    acquired = lease_operations.acquire(context, target, request, _idempotent(taken, body))
+    lease = acquired.grant.lease
+    granted = LeaseGranted.model_construct(
+        checkpoint_id=target, lease_token=lease.token, holder=lease.holder, expires_at=format_ms(lease.expires_ms)
     )
+    return _data(granted)
 
 
 def _release_schema() -> Schema:
@@ -266,10 +359,14 @@ def _release_schema() -> Schema:
     )
 
 
-def _release(args: dict[str, Any]) -> RouteRequest:
+def _release(context: Context, args: dict[str, Any]) -> Result:
     _check(args, _release_schema())
-    path = f"/v1/checkpoints/{_segment(args['checkpoint_id'])}/lease"
-    return RouteRequest("DELETE", path, headers={"lease-token": args["lease_token"]})
+    _text(args)
+    target = checkpoint_id(args["checkpoint_id"], Named.argument("checkpoint_id"))
+    token = lease_token(args["lease_token"], Named.argument("lease_token"), required=True)
+    assert token is not None  # required: refused above otherwise
+    lease_operations.release(context, target, token)
+    return _data(LeaseReleased.model_construct(checkpoint_id=target, released=True))
 
 
 @cache
@@ -285,6 +382,7 @@ def catalogue() -> dict[str, ToolSpec]:
             "updated (false on create). Needs the scope checkpoints:write.",
             _save_schema(),
             Hints(read_only=False, destructive=True, idempotent=False),
+            checkpoint_operations.save,
             _save,
         ),
         ToolSpec(
@@ -295,6 +393,7 @@ def catalogue() -> dict[str, ToolSpec]:
             "for about a second; retry once. Needs the scope checkpoints:read.",
             _get_schema(),
             Hints(read_only=True, destructive=False, idempotent=True),
+            checkpoint_operations.get,
             _get,
         ),
         ToolSpec(
@@ -304,8 +403,8 @@ def catalogue() -> dict[str, ToolSpec]:
             "time: when next_cursor is not null, call again with it as cursor. Needs the scope checkpoints:read.",
             _list_schema(),
             Hints(read_only=True, destructive=False, idempotent=True),
+            checkpoint_operations.list_subject,
             _list,
-            list_key="checkpoints",
         ),
         ToolSpec(
             "baton_checkpoint_delete",
@@ -314,6 +413,7 @@ def catalogue() -> dict[str, ToolSpec]:
             "lease_token. Returns {checkpoint_id, deleted: true}. Needs the scope checkpoints:delete.",
             _delete_schema(),
             Hints(read_only=False, destructive=True, idempotent=True),
+            checkpoint_operations.delete,
             _delete,
         ),
         ToolSpec(
@@ -327,6 +427,7 @@ def catalogue() -> dict[str, ToolSpec]:
             "baton_checkpoint_get). Needs the scope checkpoints:read.",
             _resume_schema(),
             Hints(read_only=True, destructive=False, idempotent=True),
+            resume_operation.resume,
             _resume,
         ),
         ToolSpec(
@@ -339,6 +440,7 @@ def catalogue() -> dict[str, ToolSpec]:
             "LEASE_LOST and writes nothing: stop, acquire again and re-read. Needs the scope leases:write.",
             _acquire_schema(),
             Hints(read_only=False, destructive=False, idempotent=False),
+            lease_operations.acquire,
             _acquire,
         ),
         ToolSpec(
@@ -349,6 +451,7 @@ def catalogue() -> dict[str, ToolSpec]:
             "a lease taken over is LEASE_LOST and any other text LEASE_HELD. Needs the scope leases:write.",
             _release_schema(),
             Hints(read_only=False, destructive=False, idempotent=True),
+            lease_operations.release,
             _release,
         ),
     ]

@@ -16,10 +16,9 @@ from aws_lambda_powertools.event_handler.openapi.params import Body, Path
 
 from baton_checkpoints.api.idempotency import IdempotencyKeyHeader, idempotency_claim
 from baton_checkpoints.api.openapi import AUTHENTICATED_ERRORS, REPLAYED_HEADER, responses
-from baton_checkpoints.api.resolver import CurrentCall, needs
+from baton_checkpoints.api.resolver import CurrentCall, Wired, needs
 from baton_checkpoints.api.responses import ok
 from baton_checkpoints.api.schemas import BlobInfo, CreatedBlob, DataEnvelope
-from baton_checkpoints.api.services import Wired
 from baton_checkpoints.domain.blobs import PENDING_DAYS, Blob
 from baton_checkpoints.domain.errors import NotFound
 from baton_checkpoints.domain.ids import new_blob_id

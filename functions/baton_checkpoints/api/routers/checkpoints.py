@@ -8,7 +8,7 @@ from aws_lambda_powertools.event_handler import Response
 from aws_lambda_powertools.event_handler.api_gateway import Router
 from aws_lambda_powertools.event_handler.openapi.params import Body, Header, Query
 
-from baton_checkpoints.api.idempotency import IdempotencyKeyHeader, idempotency_claim
+from baton_checkpoints.api.idempotency import IdempotencyKeyHeader, idempotent
 from baton_checkpoints.api.openapi import (
     AUTHENTICATED_ERRORS,
     ETAG_HEADER,
@@ -17,6 +17,8 @@ from baton_checkpoints.api.openapi import (
     CursorParameter,
     responses,
 )
+from baton_checkpoints.api.operations import Context
+from baton_checkpoints.api.operations import checkpoints as operations
 from baton_checkpoints.api.paths import (
     CheckpointIdParameter,
     SubjectIdParameter,
@@ -24,7 +26,7 @@ from baton_checkpoints.api.paths import (
     subject_from_path,
 )
 from baton_checkpoints.api.records import record_summary
-from baton_checkpoints.api.resolver import Call, CurrentCall, needs
+from baton_checkpoints.api.resolver import CurrentCall, Wired, context_of, needs
 from baton_checkpoints.api.responses import fitted_page, not_modified, ok, record
 from baton_checkpoints.api.routers.leases import lease_token_of
 from baton_checkpoints.api.schemas import (
@@ -35,16 +37,9 @@ from baton_checkpoints.api.schemas import (
     ListEnvelope,
     SaveResult,
 )
-from baton_checkpoints.api.services import Services, Wired
 from baton_checkpoints.domain import limits
-from baton_checkpoints.domain.checkpoints import (
-    Checkpoint,
-    CheckpointKey,
-    parse_etag,
-    parse_etag_list,
-    plan_save,
-)
-from baton_checkpoints.domain.errors import NotFound, ValidationFailed
+from baton_checkpoints.domain.checkpoints import Checkpoint, parse_etag, parse_etag_list
+from baton_checkpoints.domain.errors import ValidationFailed
 from baton_checkpoints.domain.lifecycle import Kind, Status
 from baton_checkpoints.domain.models import Identifier, SaveCheckpointRequest, SubjectId
 
@@ -133,15 +128,15 @@ def _if_match_revisions(header: str | None, checkpoint_id: str) -> tuple[int, ..
     return tuple(sorted(revisions))
 
 
-def _record_response(call: Call, found: Checkpoint, if_none_match: str | None, services: Services) -> Response[str]:
+def _record_response(context: Context, found: Checkpoint, if_none_match: str | None) -> Response[str]:
     if found.etag_is_whole and _matches(if_none_match, found.etag):
         return not_modified(found.etag)
     if found.state_text is None:
         raise ValueError("checkpoint was loaded without its state")
     # The record is the summary's fields and the state (`CheckpointRecord`, as the OpenAPI document describes it),
     # the state written as the canonical JSON the store holds.
-    summary = record_summary(found, services, call.now_ms)
-    return record(summary, found.state_text, call.request_id, headers={"ETag": found.etag})
+    summary = record_summary(found, context.services, context.now_ms)
+    return record(summary, found.state_text, context.request_id, headers={"ETag": found.etag})
 
 
 @router.post(
@@ -154,7 +149,7 @@ def _record_response(call: Call, found: Checkpoint, if_none_match: str | None, s
         "never creates a checkpoint: it writes only while that token's lease is the checkpoint's, else 409 "
         "LEASE_LOST."
     ),
-    openapi_extensions=needs("checkpoints:write", acts_for=("agent_id",)),
+    openapi_extensions=needs(operations.save),
     responses=responses(
         {
             201: ("Created (or an idempotent replay of a create)", DataEnvelope[SaveResult]),
@@ -173,18 +168,9 @@ def save_checkpoint(
     idempotency_key: IdempotencyKeyHeader = None,
 ) -> Response[str]:
     """Save where the work got to."""
-    agent_id = call.caller.agent_for_write(request.agent_id)
-    plan = plan_save(
-        request,
-        call.caller.tenant_id,
-        agent_id,
-        call.request_id,
-        call.now_ms,
-        call.plain_body,
-        caller_agent_id=call.caller.agent_id,
+    outcome = operations.save(
+        context_of(call, services), request, idempotent(call, idempotency_key), plain=call.plain_body
     )
-    claim = idempotency_claim(call, "POST", "/v1/checkpoints", idempotency_key)
-    outcome = services.checkpoints.save(plan, claim)
     headers = {"ETag": outcome.saved.etag}
     if outcome.replayed:
         headers["Idempotent-Replayed"] = "true"
@@ -199,7 +185,7 @@ def save_checkpoint(
         "The checkpoint of (subject_id, kind) for the caller's agent, or for agent_id with the scope *. "
         'Sends ETag W/"<checkpoint_id>:<revision>"; If-None-Match with it answers 304.'
     ),
-    openapi_extensions=needs("checkpoints:read"),
+    openapi_extensions=needs(operations.lookup),
     responses=responses(
         {200: ("The checkpoint, state parsed", DataEnvelope[CheckpointRecord]), 304: (_NOT_MODIFIED, None)},
         (400, *AUTHENTICATED_ERRORS, 404),
@@ -216,16 +202,15 @@ def lookup_checkpoint(
     if_none_match: IfNoneMatchHeader = None,
 ) -> Response[str]:
     """Read the latest state of one unit of work."""
-    key = CheckpointKey(call.caller.tenant_id, subject_id, call.caller.agent_for_read(agent_id), kind)
-    found = services.checkpoints.get(key, call.now_ms)
-    return _record_response(call, found, if_none_match, services)
+    context = context_of(call, services)
+    return _record_response(context, operations.lookup(context, subject_id, kind, agent_id), if_none_match)
 
 
 @router.get(
     "/v1/checkpoints/<checkpoint_id>",
     summary="Get a checkpoint by id",
     description="For about a second after a create this may answer 404 (the id index is eventually consistent).",
-    openapi_extensions=needs("checkpoints:read"),
+    openapi_extensions=needs(operations.get),
     responses=responses(
         {200: ("The checkpoint, state parsed", DataEnvelope[CheckpointRecord]), 304: (_NOT_MODIFIED, None)},
         (400, *AUTHENTICATED_ERRORS, 404),
@@ -237,10 +222,9 @@ def get_checkpoint(
     call: CurrentCall, services: Wired, checkpoint_id: CheckpointIdParameter, if_none_match: IfNoneMatchHeader = None
 ) -> Response[str]:
     """Read a checkpoint by its id."""
-    found = services.checkpoints.get_by_id(call.caller.tenant_id, checkpoint_id_from_path(checkpoint_id), call.now_ms)
-    if not call.caller.can_see_agent(found.agent_id):
-        raise NotFound()  # another agent's checkpoint answers exactly like a missing one
-    return _record_response(call, found, if_none_match, services)
+    context = context_of(call, services)
+    found = operations.get(context, checkpoint_id_from_path(checkpoint_id))
+    return _record_response(context, found, if_none_match)
 
 
 @router.delete(
@@ -251,7 +235,7 @@ def get_checkpoint(
         "listed tag is current). While the checkpoint is leased, the Lease-Token header must carry the lease's token "
         "(409 LEASE_HELD otherwise; 409 LEASE_LOST for a token whose lease is gone). Its kept revisions go with it."
     ),
-    openapi_extensions=needs("checkpoints:delete"),
+    openapi_extensions=needs(operations.delete),
     responses=responses(
         {200: ("Deleted", DataEnvelope[DeleteResult])},
         (400, *AUTHENTICATED_ERRORS, 404, 409),
@@ -275,15 +259,7 @@ def delete_checkpoint(
     """Delete a checkpoint (terminal ones too); its blobs are removed later by the reaper."""
     target = checkpoint_id_from_path(checkpoint_id)
     revisions = _if_match_revisions(if_match, target)
-    token = lease_token_of(lease_token)
-    services.checkpoints.delete(
-        call.caller.tenant_id,
-        target,
-        call.now_ms,
-        only_agent=None if call.caller.is_wildcard else call.caller.agent_id,
-        if_match_revisions=revisions,
-        lease_token=token,
-    )
+    operations.delete(context_of(call, services), target, revisions, lease_token_of(lease_token))
     return ok(DeleteResult.model_construct(checkpoint_id=target, deleted=True), call.request_id)
 
 
@@ -294,7 +270,7 @@ def delete_checkpoint(
         "Summaries (no state), newest updated_at first. Without the scope * only the caller's own agent's. "
         "Paginated with limit and an opaque cursor."
     ),
-    openapi_extensions=needs("checkpoints:read"),
+    openapi_extensions=needs(operations.list_subject),
     responses=responses({200: ("A page of summaries", ListEnvelope[CheckpointSummary])}, (400, *AUTHENTICATED_ERRORS)),
     tags=["checkpoints"],
 )
@@ -309,10 +285,8 @@ def list_subject_checkpoints(
     cursor: CursorParameter = None,
 ) -> Response[str]:
     """List what is parked for a subject."""
-    subject = subject_from_path(subject_id)
-    only_agent = call.caller.agent_for_list(agent_id)
-    result = services.checkpoints.list_subject(
-        call.caller.tenant_id, subject, call.now_ms, only_agent, kind, status, limit, cursor
+    result = operations.list_subject(
+        context_of(call, services), subject_from_path(subject_id), kind, status, agent_id, limit, cursor
     )
     return fitted_page(
         result.items,

@@ -11,17 +11,16 @@ from aws_lambda_powertools.event_handler.api_gateway import Router
 from aws_lambda_powertools.event_handler.openapi.params import Path, Query
 
 from baton_checkpoints.api.openapi import AUTHENTICATED_ERRORS, CursorParameter, responses
-from baton_checkpoints.api.resolver import CurrentCall, needs
+from baton_checkpoints.api.operations import grants as operations
+from baton_checkpoints.api.operations.inputs import Named
+from baton_checkpoints.api.resolver import CurrentCall, Wired, context_of, needs
 from baton_checkpoints.api.responses import ok, page
 from baton_checkpoints.api.schemas import DataEnvelope, GrantInfo, GrantRevoked, ListEnvelope
-from baton_checkpoints.api.services import Wired
 from baton_checkpoints.domain import limits
-from baton_checkpoints.domain.errors import NotFound, ValidationFailed
 from baton_checkpoints.domain.models import Identifier
 
 router = Router()
 
-_TENANT_QUERY = "The query parameter tenant_id"
 GRANT_ID_RULE = r"^grant_[0-9a-f]{32}$"
 
 GrantIdParameter = Annotated[
@@ -43,7 +42,7 @@ GrantIdParameter = Annotated[
         f"{limits.MAX_KEY_LIST_READS:,} grants, live or not: a page that reaches that comes back short, or empty, "
         "with a next_cursor to follow."
     ),
-    openapi_extensions=needs("keys:manage"),
+    openapi_extensions=needs(operations.list_grants),
     responses=responses({200: ("A page of grants", ListEnvelope[GrantInfo])}, (400, *AUTHENTICATED_ERRORS)),
     tags=["oauth"],
 )
@@ -56,9 +55,7 @@ def list_grants(
     cursor: CursorParameter = None,
 ) -> Response[str]:
     """List grants; a key without * sees only its own agent's."""
-    tenant = call.caller.tenant_for(tenant_id, _TENANT_QUERY)
-    only_agent = call.caller.agent_for_key_list(agent_id, what="grants")
-    grants, next_cursor = services.oauth.grants(tenant, only_agent, call.now_ms, limit, cursor)
+    grants, next_cursor = operations.list_grants(context_of(call, services), tenant_id, agent_id, limit, cursor)
     return page([GrantInfo.of(g) for g in grants], call.request_id, next_cursor)
 
 
@@ -70,7 +67,7 @@ def list_grants(
         "and its refresh token is refused at once. A key without * revokes only its own agent's grants (another "
         "agent's answers 404, as a grant that is not there)."
     ),
-    openapi_extensions=needs("keys:manage", fresh_key=True),
+    openapi_extensions=needs(operations.revoke),
     responses=responses({200: ("Revoked", DataEnvelope[GrantRevoked])}, (400, *AUTHENTICATED_ERRORS, 404)),
     tags=["oauth"],
 )
@@ -81,17 +78,5 @@ def revoke_grant(
     tenant_id: Annotated[Identifier | None, Query()] = None,
 ) -> Response[str]:
     """Revoke a grant."""
-    from baton_checkpoints.domain.oauth import GRANT_ID_PATTERN
-
-    if not GRANT_ID_PATTERN.match(grant_id):
-        raise ValidationFailed.single(
-            "/grant_id", "The path parameter grant_id must be grant_ followed by 32 lowercase hex digits.", "path"
-        )
-    tenant = call.caller.tenant_for(tenant_id, _TENANT_QUERY)
-    found = services.oauth.grant(tenant, grant_id, call.now_ms)
-    if found is None or not call.caller.can_see_agent(found.approval.agent_id):
-        raise NotFound()
-    if not services.oauth.revoke_grant(tenant, grant_id, call.now_ms):
-        raise NotFound()  # revoked meanwhile
-    services.authenticator.forget_grant(grant_id)
+    operations.revoke(context_of(call, services), grant_id, tenant_id, Named.path("grant_id"))
     return ok(GrantRevoked.model_construct(grant_id=grant_id, revoked=True), call.request_id)

@@ -12,10 +12,9 @@ from baton_checkpoints.api.idempotency import IdempotencyKeyHeader, idempotency_
 from baton_checkpoints.api.openapi import AUTHENTICATED_ERRORS, ETAG_HEADER, REPLAYED_HEADER, CursorParameter, responses
 from baton_checkpoints.api.paths import CheckpointIdParameter, checkpoint_id_from_path
 from baton_checkpoints.api.records import record_summary
-from baton_checkpoints.api.resolver import CurrentCall, needs
+from baton_checkpoints.api.resolver import CurrentCall, Wired, needs
 from baton_checkpoints.api.responses import fitted_page, ok, record
 from baton_checkpoints.api.schemas import CheckpointRecord, CheckpointSummary, DataEnvelope, ListEnvelope, SaveResult
-from baton_checkpoints.api.services import Wired
 from baton_checkpoints.domain import limits
 from baton_checkpoints.domain.checkpoints import Checkpoint
 from baton_checkpoints.domain.errors import ValidationFailed

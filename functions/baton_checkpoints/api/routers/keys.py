@@ -9,10 +9,9 @@ from aws_lambda_powertools.event_handler.api_gateway import Router
 from aws_lambda_powertools.event_handler.openapi.params import Body, Path, Query
 
 from baton_checkpoints.api.openapi import AUTHENTICATED_ERRORS, CursorParameter, responses
-from baton_checkpoints.api.resolver import ANY_SCOPE, CurrentCall, needs
+from baton_checkpoints.api.resolver import ANY_SCOPE, CurrentCall, Wired, needs
 from baton_checkpoints.api.responses import ok, page
 from baton_checkpoints.api.schemas import Caller, CreatedKey, DataEnvelope, KeyDeleted, KeyInfo, ListEnvelope
-from baton_checkpoints.api.services import Wired
 from baton_checkpoints.domain import limits
 from baton_checkpoints.domain.access import check_can_issue, check_can_revoke, issue_key, key_validity
 from baton_checkpoints.domain.errors import NotFound, ValidationFailed

@@ -8,15 +8,15 @@ from aws_lambda_powertools.event_handler import Response
 from aws_lambda_powertools.event_handler.api_gateway import Router
 from aws_lambda_powertools.event_handler.openapi.params import Body, Header
 
-from baton_checkpoints.api.idempotency import IdempotencyKeyHeader, idempotency_claim
+from baton_checkpoints.api.idempotency import IdempotencyKeyHeader, idempotent
 from baton_checkpoints.api.openapi import AUTHENTICATED_ERRORS, REPLAYED_HEADER, responses
+from baton_checkpoints.api.operations import leases as operations
+from baton_checkpoints.api.operations.inputs import Named, lease_token
 from baton_checkpoints.api.paths import CheckpointIdParameter, checkpoint_id_from_path
-from baton_checkpoints.api.resolver import CurrentCall, needs
+from baton_checkpoints.api.resolver import CurrentCall, Wired, context_of, needs
 from baton_checkpoints.api.responses import ok
 from baton_checkpoints.api.schemas import DataEnvelope, LeaseGranted, LeaseReleased
-from baton_checkpoints.api.services import Wired
 from baton_checkpoints.domain.clock import format_ms
-from baton_checkpoints.domain.errors import ValidationFailed
 from baton_checkpoints.domain.models import AcquireLeaseRequest
 
 router = Router()
@@ -31,23 +31,12 @@ RequiredLeaseTokenHeader = Annotated[
 ]
 
 _HELD = "LEASE_HELD: another holder has a live lease (details.lease_expires_at)"
-MAX_TOKEN_CHARS = 200
+LEASE_TOKEN_HEADER = Named.header("Lease-Token")
 
 
 def lease_token_of(header: str | None, required: bool = False) -> str | None:
-    """The token a `Lease-Token` header carries (None when absent and not `required`): 1 to 200 characters once
-    trimmed, else 400 naming the header (an empty one is not "no token": it would name no lease)."""
-    token = None if header is None else header.strip()
-    if token is None and not required:
-        return None
-    if not token or len(token) > MAX_TOKEN_CHARS:
-        raise ValidationFailed.single(
-            "/Lease-Token",
-            f"The Lease-Token header must be the token the lease was acquired with (1 to {MAX_TOKEN_CHARS} "
-            "characters).",
-            "header",
-        )
-    return token
+    """The token a `Lease-Token` header carries (None when absent and not `required`), else 400 naming it."""
+    return lease_token(header, LEASE_TOKEN_HEADER, required)
 
 
 @router.post(
@@ -60,7 +49,7 @@ def lease_token_of(header: str | None, required: bool = False) -> str | None:
         "Lease-Token header. Lease operations change neither the revision nor the expiry of the checkpoint. Honors "
         "an Idempotency-Key header: a replay answers the first answer (its lease) with Idempotent-Replayed: true."
     ),
-    openapi_extensions=needs("leases:write"),
+    openapi_extensions=needs(operations.acquire),
     responses=responses(
         {
             201: ("A new lease", DataEnvelope[LeaseGranted]),
@@ -81,27 +70,13 @@ def acquire_lease(
 ) -> Response[str]:
     """Claim a checkpoint for a while, so that no one else acts on it."""
     target = checkpoint_id_from_path(checkpoint_id)
-    holder = request.holder if request.holder is not None else call.caller.key_id
-    claim = idempotency_claim(call, "POST", f"/v1/checkpoints/{target}/lease", idempotency_key)
-    grant, replayed = services.leases.acquire(
-        call.caller.tenant_id,
-        target,
-        holder,
-        call.caller.key_id,
-        request.ttl_seconds,
-        call.now_ms,
-        None if call.caller.is_wildcard else call.caller.agent_id,
-        claim,
-        call.request_id,
-    )
+    acquired = operations.acquire(context_of(call, services), target, request, idempotent(call, idempotency_key))
+    lease = acquired.grant.lease
     answer = LeaseGranted.model_construct(
-        checkpoint_id=target,
-        lease_token=grant.lease.token,
-        holder=grant.lease.holder,
-        expires_at=format_ms(grant.lease.expires_ms),
+        checkpoint_id=target, lease_token=lease.token, holder=lease.holder, expires_at=format_ms(lease.expires_ms)
     )
-    headers = {"Idempotent-Replayed": "true"} if replayed else None
-    return ok(answer, call.request_id, status=201 if grant.created else 200, headers=headers)
+    headers = {"Idempotent-Replayed": "true"} if acquired.replayed else None
+    return ok(answer, call.request_id, status=201 if acquired.grant.created else 200, headers=headers)
 
 
 @router.delete(
@@ -112,7 +87,7 @@ def acquire_lease(
         "When no lease of the token's is there to end it answers 200 all the same; while another lease is live, a "
         "token of ours answers 409 LEASE_LOST (taken over since), any other text 409 LEASE_HELD."
     ),
-    openapi_extensions=needs("leases:write"),
+    openapi_extensions=needs(operations.release),
     responses=responses(
         {200: ("Released (or no lease was live)", DataEnvelope[LeaseReleased])},
         (400, *AUTHENTICATED_ERRORS, 404, 409),
@@ -127,11 +102,5 @@ def release_lease(
     target = checkpoint_id_from_path(checkpoint_id)
     token = lease_token_of(lease_token, required=True)
     assert token is not None  # required: refused above otherwise
-    services.leases.release(
-        call.caller.tenant_id,
-        target,
-        token,
-        call.now_ms,
-        None if call.caller.is_wildcard else call.caller.agent_id,
-    )
+    operations.release(context_of(call, services), target, token)
     return ok(LeaseReleased.model_construct(checkpoint_id=target, released=True), call.request_id)

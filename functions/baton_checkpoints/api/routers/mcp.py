@@ -11,9 +11,10 @@ from typing import Any
 from aws_lambda_powertools.event_handler import Request, Response
 from aws_lambda_powertools.event_handler.api_gateway import Router
 
+from baton_checkpoints.api.jsontext import dumps
 from baton_checkpoints.api.openapi import responses
-from baton_checkpoints.api.resolver import RAW_BODY_EXTENSION, RESOLVER_CONTEXT, CurrentCall, needs
-from baton_checkpoints.api.responses import JSON, dumps
+from baton_checkpoints.api.resolver import RAW_BODY_EXTENSION, CurrentCall, Wired, context_of, needs
+from baton_checkpoints.api.responses import JSON
 from baton_checkpoints.domain import limits
 
 router = Router()
@@ -137,13 +138,12 @@ def _documented() -> dict[int, Any]:
     responses=_documented(),
     tags=["mcp"],
 )
-def mcp_endpoint(call: CurrentCall, request: Request) -> Response[str]:
-    """Answer one JSON-RPC message."""
-    from baton_checkpoints.api.mcp.protocol import Caller, answer
+def mcp_endpoint(call: CurrentCall, services: Wired, request: Request) -> Response[str]:
+    """Answer one JSON-RPC message: a tool call runs its operation with the caller `/mcp` authenticated."""
+    from baton_checkpoints.api.mcp.protocol import answer
 
     event = request.resolved_event
-    caller = Caller(request.context[RESOLVER_CONTEXT].twin, event.headers.get("authorization"), call.request_id)
-    answered = answer(event.decoded_body or "", event.headers, caller)
+    answered = answer(event.decoded_body or "", event.headers, context_of(call, services))
     if answered.message is None:
         return Response(status_code=answered.status, content_type=None, body="")
     return Response(status_code=answered.status, content_type=JSON, body=dumps(answered.message))

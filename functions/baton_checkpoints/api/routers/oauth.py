@@ -11,7 +11,7 @@ from aws_lambda_powertools.event_handler.api_gateway import Router
 from aws_lambda_powertools.event_handler.openapi.types import OpenAPIResponse
 
 from baton_checkpoints.api.openapi import OAUTH_ERROR_REF, responses
-from baton_checkpoints.api.resolver import FORM, FORM_BODY_EXTENSION, PUBLIC, RAW_BODY_EXTENSION, CurrentCall
+from baton_checkpoints.api.resolver import FORM, FORM_BODY_EXTENSION, PUBLIC, RAW_BODY_EXTENSION, CurrentCall, Wired
 from baton_checkpoints.api.responses import JSON
 from baton_checkpoints.api.schemas_oauth import (
     AUTHORIZATION_QUERY,
@@ -24,7 +24,6 @@ from baton_checkpoints.api.schemas_oauth import (
     TOKEN_FORM,
     TOKENS,
 )
-from baton_checkpoints.api.services import Wired
 
 router = Router()
 

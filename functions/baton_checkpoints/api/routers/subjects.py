@@ -11,10 +11,9 @@ from pydantic import Field
 
 from baton_checkpoints.api.openapi import AUTHENTICATED_ERRORS, responses
 from baton_checkpoints.api.paths import SubjectIdParameter, subject_from_path
-from baton_checkpoints.api.resolver import CurrentCall, needs
+from baton_checkpoints.api.resolver import CurrentCall, Wired, needs
 from baton_checkpoints.api.responses import ok
 from baton_checkpoints.api.schemas import DataEnvelope, ResponseModel
-from baton_checkpoints.api.services import Wired
 from baton_checkpoints.domain import limits
 from baton_checkpoints.domain.models import SubjectId
 

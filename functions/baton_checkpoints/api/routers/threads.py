@@ -16,12 +16,12 @@ from aws_lambda_powertools.event_handler.api_gateway import Router
 from aws_lambda_powertools.event_handler.openapi.params import Body, Query
 from pydantic import Field
 
+from baton_checkpoints.api.jsontext import dumps
 from baton_checkpoints.api.openapi import AUTHENTICATED_ERRORS, CursorParameter, responses
 from baton_checkpoints.api.paths import ThreadIdParameter, thread_from_path
-from baton_checkpoints.api.resolver import Call, CurrentCall, needs
-from baton_checkpoints.api.responses import dumps, fitted_json_page, ok, plain
+from baton_checkpoints.api.resolver import Call, CurrentCall, Wired, needs
+from baton_checkpoints.api.responses import fitted_json_page, ok, plain
 from baton_checkpoints.api.schemas import DataEnvelope, ListEnvelope, ResponseModel
-from baton_checkpoints.api.services import Wired
 from baton_checkpoints.domain import limits, threads
 from baton_checkpoints.domain.clock import format_ms
 from baton_checkpoints.domain.errors import NotFound, ValidationFailed

@@ -1,0 +1,89 @@
+"""Checkpoints: save, look up, get by id, delete, and a subject's list (routes `api/routers/checkpoints.py`, tools
+`baton_checkpoint_save`, `_get`, `_delete`, `_list`)."""
+
+from __future__ import annotations
+
+from baton_checkpoints.api.operations import Context, operation
+from baton_checkpoints.api.operations.inputs import Idempotent, claim
+from baton_checkpoints.domain.checkpoints import Checkpoint, CheckpointKey, Page, SaveOutcome, plan_save
+from baton_checkpoints.domain.errors import NotFound
+from baton_checkpoints.domain.lifecycle import Kind, Status
+from baton_checkpoints.domain.models import SaveCheckpointRequest
+
+SAVE_PATH = "/v1/checkpoints"
+"""Where a save is reached over HTTP: part of an idempotency key's fingerprint, whichever way the save came."""
+
+
+@operation("checkpoints:write", acts_for=("agent_id",))
+def save(
+    context: Context, request: SaveCheckpointRequest, idempotent: Idempotent | None = None, plain: bool = False
+) -> SaveOutcome:
+    """Upsert the checkpoint of (tenant, subject, agent, kind): one conditional write (a transaction when an
+    idempotency key, kept revisions or a lease ride along). `plain`: the body's canonical form may take the fast
+    path."""
+    caller = context.caller
+    agent_id = caller.agent_for_write(request.agent_id)
+    plan = plan_save(
+        request,
+        caller.tenant_id,
+        agent_id,
+        context.request_id,
+        context.now_ms,
+        plain,
+        caller_agent_id=caller.agent_id,
+    )
+    return context.services.checkpoints.save(plan, claim(caller.agent_id, idempotent, "POST", SAVE_PATH))
+
+
+@operation("checkpoints:read")
+def lookup(context: Context, subject_id: str, kind: Kind, agent_id: str | None = None) -> Checkpoint:
+    """The checkpoint of (subject, kind) for the caller's agent, or for `agent_id` with `*`: one GetItem."""
+    caller = context.caller
+    key = CheckpointKey(caller.tenant_id, subject_id, caller.agent_for_read(agent_id), kind)
+    return context.services.checkpoints.get(key, context.now_ms)
+
+
+@operation("checkpoints:read")
+def get(context: Context, checkpoint_id: str) -> Checkpoint:
+    """The checkpoint with this id; another agent's answers exactly like a missing one without `*`."""
+    found = context.services.checkpoints.get_by_id(context.caller.tenant_id, checkpoint_id, context.now_ms)
+    if not context.caller.can_see_agent(found.agent_id):
+        raise NotFound()
+    return found
+
+
+@operation("checkpoints:delete")
+def delete(
+    context: Context,
+    checkpoint_id: str,
+    if_match_revisions: tuple[int, ...] | None = None,
+    lease_token: str | None = None,
+) -> None:
+    """Delete a checkpoint (terminal ones too) and its kept revisions, only while one of `if_match_revisions` is
+    current (None: unconditional) and with the live lease's token; its blobs are removed later by the reaper."""
+    caller = context.caller
+    context.services.checkpoints.delete(
+        caller.tenant_id,
+        checkpoint_id,
+        context.now_ms,
+        only_agent=None if caller.is_wildcard else caller.agent_id,
+        if_match_revisions=if_match_revisions,
+        lease_token=lease_token,
+    )
+
+
+@operation("checkpoints:read")
+def list_subject(
+    context: Context,
+    subject_id: str,
+    kind: Kind | None,
+    status: Status | None,
+    agent_id: str | None,
+    limit: int,
+    cursor: str | None,
+) -> Page:
+    """A page of a subject's checkpoints (summaries), newest update first: one Query."""
+    caller = context.caller
+    return context.services.checkpoints.list_subject(
+        caller.tenant_id, subject_id, context.now_ms, caller.agent_for_list(agent_id), kind, status, limit, cursor
+    )
