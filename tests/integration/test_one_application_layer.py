@@ -176,3 +176,36 @@ def test_a_tool_call_is_not_served_by_a_second_resolver() -> None:
 
     assert importlib.util.find_spec("baton_checkpoints.api.mcp.dispatch") is None
     assert not hasattr(BatonResolver, "twin")
+
+
+def test_a_tool_save_of_plain_json_takes_the_canonical_fast_path(
+    api: ApiDriver, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # Given the save operation, watched for what its tool hands it
+    from dataclasses import replace
+
+    seen: list[tuple[bool, bool | None]] = []
+    watched = checkpoint_operations.save
+
+    def run(context: Context, request: Any, idempotent: Any = None, plain: bool = False) -> Any:
+        seen.append((plain, None if idempotent is None else idempotent.plain))
+        return watched.run(context, request, idempotent, plain)
+
+    monkeypatch.setattr(checkpoint_operations, "save", replace(watched, run=run))
+    # When a tool saves a state with no fraction and no key outside the BMP, and one with a fraction
+    subject = f"plain-{uuid.uuid4().hex[:8]}"
+    plain = {"subject_id": subject, "kind": KIND, "state": {"step": 1}, "idempotency_key": f"k-{uuid.uuid4().hex}"}
+    fraction = {"subject_id": subject, "kind": KIND, "state": {"ratio": 0.5}}
+    assert send_tool(api, "baton_checkpoint_save", plain)["isError"] is False
+    assert send_tool(api, "baton_checkpoint_save", fraction)["isError"] is False
+    # Then the first, and its idempotency fingerprint, take the fast path as a route's body does; the second not
+    assert seen == [(True, True), (False, None)]
+
+
+def test_a_routes_own_fields_are_judged_before_its_idempotency_key(api: ApiDriver) -> None:
+    # Given a save whose state holds a lone surrogate, sent with a malformed Idempotency-Key
+    raw = f'{{"subject_id":"order-{uuid.uuid4().hex[:8]}","kind":"{KIND}","state":{{"note":"a\\ud800"}}}}'
+    answer = api.invoke("save_checkpoint", raw_body=raw, headers={"idempotency-key": "é"})
+    # Then the state's problem is the one answered (the contract ranks a request's own fields first)
+    assert answer.status == 400
+    assert answer.error["details"]["errors"][0]["pointer"] == "/state"

@@ -6,7 +6,7 @@ from typing import Annotated
 
 from aws_lambda_powertools.event_handler.openapi.params import Header
 
-from baton_checkpoints.api.operations.inputs import IDEMPOTENCY_KEY_PATTERN, Idempotent, Named, claim, idempotency_key
+from baton_checkpoints.api.operations.inputs import IDEMPOTENCY_KEY_PATTERN, Idempotent, Named, claim
 from baton_checkpoints.api.resolver import Call
 from baton_checkpoints.domain import limits
 from baton_checkpoints.domain.checkpoints import IdempotencyClaim
@@ -30,9 +30,8 @@ HEADER = Named.header("Idempotency-Key")
 
 def idempotent(call: Call, value: str | None) -> Idempotent | None:
     """The request's `Idempotency-Key` with the body it keys (None without one); a malformed key is a 400 naming
-    the header."""
-    key = idempotency_key(value, HEADER)
-    return None if key is None else Idempotent(key, call.body, call.plain_body)
+    the header, when the operation claims it (after the request's own fields are judged)."""
+    return None if value is None else Idempotent(value, call.body, call.plain_body, HEADER)
 
 
 def idempotency_claim(call: Call, method: str, path: str, value: str | None) -> IdempotencyClaim | None:

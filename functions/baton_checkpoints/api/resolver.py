@@ -80,6 +80,8 @@ def needs(
     are the operation's own, which its MCP tool (if it has one) checks too."""
     scope = scope_or_operation
     if isinstance(scope_or_operation, Operation):
+        if acts_for or fresh_key:
+            raise TypeError("an operation declares its own authority fields and key freshness")
         scope, acts_for = scope_or_operation.scope, scope_or_operation.acts_for
         fresh_key = scope_or_operation.fresh_key
     extensions: dict[str, Any] = {SCOPE_EXTENSION: scope}

@@ -34,7 +34,7 @@ from baton_checkpoints.api.jsontext import dumps
 from baton_checkpoints.api.mcp.tools import ToolSpec, catalogue
 from baton_checkpoints.api.operations import Context
 from baton_checkpoints.domain import limits
-from baton_checkpoints.domain.canonical import parse_strict
+from baton_checkpoints.domain.canonical import parse_document
 from baton_checkpoints.domain.errors import BatonError, ResponseTooLarge, ValidationFailed, clip
 
 PROTOCOL_VERSIONS = ("2025-11-25", "2025-06-18", "2025-03-26")
@@ -96,18 +96,18 @@ def answer(body: str | bytes, headers: Mapping[str, str], context: Context) -> A
     try:
         if not accepts_json(headers.get("accept")):
             raise Refused(mcp.INVALID_REQUEST, "Not Acceptable: the Accept header must allow application/json.", 406)
-        message = _message(body)
+        message, plain = _message(body)
         method: str = message["method"]
         if "id" not in message:
             return Answer(202, None)  # a notification: accepted, nothing to answer
         request_id = message["id"]
         header = headers.get("mcp-protocol-version")
         if header is None or header in PROTOCOL_VERSIONS:
-            result = _respond(method, message.get("params") or {}, context)
+            result = _respond(method, message.get("params") or {}, context, plain)
         else:
             modern = True
             _check_envelope(message, headers)
-            result = _respond_modern(method, message.get("params") or {}, context)
+            result = _respond_modern(method, message.get("params") or {}, context, plain)
     except Refused as refused:
         status = MODERN_STATUS.get(refused.code, refused.status) if modern else refused.status
         error = mcp.ErrorData(code=refused.code, message=refused.message, data=refused.data)
@@ -153,10 +153,12 @@ ENVELOPE_DEPTH = 2
 shallower, so the message may be that much deeper."""
 
 
-def _message(body: str | bytes) -> dict[str, Any]:
-    """The one JSON-RPC request or notification in `body`, or `Refused` (HTTP 400) saying what is wrong."""
+def _message(body: str | bytes) -> tuple[dict[str, Any], bool]:
+    """The one JSON-RPC request or notification in `body`, and whether its canonical form may take the fast path
+    (`Document.plain`: then so may its arguments'), or `Refused` (HTTP 400) saying what is wrong."""
     try:
-        value = parse_strict(body, limits.MAX_JSON_DEPTH + ENVELOPE_DEPTH)
+        document = parse_document(body, limits.MAX_JSON_DEPTH + ENVELOPE_DEPTH)
+        value = document.value
     except ValidationFailed as failed:
         _refuse_arguments(body, failed)
         raise Refused(mcp.PARSE_ERROR, f"Parse error: {failed.message}", 400) from None
@@ -178,7 +180,7 @@ def _message(body: str | bytes) -> dict[str, Any]:
         problem = "params must be an object"
     if problem is not None:
         raise Refused(mcp.INVALID_REQUEST, f"Invalid request: {problem}.", 400)
-    return value
+    return value, document.plain
 
 
 def _refuse_arguments(body: str | bytes, failed: ValidationFailed) -> None:
@@ -262,7 +264,7 @@ def header_value(value: str | None) -> str | None:
         return None
 
 
-def _respond_modern(method: str, params: dict[str, Any], context: Context) -> BaseModel:
+def _respond_modern(method: str, params: dict[str, Any], context: Context, plain: bool = False) -> BaseModel:
     """The 2026-07-28 methods: every result carries `resultType`, lists their caching directives."""
     if method == "server/discover":
         return _discover()
@@ -273,7 +275,7 @@ def _respond_modern(method: str, params: dict[str, Any], context: Context) -> Ba
         # The same tools for every caller (a tool the key lacks the scope of answers isError when called).
         return mcp.ListToolsResult(tools=tools, ttl_ms=LIST_TTL_MS, cache_scope="public", result_type="complete")
     if method == "tools/call":
-        called = _call(params, context)
+        called = _call(params, context, plain)
         return called.model_copy(update={"result_type": "complete"})
     raise Refused(mcp.METHOD_NOT_FOUND, f"Method not found: {method[:100]}.")
 
@@ -291,7 +293,7 @@ def _discover() -> mcp.DiscoverResult:
     )
 
 
-def _respond(method: str, params: dict[str, Any], context: Context) -> BaseModel:
+def _respond(method: str, params: dict[str, Any], context: Context, plain: bool = False) -> BaseModel:
     if method == "initialize":
         return _initialize(params)
     if method == "ping":
@@ -299,7 +301,7 @@ def _respond(method: str, params: dict[str, Any], context: Context) -> BaseModel
     if method == "tools/list":
         return mcp.ListToolsResult(tools=[_tool(spec) for spec in catalogue().values()])
     if method == "tools/call":
-        return _call(params, context)
+        return _call(params, context, plain)
     raise Refused(mcp.METHOD_NOT_FOUND, f"Method not found: {method[:100]}.")
 
 
@@ -333,7 +335,8 @@ def _tool(spec: ToolSpec) -> mcp.Tool:
     )
 
 
-def _call(params: dict[str, Any], context: Context) -> mcp.CallToolResult:
+def _call(params: dict[str, Any], context: Context, plain: bool = False) -> mcp.CallToolResult:
+    """Run a tool (`plain`: its arguments' canonical form may take the fast path, as a route's body may)."""
     try:
         asked = mcp.CallToolRequestParams.model_validate(params)
     except ModelError as invalid:
@@ -342,7 +345,7 @@ def _call(params: dict[str, Any], context: Context) -> mcp.CallToolResult:
     if spec is None:
         raise Refused(mcp.INVALID_PARAMS, f"Unknown tool: {asked.name[:100]}; see tools/list.")
     try:
-        return _result(spec.run(context, dict(asked.arguments or {})), error=False)
+        return _result(spec.run(context, dict(asked.arguments or {}), plain), error=False)
     except BatonError as refused:
         return _result(error_object(refused), error=True)
     except Exception:

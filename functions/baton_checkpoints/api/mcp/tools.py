@@ -25,7 +25,7 @@ from baton_checkpoints.api.operations import Context, Operation
 from baton_checkpoints.api.operations import checkpoints as checkpoint_operations
 from baton_checkpoints.api.operations import leases as lease_operations
 from baton_checkpoints.api.operations import resume as resume_operation
-from baton_checkpoints.api.operations.inputs import Idempotent, Named, checkpoint_id, idempotency_key, lease_token
+from baton_checkpoints.api.operations.inputs import Idempotent, Named, checkpoint_id, lease_token
 from baton_checkpoints.api.records import record_summary
 from baton_checkpoints.api.schemas import CheckpointSummary, DeleteResult, LeaseGranted, LeaseReleased, SaveResult
 from baton_checkpoints.domain import limits
@@ -52,7 +52,7 @@ class Hints:
 
 @dataclass(frozen=True)
 class ToolSpec:
-    """One tool: its name, what a model reads about it, and the request a call becomes."""
+    """One tool: its name, what a model reads about it, and the operation a call runs."""
 
     name: str
     title: str
@@ -61,14 +61,19 @@ class ToolSpec:
     hints: Hints
     operation: Operation[..., Any]
     """The operation the tool runs: its scope and authority fields are judged before any argument."""
-    call: Callable[[Context, dict[str, Any]], Result]
-    """Run the operation with the call's arguments: its result, or the domain's error (`ValidationFailed` for
-    arguments the route's rules refuse)."""
+    call: Callable[[Context, dict[str, Any], bool], Result]
+    """Run the operation with the call's arguments (and whether their canonical form may take the fast path): its
+    result, or the domain's error (`ValidationFailed` for arguments the route's rules refuse)."""
 
-    def run(self, context: Context, args: dict[str, Any]) -> Result:
+    def __post_init__(self) -> None:
+        if self.operation.fresh_key:
+            # A tool runs as the caller `/mcp` authenticated, whose key may come from the container's cache.
+            raise ValueError(f"{self.name}: an operation that reads its caller's key fresh cannot be a tool")
+
+    def run(self, context: Context, args: dict[str, Any], plain: bool = False) -> Result:
         """Authorize, then call (the contract ranks 403 before 400, as the route's gate does)."""
         self.operation.authorize(context.caller, args)
-        return self.call(context, args)
+        return self.call(context, args, plain)
 
 
 def _check(args: dict[str, Any], schema: Schema) -> None:
@@ -104,13 +109,12 @@ def _split(args: dict[str, Any], *names: str) -> tuple[dict[str, Any], dict[str,
     return {n: args[n] for n in names if n in args}, {n: v for n, v in args.items() if n not in names}
 
 
-def _idempotent(taken: dict[str, Any], body: dict[str, Any]) -> Idempotent | None:
+def _idempotent(taken: dict[str, Any], body: dict[str, Any], plain: bool) -> Idempotent | None:
     """The call's idempotency key, keying `body` as the route's header keys its body (None without one)."""
     key = taken.get("idempotency_key")
     if key is not None and not isinstance(key, str):
         raise ValidationFailed.single("/idempotency_key", "/idempotency_key must be a string.")
-    checked = idempotency_key(key, Named.argument("idempotency_key"))
-    return None if checked is None else Idempotent(checked, body)
+    return None if key is None else Idempotent(key, body, plain, Named.argument("idempotency_key"))
 
 
 def _validated(model: type[M], values: dict[str, Any]) -> M:
@@ -179,10 +183,10 @@ def _save_schema() -> Schema:
     return schema
 
 
-def _save(context: Context, args: dict[str, Any]) -> Result:
+def _save(context: Context, args: dict[str, Any], plain: bool = False) -> Result:
     taken, body = _split(args, "idempotency_key")
     request = _validated(SaveCheckpointRequest, body)
-    outcome = checkpoint_operations.save(context, request, _idempotent(taken, body))
+    outcome = checkpoint_operations.save(context, request, _idempotent(taken, body, plain), plain)
     return _data(SaveResult.of(outcome.saved))
 
 
@@ -209,7 +213,7 @@ class _Lookup(BaseModel):
     agent_id: Identifier | None = None
 
 
-def _get(context: Context, args: dict[str, Any]) -> Result:
+def _get(context: Context, args: dict[str, Any], plain: bool = False) -> Result:
     _check(args, _get_schema())
     _text(args)
     if "checkpoint_id" in args:
@@ -253,7 +257,7 @@ class _List(BaseModel):
     cursor: Annotated[str | None, Field(max_length=2048)] = None
 
 
-def _list(context: Context, args: dict[str, Any]) -> Result:
+def _list(context: Context, args: dict[str, Any], plain: bool = False) -> Result:
     _check(args, _list_schema())
     _text(args)
     query = _validated(_List, args)
@@ -282,7 +286,7 @@ def _delete_schema() -> Schema:
     )
 
 
-def _delete(context: Context, args: dict[str, Any]) -> Result:
+def _delete(context: Context, args: dict[str, Any], plain: bool = False) -> Result:
     _check(args, _delete_schema())
     _text(args)
     target = checkpoint_id(args["checkpoint_id"], Named.argument("checkpoint_id"))
@@ -313,7 +317,7 @@ than canonical JSON does (`1e-07` for `1e-7`; strings and every other number are
 canonical bytes n is at most 5n/4 bytes there: 4/5 of what one answer carries keeps the result within it."""
 
 
-def _resume(context: Context, args: dict[str, Any]) -> Result:
+def _resume(context: Context, args: dict[str, Any], plain: bool = False) -> Result:
     budget = args.get("budget_bytes")
     if budget is None or (type(budget) is int and budget > MCP_RESUME_DATA_BYTES):
         args = {**args, "budget_bytes": MCP_RESUME_DATA_BYTES}  # a budget the route refuses is left to it to judge
@@ -337,7 +341,7 @@ def _acquire_schema() -> Schema:
     return schema
 
 
-def _acquire(context: Context, args: dict[str, Any]) -> Result:
+def _acquire(context: Context, args: dict[str, Any], plain: bool = False) -> Result:
     taken, body = _split(args, "checkpoint_id", "idempotency_key")
     found = taken.get("checkpoint_id")
     if not isinstance(found, str):
@@ -345,7 +349,7 @@ def _acquire(context: Context, args: dict[str, Any]) -> Result:
     _text({"checkpoint_id": found})
     target = checkpoint_id(found, Named.argument("checkpoint_id"))
     request = _validated(AcquireLeaseRequest, body)
-    acquired = lease_operations.acquire(context, target, request, _idempotent(taken, body))
+    acquired = lease_operations.acquire(context, target, request, _idempotent(taken, body, plain))
     lease = acquired.grant.lease
     granted = LeaseGranted.model_construct(
         checkpoint_id=target, lease_token=lease.token, holder=lease.holder, expires_at=format_ms(lease.expires_ms)
@@ -359,7 +363,7 @@ def _release_schema() -> Schema:
     )
 
 
-def _release(context: Context, args: dict[str, Any]) -> Result:
+def _release(context: Context, args: dict[str, Any], plain: bool = False) -> Result:
     _check(args, _release_schema())
     _text(args)
     target = checkpoint_id(args["checkpoint_id"], Named.argument("checkpoint_id"))

@@ -13,7 +13,7 @@ from baton_checkpoints.domain.errors import ValidationFailed
 from baton_checkpoints.domain.ids import CHECKPOINT_ID_PATTERN
 
 IDEMPOTENCY_KEY_PATTERN: Final = rf"^[\x20-\x7e]{{1,{limits.IDEMPOTENCY_KEY_MAX_CHARS}}}$"
-"""1 to 255 printable ASCII characters (the OpenAPI document and the tools' schemas state the same pattern)."""
+"""1 to 200 printable ASCII characters (the OpenAPI document and the tools' schemas state the same pattern)."""
 _IDEMPOTENCY_KEY: Final = re.compile(IDEMPOTENCY_KEY_PATTERN.removeprefix("^").removesuffix("$"))
 MAX_LEASE_TOKEN_CHARS: Final = 200
 
@@ -66,12 +66,14 @@ def lease_token(text: str | None, named: Named, required: bool = False) -> str |
 
 @dataclass(frozen=True)
 class Idempotent:
-    """A request's idempotency key, and the body it keys (its canonical form is part of the fingerprint)."""
+    """A request's idempotency key as sent (judged by `claim`, after the request's own fields, as the contract
+    ranks them), the body it keys (its canonical form is part of the fingerprint), and how the key is named."""
 
     key: str
     body: Any
     plain: bool = False
     """The body's canonical form may take the fast path (`baton_checkpoints.domain.canonical.Document.plain`)."""
+    named: Named = Named("/idempotency_key", "/idempotency_key")
 
 
 def idempotency_key(text: str | None, named: Named) -> str | None:
@@ -89,8 +91,10 @@ def claim(agent_id: str, idempotent: Idempotent | None, method: str, path: str) 
     replay each other's answers."""
     if idempotent is None:
         return None
+    key = idempotency_key(idempotent.key, idempotent.named)
+    assert key is not None  # a key was sent
     return IdempotencyClaim(
-        key=idempotent.key,
+        key=key,
         agent_id=agent_id,
         fingerprint=request_fingerprint(method, path, idempotent.body, idempotent.plain),
     )
