@@ -200,7 +200,7 @@ class Harness:
             and bool(self.key_read)
             and replay._text(params.get("body")) == self.key_read[0]["request"]
         )
-        self.requests.append(KEY_READ if key_read else model.name)
+        self.requests.append(KEY_READ if key_read else replay.named(model.name, params.get("body")))
 
     def answer_as_recorded(self, name: str) -> None:
         """Answer DynamoDB as it answered the recorded request `name` (the API key's read, as always)."""
@@ -367,6 +367,7 @@ class ThreadPuts:
         self.step_answers = recorded[replay.thread_name(size, "step")] + recorded[replay.thread_name(size, "put-item")]
         self.chains = 0
         self.key_reads = 0
+        self.takes = 0
 
     def chain(self) -> thread_put.Chain:
         """A new thread with its root put: its head touched now, the root stored for its first child to carry."""
@@ -386,6 +387,9 @@ class ThreadPuts:
         if KEY_READ in made:
             self.key_reads += 1
             made.remove(KEY_READ)
+        if replay.TAKE in made:
+            self.takes += 1  # the tenant's rate-limit share, once per 20 puts at most (judged with the saves)
+            made.remove(replay.TAKE)
         if tuple(made) != self.expected:
             raise RuntimeError(
                 f"a {self.size // 1000} KB graph step's put made {made}, not {list(self.expected)}: Baton's steady "

@@ -29,6 +29,12 @@ class StageConfig:
     """Alarm when more than this share of requests answer 5xx over the evaluation window."""
     p99_latency_threshold_ms: int = 1000
     alarm_evaluation_periods: int = 3
+    tenant_requests_per_minute: int = 6_000
+    """A tenant's default rate limit (the operator sets a tenant's own at /v1/tenants/{tenant_id}/limits): a tenth of
+    the stage's throttle in prod, so that no one tenant can spend the whole stage's."""
+    tenant_burst: int = 200
+    tenant_storage_bytes: int = 10 * 1024**3
+    tenant_checkpoints: int = 1_000_000
 
 
 STAGES: dict[str, StageConfig] = {
@@ -38,6 +44,8 @@ STAGES: dict[str, StageConfig] = {
         log_retention=logs.RetentionDays.ONE_WEEK,
         throttle_rate=50,
         throttle_burst=100,
+        tenant_requests_per_minute=600,
+        tenant_burst=100,
         error_rate_threshold_percent=5.0,
         p99_latency_threshold_ms=2000,
     ),
@@ -51,6 +59,15 @@ STAGES: dict[str, StageConfig] = {
         p99_latency_threshold_ms=1000,
     ),
 }
+
+
+TENANT_DEFAULTS: dict[str, int] = {
+    "tenant_requests_per_minute": 1,
+    "tenant_burst": 1,
+    "tenant_storage_bytes": 0,
+    "tenant_checkpoints": 0,
+}
+"""The context keys of a tenant's default limits, and the least each may be."""
 
 
 class ConfigError(ValueError):
@@ -72,7 +89,9 @@ def _optional_int(value: Any, key: str) -> int | None:
 def stage_config(context: dict[str, Any]) -> StageConfig:
     """The stage chosen by the context (`stage`, default `dev`) with its overrides applied.
 
-    Overrides: `cors_origins` (comma-separated), `alarm_email`, `reserved_concurrency`, `provisioned_concurrency`.
+    Overrides: `cors_origins` (comma-separated), `alarm_email`, `reserved_concurrency`, `provisioned_concurrency`,
+    and a tenant's default limits: `tenant_requests_per_minute`, `tenant_burst`, `tenant_storage_bytes`,
+    `tenant_checkpoints`.
     """
     name = str(context.get("stage") or "dev")
     if name not in STAGES:
@@ -86,6 +105,14 @@ def stage_config(context: dict[str, Any]) -> StageConfig:
         config = replace(config, cors_origins=parsed)
     if context.get("alarm_email"):
         config = replace(config, alarm_email=str(context["alarm_email"]))
+    tenant_defaults: dict[str, Any] = {}
+    for key, least in TENANT_DEFAULTS.items():
+        value = _optional_int(context.get(key), key)
+        if value is not None:
+            if value < least:
+                raise ConfigError(f"-c {key} must be at least {least}")
+            tenant_defaults[key] = value
+    config = replace(config, **tenant_defaults)
     return replace(
         config,
         reserved_concurrency=_optional_int(context.get("reserved_concurrency"), "reserved_concurrency"),

@@ -19,6 +19,10 @@ _ENVIRONMENT: Final = {
     "service_name": "POWERTOOLS_SERVICE_NAME",
     "dynamodb_endpoint_url": "BATON_DYNAMODB_ENDPOINT_URL",
     "origin_scheme": "BATON_ORIGIN_SCHEME",
+    "tenant_requests_per_minute": "BATON_TENANT_REQUESTS_PER_MINUTE",
+    "tenant_burst": "BATON_TENANT_BURST",
+    "tenant_storage_bytes": "BATON_TENANT_STORAGE_BYTES",
+    "tenant_checkpoints": "BATON_TENANT_CHECKPOINTS",
 }
 """The environment variable behind each setting (infrastructure sets them by these names)."""
 _LENGTHS: Final = {"table_name": (3, 255), "bucket_name": (3, 63)}
@@ -28,12 +32,19 @@ _PATTERNS: Final = {
 }
 """DynamoDB's rule for a table's name (with `_LENGTHS`): a name it refuses fails here, naming the variable, not at
 the first request as a 500 from DynamoDB (moto accepts any name)."""
+_NUMBERS: Final = {
+    "tenant_requests_per_minute": (1, 6_000_000),
+    "tenant_burst": (1, 1_000_000),
+    "tenant_storage_bytes": (0, 2**53 - 1),
+    "tenant_checkpoints": (0, 2**53 - 1),
+}
+"""The stage's default limits of a tenant (`GET /v1/tenants/{tenant_id}/limits`): whole numbers in these ranges."""
 
 
 @dataclass(frozen=True)
 class Settings:
-    """The api function's environment. A plain dataclass: three strings do not need a validation library, and a
-    pydantic model cost about 14 ms of every cold start to build."""
+    """The api function's environment. A plain dataclass: a few strings and numbers do not need a validation
+    library, and a pydantic model cost about 14 ms of every cold start to build."""
 
     table_name: str
     bucket_name: str | None = None
@@ -48,6 +59,14 @@ class Settings:
     origin_scheme: str = "https"
     """The scheme of the origin clients call (`<scheme>://<host>`, OAuth's issuer and resource): https behind API
     Gateway; `baton serve` sets http."""
+    tenant_requests_per_minute: int = 60_000
+    """The stage's default rate limit of a tenant (the CDK app's context sets it per stage)."""
+    tenant_burst: int = 10_000
+    """The stage's default burst of a tenant: requests it may make at once, on top of the rate."""
+    tenant_storage_bytes: int = 100 * 1024**3
+    """The stage's default stored bytes of a tenant (recorded; not yet enforced)."""
+    tenant_checkpoints: int = 10_000_000
+    """The stage's default live checkpoints and threads of a tenant (recorded; not yet enforced)."""
 
     @property
     def dynamodb_endpoint(self) -> str | None:
@@ -68,7 +87,7 @@ class SettingsError(RuntimeError):
 def load_settings(environ: dict[str, str] | None = None) -> Settings:
     """Validate settings from `environ` (default: the process environment); every problem is named at once."""
     source = os.environ if environ is None else environ
-    values: dict[str, str] = {}
+    values: dict[str, str | int] = {}
     problems: list[str] = []
     for field in fields(Settings):
         name = _ENVIRONMENT[field.name]
@@ -81,6 +100,13 @@ def load_settings(environ: dict[str, str] | None = None) -> Settings:
         if len(value) < low or (high is not None and len(value) > high):
             problems.append(f"{name}: must be {low} to {high} characters, got {len(value)}")
             continue
+        if field.name in _NUMBERS:
+            least, most = _NUMBERS[field.name]
+            if not value.isascii() or not value.isdigit() or not least <= int(value) <= most:
+                problems.append(f"{name}: must be a whole number from {least:,} to {most:,}, got {value!r}")
+                continue
+            values[field.name] = int(value)
+            continue
         pattern = _PATTERNS.get(field.name)
         if pattern is not None and not pattern[0].match(value):
             problems.append(f"{name}: must hold {pattern[1]}, got {value!r}")
@@ -88,4 +114,4 @@ def load_settings(environ: dict[str, str] | None = None) -> Settings:
         values[field.name] = value
     if problems:
         raise SettingsError(f"invalid environment: {'; '.join(problems)}")
-    return Settings(**values)
+    return Settings(**values)  # type: ignore[arg-type]

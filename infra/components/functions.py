@@ -20,7 +20,7 @@ from constructs import Construct
 
 from baton_checkpoints.settings import environment_name
 from baton_checkpoints.store import layout, schema
-from infra.config import StageConfig
+from infra.config import TENANT_DEFAULTS, StageConfig
 from infra.nag import acknowledge, logical_id
 
 REPO = Path(__file__).resolve().parents[2]
@@ -199,6 +199,7 @@ class Functions(Construct):
                 environment_name("table_name"): table.table_name,
                 environment_name("bucket_name"): bucket.bucket_name,
                 environment_name("service_name"): "baton",
+                **{environment_name(key): str(getattr(config, key)) for key in TENANT_DEFAULTS},
                 "POWERTOOLS_METRICS_NAMESPACE": "Baton",
                 "POWERTOOLS_LOG_LEVEL": "INFO",
                 # Baton uses no pydantic plugin: skip the scan of every installed distribution for one at cold start.

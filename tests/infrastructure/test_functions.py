@@ -8,7 +8,7 @@ from typing import Any
 import pytest
 from aws_cdk import RemovalPolicy
 
-from baton_checkpoints.settings import environment_name
+from baton_checkpoints.settings import environment_name, load_settings
 from tests.infrastructure.conftest import Synthesized, render
 
 RETENTION_DAYS = {"dev": 7, "prod": 90}
@@ -190,3 +190,19 @@ def test_log_retention_differs_between_dev_and_prod(dev: Synthesized, prod: Synt
     # Then prod keeps logs longer than dev
     assert retention == RETENTION_DAYS
     assert retention["prod"] > retention["dev"]
+
+
+def test_function_environment_carries_the_stages_tenant_defaults(dev: Synthesized, prod: Synthesized) -> None:
+    # Given each stage's api function
+    for synthesized, rate, burst in ((dev, "600", "100"), (prod, "6000", "200")):
+        _, properties = _function(synthesized)
+        variables = properties["Environment"]["Variables"]
+        # Then a tenant's default limits are the stage's, in the variables the settings read
+        assert variables["BATON_TENANT_REQUESTS_PER_MINUTE"] == rate
+        assert variables["BATON_TENANT_BURST"] == burst
+        assert int(variables["BATON_TENANT_STORAGE_BYTES"]) > 0
+        assert int(variables["BATON_TENANT_CHECKPOINTS"]) > 0
+        settings = load_settings(
+            {k: v for k, v in variables.items() if isinstance(v, str)} | {"BATON_TABLE_NAME": "t-1"}
+        )
+        assert settings.tenant_requests_per_minute == int(rate)

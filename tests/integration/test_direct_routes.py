@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import contextlib
 import json
+import re
 from typing import Any
 
 import pytest
@@ -54,13 +55,17 @@ CASES: dict[str, tuple[str, dict[str, Any]]] = {
 
 
 def _comparable(answer: Result) -> tuple[int, dict[str, Any], Any]:
-    """An answer without its request id (each request has its own)."""
+    """An answer without its request id (each request has its own) and with its `RateLimit` field's shape only (each
+    request spends one of the tenant's requests, so the figures move)."""
     body: Any = answer.raw_body
     with contextlib.suppress(ValueError):
         body = json.loads(answer.raw_body)
     if isinstance(body, dict) and isinstance(body.get("meta"), dict):
         body["meta"].pop("request_id", None)
-    return answer.status, answer.headers, body
+    headers = dict(answer.headers)
+    if "RateLimit" in headers:
+        headers["RateLimit"] = re.sub(r"\d+", "N", headers["RateLimit"])
+    return answer.status, headers, body
 
 
 @pytest.mark.parametrize("case", list(CASES))

@@ -25,7 +25,8 @@ from baton_checkpoints.domain.blobs import Blob
 from baton_checkpoints.domain.checkpoints import CheckpointKey
 from baton_checkpoints.handlers import reaper as reaper_function
 from baton_checkpoints.store import items, layout, schema
-from tests.integration.conftest import BUCKET, MOTO, TABLE, reaper_environment, streams_client
+from baton_checkpoints.store.reaping import STREAM_ITEM_PREFIXES
+from tests.integration.conftest import BUCKET, MOTO, TABLE, data_items, reaper_environment, streams_client
 from tests.integration.driver import ApiDriver, load_event
 from tests.integration.faults import UNAVAILABLE_503, Duration, Fault, Phase, injected
 from tests.proof_counts import record
@@ -154,7 +155,9 @@ class World:
         self.dynamodb.put_item(TableName=TABLE, Item=item)
 
     def table(self) -> list[dict[str, Any]]:
-        return sorted(self.dynamodb.scan(TableName=TABLE)["Items"], key=lambda i: (i["pk"]["S"], i["sk"]["S"]))
+        return sorted(
+            data_items(self.dynamodb.scan(TableName=TABLE)["Items"]), key=lambda i: (i["pk"]["S"], i["sk"]["S"])
+        )
 
 
 @pytest.fixture(scope="module")
@@ -528,10 +531,12 @@ class Stream:
         )["ShardIterator"]
 
     def read(self) -> list[dict[str, Any]]:
-        """The records written since the last read."""
+        """The records written since the last read that reach the reaper (the event source's filter lets only the
+        items it acts on through: never a tenant's rate-limit bucket, say)."""
         answer = self._client.get_records(ShardIterator=self._iterator)
         self._iterator = answer["NextShardIterator"]
-        return [{**_event_form(r), "eventSourceARN": self._arn} for r in answer["Records"]]
+        reaching = [r for r in answer["Records"] if r["dynamodb"]["Keys"]["pk"]["S"].startswith(STREAM_ITEM_PREFIXES)]
+        return [{**_event_form(r), "eventSourceARN": self._arn} for r in reaching]
 
 
 def _event_form(value: Any) -> Any:

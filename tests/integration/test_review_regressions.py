@@ -17,7 +17,7 @@ from baton_checkpoints.domain.clock import now_ms
 from baton_checkpoints.domain.errors import MAX_REPORTED_ERRORS
 from baton_checkpoints.domain.models import SaveCheckpointRequest
 from tests.builders import KIND, PLAIN, SUBJECT, save
-from tests.integration.conftest import DYNAMODB_LOCAL, put_key
+from tests.integration.conftest import DYNAMODB_LOCAL, data_items, put_key
 from tests.integration.driver import ApiDriver, Result
 
 START = datetime(2027, 3, 1, 9, 0, tzinfo=UTC)
@@ -30,7 +30,7 @@ def items(services: Any) -> list[dict[str, Any]]:
     request: dict[str, Any] = {"TableName": services.settings.table_name, "ConsistentRead": True}
     while True:
         response = services.dynamodb.scan(**request)
-        found.extend(response["Items"])
+        found.extend(data_items(response["Items"]))
         if "LastEvaluatedKey" not in response:
             return sorted(found, key=lambda i: (i["pk"]["S"], i["sk"]["S"]))
         request["ExclusiveStartKey"] = response["LastEvaluatedKey"]

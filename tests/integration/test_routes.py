@@ -172,6 +172,8 @@ EXPECTED_STATUS = {
     "mcp_tools_call": 200,
     "whoami": 200,
     "console_page": 200,
+    "get_limits": 200,
+    "put_limits": 200,
 }
 HISTORY_EVENTS = frozenset({"list_revisions", "get_revision", "restore_checkpoint"})
 """Samples that need a kept revision: the checkpoint is saved again (revision 2, keeping revision 1)."""

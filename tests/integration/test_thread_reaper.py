@@ -28,7 +28,7 @@ from baton_checkpoints.store import layout, reaping, schema
 from baton_checkpoints.store.aws import s3_client
 from baton_checkpoints.store.objects import ObjectStore
 from baton_checkpoints.store.threads import ThreadStore
-from tests.integration.conftest import BUCKET, MOTO, TABLE, engine_endpoint, reaper_environment
+from tests.integration.conftest import BUCKET, MOTO, TABLE, data_items, engine_endpoint, reaper_environment
 from tests.integration.driver import load_event
 from tests.proof_counts import record
 
@@ -146,7 +146,9 @@ class World:
         return next((t["Value"] for t in tags if t["Key"] == schema.PENDING_TAG[0]), None)
 
     def table(self) -> list[dict[str, Any]]:
-        return sorted(self.dynamodb.scan(TableName=TABLE)["Items"], key=lambda i: (i["pk"]["S"], i["sk"]["S"]))
+        return sorted(
+            data_items(self.dynamodb.scan(TableName=TABLE)["Items"]), key=lambda i: (i["pk"]["S"], i["sk"]["S"])
+        )
 
     def snapshot(self, *threads_of: tuple[str, str]) -> tuple[Any, ...]:
         """Items, objects and tags of these (tenant, thread)s: what must stay as it is."""

@@ -30,6 +30,7 @@ from baton_checkpoints.api.routers import (
     oauth,
     resume,
     subjects,
+    tenants,
     threads,
 )
 from baton_checkpoints.api.services import Services, from_environment
@@ -58,6 +59,7 @@ def create_app(services: Callable[[], Services]) -> BatonResolver:
     app.include_router(mcp.router)
     app.include_router(oauth.router)
     app.include_router(grants.router)
+    app.include_router(tenants.router)
     app.include_router(console.router)
     _add_error_map(app)
     return app

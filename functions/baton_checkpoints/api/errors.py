@@ -26,6 +26,7 @@ STATUS: dict[type[e.BatonError], int] = {
     e.PayloadTooLarge: 413,
     e.UnsupportedMediaType: 415,
     e.IdempotencyKeyReused: 422,
+    e.RateLimited: 429,
     e.Unavailable: 503,
     e.ResponseTooLarge: 500,
 }
@@ -43,6 +44,8 @@ def headers_of(error: e.BatonError) -> dict[str, str]:
     """Headers an error answer carries."""
     if isinstance(error, e.Unavailable):
         return {"Retry-After": str(error.retry_after)}
+    if isinstance(error, e.RateLimited):
+        return {"Retry-After": str(error.retry_after), "RateLimit-Policy": error.policy, "RateLimit": error.rate_limit}
     if isinstance(error, e.MethodNotAllowed):
         return {"Allow": ", ".join(error.allowed)}
     if isinstance(error, e.Unauthenticated):

@@ -34,6 +34,7 @@ _ERROR_TEXT = {
     413: "PAYLOAD_TOO_LARGE: body or state over its limit",
     415: "UNSUPPORTED_MEDIA_TYPE: the body is not application/json",
     422: "IDEMPOTENCY_KEY_REUSED: the key was used before with a different request",
+    429: "RATE_LIMITED: the tenant's requests for now are spent; nothing was done (Retry-After)",
     503: "UNAVAILABLE: a dependency is throttling or failing; nothing was written",
 }
 
@@ -67,6 +68,23 @@ IF_MATCH_PATTERN = (
 
 _ERROR_HEADERS: dict[int, dict[str, Any]] = {
     401: {"WWW-Authenticate": {"required": True, "schema": {"type": "string", "enum": ['Bearer realm="baton"']}}},
+    429: {
+        "Retry-After": {
+            "description": "Seconds until the tenant's next request is allowed.",
+            "required": True,
+            "schema": {"type": "string", "pattern": "^[0-9]+$"},
+        },
+        "RateLimit-Policy": {
+            "description": 'The tenant\'s policy: "tenant";q=<requests_per_minute>;w=60.',
+            "required": True,
+            "schema": {"type": "string", "pattern": '^"tenant";q=[0-9]+;w=60$'},
+        },
+        "RateLimit": {
+            "description": 'What is left: "tenant";r=0;t=<seconds>.',
+            "required": True,
+            "schema": {"type": "string", "pattern": '^"tenant";r=[0-9]+;t=[0-9]+$'},
+        },
+    },
     503: {
         "Retry-After": {
             "description": "Seconds to wait before retrying.",
@@ -101,7 +119,7 @@ def responses(
     return cast(dict[int, OpenAPIResponse], documented)
 
 
-AUTHENTICATED_ERRORS = (401, 403, 503)
+AUTHENTICATED_ERRORS = (401, 403, 429, 503)
 
 OAUTH_ERROR_REF = "#/components/schemas/OAuthError"
 OAUTH_ERROR_SCHEMA: dict[str, Any] = {

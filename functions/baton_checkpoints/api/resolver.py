@@ -115,6 +115,9 @@ class Call:
     """The matched route's pattern (`/v1/checkpoints/{checkpoint_id}`), None for an unknown path."""
     plain_body: bool = False
     """The body's canonical form may take the fast path (see `baton_checkpoints.domain.canonical.Document.plain`)."""
+    rate_limit: str | None = None
+    """The `RateLimit` field of the caller's tenant, once the request was admitted (every authenticated answer
+    carries it)."""
 
     @property
     def caller(self) -> Principal:
@@ -159,6 +162,8 @@ class BatonResolver(APIGatewayHttpResolver):
         fitted = fit_for_lambda(result, accept)
         call = self.last_call
         if call is not None:
+            if call.rate_limit is not None:
+                fitted.setdefault("headers", {}).setdefault("RateLimit", call.rate_limit)
             return within_lambda_limit(fitted, call.route, call.request_id)
         return within_lambda_limit(fitted, None, str((event.get("requestContext") or {}).get("requestId", "")))
 
@@ -292,8 +297,7 @@ class BatonResolver(APIGatewayHttpResolver):
                     raise Unauthenticated(
                         "An OAuth access token is accepted only at /mcp; send an API key to this route."
                     )
-                call = replace(call, principal=principal)
-                self._record(call)  # a request refused from here on is still logged with its caller
+                call = self._admit(replace(call, principal=principal))
                 if not extensions.get(ANY_SCOPE_EXTENSION):
                     authorize(principal, extensions[SCOPE_EXTENSION], (), None)
         if route.method in BODY_METHODS and extensions.get(FORM_BODY_EXTENSION):
@@ -306,6 +310,15 @@ class BatonResolver(APIGatewayHttpResolver):
                 authorize(call.principal, None, extensions[ACTS_FOR_EXTENSION], document.value)
             self._record(replace(call, body=document.value, plain_body=document.plain))
         check_encoding(path_arguments, event.raw_event.get("rawQueryString"))
+
+    def _admit(self, call: Call) -> Call:
+        """Spend one of the caller's tenant's requests (`api/ratelimit.py`): `RateLimited` (429) when it has none;
+        the call, recorded, with the `RateLimit` its answer carries otherwise."""
+        self._record(call)  # a request refused from here on is still logged with its caller
+        admitted = self.services().limiter.admit(call.caller.tenant_id, call.now_ms)
+        call = replace(call, rate_limit=admitted.header())
+        self._record(call)
+        return call
 
     def _authenticate_mcp(self, call: Call, scope: str) -> Call:
         """The caller at `/mcp`: an API key, or an OAuth access token bound to this origin's `/mcp`. A refusal says
@@ -324,8 +337,7 @@ class BatonResolver(APIGatewayHttpResolver):
         except Unauthenticated as refused:
             refused.challenge = oauth.challenge(origin, "invalid_token" if authorization else None)
             raise
-        call = replace(call, principal=principal)
-        self._record(call)
+        call = self._admit(replace(call, principal=principal))
         try:
             principal.require(scope)
         except Forbidden as refused:

@@ -28,6 +28,7 @@ from baton_checkpoints.domain.models import (
     SubjectId,
     Time,
 )
+from baton_checkpoints.domain.tenancy import Limits, Settings
 
 T = TypeVar("T")
 
@@ -431,5 +432,43 @@ class CreatedBlob(BlobFacts):
             **cls.facts(blob),
             upload=BlobUpload.model_construct(
                 url=upload.url, method="PUT", headers=dict(upload.headers), expires_at=format_ms(upload.expires_ms)
+            ),
+        )
+
+
+class EffectiveLimits(ResponseModel):
+    """A tenant's limits as enforced: its own settings, the stage's defaults where it has none."""
+
+    requests_per_minute: Annotated[int, Field(ge=1)]
+    burst: Annotated[int, Field(ge=1)]
+    storage_bytes: Annotated[int, Field(ge=0)]
+    checkpoints: Annotated[int, Field(ge=0)]
+
+
+class TenantLimits(ResponseModel):
+    """A tenant's limit settings (null: the stage's default) and what is enforced."""
+
+    tenant_id: Identifier
+    requests_per_minute: int | None
+    burst: int | None
+    storage_bytes: int | None
+    checkpoints: int | None
+    effective: EffectiveLimits
+
+    @classmethod
+    def of(cls, tenant_id: str, settings: Settings, defaults: Limits) -> TenantLimits:
+        """The answer for a tenant's settings over the stage's defaults."""
+        effective = settings.over(defaults)
+        return cls.model_construct(
+            tenant_id=tenant_id,
+            requests_per_minute=settings.requests_per_minute,
+            burst=settings.burst,
+            storage_bytes=settings.storage_bytes,
+            checkpoints=settings.checkpoints,
+            effective=EffectiveLimits.model_construct(
+                requests_per_minute=effective.requests_per_minute,
+                burst=effective.burst,
+                storage_bytes=effective.storage_bytes,
+                checkpoints=effective.checkpoints,
             ),
         )

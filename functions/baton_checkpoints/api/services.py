@@ -19,6 +19,8 @@ from functools import cached_property
 from typing import TYPE_CHECKING
 
 from baton_checkpoints.api.auth import Authenticator
+from baton_checkpoints.api.ratelimit import RateLimiter
+from baton_checkpoints.domain.tenancy import Limits
 from baton_checkpoints.settings import Settings, load_settings
 from baton_checkpoints.store.aws import dynamodb_client, s3_client
 from baton_checkpoints.store.blobs import BlobStore
@@ -28,6 +30,7 @@ from baton_checkpoints.store.keys import KeyStore
 from baton_checkpoints.store.leases import LeaseStore
 from baton_checkpoints.store.objects import ObjectStore
 from baton_checkpoints.store.purge import SubjectPurger
+from baton_checkpoints.store.tenants import TenantStore
 from baton_checkpoints.store.threads import ThreadStore
 
 if TYPE_CHECKING:
@@ -59,6 +62,10 @@ class Services:
     """Deletes a subject's items page by page, on the same table and client."""
     threads: ThreadStore = field(init=False)
     """LangGraph threads, on the same table, client and bucket."""
+    tenants: TenantStore = field(init=False)
+    """Tenants' own items: their limits and their rate limit's buckets."""
+    limiter: RateLimiter = field(init=False)
+    """This container's share of each tenant's rate limit (`api/ratelimit.py`)."""
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "blobs", BlobStore(self.dynamodb, self.settings.table_name, self.objects))
@@ -70,6 +77,8 @@ class Services:
         object.__setattr__(
             self, "threads", ThreadStore(self.dynamodb, self.settings.table_name, self.objects, self.blobs)
         )
+        object.__setattr__(self, "tenants", TenantStore(self.dynamodb, self.settings.table_name))
+        object.__setattr__(self, "limiter", RateLimiter(self.tenants, default_limits(self.settings)))
 
     @cached_property
     def oauth(self) -> OAuthStore:
@@ -84,6 +93,16 @@ class Services:
         from baton_checkpoints.store.client_documents import ClientDocuments
 
         return ClientDocuments(loopback=self.settings.origin_scheme == "http")
+
+
+def default_limits(settings: Settings) -> Limits:
+    """The stage's default limits of a tenant."""
+    return Limits(
+        requests_per_minute=settings.tenant_requests_per_minute,
+        burst=settings.tenant_burst,
+        storage_bytes=settings.tenant_storage_bytes,
+        checkpoints=settings.tenant_checkpoints,
+    )
 
 
 def oauth_store(client: DynamoDBClient, table_name: str) -> OAuthStore:

@@ -283,6 +283,30 @@ class Unavailable(BatonError):
         self.retry_after = retry_after
 
 
+class RateLimited(BatonError):
+    """The tenant has made its requests for now (its `requests_per_minute` and `burst`); nothing was done."""
+
+    code = "RATE_LIMITED"
+
+    def __init__(self, retry_after: int, policy: str, rate_limit: str, requests_per_minute: int, burst: int) -> None:
+        super().__init__(
+            f"This tenant may make {requests_per_minute:,} requests a minute ({burst:,} at once); retry after "
+            f"{retry_after} s (Retry-After)."
+        )
+        self.retry_after = retry_after
+        self.policy = policy
+        self.rate_limit = rate_limit
+        self.requests_per_minute = requests_per_minute
+        self.burst = burst
+
+    def details(self) -> dict[str, object]:
+        return {
+            "retry_after_seconds": self.retry_after,
+            "requests_per_minute": self.requests_per_minute,
+            "burst": self.burst,
+        }
+
+
 class ResponseTooLarge(BatonError):
     """An answer that would not fit Lambda's response payload once encoded. Baton's bounds keep every answer under it
     (no request can reach this); when one does not, the answer is this error instead of API Gateway's opaque 500.

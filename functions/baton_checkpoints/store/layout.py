@@ -12,6 +12,7 @@ idempotency key) always comes last, so every key parses back one way only: no tw
 | idempotency   | `D#<tenant>#<agent>#<key>`          | `D`                  | `P#<tenant>#<subject>`(*) | `D`         |
 
 | blob          | `B#<tenant>#<blob_id>`              | `B`                  |                           |             |
+| tenant        | `L#<tenant>`                        | `L`                  |                           |             |
 | oauth client  | `A#<client_id>`                     | `A`                  |                           |             |
 | oauth secret  | `S#<sha256 of code or token>`       | `S`                  |                           |             |
 | oauth grant   | `G#<tenant>#<grant_id>`             | `G`                  | `T#<tenant>#grants`       | `<grant_id>`|
@@ -153,6 +154,14 @@ def secret_hash_of(pk: str) -> str:
 def tenant_keys_pk(tenant_id: str) -> str:
     """gsi1 partition key under which a tenant's keys are listed, ordered by key id."""
     return f"T#{tenant_id}#keys"
+
+
+TENANT_SK: Final = "L"
+
+
+def tenant_key(tenant_id: str) -> Item:
+    """The table key of a tenant's own item: its limits and its rate limit's bucket."""
+    return key(f"L#{tenant_id}", TENANT_SK)
 
 
 OAUTH_CLIENT_SK: Final = "A"

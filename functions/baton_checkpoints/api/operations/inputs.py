@@ -53,6 +53,16 @@ def checkpoint_id(text: str, named: Named) -> str:
     return text
 
 
+_IDENTIFIER: Final = re.compile(limits.IDENTIFIER_PATTERN)
+
+
+def identifier(text: str, named: Named) -> str:
+    """`text` when it is an identifier (a tenant or agent id)."""
+    if not _IDENTIFIER.match(text):
+        raise named.refused("must be 1 to 64 lowercase letters, digits, _ or -, starting with a letter or a digit.")
+    return text
+
+
 def lease_token(text: str | None, named: Named, required: bool = False) -> str | None:
     """The token `text` carries (None when absent and not `required`): 1 to 200 characters once trimmed. An empty
     one is not "no token": it would name no lease."""

@@ -84,7 +84,7 @@ def _documented() -> dict[int, Any]:
     }
     documented = responses(
         {},
-        (401, 403, 413, 415, 503),
+        (401, 403, 413, 415, 429, 503),
         headers={401: {"WWW-Authenticate": challenge}, 403: {"WWW-Authenticate": {**challenge, "required": False}}},
         described={
             401: "UNAUTHENTICATED: no key or access token, or one that does not work here (an access token is "

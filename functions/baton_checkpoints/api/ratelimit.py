@@ -1,0 +1,121 @@
+"""The tenant's rate limit as a container enforces it: a share of the tenant's tokens taken in one conditional write
+(`store/tenants.py`), spent here one request at a time; a refusal remembered until its token is due, so that a
+throttled tenant costs no request at all.
+
+The overshoot is bounded: a container holds at most one share (`Limits.share`, at most 20 tokens) it has not spent,
+so over any interval the requests served stay within the tenant's limit plus `containers * share`; a share not spent
+within `SHARE_SECONDS` is dropped, so a lowered limit takes effect within that long. Tokens a container took and
+did not spend are lost to the tenant (an idle container's share): the price of not writing per request.
+"""
+
+from __future__ import annotations
+
+import threading
+from dataclasses import dataclass, field
+from typing import Final, Protocol
+
+from baton_checkpoints.domain.errors import RateLimited
+from baton_checkpoints.domain.tenancy import (
+    SHARE_SECONDS,
+    SKEW_US,
+    Bucket,
+    Limits,
+    Settings,
+    Taken,
+    full_in_seconds,
+    remaining,
+)
+
+POLICY: Final = "tenant"
+"""The policy's name in `RateLimit-Policy` and `RateLimit`."""
+WINDOW_SECONDS: Final = 60
+
+
+@dataclass
+class _Held:
+    """What this container holds of one tenant's bucket."""
+
+    bucket: Bucket
+    tokens: int = 0
+    expires_us: int = 0
+    refused_until_us: int = 0
+    limits: Limits | None = None
+
+
+@dataclass(frozen=True)
+class Admission:
+    """A request admitted: what the `RateLimit` header says of the tenant's bucket."""
+
+    remaining: int
+    reset_seconds: int
+    limits: Limits = field(repr=False)
+
+    def header(self) -> str:
+        """The `RateLimit` field (draft-ietf-httpapi-ratelimit-headers): remaining requests and seconds to reset."""
+        return f'"{POLICY}";r={self.remaining};t={self.reset_seconds}'
+
+
+def policy_header(limits: Limits) -> str:
+    """The `RateLimit-Policy` field: the quota per window (the requests per minute; the burst on top)."""
+    return f'"{POLICY}";q={limits.requests_per_minute};w={WINDOW_SECONDS}'
+
+
+class Buckets(Protocol):
+    """Where tenants' buckets are kept (`store/tenants.py: TenantStore`)."""
+
+    def take(self, tenant_id: str, want: int, now_us: int, known: Bucket, defaults: Limits) -> Taken: ...
+
+
+class RateLimiter:
+    """One container's view of its tenants' buckets."""
+
+    def __init__(self, tenants: Buckets, defaults: Limits) -> None:
+        self._tenants = tenants
+        self._defaults = defaults
+        self._held: dict[str, _Held] = {}
+        self._lock = threading.Lock()
+        self._empty = Bucket(Settings())
+
+    def admit(self, tenant_id: str, now_ms: int) -> Admission:
+        """Spend one of the tenant's tokens (taking a share first when this container holds none); `RateLimited`
+        when the tenant has none to give."""
+        now_us = now_ms * 1000
+        with self._lock:
+            held = self._held.get(tenant_id)
+            if held is None:
+                held = self._held[tenant_id] = _Held(self._empty)
+            waiting = held.refused_until_us - now_us
+            # A refusal waits at most one token's worth; a longer wait is a clock set back since.
+            if held.limits is not None and 0 < waiting <= held.limits.interval_us + SKEW_US:
+                raise self._refusal(held, waiting)
+            if held.tokens <= 0 or not 0 < held.expires_us - now_us <= SHARE_SECONDS * 1_000_000:
+                limits = held.bucket.settings.over(self._defaults)
+                taken = self._tenants.take(tenant_id, limits.share, now_us, held.bucket, self._defaults)
+                held.bucket = taken.bucket
+                held.limits = taken.bucket.settings.over(self._defaults)
+                if taken.granted == 0:
+                    held.tokens = 0
+                    held.refused_until_us = now_us + max(taken.retry_after_us, 1)
+                    raise self._refusal(held, taken.retry_after_us)
+                held.tokens = taken.granted
+                held.expires_us = now_us + SHARE_SECONDS * 1_000_000
+            held.tokens -= 1
+            limits = held.limits or held.bucket.settings.over(self._defaults)
+            left = held.tokens + remaining(held.bucket.tat_us, now_us, limits)
+            return Admission(min(left, limits.burst), full_in_seconds(held.bucket.tat_us, now_us), limits)
+
+    def _refusal(self, held: _Held, wait_us: int) -> RateLimited:
+        limits = held.limits or held.bucket.settings.over(self._defaults)
+        retry_after = max(1, -(-wait_us // 1_000_000))
+        return RateLimited(
+            retry_after=retry_after,
+            policy=policy_header(limits),
+            rate_limit=f'"{POLICY}";r=0;t={retry_after}',
+            requests_per_minute=limits.requests_per_minute,
+            burst=limits.burst,
+        )
+
+    def forget(self, tenant_id: str) -> None:
+        """Drop what this container holds of a tenant (its limits were just changed here)."""
+        with self._lock:
+            self._held.pop(tenant_id, None)

@@ -1,0 +1,140 @@
+"""A tenant's own item (`L#<tenant>`): its limits, and its rate limit's bucket (`domain/tenancy.py`).
+
+The bucket is one number, `tat`. A container takes a share of tokens in one UpdateItem conditioned on what it
+believes the bucket holds: when the bucket is full (`tat` at or before now) it sets `tat` outright; when it is not,
+it adds to `tat` while `tat` leaves room for the tokens. Either condition also names the limits' version the
+container computed with, so a limit changed meanwhile is never applied with the old figures. A refused condition
+answers the item as it is (`ALL_OLD`), from which the container decides again: a share costs one write, two when its
+belief was stale. The answer of a granted take (`ALL_NEW`) carries the limits too, so a container never reads them
+separately on the request path.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any, Final
+
+from baton_checkpoints.domain.errors import Unavailable
+from baton_checkpoints.domain.tenancy import SKEW_US, Bucket, Limits, Settings, Taken, skewed, take
+from baton_checkpoints.store import layout
+from baton_checkpoints.store.attributes import Item, from_item, names_in, to_attr
+from baton_checkpoints.store.dynamo import Refused, attempt
+from baton_checkpoints.store.errors import translated_errors
+
+if TYPE_CHECKING:
+    from mypy_boto3_dynamodb import DynamoDBClient
+
+TAT: Final = "tat"
+VERSION: Final = "lv"
+SETTINGS: Final = {
+    "requests_per_minute": "rpm",
+    "burst": "burst",
+    "storage_bytes": "storage_bytes",
+    "checkpoints": "checkpoints",
+}
+"""Each setting's attribute (absent: the stage's default)."""
+MAX_TAKE_ATTEMPTS: Final = 4
+"""Conditional writes one take may make: others' takes landing in between only refuse ours while they keep landing."""
+
+
+def bucket_of(item: Item) -> Bucket:
+    """A tenant item as a `Bucket` (an empty item: default settings, a full bucket)."""
+    values = from_item(item)
+    settings = Settings(**{name: _int(values.get(attribute)) for name, attribute in SETTINGS.items()})
+    return Bucket(settings, _int(values.get(VERSION)) or 0, _int(values.get(TAT)))
+
+
+def _int(value: Any) -> int | None:
+    return None if value is None else int(value)
+
+
+class TenantStore:
+    """Tenants' items: limits read and written by the operator, buckets taken from by every container."""
+
+    def __init__(self, client: DynamoDBClient, table_name: str) -> None:
+        self._client = client
+        self._table = table_name
+
+    def settings(self, tenant_id: str) -> Bucket:
+        """The tenant's settings (one consistent GetItem)."""
+        with translated_errors():
+            found = self._client.get_item(
+                TableName=self._table, Key=layout.tenant_key(tenant_id), ConsistentRead=True
+            ).get("Item")
+        return bucket_of(found or {})
+
+    def put_settings(self, tenant_id: str, settings: Settings) -> Bucket:
+        """Replace the tenant's settings (a None one goes back to the stage's default); the version moves on, so
+        that every container's next take uses them (one UpdateItem)."""
+        given = {attribute: getattr(settings, name) for name, attribute in SETTINGS.items()}
+        assignments = [f"#{attribute} = :{attribute}" for attribute, value in given.items() if value is not None]
+        removals = [f"#{attribute}" for attribute, value in given.items() if value is None]
+        expression = f"ADD #{VERSION} :one"
+        if assignments:
+            expression = f"SET {', '.join(assignments)} {expression}"
+        if removals:
+            expression += f" REMOVE {', '.join(removals)}"
+        values = {":one": to_attr(1)}
+        values.update({f":{attribute}": to_attr(value) for attribute, value in given.items() if value is not None})
+        with translated_errors():
+            answer = self._client.update_item(
+                TableName=self._table,
+                Key=layout.tenant_key(tenant_id),
+                UpdateExpression=expression,
+                ExpressionAttributeNames=names_in(expression),
+                ExpressionAttributeValues=values,
+                ReturnValues="ALL_NEW",
+            )
+        return bucket_of(answer.get("Attributes") or {})
+
+    def take(self, tenant_id: str, want: int, now_us: int, known: Bucket, defaults: Limits) -> Taken:
+        """Take up to `want` tokens from the tenant's bucket at `now_us`, starting from what the container believes
+        (`known`); a refused condition teaches it the item as it is."""
+        believed = known
+        with translated_errors():
+            for _ in range(MAX_TAKE_ATTEMPTS):
+                limits = believed.settings.over(defaults)
+                decided = take(believed.tat_us, now_us, want, limits)
+                if decided.granted == 0:
+                    return Taken(0, believed, decided.retry_after_us)
+                answer = attempt(
+                    self._client.update_item,
+                    **self._take_request(tenant_id, believed, decided.granted, decided.tat_us, now_us, limits),
+                )
+                if isinstance(answer, Refused):
+                    believed = bucket_of(answer.item)
+                    continue
+                return Taken(decided.granted, bucket_of(answer.get("Attributes") or {}))
+        raise Unavailable("The tenant's rate limit is contended; retry after the Retry-After delay.")
+
+    def _take_request(
+        self, tenant_id: str, believed: Bucket, granted: int, new_tat_us: int, now_us: int, limits: Limits
+    ) -> dict[str, Any]:
+        version = f"attribute_not_exists(#{VERSION})" if believed.version == 0 else f"#{VERSION} = :version"
+        values: dict[str, Any] = {":now": to_attr(now_us)}
+        if believed.version:
+            values[":version"] = to_attr(believed.version)
+        if believed.tat_us is not None and skewed(believed.tat_us, now_us, limits):
+            update = f"SET #{TAT} = :tat"
+            condition = f"#{TAT} > :far AND {version}"
+            values[":tat"] = to_attr(new_tat_us)
+            values[":far"] = to_attr(now_us + limits.burst * limits.interval_us + SKEW_US)
+            del values[":now"]
+        elif believed.tat_us is None or believed.tat_us <= now_us:
+            update = f"SET #{TAT} = :tat"
+            condition = f"(attribute_not_exists(#{TAT}) OR #{TAT} <= :now) AND {version}"
+            values[":tat"] = to_attr(new_tat_us)
+        else:
+            update = f"SET #{TAT} = #{TAT} + :add"
+            condition = f"#{TAT} > :now AND #{TAT} <= :room AND {version}"
+            values[":add"] = to_attr(granted * limits.interval_us)
+            values[":room"] = to_attr(now_us + (limits.burst - granted) * limits.interval_us)
+        return {
+            "TableName": self._table,
+            "Key": layout.tenant_key(tenant_id),
+            "UpdateExpression": update,
+            "ConditionExpression": condition,
+            "ExpressionAttributeNames": names_in(update, condition),
+            "ExpressionAttributeValues": values,
+            "ReturnValues": "ALL_NEW",
+            "ReturnValuesOnConditionCheckFailure": "ALL_OLD",
+        }
