@@ -104,8 +104,8 @@ def test_the_sdk_waits_out_a_429_and_is_served(baton: BatonServe, http: httpx.Cl
     # When it makes requests faster than the limit
     with Baton(baton.url, secret, sleep=sleep) as sdk:
         identities = [sdk.whoami() for _ in range(3)]
-    # Then every one is served: the SDK waited what each 429's Retry-After asked, and raised nothing
+    # Then every one is served: the SDK waited what RateLimit (r=0) or a 429's Retry-After asked, and raised nothing
     assert {identity.tenant_id for identity in identities} == {identities[0].tenant_id}
     assert waits
-    assert all(wait >= 1 for wait in waits)
+    assert all(wait >= 0.5 for wait in waits)  # a RateLimit's t, or a 429's Retry-After (1 s at 60 a minute)
     record(SUITE, sdk_waits=len(waits))

@@ -402,3 +402,25 @@ def test_the_async_client_retries_with_the_same_rules(router: respx.MockRouter) 
     assert (saved.meta.attempts, route.call_count, len(waits)) == (3, 3, 2)
     assert 1.0 <= waits[1] <= 1.0 + RetryPolicy().backoff_base
     assert len(set(keys_sent(route))) == 1
+
+
+def test_an_answer_saying_no_request_is_left_makes_the_next_one_wait(
+    router: respx.MockRouter, client: Baton, sleeps: Sleeps
+) -> None:
+    # Given an answer whose RateLimit says the tenant has no request left for 3 seconds, then one with some left
+    route = router.get(f"/v1/checkpoints/{CKPT}").mock(
+        side_effect=[
+            ok(RECORD, **{"RateLimit": '"tenant";r=0;t=3'}),
+            ok(RECORD, **{"RateLimit": '"tenant";r=5;t=1'}),
+            ok(RECORD),
+        ]
+    )
+    # When the client asks three times
+    client.get(CKPT)
+    client.get(CKPT)
+    client.get(CKPT)
+    # Then the second request waited what the first answer said (no 429 was needed), and the third did not wait
+    record(SUITE, cases=1)
+    assert route.call_count == 3
+    assert len(sleeps) == 1
+    assert 2.5 <= sleeps[0] <= 3.0

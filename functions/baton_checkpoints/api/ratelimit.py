@@ -23,6 +23,7 @@ from baton_checkpoints.domain.tenancy import (
     Settings,
     Taken,
     full_in_seconds,
+    next_in_seconds,
     remaining,
 )
 
@@ -51,7 +52,8 @@ class Admission:
     limits: Limits = field(repr=False)
 
     def header(self) -> str:
-        """The `RateLimit` field (draft-ietf-httpapi-ratelimit-headers): remaining requests and seconds to reset."""
+        """The `RateLimit` field (draft-ietf-httpapi-ratelimit-headers): the requests left, and the seconds until the
+        bucket is full again (when none is left: until the next request is allowed)."""
         return f'"{POLICY}";r={self.remaining};t={self.reset_seconds}'
 
 
@@ -101,8 +103,11 @@ class RateLimiter:
                 held.expires_us = now_us + SHARE_SECONDS * 1_000_000
             held.tokens -= 1
             limits = held.limits or held.bucket.settings.over(self._defaults)
-            left = held.tokens + remaining(held.bucket.tat_us, now_us, limits)
-            return Admission(min(left, limits.burst), full_in_seconds(held.bucket.tat_us, now_us), limits)
+            left = min(held.tokens + remaining(held.bucket.tat_us, now_us, limits), limits.burst)
+            if left == 0:
+                # Nothing left: `t` says when the next request will be allowed, so a client can wait that long.
+                return Admission(0, max(1, next_in_seconds(held.bucket.tat_us, now_us, limits)), limits)
+            return Admission(left, full_in_seconds(held.bucket.tat_us, now_us), limits)
 
     def _refusal(self, held: _Held, wait_us: int) -> RateLimited:
         limits = held.limits or held.bucket.settings.over(self._defaults)

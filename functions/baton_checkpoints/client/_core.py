@@ -34,6 +34,7 @@ from __future__ import annotations
 import copy
 import json
 import random
+import re
 import threading
 import time
 import uuid
@@ -257,6 +258,10 @@ def new_idempotency_key() -> str:
     return str(uuid.uuid4())
 
 
+_RATE_LIMIT = re.compile(r'"[^"]*";\s*r=(?P<r>\d+);\s*t=(?P<t>\d+)')
+"""The `RateLimit` field's item: requests left (`r`) and seconds (`t`)."""
+
+
 class ClientCore:
     """The state a client keeps between calls (caches, recent creates, the policy) and its request logic."""
 
@@ -265,6 +270,20 @@ class ClientCore:
         self.rng = rng or random.Random()
         self.records = RecordCache()
         self.recent = RecentCreates(policy.recent_create_window)
+        self.paced_until = 0.0
+        """`time.monotonic()` before which the next request waits: the tenant's `RateLimit` said none was left."""
+
+    def pace(self, headers: Mapping[str, str]) -> None:
+        """Honour an answer's `RateLimit` field: when it says no request is left (`r=0`), the next request waits
+        its `t` seconds (at most `max_retry_after`) instead of being refused with 429."""
+        found = _RATE_LIMIT.search(headers.get("ratelimit", ""))
+        if found is not None and int(found["r"]) == 0:
+            wait = min(float(found["t"]), self.policy.max_retry_after)
+            self.paced_until = max(self.paced_until, time.monotonic() + wait)
+
+    def pause(self) -> float:
+        """Seconds the next request should wait to keep within the tenant's rate (0: none)."""
+        return max(0.0, self.paced_until - time.monotonic())
 
     def prepare(self, call: Call[T]) -> None:
         """Add what the caches say to `call` before its first attempt: the `If-None-Match` of a record seen before."""
@@ -325,6 +344,11 @@ class ClientCore:
             if sent and call.stream is not None:
                 request = self.build_request(client, call)  # a stream is spent by the attempt that sent it
             sent += 1
+            paused, until = self.pause(), self.paced_until
+            if paused > 0:
+                yield Sleep(paused)
+                if self.paced_until == until:
+                    self.paced_until = 0.0  # waited out (whatever clock the sleep keeps)
             outcome = yield Send(request)
             if isinstance(outcome, httpx.TransportError):
                 # A local error (a header value httpx refuses, a URL scheme it cannot speak) fails the same way on
@@ -352,6 +376,7 @@ class ClientCore:
             if not isinstance(outcome, httpx.Response):
                 raise TypeError(f"exchange expects a response or a transport error, got {outcome!r}")
             answer = read_answer(outcome, call, sent)
+            self.pace(answer.headers)
             if answer.status == 304 and call.cached is not None:
                 # A copy: the caller may change what it is handed, and the cache must keep what the server sent.
                 return copy.deepcopy(replace(call.cached, meta=answer.meta))  # type: ignore[no-any-return]

@@ -131,6 +131,14 @@ def remaining(tat_us: int | None, now_us: int, limits: Limits) -> int:
     return max(0, min(limits.burst, (now_us + limits.burst * limits.interval_us - tat_us) // limits.interval_us))
 
 
+def next_in_seconds(tat_us: int | None, now_us: int, limits: Limits) -> int:
+    """Whole seconds until the bucket holds a token again (0: it holds one now)."""
+    if tat_us is None:
+        return 0
+    wait = max(tat_us, now_us) - (limits.burst - 1) * limits.interval_us - now_us
+    return max(0, -(-wait // 1_000_000))
+
+
 def full_in_seconds(tat_us: int | None, now_us: int) -> int:
     """Whole seconds until the bucket is full again (0: it is)."""
     if tat_us is None or tat_us <= now_us:
