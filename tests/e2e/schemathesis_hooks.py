@@ -26,8 +26,14 @@ fuzzing phases is pointed at a real resource of the fuzz tenant, made through th
   the agent's grants must show it, on some page, and never a token), and a fresh grant for each revocation through
   `DELETE /v1/oauth/grants/{grant_id}` (followed up: its refresh token refused, a second revocation 404, the grant no
   longer listed).
+- tenant limits: a scratch tenant no key belongs to (`LIMITS_TENANT`), whose limits the real PUTs set (whatever
+  they ask, however low) and the real GETs read back (each must show what the last real PUT set); and the fuzz
+  tenant's own, which some real GETs read: never set, so null (the stage's generous defaults) to the end.
 Nothing else reaches those fixtures: a write, lease or delete naming one (schemathesis reuses ids it saw in answers)
-is pointed at an id, subject or thread that nothing has.
+is pointed at an id, subject or thread that nothing has. Every other PUT of a tenant's limits, in every phase, is
+pointed at a scratch tenant of its own (`LIMITS_ELSEWHERE`) when its path names a tenant at all: the fuzz key holds
+tenants:manage, and a PUT of low limits for its own tenant (an id schemathesis may reuse from an answer) would turn
+the rest of the run into 429s, or another suite's tenant's, on the same `baton serve`, into a broken test there.
 
 A put's `values` may name only channels of its `channel_versions`, a rule between fields that no schema states:
 positive puts are sent without the others (`leave_out_values_without_a_version`).
@@ -85,6 +91,9 @@ RESUME_ANSWERS: Counter[str] = Counter()
 OAUTH_ANSWERS: Counter[str] = Counter()
 """`<what> <status>` of the real OAuth cases (a code exchanged, a grant refreshed, a decision approved or denied, ...)
 and of their follow-ups (the access token at /mcp, a revoked grant's refresh token)."""
+LIMITS_ANSWERS: Counter[str] = Counter()
+"""`<what> <status>` of the real limits cases (`set`, `read back`, `read the fuzz tenant's`) and of each set's
+follow-up (`set: read back`)."""
 PROBLEMS: list[str] = []
 """What a real resource answered against the contract that schemathesis cannot see (a purge that missed some)."""
 
@@ -134,6 +143,17 @@ GRANT_LIST = "GET /v1/oauth/grants"
 GRANT_REVOKE = "DELETE /v1/oauth/grants/{grant_id}"
 GRANT_OPERATIONS = (GRANT_LIST, GRANT_REVOKE)
 """OAuth grants (keys:manage): their real cases list the fuzz tenant's grants, or revoke a fresh grant of its own."""
+LIMITS_GET = "GET /v1/tenants/{tenant_id}/limits"
+LIMITS_PUT = "PUT /v1/tenants/{tenant_id}/limits"
+LIMITS_OPERATIONS = (LIMITS_GET, LIMITS_PUT)
+"""A tenant's limits (tenants:manage, which the fuzz key holds): their real cases name a scratch tenant."""
+LIMITS_TENANT = "fuzz-limits"
+"""The scratch tenant of the real limits cases: no key belongs to it, so limits however low throttle no request."""
+LIMITS_ELSEWHERE = "fuzz-limits-elsewhere"
+"""Where every other PUT of a tenant's limits goes (see `keep_away_from_the_fixtures`)."""
+LIMIT_SETTINGS = ("requests_per_minute", "burst", "storage_bytes", "checkpoints")
+TENANT_ID = re.compile(r"[a-z0-9][a-z0-9_-]{0,63}\Z")
+"""A tenant id (docs/openapi.json, the limits routes' path parameter)."""
 GRANT_FIELDS = frozenset(
     {"grant_id", "client_id", "client_name", "tenant_id", "agent_id", "key_id", "scopes", "resource", "created_at",
      "expires_at"}
@@ -175,6 +195,7 @@ REAL_OPERATIONS = (
     *CONSOLE_OPERATIONS,
     *OAUTH_OPERATIONS,
     *GRANT_OPERATIONS,
+    *LIMITS_OPERATIONS,
 )
 """The operations whose positive cases are sometimes pointed at a real resource."""
 CHANGING_BY_ID = (DELETE_BY_ID, RESTORE, ACQUIRE, RELEASE)
@@ -189,6 +210,7 @@ def _write_counts() -> None:
             "real": REAL_COUNTS,
             "resume": RESUME_ANSWERS,
             "oauth": OAUTH_ANSWERS,
+            "limits": LIMITS_ANSWERS,
             "problems": PROBLEMS,
         }
         with open(path, "w", encoding="utf-8") as written:
@@ -239,6 +261,8 @@ class Fixtures:
     """The fuzz tenant's registered OAuth client (its HTTP client sends no key: OAuth's routes read none)."""
     kept_grant: Grant | None = None
     """The grant that stays: every listing of the fuzz agent's grants shows it."""
+    limits: dict[str, Any] = field(default_factory=lambda: dict.fromkeys(LIMIT_SETTINGS))
+    """The scratch tenant's settings as the last real PUT set them (none yet: null, the stage's default)."""
 
     def save(self, subject: str, kind: str, state: Any, **fields: Any) -> dict[str, Any]:
         """Save through the API; the save's answer."""
@@ -479,9 +503,79 @@ def point_at_a_real_resource(case: Any, real: Fixtures) -> bool:
         point_at_oauth(case, real, label, draw // REAL_EVERY)
     elif label in GRANT_OPERATIONS:
         point_at_grants(case, real, label, draw // REAL_EVERY)
+    elif label in LIMITS_OPERATIONS:
+        point_at_limits(case, label, draw // REAL_EVERY)
     else:
         return False
     return True
+
+
+LIMITS_CASES: dict[int, str] = {}
+"""The real limits cases (by `id()`), between `before_call` and `after_call`: the tenant each names."""
+
+
+def point_at_limits(case: Any, label: str, turn: int) -> None:
+    """A real PUT sets the scratch tenant's limits to what it asks; a real GET reads them back, or (every other one)
+    the fuzz tenant's own."""
+    tenant = FIXTURE_TENANT if label == LIMITS_GET and turn % 2 else LIMITS_TENANT
+    case.path_parameters["tenant_id"] = tenant
+    LIMITS_CASES[id(case)] = tenant
+
+
+def set_no_real_tenants_limits(case: Any) -> None:
+    """Point a PUT of a tenant's limits that is not a real case at `LIMITS_ELSEWHERE` when its path names a tenant
+    (one that does not is refused 400, setting nothing): whatever it asks, it then throttles no one."""
+    path = case.path_parameters or {}
+    if label_of(case) == LIMITS_PUT and id(case) not in LIMITS_CASES and names_a_tenant(path.get("tenant_id", "")):
+        path["tenant_id"] = LIMITS_ELSEWHERE
+
+
+def names_a_tenant(value: Any) -> bool:
+    """True when a path's `tenant_id` is a tenant id, as sent or decoded once or twice."""
+    text = str(value)
+    return any(TENANT_ID.match(form) for form in (text, unquote(text), unquote(unquote(text))))
+
+
+def limits_problem(data: Any, tenant: str, expected: dict[str, Any]) -> str | None:
+    """What is wrong with a limits answer (`data`) that should show `tenant`'s settings `expected`; None when
+    nothing: each setting as expected, and what applies the setting or, where it is null, a default."""
+    shown = {name: data.get(name) for name in LIMIT_SETTINGS}
+    if data.get("tenant_id") != tenant or shown != expected:
+        return f"the limits of {data.get('tenant_id')} are {shown}, expected {tenant}'s {expected}"
+    effective = data.get("effective") or {}
+    wrong = {
+        name: effective.get(name)
+        for name, value in expected.items()
+        if not isinstance(effective.get(name), int) or (value is not None and effective.get(name) != value)
+    }
+    return f"what applies is not what is set: {wrong} for {expected}" if wrong else None
+
+
+def judge_a_real_limits_answer(case: Any, label: str, response: Any, real: Fixtures) -> str | None:
+    """What a real limits answer must hold that the document does not say: a PUT sets what it asked (a setting left
+    out: null), which a GET then reads back; a GET of the scratch tenant shows what the last real PUT set, of the fuzz
+    tenant nothing set (null)."""
+    tenant = LIMITS_CASES.pop(id(case), "")
+    reading = "read back" if tenant == LIMITS_TENANT else "read the fuzz tenant's"
+    what = "set" if label == LIMITS_PUT else reading
+    LIMITS_ANSWERS[f"{what} {response.status_code}"] += 1
+    if response.status_code != 200 or not tenant:
+        return None
+    data = response.json().get("data") or {}
+    if label == LIMITS_GET:
+        expected = real.limits if tenant == LIMITS_TENANT else dict.fromkeys(LIMIT_SETTINGS)
+        return limits_problem(data, tenant, expected)
+    body = case.body if isinstance(case.body, dict) else {}
+    asked = {name: body.get(name) for name in LIMIT_SETTINGS}
+    problem = limits_problem(data, tenant, asked)
+    real.limits = asked
+    again = real.client.get(f"/v1/tenants/{tenant}/limits")
+    LIMITS_ANSWERS[f"set: read back {again.status_code}"] += 1
+    if problem is None and again.status_code == 200:
+        problem = limits_problem(again.json()["data"], tenant, asked)
+    elif problem is None:
+        problem = f"a read of the limits just set answered {again.status_code}: {again.text[:300]}"
+    return problem
 
 
 GRANT_CASES: dict[int, Grant] = {}
@@ -834,6 +928,11 @@ def note_what_a_real_resource_answered(case: Any, response: Any, real: Fixtures)
         if problem:
             PROBLEMS.append(f"{label} {response.status_code}: {problem}")
         return
+    if label in LIMITS_OPERATIONS:
+        problem = judge_a_real_limits_answer(case, label, response, real)
+        if problem:
+            PROBLEMS.append(f"{label} {response.status_code}: {problem}")
+        return
     if response.status_code >= 300:
         return
     data = response.json().get("data") or {}
@@ -951,8 +1050,9 @@ def leave_out_values_without_a_version(case: Any) -> None:
 
 @schemathesis.hook
 def before_call(context: Any, case: Any, kwargs: Any) -> None:
-    """Judge mislabelled cases as what they are; point some at real resources and keep the rest away from them;
-    point a revocation of a key the run did not create at a well-formed id no key has (a 404 instead)."""
+    """Judge mislabelled cases as what they are; point some at real resources and keep the rest away from them (a
+    PUT of limits at a scratch tenant, whether the run knows where Baton is or not); point a revocation of a key the
+    run did not create at a well-formed id no key has (a 404 instead)."""
     judge_a_case_with_a_negative_part_as_negative(case)
     leave_out_resources_of_a_positive_save(case)
     leave_out_values_without_a_version(case)
@@ -963,6 +1063,7 @@ def before_call(context: Any, case: Any, kwargs: Any) -> None:
                 REAL_CASES[id(case)] = real
             else:
                 keep_away_from_the_fixtures(case, real)
+    set_no_real_tenants_limits(case)
     if case.method.upper() != "DELETE" or case.path != "/v1/keys/{key_id}":
         return
     key_id = (case.path_parameters or {}).get("key_id")

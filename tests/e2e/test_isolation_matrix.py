@@ -23,6 +23,11 @@ The grants those approvals made are listed and revoked through /v1/oauth/grants 
 lists. Another tenant's key sees and revokes none of the victim's (its own tenant's only; naming the victim's is
 403), another agent's key without `*` only its own agent's (naming another agent in a list is 403, revoking another
 agent's grant the 404 of a missing one); the tenant's `*` key and the operator (naming the tenant) list them all.
+
+A tenant's limits (`/v1/tenants/{tenant_id}/limits`) are the operator's alone: `tenants:manage`, which `*` does not
+grant. Every other key is refused 403 whichever tenant it names, its own included, and the limits it asked for (the
+highest there are, so that none would throttle anyone if let through) are not set; the operator reads them and sets a
+scratch tenant's, or the victim's to what they are. Every answer to a key carries `RateLimit`, its own tenant's.
 """
 
 from __future__ import annotations
@@ -31,9 +36,10 @@ import base64
 import binascii
 import hashlib
 import json
+import re
 import time
 import uuid
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Mapping
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
@@ -47,7 +53,7 @@ from tests import proof_counts
 from tests.builders import OAUTH_SCOPE, client_registration, code_exchange_form, refresh_form
 from tests.e2e.oauth_flow import MCP_ACCEPT, OAuthFlow, mcp_message
 from tests.e2e.planted import plant_secret, plant_state_marker
-from tests.e2e.server_process import BatonServe
+from tests.e2e.server_process import REPO, BatonServe
 
 T_PUT, T_WRITES = "POST /v1/threads/{thread_id}/checkpoints", "POST /v1/threads/{thread_id}/writes"
 T_GET, T_LIST = "GET /v1/threads/{thread_id}/checkpoint", "GET /v1/threads/{thread_id}/checkpoints"
@@ -70,6 +76,20 @@ OAUTH_ROUTES = (O_RESOURCE, O_RESOURCE_ROOT, O_SERVER, O_REGISTER, O_PAGE, O_DEC
 """OAuth's discovery documents and endpoints (public; issue 13)."""
 G_LIST, G_REVOKE = "GET /v1/oauth/grants", "DELETE /v1/oauth/grants/{grant_id}"
 """OAuth grants, listed and revoked by whoever manages keys."""
+L_GET, L_PUT = "GET /v1/tenants/{tenant_id}/limits", "PUT /v1/tenants/{tenant_id}/limits"
+"""A tenant's limits, read and set by the operator alone (`tenants:manage`; `*` does not grant it)."""
+LIMIT_SETTINGS = ("requests_per_minute", "burst", "storage_bytes", "checkpoints")
+HARMLESS_LIMITS = {
+    "requests_per_minute": 6_000_000,
+    "burst": 1_000_000,
+    "storage_bytes": 2**53 - 1,
+    "checkpoints": 2**53 - 1,
+}
+"""What the refused PUTs ask for the victim's and the other tenant's limits: the highest each may be, so that a PUT
+wrongly let through throttles no one, and still shows (test_refused_and_foreign_calls_changed_nothing: each of those
+tenants' settings is still null, the stage's default)."""
+RATE_LIMIT_HEADER = re.compile(r'"tenant";r=[0-9]+;t=[0-9]+')
+"""What every authenticated answer's `RateLimit` is (its caller's own tenant's requests left, and seconds to full)."""
 HOLDING_NO_DATA = (
     "GET /v1/health",
     "GET /v1/openapi.json",
@@ -131,6 +151,8 @@ ROUTES = (
     *OAUTH_ROUTES,
     G_LIST,
     G_REVOKE,
+    L_GET,
+    L_PUT,
 )
 CALLERS = (
     "other_tenant",
@@ -539,7 +561,11 @@ def without_request_id(response: httpx.Response) -> Any:
 
 
 def comparable_headers(response: httpx.Response) -> list[tuple[str, str]]:
-    return sorted((k.lower(), v) for k, v in response.headers.items() if k.lower() not in ("date", "apigw-requestid"))
+    """The headers two answers must share: not the date, the request id, nor `RateLimit` (the caller's own tenant's
+    requests left and seconds to a full bucket, which move between any two requests; `run_case` checks its form)."""
+    return sorted(
+        (k.lower(), v) for k, v in response.headers.items() if k.lower() not in ("date", "apigw-requestid", "ratelimit")
+    )
 
 
 def without_code(response: httpx.Response) -> str:
@@ -631,6 +657,7 @@ def cases_for(caller: str, w: World) -> list[Case]:
         + identity_and_console_cases_for(caller, w)
         + oauth_cases_for(caller, w)
         + grant_cases_for(caller, w)
+        + limits_cases_for(caller, w)
     )
 
 
@@ -901,6 +928,99 @@ def grant_cases_for(caller: str, w: World) -> list[Case]:
              same_as_missing=("DELETE", missing, None)),
         Case(G_REVOKE, "DELETE", f"/v1/oauth/grants/{target}", (200,), params=victim,
              check=lambda data: None if data == {"grant_id": target, "revoked": True} else f"answered {data}"),
+    ]  # fmt: skip
+
+
+def limits_are(tenant: str, settings: Mapping[str, int | None]) -> Callable[[Any], str | None]:
+    """A check that a tenant's limits are `tenant`'s, with exactly `settings` (a setting left out: null, the stage's
+    default), and that what applies is each setting, or a default where there is none."""
+    expected = {name: settings.get(name) for name in LIMIT_SETTINGS}
+
+    def check(data: Any) -> str | None:
+        shown = {name: data.get(name) for name in LIMIT_SETTINGS}
+        if data.get("tenant_id") != tenant or shown != expected:
+            return f"the limits of {data.get('tenant_id')} are {shown}, expected {tenant}'s {expected}"
+        effective = data.get("effective") or {}
+        for name, value in expected.items():
+            applied = effective.get(name)
+            if not isinstance(applied, int) or (value is not None and applied != value):
+                return f"{name} {value} applies as {applied}"
+        return None
+
+    return check
+
+
+def names_the_path_tenant(response: httpx.Response) -> str | None:
+    """A check that a 400 names the path parameter `/tenant_id` (in: path)."""
+    errors = response.json()["error"].get("details", {}).get("errors", [])
+    named = [(e.get("pointer"), e.get("in")) for e in errors]
+    return None if named == [("/tenant_id", "path")] else f"the 400 names {named}: {response.text}"
+
+
+def lacks_tenants_manage(response: httpx.Response) -> str | None:
+    """A check that a 403 says which scope the key lacks: tenants:manage (whatever else it holds, `*` included)."""
+    message = response.json()["error"]["message"]
+    return None if "tenants:manage" in message else f"a 403 that does not name tenants:manage: {message}"
+
+
+def limits_cases_for(caller: str, w: World) -> list[Case]:
+    """GET and PUT /v1/tenants/{tenant_id}/limits, called by `caller`: the operator's alone (`tenants:manage`, which
+    `*` does not grant); every other key is refused 403 whichever tenant it names (its own too), no key or an access
+    token 401. The refused PUTs ask the victim's and the other tenant's limits to be `HARMLESS_LIMITS`, and change
+    nothing (test_refused_and_foreign_calls_changed_nothing); the operator's PUTs set a scratch tenant's limits (no
+    one's requests), or the victim's to what they are already (null)."""
+    victim, other = f"/v1/tenants/{w.victim}/limits", f"/v1/tenants/{w.other}/limits"
+    scratch_id = f"isolation-limits-{w.run}"
+    scratch = f"/v1/tenants/{scratch_id}/limits"
+    if caller in REFUSED:
+        return [
+            Case(L_GET, "GET", victim, (401,), "UNAUTHENTICATED"),
+            Case(L_PUT, "PUT", victim, (401,), "UNAUTHENTICATED", body=HARMLESS_LIMITS),
+        ]
+
+    def refused(path: str, body: Any = None, secret_of: str | None = None) -> Case:
+        """A GET (no body) or a PUT of `body`, refused 403 for want of tenants:manage."""
+        route, method = (L_GET, "GET") if body is None else (L_PUT, "PUT")
+        return Case(route, method, path, (403,), "FORBIDDEN", body=body, secret_of=secret_of,
+                    answer_check=lacks_tenants_manage)  # fmt: skip
+
+    if caller == "missing_scope":
+        read_only, write_only = "missing_scope:read_only", "missing_scope:write_only"
+        return [
+            refused(victim, secret_of=read_only),
+            refused(victim, secret_of=write_only),
+            refused(victim, HARMLESS_LIMITS, secret_of=read_only),
+            refused(victim, HARMLESS_LIMITS, secret_of=write_only),
+        ]
+    if caller in ("other_tenant", "other_agent", "own_wildcard"):
+        # Another tenant's `*` key, another agent's key managing keys, the tenant's own `*` key: its own tenant,
+        # the other one, and a tenant no one has, all alike.
+        return [
+            *(refused(path) for path in (victim, other, scratch)),
+            *(refused(path, HARMLESS_LIMITS) for path in (victim, other, scratch)),
+        ]
+    assert caller == "operator", caller
+    low = {"requests_per_minute": 1, "burst": 1, "storage_bytes": 0, "checkpoints": 0}
+    unset = dict.fromkeys(LIMIT_SETTINGS)
+    return [
+        # The victim's, never set: null, the stage's defaults apply; set again to what they are (null).
+        Case(L_GET, "GET", victim, (200,), check=limits_are(w.victim, {})),
+        Case(L_PUT, "PUT", victim, (200,), body={}, check=limits_are(w.victim, {})),
+        Case(L_PUT, "PUT", victim, (200,), body=unset, check=limits_are(w.victim, {})),
+        Case(L_GET, "GET", other, (200,), check=limits_are(w.other, {})),
+        # A scratch tenant's: set low, read back; the body replaces every setting (one left out goes back to null).
+        Case(L_PUT, "PUT", scratch, (200,), body=low, check=limits_are(scratch_id, low)),
+        Case(L_GET, "GET", scratch, (200,), check=limits_are(scratch_id, low)),
+        Case(L_PUT, "PUT", scratch, (200,), body={"burst": 5}, check=limits_are(scratch_id, {"burst": 5})),
+        Case(L_GET, "GET", scratch, (200,), check=limits_are(scratch_id, {"burst": 5})),
+        # No tenant id but one of its form in the path; no other setting in the body (a tenant_id neither).
+        Case(L_GET, "GET", "/v1/tenants/Isolation-Limits/limits", (400,), "VALIDATION_ERROR",
+             answer_check=names_the_path_tenant),
+        Case(L_PUT, "PUT", f"/v1/tenants/{'t' * 65}/limits", (400,), "VALIDATION_ERROR", body=low,
+             answer_check=names_the_path_tenant),
+        Case(L_PUT, "PUT", scratch, (400,), "VALIDATION_ERROR", body={**low, "tenant_id": w.victim}),
+        Case(L_PUT, "PUT", scratch, (400,), "VALIDATION_ERROR", body={"burst": 0}),
+        Case(L_GET, "GET", scratch, (200,), check=limits_are(scratch_id, {"burst": 5})),
     ]  # fmt: skip
 
 
@@ -1581,6 +1701,11 @@ def run_case(api: Api, w: World, caller: str, case: Case) -> tuple[list[str], in
                     f"{label}: answers differently than without a key: {response.status_code} "
                     f"{comparable_headers(response)} vs {anonymous.status_code} {comparable_headers(anonymous)}"
                 )
+        if case.route not in HOLDING_NO_DATA and secret is not None and response.status_code != 401:
+            # Admitted: its answer says what is left of its caller's own tenant's requests, whatever it answers
+            rate_limit = response.headers.get("ratelimit", "")
+            if not RATE_LIMIT_HEADER.fullmatch(rate_limit):
+                problems.append(f"{label}: a {response.status_code} whose RateLimit is {rate_limit!r}")
         if case.code is not None:
             code = (body or {}).get("error", {}).get("code")
             if code != case.code:
@@ -1645,6 +1770,16 @@ def test_every_route_answers_each_caller_as_the_contract_says_and_leaks_nothing(
         proof_counts.record("isolation", routes=len(ROUTES), callers=len(CALLERS))
     assert {case.route for case in cases} == set(ROUTES)
     assert not problems, "\n\n".join(problems)
+
+
+def test_the_matrix_calls_every_route_the_document_declares() -> None:
+    # Every operation of docs/openapi.json is one of the matrix's routes (the document does not declare itself);
+    # /mcp's tools are each called by every foreign caller below.
+    document = json.loads((REPO / "docs" / "openapi.json").read_text(encoding="utf-8"))
+    methods = ("get", "put", "post", "delete", "patch")
+    declared = {f"{method.upper()} {path}" for path, item in document["paths"].items() for method in item
+                if method in methods}  # fmt: skip
+    assert declared - {"POST /mcp"} <= set(ROUTES), sorted(declared - {"POST /mcp"} - set(ROUTES))
 
 
 MCP_CALLERS = ("other_tenant", "other_agent", "operator")
@@ -1904,7 +2039,8 @@ def test_a_minted_key_never_outlives_its_issuer(baton: BatonServe, world: World,
 
 def test_refused_and_foreign_calls_changed_nothing(baton: BatonServe, world: World) -> None:
     # After the matrix: the victim's checkpoints are as they were saved (revisions, leases and purged subject
-    # included), and the victim's keys still work
+    # included), the victim's keys still work, and its limits and the other tenant's are still unset. (Nothing here
+    # compares whole tables: every request advances its tenant's rate-limit bucket, item `L#<tenant>`.)
     api = Api(baton)
     admin = world.secrets["own_wildcard"]
     try:
@@ -1927,6 +2063,8 @@ def test_refused_and_foreign_calls_changed_nothing(baton: BatonServe, world: Wor
         pruned_thread = world.threads["victim-prune"]
         pruned_latest = api.call(admin, "GET", f"/v1/threads/{pruned_thread.thread_id}/checkpoint", params=for_owner)
         grants_listed = api.call(admin, "GET", "/v1/oauth/grants", params={"limit": 200})
+        tenants = (world.victim, world.other)
+        limits = {tenant: api.call(baton.key, "GET", f"/v1/tenants/{tenant}/limits") for tenant in tenants}
         # the grants no one of theirs revoked still work: their refresh tokens are taken
         refreshed = {
             label: OAuthFlow(api.client, client_id=world.grants[label]["client_id"]).refresh(
@@ -1936,6 +2074,10 @@ def test_refused_and_foreign_calls_changed_nothing(baton: BatonServe, world: Wor
         }
     finally:
         api.client.close()
+    # no limit of the victim or the other tenant set by a PUT refused (or the operator's own, of what was there)
+    for tenant, answer in limits.items():
+        assert answer.status_code == 200, answer.text
+        assert limits_are(tenant, {})(answer.json()["data"]) is None, answer.text
     # no grant revoked by another tenant or another agent: the owner's and the intruder's still listed, still working
     assert grants_listed.status_code == 200, grants_listed.text
     live = {grant["grant_id"] for grant in grants_listed.json()["data"]}

@@ -14,6 +14,8 @@ So are some of OAuth's endpoints' (a registered client, a code or grant approved
 succeeded, a code exchanged and a grant refreshed, a decision approved and one denied, each kind of token revoked.
 And the grants' routes: a listing of the fuzz tenant's grants that shows the grant that stays, and a real grant
 revoked through `DELETE /v1/oauth/grants/{grant_id}` (its refresh token then refused, a second revocation 404).
+And a tenant's limits (the fuzz key holds tenants:manage): a scratch tenant's set by real PUTs and read back, the fuzz
+tenant's own read and never set; no PUT ever names a tenant a key belongs to, so no answer of the run is a 429.
 """
 
 from __future__ import annotations
@@ -72,6 +74,8 @@ REAL_SUCCESSES = (
     "POST /oauth/revoke 200",
     "GET /v1/oauth/grants 200",
     "DELETE /v1/oauth/grants/{grant_id} 200",
+    "GET /v1/tenants/{tenant_id}/limits 200",
+    "PUT /v1/tenants/{tenant_id}/limits 200",
 )
 """The answers each route must have given a case sent to a real resource at least once."""
 ANSWERED = (
@@ -111,6 +115,9 @@ OAUTH_ANSWERS = (
 """What the real OAuth cases must have answered, and their follow-ups (tests/e2e/schemathesis_hooks.py): a code
 exchanged and a grant refreshed, each access token working at /mcp, and each kind of token revoking its grant; the
 fuzz agent's grants listed with the one that stays, and a grant revoked through the API, then refused."""
+LIMITS_ANSWERS = ("set 200", "set: read back 200", "read back 200", "read the fuzz tenant's 200")
+"""What the real limits cases must have answered (tests/e2e/schemathesis_hooks.py): the scratch tenant's limits set
+and read back at once, read back by a later real GET, and the fuzz tenant's own read (null: never set)."""
 
 
 @pytest.fixture(scope="module")
@@ -282,6 +289,7 @@ def test_schemathesis_finds_nothing_the_document_does_not_say(baton: BatonServe,
     real_counts: dict[str, int] = counts.get("real", {})
     resume_answers: dict[str, int] = counts.get("resume", {})
     oauth_answers: dict[str, int] = counts.get("oauth", {})
+    limits_answers: dict[str, int] = counts.get("limits", {})
     record("schemathesis headers", **{count_name(name): count for name, count in header_counts.items()})
     record("schemathesis cases", **{count_name(name): count for name, count in per_operation_totals(operation_counts)})
     record(
@@ -289,6 +297,7 @@ def test_schemathesis_finds_nothing_the_document_does_not_say(baton: BatonServe,
     )
     record("schemathesis real resumes", **resume_answers)
     record("schemathesis real oauth", **{count_name(name): count for name, count in oauth_answers.items()})
+    record("schemathesis real limits", **{count_name(name): count for name, count in limits_answers.items()})
     print(f"\nschemathesis {budget}: {json.dumps(report['test_cases'])}")
     print(f"request headers sent, and their answers: {json.dumps(dict(sorted(header_counts.items())))}")
     print("cases per operation, by answer:")
@@ -303,6 +312,7 @@ def test_schemathesis_finds_nothing_the_document_does_not_say(baton: BatonServe,
     print(f"  methods the document does not declare: {sum(undeclared.values())} {dict(undeclared)}")
     print(f"  resumes of the real subject, by data.status: {resume_answers}")
     print(f"  real OAuth requests and their follow-ups, by answer: {dict(sorted(oauth_answers.items()))}")
+    print(f"  real limits requests and their follow-ups, by answer: {dict(sorted(limits_answers.items()))}")
     # Then it found no failure and no error (the output names each, with a curl command to reproduce it)
     assert report["complete"], output
     assert failures == 0, f"schemathesis ({budget}) found failures:\n{output}"
@@ -322,5 +332,10 @@ def test_schemathesis_finds_nothing_the_document_does_not_say(baton: BatonServe,
     # and OAuth's flow went all the way, each way
     missed_oauth = [answer for answer in OAUTH_ANSWERS if oauth_answers.get(answer, 0) == 0]
     assert not missed_oauth, f"no real OAuth request answered {missed_oauth}: {oauth_answers}"
+    # and a tenant's limits were set and read back, the fuzz tenant's never set, and no request was ever throttled
+    missed_limits = [answer for answer in LIMITS_ANSWERS if limits_answers.get(answer, 0) == 0]
+    assert not missed_limits, f"no real limits request answered {missed_limits}: {limits_answers}"
+    throttled = {answer: n for answer, n in operation_counts.items() if answer.endswith(" 429")}
+    assert not throttled, f"the fuzz tenant was throttled: {throttled}"
     assert not counts.get("problems"), counts["problems"]
     assert done.returncode == 0, output
