@@ -183,7 +183,9 @@ _TENANT_KEY = re.compile(r'"pk":\s*\{"S":\s*"L#')
 
 def named(operation: str, body: Any) -> str:
     """The name a request is recorded and counted under: its operation's, or `TAKE`."""
-    return TAKE if operation == "UpdateItem" and _TENANT_KEY.search(_text(body)) else operation
+    text = _text(body)
+    take = operation == "UpdateItem" and _TENANT_KEY.search(text) is not None and "ConditionExpression" in text
+    return TAKE if take else operation
 
 
 class Replay:

@@ -50,10 +50,23 @@ The plain clients also ask `GET /v1/whoami`, each with a key of its own (the ope
 which must name that key whatever the others send at the same time, and fetch the console's files (issue 12), which
 must answer 200 (or 304 to the ETag they had) with the strict Content-Security-Policy.
 
-`make test` runs it for about 15 seconds on 6 threads, 3 lease workers, 1 MCP client, 1 OAuth client and 2
-LangGraph clients; `make soak` sets BATON_SOAK_SECONDS for a longer run (BATON_SOAK_THREADS,
-BATON_SOAK_LEASE_WORKERS, BATON_SOAK_MCP_WORKERS, BATON_SOAK_OAUTH_WORKERS, BATON_SOAK_THREAD_WORKERS and
-BATON_SOAK_SEED tune it further).
+Tenants' rate limits meet the run too. A rate-limited client (`RateLimitedClient`) is an agent of a tenant of its
+own (`soak-limited`, its key made with the development key, which holds tenants:manage), limited to 120 requests a
+minute, 10 at once, working through the SDK (`baton_checkpoints.client`) as fast as it is served: it saves its own
+checkpoint, reads it back and asks whoami. It meets 429s within seconds; the SDK waits out each one (its
+Retry-After) and tries again, so every call must end served, and a save refused with a 429 wrote nothing (its
+revisions go 1, 2, 3... with no gap and no repeat). Every answer it gets is watched on the wire (`WatchedTransport`):
+no 5xx, each 429 with `Retry-After`, `RateLimit-Policy` and `RateLimit` as the contract has them, and each success
+with a `RateLimit` within the tenant's burst. Meanwhile the operator (`LimitsOperator`, with the development key)
+now and then sets and reads the limits of another tenant of the soak's own (`soak-limits`, which makes no request):
+each read answers what it last set, all of it, with the stage's defaults in effect where a setting is null; an
+invalid setting is refused and changes nothing. The tenant the other clients share keeps the stage's defaults.
+
+`make test` runs it for about 15 seconds on 6 threads, 3 lease workers, 1 MCP client, 1 OAuth client, 2
+LangGraph clients, 1 rate-limited client and the limits operator; `make soak` sets BATON_SOAK_SECONDS for a longer
+run (BATON_SOAK_THREADS, BATON_SOAK_LEASE_WORKERS, BATON_SOAK_MCP_WORKERS, BATON_SOAK_OAUTH_WORKERS,
+BATON_SOAK_THREAD_WORKERS, BATON_SOAK_LIMITED_WORKERS, BATON_SOAK_LIMITS_WORKERS and BATON_SOAK_SEED tune it
+further).
 """
 
 from __future__ import annotations
@@ -64,12 +77,14 @@ import itertools
 import json
 import os
 import random
+import re
 import threading
 import time
 import traceback
 import uuid
 from collections import Counter, defaultdict
 from collections.abc import Callable, Iterator
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from typing import Any
 from urllib.parse import quote
@@ -78,6 +93,7 @@ import httpx
 import pytest
 import rfc8785
 
+from baton_checkpoints.client import Baton, BatonError, RetryPolicy
 from tests import proof_counts
 from tests.e2e.log_audit import stop_audited
 from tests.e2e.oauth_flow import OAuthFlow
@@ -1916,6 +1932,276 @@ class ThreadClient(Client):
         return problems
 
 
+# --- tenants' rate limits ------------------------------------------------------------------------------------------
+
+LIMITED_TENANT = "soak-limited"
+"""The rate-limited client's tenant: its own, limited low, so that a short run meets its limit."""
+LIMITED_RPM = 120
+LIMITED_BURST = 10
+LIMITED_WORKERS = 1
+LIMITED_CONCURRENT = 6
+"""Calls the rate-limited client now and then makes at once."""
+LIMITED_ATTEMPTS = 8
+"""The SDK's attempts per call: a 429 asks for a second at most here (a token every half second), so a call meets a
+few at most, however many containers hold a share."""
+LIMITED_POLICY = f'"tenant";q={LIMITED_RPM};w=60'
+"""The `RateLimit-Policy` of the limited tenant's refusals."""
+RATE_LIMIT_FIELD = re.compile(r'^"tenant";r=(\d+);t=(\d+)$')
+"""The `RateLimit` field: the requests left and the seconds until the bucket is full."""
+MAX_RETRY_AFTER = 2
+"""Seconds a 429 of the limited tenant may ask for: one token's wait (half a second), rounded up, and the second a
+container's remembered refusal may add for clocks' skew."""
+LIMITS_TENANT = "soak-limits"
+"""The tenant whose limits the operator sets and reads during the run: no client makes requests as it."""
+LIMITS_WORKERS = 1
+LIMITS_PAUSE = (0.3, 1.2)
+"""Seconds the operator waits between two of its requests: it sets and reads a few times a run, no more."""
+SETTING_NAMES = ("requests_per_minute", "burst", "storage_bytes", "checkpoints")
+SETTING_RANGES = {
+    "requests_per_minute": (1, 6_000),
+    "burst": (1, 500),
+    "storage_bytes": (0, 10**12),
+    "checkpoints": (0, 10**6),
+}
+
+
+class WatchedTransport(httpx.BaseTransport):
+    """The SDK's transport, watched: every answer the rate-limited client gets, the SDK's own retries among them (it
+    makes them without a word), is counted with the run's statuses; a 5xx is a failure of the run; a 429 must say
+    how long to wait and why (`Retry-After`, `RateLimit-Policy`, `RateLimit` with nothing left), and a success what
+    is left (a `RateLimit` within the tenant's burst)."""
+
+    def __init__(self, ledger: Ledger, name: str) -> None:
+        self.inner = httpx.HTTPTransport()
+        self.ledger = ledger
+        self.name = name
+
+    def handle_request(self, request: httpx.Request) -> httpx.Response:
+        response = self.inner.handle_request(request)
+        status = response.status_code
+        where = f"{self.name}: {request.method} {request.url.path} -> {status}"
+        with self.ledger.lock:
+            self.ledger.statuses[status] += 1
+            self.ledger.outcomes["rate_limited_answers"] += 1
+            if status >= 500:
+                self.ledger.server_errors.append(where)
+        shown = {name: response.headers.get(name) for name in ("Retry-After", "RateLimit-Policy", "RateLimit")}
+        left = RATE_LIMIT_FIELD.match(shown["RateLimit"] or "")
+        if status == 429:
+            self.ledger.count("rate_limited_429s")
+            wait = shown["Retry-After"] or ""
+            if not (
+                wait.isdigit()
+                and 1 <= int(wait) <= MAX_RETRY_AFTER
+                and shown["RateLimit-Policy"] == LIMITED_POLICY
+                and left is not None
+                and left[1] == "0"
+            ):
+                self.ledger.problem(f"{where} came with {shown}")
+        elif status < 300 and (left is None or int(left[1]) > LIMITED_BURST):
+            self.ledger.problem(
+                f"{where} came with RateLimit {shown['RateLimit']!r}, not within a burst of {LIMITED_BURST}"
+            )
+        return response
+
+    def close(self) -> None:
+        self.inner.close()
+
+
+class RateLimitedClient:
+    """An agent of the limited tenant, working through the SDK as fast as it is served (the module's docstring): it
+    saves its own checkpoint (the SDK gives each save an Idempotency-Key, kept by its retries), looks it up and asks
+    whoami. Every call must end served, whatever number of 429s the SDK waited out on the way; it is its checkpoint's
+    only writer, so each save's revision is one past the last and a lookup shows the last save exactly."""
+
+    def __init__(self, baton: BatonServe, ledger: Ledger, secret: str, run: str, number: int, seed: int) -> None:
+        self.number = 300 + number
+        self.name = f"rate-limited client {self.number}"
+        self.ledger = ledger
+        self.sdk = Baton(
+            baton.url,
+            secret,
+            retry=RetryPolicy(max_attempts=LIMITED_ATTEMPTS, max_retry_after=MAX_RETRY_AFTER),
+            transport=WatchedTransport(ledger, self.name),
+        )
+        self.subject = f"soak-{run}-limited-{number}"
+        self.rng = random.Random(seed * 1_000 + self.number)
+        self.saved: tuple[str, int, str] | None = None
+        """(checkpoint id, revision, state hash) of its last save."""
+
+    def run(self, pace: Pace) -> None:
+        """A save first, then saves, lookups and whoami at random until the pace says the run is over."""
+        operations = [(self.save, 3), (self.lookup, 2), (self.whoami, 1), (self.burst, 1)]
+        functions = [f for f, _ in operations]
+        weights = [w for _, w in operations]
+        try:
+            for number in itertools.count():
+                if pace.over(number):
+                    return
+                function = functions[number] if number < len(functions) else self.rng.choices(functions, weights)[0]
+                try:
+                    function()
+                except BatonError as exc:
+                    self.ledger.problem(f"{self.name}: a {function.__name__} was not served: {exc!r}")
+                    continue
+                self.ledger.count("rate_limited_calls_served")
+        except Exception:
+            self.ledger.problem(f"{self.name} crashed:\n{traceback.format_exc()}")
+
+    def save(self) -> None:
+        revision = self.saved[1] + 1 if self.saved is not None else 1
+        state = {"client": self.number, "n": revision, "text": self.rng.choice(TEXTS)}
+        saved = self.sdk.save(self.subject, "task_state", state)
+        if saved.revision != revision or saved.state_hash != hashlib.sha256(canonical(state)).hexdigest():
+            self.ledger.problem(f"{self.name}: save {revision} was answered as revision {saved.revision}: {saved}")
+        self.saved = (saved.checkpoint_id, saved.revision, saved.state_hash)
+
+    def lookup(self) -> None:
+        if self.saved is None:
+            self.save()
+            return
+        record = self.sdk.lookup(self.subject, "task_state")
+        shown = (record.checkpoint_id, record.revision, record.state_hash)
+        if shown != self.saved:
+            self.ledger.problem(f"{self.name}: its lookup shows {shown}, its last save was {self.saved}")
+
+    def whoami(self) -> None:
+        identity = self.sdk.whoami()
+        if identity.tenant_id != LIMITED_TENANT:
+            self.ledger.problem(f"{self.name}: whoami names tenant {identity.tenant_id}")
+
+    def burst(self) -> None:
+        """`LIMITED_CONCURRENT` whoami calls at once (the SDK is shared between threads): more than the tenant's
+        rate however slow the server, each waiting out its own 429s, and each must end served."""
+        with ThreadPoolExecutor(max_workers=LIMITED_CONCURRENT) as pool:
+            called = [pool.submit(self.sdk.whoami) for _ in range(LIMITED_CONCURRENT)]
+        for call in called:
+            if call.result().tenant_id != LIMITED_TENANT:  # a call not served raises its BatonError here
+                self.ledger.problem(f"{self.name}: whoami names tenant {call.result().tenant_id}")
+        with self.ledger.lock:  # the run's loop counts one call served: this was as many as were sent
+            self.ledger.outcomes["rate_limited_calls_served"] += LIMITED_CONCURRENT - 1
+
+    def final_check(self) -> list[str]:
+        """After the run: its checkpoint reads back as its last save (waiting out 429s as any call does)."""
+        try:
+            if self.saved is None:
+                return [f"{self.name} saved nothing"]
+            record = self.sdk.lookup(self.subject, "task_state")
+            shown = (record.checkpoint_id, record.revision, record.state_hash)
+            return [] if shown == self.saved else [f"{self.name}: reads back {shown}, its last save was {self.saved}"]
+        except BatonError as exc:
+            return [f"{self.name}: the final lookup was not served: {exc!r}"]
+        finally:
+            self.sdk.close()
+
+
+class LimitsOperator:
+    """The operator setting and reading `LIMITS_TENANT`'s limits now and then during the run, with the development
+    key (tenants:manage). It is that tenant's only writer and a read is consistent, so each read answers all it last
+    set (`current`), each setting or null, and `effective` is each setting over the stage's defaults (those its
+    first read shows: nothing was set yet). Now and then it sends an invalid setting, refused (400) with nothing
+    changed."""
+
+    def __init__(self, baton: BatonServe, ledger: Ledger, number: int, seed: int) -> None:
+        self.number = 400 + number
+        self.name = f"limits operator {self.number}"
+        self.http = httpx.Client(base_url=baton.url, headers={"Authorization": f"Bearer {baton.key}"}, timeout=30)
+        self.ledger = ledger
+        self.rng = random.Random(seed * 1_000 + self.number)
+        self.path = f"/v1/tenants/{LIMITS_TENANT}/limits"
+        self.current: dict[str, int | None] = dict.fromkeys(SETTING_NAMES)
+        self.defaults: dict[str, int] | None = None
+
+    def send(self, method: str, **kwargs: Any) -> httpx.Response | None:
+        try:
+            response = self.http.request(method, self.path, **kwargs)
+        except httpx.HTTPError as exc:
+            self.ledger.problem(f"{self.name}: {method} {self.path} failed in transport: {exc!r}")
+            return None
+        with self.ledger.lock:
+            self.ledger.statuses[response.status_code] += 1
+            if response.status_code >= 500:
+                self.ledger.server_errors.append(
+                    f"{method} {self.path} -> {response.status_code} {response.text[:500]}"
+                )
+        return None if response.status_code >= 500 else response
+
+    def run(self, pace: Pace) -> None:
+        """A read first (the defaults), then sets and reads at random, a pause between two."""
+        try:
+            for number in itertools.count():
+                if pace.over(number):
+                    return
+                if number == 0 or self.rng.random() < 0.4:
+                    self.read()
+                elif self.rng.random() < 0.2:
+                    self.set_invalid()
+                else:
+                    self.set()
+                time.sleep(self.rng.uniform(*LIMITS_PAUSE))
+        except Exception:
+            self.ledger.problem(f"{self.name} crashed:\n{traceback.format_exc()}")
+        finally:
+            self.http.close()
+
+    def check(self, response: httpx.Response, what: str) -> None:
+        """An answer of the limits routes: the tenant, `current` whole, and what applies."""
+        data = response.json().get("data") or {}
+        settings = {name: data.get(name) for name in SETTING_NAMES}
+        if self.defaults is None and data.get("tenant_id") == LIMITS_TENANT and settings == self.current:
+            self.defaults = dict(data["effective"])
+        assert self.defaults is not None
+        effective = {n: self.defaults[n] if settings[n] is None else settings[n] for n in SETTING_NAMES}
+        expected = {"tenant_id": LIMITS_TENANT, **self.current, "effective": effective}
+        if response.status_code != 200 or data != expected or settings != self.current:
+            self.ledger.problem(
+                f"{self.name}: {what} answered {response.status_code} {response.text[:300]}, not {expected}"
+            )
+
+    def read(self) -> None:
+        response = self.send("GET")
+        if response is None:
+            return
+        if response.status_code != 200:
+            self.ledger.problem(f"{self.name}: a read answered {response.status_code}: {response.text[:300]}")
+            return
+        self.check(response, "a read")
+        self.ledger.count("limits_read")
+
+    def set(self) -> None:
+        wanted = {
+            name: None if self.rng.random() < 0.3 else self.rng.randint(*SETTING_RANGES[name]) for name in SETTING_NAMES
+        }
+        response = self.send("PUT", json=wanted)
+        if response is None:
+            return
+        self.current = wanted
+        self.check(response, f"a set of {wanted}")
+        self.ledger.count("limits_set")
+
+    def set_invalid(self) -> None:
+        response = self.send("PUT", json={**self.current, "burst": 0})
+        if response is None:
+            return
+        if response.status_code != 400 or response.json().get("error", {}).get("code") != "VALIDATION_ERROR":
+            self.ledger.problem(f"{self.name}: a burst of 0 answered {response.status_code}: {response.text[:300]}")
+        self.ledger.count("limits_refused")
+
+
+def limited_tenant_key(http: httpx.Client, run: str) -> str:
+    """A key of `LIMITED_TENANT` (made with the development key, whose tenants:manage lets it make keys of another
+    tenant), once the tenant's limits are set low."""
+    limits = {"requests_per_minute": LIMITED_RPM, "burst": LIMITED_BURST}
+    set_limits = http.put(f"/v1/tenants/{LIMITED_TENANT}/limits", json=limits)
+    assert set_limits.status_code == 200, set_limits.text
+    assert {k: set_limits.json()["data"]["effective"][k] for k in limits} == limits, set_limits.text
+    body = {"tenant_id": LIMITED_TENANT, "agent_id": "soak-limited", "scopes": ["*"], "description": f"soak {run}"}
+    created = http.post("/v1/keys", json=body)
+    assert created.status_code == 201, created.text
+    assert created.json()["data"]["tenant_id"] == LIMITED_TENANT, created.text
+    return plant_secret(str(created.json()["data"]["secret"]))
+
+
 def soak_settings() -> tuple[float, int, int]:
     """(seconds, threads, seed): short in `make test`, as long as BATON_SOAK_SECONDS says in `make soak`."""
     long_seconds = os.environ.get("BATON_SOAK_SECONDS")
@@ -2088,6 +2374,8 @@ def shortfalls(
     lease_workers: int,
     thread_workers: int,
     oauth_workers: int = 0,
+    limited_workers: int = 0,
+    limits_workers: int = 0,
 ) -> list[str]:
     """What the clients have not yet shown: a run proves something only if they really collided, replayed, raced
     for leases and worked through MCP, OAuth and threads. Empty once the run has shown all of it."""
@@ -2121,6 +2409,12 @@ def shortfalls(
             wanted["a thread put"] = outcomes["thread_puts"] > 0
             wanted["a thread put_writes"] = outcomes["thread_writes"] > 0
             wanted["a thread tuple read back"] = outcomes["thread_reads_checked"] > 0
+        if limited_workers:
+            wanted["a 429 waited out"] = outcomes["rate_limited_429s"] > 0
+            wanted["calls of the limited tenant served"] = outcomes["rate_limited_calls_served"] > LIMITED_BURST
+        if limits_workers:
+            wanted["a tenant's limits set"] = outcomes["limits_set"] > 0
+            wanted["a tenant's limits read back"] = outcomes["limits_read"] > 1
     return [name for name, shown in wanted.items() if not shown]
 
 
@@ -2147,6 +2441,8 @@ def soak(baton: BatonServe, http: httpx.Client) -> None:
     mcp_workers = int(os.environ.get("BATON_SOAK_MCP_WORKERS") or MCP_WORKERS)
     thread_workers = int(os.environ.get("BATON_SOAK_THREAD_WORKERS") or THREAD_WORKERS)
     oauth_workers = int(os.environ.get("BATON_SOAK_OAUTH_WORKERS") or OAUTH_WORKERS)
+    limited_workers = int(os.environ.get("BATON_SOAK_LIMITED_WORKERS") or LIMITED_WORKERS)
+    limits_workers = int(os.environ.get("BATON_SOAK_LIMITS_WORKERS") or LIMITS_WORKERS)
     run = uuid.uuid4().hex[:12]
     # A few subjects, one with characters that need escaping in keys and paths, so that clients collide.
     subjects = [f"soak-{run}-a", f"soak-{run}-b/c#d", f"soak-{run}-é 日本"]
@@ -2159,7 +2455,9 @@ def soak(baton: BatonServe, http: httpx.Client) -> None:
         deadline=deadline,
         ceiling=deadline + OVERTIME_SECONDS,
         max_operations=int(seconds * OPERATIONS_PER_SECOND_PER_THREAD),
-        shortfalls=lambda: shortfalls(ledger, leases, mcp_workers, lease_workers, thread_workers, oauth_workers),
+        shortfalls=lambda: shortfalls(
+            ledger, leases, mcp_workers, lease_workers, thread_workers, oauth_workers, limited_workers, limits_workers
+        ),
     )
     keys = own_keys(http, threads, run)
     clients = [Client(baton, ledger, slots, number, seed, keys[number]) for number in range(threads)]
@@ -2172,7 +2470,15 @@ def soak(baton: BatonServe, http: httpx.Client) -> None:
     ]
     thread_clients = [ThreadClient(baton, ledger, run, number, seed) for number in range(thread_workers)]
     clients += thread_clients
-    workers = [threading.Thread(target=client.run, args=(pace,), name=f"soak-{client.number}") for client in clients]
+    limited = limited_tenant_key(http, run) if limited_workers else ""
+    limited_clients = [
+        RateLimitedClient(baton, ledger, limited, run, number, seed) for number in range(limited_workers)
+    ]
+    participants: list[Client | RateLimitedClient | LimitsOperator] = [*clients, *limited_clients]
+    participants += [LimitsOperator(baton, ledger, number, seed) for number in range(limits_workers)]
+    workers = [
+        threading.Thread(target=client.run, args=(pace,), name=f"soak-{client.number}") for client in participants
+    ]
     started = time.monotonic()
     for worker in workers:
         worker.start()
@@ -2189,6 +2495,8 @@ def soak(baton: BatonServe, http: httpx.Client) -> None:
     problems = [*ledger.problems, *lease_problems, *final_checks(http, ledger, [*slots, *(s for s, _ in shared)])]
     for thread_client in thread_clients:
         problems += thread_client.final_check(http)
+    for limited_client in limited_clients:
+        problems += limited_client.final_check()
     requests = sum(ledger.statuses.values())
     checkpoints = len({a.checkpoint_id for a in ledger.acks})
     mcp_acks = sum(1 for a in ledger.acks if a.how.startswith("mcp "))
@@ -2236,6 +2544,12 @@ def soak(baton: BatonServe, http: httpx.Client) -> None:
         console_files=ledger.outcomes["console_files"],
         console_not_modified=ledger.outcomes["console_not_modified"],
         console_redirects=ledger.outcomes["console_redirects"],
+        rate_limited_calls_served=ledger.outcomes["rate_limited_calls_served"],
+        rate_limited_answers=ledger.outcomes["rate_limited_answers"],
+        rate_limited_429s=ledger.outcomes["rate_limited_429s"],
+        limits_set=ledger.outcomes["limits_set"],
+        limits_read=ledger.outcomes["limits_read"],
+        limits_refused=ledger.outcomes["limits_refused"],
     )
     print(
         f"\nsoak: seed {seed}, {threads} clients for {elapsed:.1f} s: {requests} requests "
@@ -2265,11 +2579,20 @@ def soak(baton: BatonServe, http: httpx.Client) -> None:
         f"{sum(1 for w in leases.writes if w.stale)} writes with a stale token ({ledger.outcomes['stale_refused']} "
         f"refused, {ledger.outcomes['stale_accepted']} accepted), {len(fencing_gaps)} fencing gaps"
     )
+    print(
+        f"soak rate limits: {limited_workers} clients of a tenant limited to {LIMITED_RPM} a minute "
+        f"({LIMITED_BURST} at once), {ledger.outcomes['rate_limited_calls_served']} calls served in "
+        f"{ledger.outcomes['rate_limited_answers']} answers, {ledger.outcomes['rate_limited_429s']} of them 429s "
+        f"waited out; {limits_workers} operators set a tenant's limits {ledger.outcomes['limits_set']} times, "
+        f"read them {ledger.outcomes['limits_read']} times, {ledger.outcomes['limits_refused']} invalid ones refused"
+    )
     assert not stuck, f"clients still running after the deadline: {stuck}"
     assert not ledger.server_errors, f"5xx answers (seed {seed}):\n" + "\n".join(ledger.server_errors[:20])
     assert not problems, f"{len(problems)} problems (seed {seed}):\n" + "\n".join(problems[:40])
     # The run proves something only if the clients really collided (they went on past the deadline until they had).
-    missing = shortfalls(ledger, leases, mcp_workers, lease_workers, thread_workers, oauth_workers)
+    missing = shortfalls(
+        ledger, leases, mcp_workers, lease_workers, thread_workers, oauth_workers, limited_workers, limits_workers
+    )
     assert not missing, f"after {elapsed:.0f} s the run had not shown {missing}: {ledger.statuses}, {ledger.outcomes}"
     # The probes after the run: a takeover on purpose, and a replay each way between the tool and the route.
     if lease_workers:

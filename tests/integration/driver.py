@@ -136,19 +136,21 @@ class CallCounter:
 
 
 def _addresses_a_tenant(params: dict[str, Any]) -> bool:
-    """True when API parameters (before serialization) address a tenant's item."""
+    """True when API parameters (before serialization) are a rate-limit take: a conditional write of a tenant's item
+    (the limits route's own write has no condition)."""
     key = params.get("Key") or {}
     pk = key.get("pk") or {}
-    return str(pk.get("S", "")).startswith("L#")
+    return str(pk.get("S", "")).startswith("L#") and "ConditionExpression" in params
 
 
 def _is_take(params: Any) -> bool:
-    """True when a request's parameters (botocore's, the body serialized) address a tenant's item."""
+    """True when a request's parameters (botocore's, the body serialized) are a rate-limit take: a conditional write
+    of a tenant's item (the limits route's own write has no condition)."""
     body = params.get("body") if isinstance(params, dict) else None
     if not body:
         return False
-    text = body.decode() if isinstance(body, bytes) else str(body)
-    return '"pk":{"S":"L#' in text.replace(" ", "")
+    text = (body.decode() if isinstance(body, bytes) else str(body)).replace(" ", "")
+    return '"pk":{"S":"L#' in text and '"ConditionExpression"' in text
 
 
 CAPACITY_OPERATIONS = frozenset(

@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 from collections import Counter
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
@@ -30,7 +31,11 @@ from botocore.exceptions import BotoCoreError, ConnectionClosedError, EndpointCo
 # hanging the run.
 PERSISTENT_CAP = 30
 
-SINGLE_WRITES = frozenset({"UpdateItem", "PutItem", "DeleteItem"})
+TAKE = "TakeShare"
+"""The name the injector gives a container's take of its tenant's rate-limit share: a conditional UpdateItem of the
+tenant's item (`L#<tenant>`). The operator's write of a tenant's limits (`PUT /v1/tenants/{tenant_id}/limits`, an
+UpdateItem of that item with no condition) keeps the name UpdateItem: it is the route's own write."""
+SINGLE_WRITES = frozenset({"UpdateItem", "PutItem", "DeleteItem", TAKE})
 TRANSACTION = "TransactWriteItems"
 BATCH_WRITE = "BatchWriteItem"
 WRITES = SINGLE_WRITES | {TRANSACTION, BATCH_WRITE}
@@ -172,6 +177,18 @@ class Fault:
         return self.duration is Duration.EVERY and self.remaining == 0
 
 
+_TENANT_KEY = re.compile(rb'"pk":\s*\{"S":\s*"L#')
+_CONDITION = re.compile(rb'"ConditionExpression":')
+
+
+def is_take(operation: str, body: bytes | str | None) -> bool:
+    """True for a request that is a rate-limit take (`TAKE`): a conditional UpdateItem of a tenant's item."""
+    if operation != "UpdateItem":
+        return False
+    raw = body.encode() if isinstance(body, str) else body or b""
+    return bool(_TENANT_KEY.search(raw)) and bool(_CONDITION.search(raw))
+
+
 @dataclass
 class FaultInjector:
     """Stands in for moto on one client's `before-send` event, and passes every request on to moto."""
@@ -188,6 +205,8 @@ class FaultInjector:
 
     def __call__(self, request: AWSPreparedRequest, event_name: str, **kwargs: Any) -> AWSResponse | None:
         operation = event_name.rsplit(".", 1)[-1]
+        if is_take(operation, cast("bytes | str | None", request.body)):
+            operation = TAKE  # a rate-limit take: a step of its own, so that a route's own UpdateItems count alike
         self.attempts[operation] += 1
         fault = next((f for f in self.faults if f.operation == operation and f.remaining > 0), None)
         if fault is not None and fault.skip > 0:

@@ -59,7 +59,7 @@ from baton_checkpoints.store import layout, schema
 from baton_checkpoints.store.blobs import BLOB_ANSWER
 from tests import proof_counts
 from tests.builders import save, save_body, stored_checkpoint
-from tests.integration.conftest import OPERATOR_SECRET, TABLE, put_key, services_on, serving
+from tests.integration.conftest import OPERATOR_SECRET, TABLE, data_items, put_key, services_on, serving
 from tests.integration.driver import ApiDriver, Result
 from tests.integration.faults import (
     CANCELLED_THROTTLING,
@@ -69,6 +69,7 @@ from tests.integration.faults import (
     KIND_BY_KIND,
     ONE_ATTEMPT_REPRESENTATIVES,
     READ_TIMEOUT,
+    TAKE,
     THROTTLING,
     UNPROCESSED_KEYS,
     WRITES,
@@ -219,7 +220,8 @@ def raw_table(aws: Any) -> dict[tuple[str, str], dict[str, Any]]:
 
     table = dynamodb_backends[DEFAULT_ACCOUNT_ID][aws.meta.region_name].get_table(TABLE)
     stored = [item.to_json()["Attributes"] for item in table.all_items()]
-    return {(raw["pk"]["S"], raw["sk"]["S"]): raw for raw in stored}
+    # A tenant's own item (its rate limit's bucket) counts requests, refused or not: it is no data a request wrote.
+    return {(raw["pk"]["S"], raw["sk"]["S"]): raw for raw in stored if not raw["pk"]["S"].startswith("L#")}
 
 
 def scanned_table(aws: Any) -> dict[tuple[str, str], dict[str, Any]]:
@@ -229,7 +231,7 @@ def scanned_table(aws: Any) -> dict[tuple[str, str], dict[str, Any]]:
     request: dict[str, Any] = {"TableName": TABLE, "ConsistentRead": True}
     while True:
         response = aws.scan(**request)
-        found.update({(raw["pk"]["S"], raw["sk"]["S"]): raw for raw in response["Items"]})
+        found.update({(raw["pk"]["S"], raw["sk"]["S"]): raw for raw in data_items(response["Items"])})
         if "LastEvaluatedKey" not in response:
             return found
         request["ExclusiveStartKey"] = response["LastEvaluatedKey"]
@@ -435,6 +437,19 @@ def prepare_key_to_revoke(ctx: Context) -> None:
     created = ctx.api.invoke("create_key")
     assert created.status == 201, created.raw_body
     ctx.key_id = created.data["key_id"]
+
+
+def prepare_without_share(ctx: Context) -> None:
+    """Nothing saved yet, and the container holds no share of its tenant's requests (a container that has not
+    served the tenant): the request's first write is its take of a share (`faults.TAKE`), right after
+    authentication, before the route's own."""
+    ctx.account.services.limiter.forget(TENANT)
+
+
+def prepare_checkpoint_without_share(ctx: Context) -> None:
+    """A checkpoint at revision 1, and the container holding no share of its tenant's requests."""
+    prepare_checkpoint(ctx)
+    ctx.account.services.limiter.forget(TENANT)
 
 
 def send_plain_save(ctx: Context) -> Result:
@@ -1079,10 +1094,35 @@ class Scenario:
 
 
 LOST_ANSWERS_ONLY = frozenset({Phase.AFTER})
+TAKE_SHARE = Step(TAKE)
+"""The container's take of a share of its tenant's requests (`api/ratelimit.py`): a conditional UpdateItem of the
+tenant's item, made by the gate after authentication whenever the container holds no share."""
 
 
 SCENARIOS = (
     Scenario("auth_cold", ("GetItem",), prepare_new_caller, send_plain_save, 201, saved_once(1, True, False)),
+    # The rate limit's take, struck at a container holding no share: before landing (nothing taken) and after (the
+    # tokens taken, the answer lost: botocore's retry meets the moved bucket and the take decides again from it).
+    # Its failure is a 503 that wrote nothing of the request, never a 429 (the tenant's burst is huge here, so none
+    # is earned), and the client's retry is served and applies once.
+    Scenario(
+        "take_share_save",
+        (TAKE_SHARE,),
+        prepare_without_share,
+        send_plain_save,
+        201,
+        saved_once(1, True, False),
+        retried=True,
+    ),
+    Scenario(
+        "take_share_idempotent_update",
+        (TAKE_SHARE,),
+        prepare_checkpoint_without_share,
+        send_idempotent_save,
+        200,
+        saved_once(2, False, True),
+        idempotent=True,
+    ),
     # GET /v1/whoami (issue 12): any valid key, no scope; its one read is the key's, and its client retries a 503
     Scenario("whoami", ("GetItem",), prepare_whoami_caller, send_whoami, 200, named_the_caller, retried=True),
     Scenario("save_create", ("UpdateItem",), prepare_nothing, send_plain_save, 201, saved_once(1, True, False)),
@@ -1454,13 +1494,16 @@ def test_a_fault_at_any_step_answers_success_or_503_and_never_half_writes(
             succeeded=int(answer.status in SUCCESS),
             landed_then_503=int(landed_then_503),
             mcp_cases=int(scenario.mcp),
+            take_cases=int(operation == TAKE),
         )
         assert isinstance(answer, ToolResult) is scenario.mcp, f"{scenario.name} sent {type(answer).__name__}"
         # Then the fault did strike this step, and a persistent one lasted as long as the request kept trying
         assert fault.struck >= 1, f"{operation} is not a step of {scenario.name}: the fault never struck"
         assert not fault.exhausted, f"the request tried {operation} {fault.struck} times and never gave up"
-        # And the answer is the route's success, or a 503 where the fault leaves no other choice
+        # And the answer is the route's success, or a 503 where the fault leaves no other choice: never a 429 either,
+        # as this tenant's burst is more than any case spends (a fault is not the tenant's to pay for)
         must = expectation(kind, phase, duration)
+        assert answer.status != 429, f"a 429 the tenant did not earn, for a fault at {operation}: {answer.raw_body}"
         assert answer.status in SUCCESS | {503}, f"{answer.status} (expected {must}): {answer.raw_body}"
         if answer.status == 503:
             assert must != "success", f"a fault botocore retries, on one attempt only, answered 503: {answer.raw_body}"
@@ -2863,3 +2906,237 @@ def test_a_fault_in_an_oauth_request_answers_success_or_503_and_leaves_no_grant_
         assert_grants_whole(snapshot(env.aws))
         # Last: the answer was the route's success or a 503 (a lost answer's refusal is the pinned gap)
         assert not refused, f"answered 400 once its write landed and botocore retried it: {answer.raw_body}"
+
+
+# -- Tenants' limits -----------------------------------------------------------------------------------------------
+#
+# `PUT /v1/tenants/{tenant_id}/limits` replaces a tenant's settings in one UpdateItem of the tenant's item
+# (`L#<tenant>`: SET the settings given, REMOVE those left null, ADD the version `lv`), after the gate's take of the
+# caller's share (struck apart above as `TAKE`); `GET` reads them with one GetItem. The item is left out of the
+# table's snapshots (a tenant's bucket moves with every request), so these cases read it themselves. What must hold,
+# whatever DynamoDB does: the answer is the route's success or a 503 with Retry-After; no data item is written; and
+# the tenant's limits read afterwards are all the old settings or all the new ones, never a mix, with a version that
+# moved exactly when the new ones are there. A 503 before the write landed left the old ones; the client's retry
+# sets the new ones.
+
+LIMITS_TENANT = "faults-limits"
+"""A tenant of no other case: its limits bound no request here."""
+SETTING_NAMES = ("requests_per_minute", "burst", "storage_bytes", "checkpoints")
+OLD_LIMITS = {"requests_per_minute": 600, "burst": 100, "storage_bytes": 5_000_000, "checkpoints": None}
+NEW_LIMITS = {"requests_per_minute": 1200, "burst": None, "storage_bytes": None, "checkpoints": 70}
+"""Two settings set anew and two removed (back to the stage's default), so that half a write would show."""
+NO_LIMITS = dict.fromkeys(SETTING_NAMES)
+OWN_LIMITS = {"requests_per_minute": 6_000_000, "burst": None, "storage_bytes": 4096, "checkpoints": 9}
+"""The caller's own tenant's limits, as roomy as the suite's (a case after this one meets no 429)."""
+
+
+@dataclass
+class LimitsContext(Context):
+    """A limits case's context: the tenant addressed, and its settings before and after the request applied."""
+
+    tenant: str = LIMITS_TENANT
+    old: dict[str, int | None] = field(default_factory=lambda: dict(NO_LIMITS))
+    new: dict[str, int | None] = field(default_factory=lambda: dict(NO_LIMITS))
+
+
+def limits_path(ctx: LimitsContext) -> str:
+    return f"/v1/tenants/{ctx.tenant}/limits"
+
+
+def send_put_limits(ctx: LimitsContext) -> Result:
+    return ctx.api.invoke("put_limits", path=limits_path(ctx), body=ctx.new)
+
+
+def send_get_limits(ctx: LimitsContext) -> Result:
+    return ctx.api.invoke("get_limits", path=limits_path(ctx))
+
+
+def settings_of(ctx: LimitsContext, answer: Result) -> dict[str, int | None]:
+    """The settings a limits answer states, once its `effective` limits are checked against them: each setting
+    where it is set, the stage's default where it is null."""
+    from baton_checkpoints.api.services import default_limits
+    from baton_checkpoints.domain.tenancy import Settings
+
+    assert answer.data["tenant_id"] == ctx.tenant, answer.raw_body
+    settings = {name: answer.data[name] for name in SETTING_NAMES}
+    effective = Settings(**settings).over(default_limits(ctx.account.services.settings))
+    assert answer.data["effective"] == vars(effective), answer.raw_body
+    return settings
+
+
+def stored_limits(ctx: LimitsContext) -> tuple[dict[str, int | None], int]:
+    """The tenant's settings and their version as its item holds them (read from moto, no fault)."""
+    from baton_checkpoints.store.tenants import bucket_of
+
+    found = ctx.account.aws.get_item(TableName=TABLE, Key=layout.tenant_key(ctx.tenant), ConsistentRead=True)
+    bucket = bucket_of(found.get("Item") or {})
+    return dict(vars(bucket.settings)), bucket.version
+
+
+def prepare_old_limits(ctx: LimitsContext) -> None:
+    """The tenant's limits set once (`OLD_LIMITS`, which also reads the caller's key); the request sets
+    `NEW_LIMITS`."""
+    ctx.new = dict(OLD_LIMITS)
+    assert send_put_limits(ctx).status == 200
+    ctx.old, ctx.new = dict(OLD_LIMITS), dict(NEW_LIMITS)
+
+
+def prepare_first_limits(ctx: LimitsContext) -> None:
+    """A tenant whose limits were never set (it has no item at all), and the caller's key read."""
+    prepare_warm_key(ctx)
+    ctx.new = dict(NEW_LIMITS)
+
+
+def prepare_own_limits(ctx: LimitsContext) -> None:
+    """The caller's own tenant, whose item the gate's take has just written (its bucket, no settings): the write of
+    its limits meets the item every request takes from."""
+    ctx.tenant = TENANT
+    prepare_warm_key(ctx)
+    ctx.new = dict(OWN_LIMITS)
+
+
+def prepare_limits_to_read(ctx: LimitsContext) -> None:
+    """The tenant's limits set once; a read answers them."""
+    prepare_old_limits(ctx)
+    ctx.new = dict(OLD_LIMITS)
+
+
+@dataclass(frozen=True)
+class LimitsScenario:
+    """A limits request, the DynamoDB request a fault strikes, and its route's success."""
+
+    name: str
+    step: Step
+    prepare: Callable[[LimitsContext], None]
+    send: Callable[[LimitsContext], Result]
+    success: int = 200
+    writes: bool = True
+    """False for a read: the tenant's item must be as it was."""
+
+
+LIMITS_SCENARIOS = (
+    LimitsScenario("limits_put_first", Step("UpdateItem"), prepare_first_limits, send_put_limits),
+    LimitsScenario("limits_put_replace", Step("UpdateItem"), prepare_old_limits, send_put_limits),
+    LimitsScenario("limits_put_own_tenant", Step("UpdateItem"), prepare_own_limits, send_put_limits),
+    LimitsScenario("limits_get", Step("GetItem"), prepare_limits_to_read, send_get_limits, writes=False),
+)
+
+
+def limits_fault_table() -> Iterator[Any]:
+    """Each limits scenario × the faults worth injecting at its step (`faults.fault_plan`)."""
+    for scenario in LIMITS_SCENARIOS:
+        for kind, phase, duration in fault_plan(scenario.step.operation):
+            if not KIND_BY_KIND and kind.retried_by_botocore and kind not in ONE_ATTEMPT_REPRESENTATIVES:
+                continue
+            yield pytest.param(
+                scenario, kind, phase, duration, id=f"{scenario.name}-{kind.name}-{phase.value}-{duration.value}"
+            )
+
+
+@pytest.mark.parametrize(("scenario", "kind", "phase", "duration"), list(limits_fault_table()))
+def test_a_fault_in_a_limits_request_answers_success_or_503_and_never_mixes_old_and_new_limits(
+    env: MotoAccount, scenario: LimitsScenario, kind: FaultKind, phase: Phase, duration: Duration
+) -> None:
+    with time_machine.travel(START, tick=False) as clock:
+        ctx = LimitsContext(account=env, clock=clock)
+        # Given the tenant's limits as they stand (never set, set once, or the caller's own tenant's item)
+        scenario.prepare(ctx)
+        old_stored, old_version = stored_limits(ctx)
+        assert old_stored == ctx.old, old_stored
+        before = snapshot(env.aws)
+        # When the request meets the fault at its step
+        with injected(env.services.dynamodb) as injector:
+            fault = injector.arm(Fault(scenario.step.operation, kind, phase, duration, skip=scenario.step.nth - 1))
+            answer = scenario.send(ctx)
+        stored, version = stored_limits(ctx)
+        proof_counts.record(
+            SUITE,
+            cases=1,
+            limits_cases=1,
+            faults_injected=fault.struck,
+            answered_503=int(answer.status == 503),
+            succeeded=int(answer.status == scenario.success),
+            limits_landed_then_503=int(answer.status == 503 and (stored, version) != (old_stored, old_version)),
+        )
+        assert fault.struck >= 1, f"{scenario.step.name} is not a step of {scenario.name}: {injector.attempts}"
+        assert not fault.exhausted, f"the request tried {scenario.step.operation} {fault.struck} times"
+        # Then the answer is the route's success (the limits it set or read), or a 503 with Retry-After
+        must = expectation(kind, phase, duration)
+        assert answer.status in (scenario.success, 503), f"{answer.status} (expected {must}): {answer.raw_body}"
+        if answer.status == 503:
+            assert must != "success", f"a fault botocore retries, on one attempt only, answered 503: {answer.raw_body}"
+            assert_unavailable(answer)
+        else:
+            assert must != "503", f"every attempt failed, yet the answer is {answer.status}: {answer.raw_body}"
+            assert settings_of(ctx, answer) == ctx.new, answer.raw_body
+        # And no data item was written, and the tenant's item holds all the old settings or all the new ones, its
+        # version moved exactly when the new ones are there (a version moved twice is a write applied again: the
+        # same settings)
+        assert snapshot(env.aws) == before, f"a limits request wrote {sorted(changed_keys(before, snapshot(env.aws)))}"
+        assert stored in (ctx.old, ctx.new), f"a mix of {ctx.old} and {ctx.new}: {stored}"
+        if scenario.writes and (answer.status == scenario.success or phase is Phase.AFTER):
+            # Applied (a fault after landing: at least once, its answer lost)
+            assert (stored, version > old_version) == (ctx.new, True), f"{stored} at version {version}"
+        else:
+            # A read, or a write refused before it reached the table
+            assert (stored, version) == (old_stored, old_version), f"{answer.status} yet the limits moved: {stored}"
+        # And the route reads them so (a consistent read), and the client's retry after a 503 is served
+        read = send_get_limits(ctx)
+        assert read.status == 200, read.raw_body
+        assert settings_of(ctx, read) == stored
+        if answer.status == 503:
+            retried = scenario.send(ctx)
+            assert retried.status == scenario.success, retried.raw_body
+            assert settings_of(ctx, retried) == ctx.new
+            assert stored_limits(ctx)[0] == ctx.new
+        # And the tenant's next request is served: no limit half applied, no share refused
+        assert send_get_limits(ctx).status == 200
+
+
+# A take's lost answer, at the edge of a tenant's limit. The cases above give the tenant a burst no case spends, so a
+# token taken twice costs them nothing; here a container's limiter holds a tenant of 30 requests at once (a share of
+# 3) and spends it in one instant: every token the bucket gave must be served, a lost answer or not.
+
+EDGE_LIMITS = (60, 30)
+"""Requests a minute and burst of the tenant at its limit: a share of 3, one token a second."""
+
+
+# Found by this suite: botocore's retry of a take whose answer was lost applied it again (or, on a full bucket, the
+# refused retry was taken for another container's take, and the container took once more). A take now carries a
+# token of its own (`store/tenants.py: TenantStore.take`).
+@pytest.mark.parametrize("bucket", ["full", "partly_spent"])
+def test_a_take_whose_answer_was_lost_costs_the_tenant_no_request(env: MotoAccount, bucket: str) -> None:
+    from baton_checkpoints.api.ratelimit import RateLimiter
+    from baton_checkpoints.domain.errors import RateLimited
+    from baton_checkpoints.domain.tenancy import Limits
+    from baton_checkpoints.store.tenants import TenantStore
+
+    rpm, burst = EDGE_LIMITS
+    limits = Limits(requests_per_minute=rpm, burst=burst, storage_bytes=0, checkpoints=0)
+    # Given a container (the handler's client, which the fault strikes) serving a tenant of 30 requests at once
+    limiter = RateLimiter(TenantStore(env.services.dynamodb, TABLE), limits)
+    tenant = f"faults-edge-{bucket.replace('_', '-')}"
+    served = 0
+    if bucket == "partly_spent":
+        # (its first share taken and spent: the next take adds to the bucket's time, `tat + :add`)
+        for _ in range(limits.share):
+            limiter.admit(tenant, START_MS)
+            served += 1
+    # When its next take lands and the answer is lost once (botocore sends the same request again)
+    with injected(env.services.dynamodb) as injector:
+        fault = injector.arm(Fault(TAKE, READ_TIMEOUT, Phase.AFTER, Duration.ONCE))
+        limiter.admit(tenant, START_MS)
+        served += 1
+    assert fault.struck == 1, injector.attempts
+    # And the tenant goes on at the same instant until refused
+    refused = None
+    while refused is None and served <= burst:
+        try:
+            limiter.admit(tenant, START_MS)
+            served += 1
+        except RateLimited as limited:
+            refused = limited
+    proof_counts.record(SUITE, cases=1, take_cases=1, faults_injected=fault.struck, take_tokens_lost=burst - served)
+    # Then it was served its whole burst before its first 429: the take the lost answer hid was not taken again
+    assert refused is not None
+    assert served == burst, f"served {served} of a burst of {burst}: {burst - served} tokens taken twice"

@@ -222,3 +222,18 @@ def test_the_429_body_is_the_contracts_envelope_and_a_save_refused_is_not_idempo
         served = limited.invoke("save_checkpoint", body=save_body(subject_id="g"), headers={"idempotency-key": "g-1"})
         assert served.status == 201
         assert served.header("Idempotent-Replayed") is None
+
+
+def test_a_containers_first_take_is_the_tenants_share_not_the_defaults(services: Services) -> None:
+    # Given a tenant of 60 a minute, 30 at once (a share of 3), and a container that has never seen it
+    tenant = "first-share-h"
+    limits = Limits(requests_per_minute=60, burst=30, storage_bytes=0, checkpoints=0)
+    services.tenants.put_settings(tenant, limits_settings(limits))
+    limiter = RateLimiter(services_on(services.settings.table_name).tenants, default_limits(services.settings))
+    now_ms = int(START.timestamp() * 1000)
+    # When it admits the tenant's first request (its belief, the defaults, is refused: it learns the limits)
+    limiter.admit(tenant, now_ms)
+    # Then it took the tenant's share of 3 (three tokens' worth of the bucket's time), not the defaults' 20
+    taken = services.tenants.settings(tenant).tat_us
+    assert taken == now_ms * 1000 + limits.share * limits.interval_us
+    assert limits.share == 3

@@ -65,7 +65,7 @@ def policy_header(limits: Limits) -> str:
 class Buckets(Protocol):
     """Where tenants' buckets are kept (`store/tenants.py: TenantStore`)."""
 
-    def take(self, tenant_id: str, want: int, now_us: int, known: Bucket, defaults: Limits) -> Taken: ...
+    def take(self, tenant_id: str, now_us: int, known: Bucket, defaults: Limits) -> Taken: ...
 
 
 class RateLimiter:
@@ -91,8 +91,7 @@ class RateLimiter:
             if held.limits is not None and 0 < waiting <= held.limits.interval_us + SKEW_US:
                 raise self._refusal(held, waiting)
             if held.tokens <= 0 or not 0 < held.expires_us - now_us <= SHARE_SECONDS * 1_000_000:
-                limits = held.bucket.settings.over(self._defaults)
-                taken = self._tenants.take(tenant_id, limits.share, now_us, held.bucket, self._defaults)
+                taken = self._tenants.take(tenant_id, now_us, held.bucket, self._defaults)
                 held.bucket = taken.bucket
                 held.limits = taken.bucket.settings.over(self._defaults)
                 if taken.granted == 0:

@@ -11,6 +11,7 @@ separately on the request path.
 
 from __future__ import annotations
 
+import secrets
 from typing import TYPE_CHECKING, Any, Final
 
 from baton_checkpoints.domain.errors import Unavailable
@@ -24,6 +25,8 @@ if TYPE_CHECKING:
     from mypy_boto3_dynamodb import DynamoDBClient
 
 TAT: Final = "tat"
+LAST: Final = "last"
+"""The token of the last take that landed (see `TenantStore.take`)."""
 VERSION: Final = "lv"
 SETTINGS: Final = {
     "requests_per_minute": "rpm",
@@ -86,21 +89,30 @@ class TenantStore:
             )
         return bucket_of(answer.get("Attributes") or {})
 
-    def take(self, tenant_id: str, want: int, now_us: int, known: Bucket, defaults: Limits) -> Taken:
-        """Take up to `want` tokens from the tenant's bucket at `now_us`, starting from what the container believes
-        (`known`); a refused condition teaches it the item as it is."""
+    def take(self, tenant_id: str, now_us: int, known: Bucket, defaults: Limits) -> Taken:
+        """Take a share of the tenant's tokens (`Limits.share` of its limits as they are: a container that learns
+        them from a refused condition asks for their share, not the defaults') at `now_us`, starting from what the
+        container believes (`known`); a refused condition teaches it the item as it is.
+
+        Each write carries a token of its own (`last`), refused once it is there: so the SDK's retry of a take that
+        landed, its answer lost, never takes twice, and is recognised as landed by the token in the old image."""
         believed = known
         with translated_errors():
             for _ in range(MAX_TAKE_ATTEMPTS):
                 limits = believed.settings.over(defaults)
-                decided = take(believed.tat_us, now_us, want, limits)
+                decided = take(believed.tat_us, now_us, limits.share, limits)
                 if decided.granted == 0:
                     return Taken(0, believed, decided.retry_after_us)
-                answer = attempt(
-                    self._client.update_item,
-                    **self._take_request(tenant_id, believed, decided.granted, decided.tat_us, now_us, limits),
-                )
+                token = secrets.token_hex(8)
+                request = self._take_request(tenant_id, believed, decided.granted, decided.tat_us, now_us, limits)
+                request["UpdateExpression"] += f", #{LAST} = :token"
+                request["ConditionExpression"] += f" AND (attribute_not_exists(#{LAST}) OR #{LAST} <> :token)"
+                request["ExpressionAttributeNames"][f"#{LAST}"] = LAST
+                request["ExpressionAttributeValues"][":token"] = to_attr(token)
+                answer = attempt(self._client.update_item, **request)
                 if isinstance(answer, Refused):
+                    if answer.item.get(LAST, {}).get("S") == token:
+                        return Taken(decided.granted, bucket_of(answer.item))  # ours, landed: its answer was lost
                     believed = bucket_of(answer.item)
                     continue
                 return Taken(decided.granted, bucket_of(answer.get("Attributes") or {}))
