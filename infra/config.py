@@ -8,6 +8,8 @@ from typing import Any
 from aws_cdk import RemovalPolicy
 from aws_cdk import aws_logs as logs
 
+from baton_checkpoints.settings import NUMBER_RANGES
+
 
 @dataclass(frozen=True)
 class StageConfig:
@@ -61,13 +63,9 @@ STAGES: dict[str, StageConfig] = {
 }
 
 
-TENANT_DEFAULTS: dict[str, int] = {
-    "tenant_requests_per_minute": 1,
-    "tenant_burst": 1,
-    "tenant_storage_bytes": 0,
-    "tenant_checkpoints": 0,
-}
-"""The context keys of a tenant's default limits, and the least each may be."""
+TENANT_DEFAULTS: dict[str, tuple[int, int]] = {key: NUMBER_RANGES[key] for key in NUMBER_RANGES}
+"""The context keys of a tenant's default limits, and the range of each: the function's settings' own
+(`baton_checkpoints.settings.NUMBER_RANGES`), so a stack that synthesizes is one whose function starts."""
 
 
 class ConfigError(ValueError):
@@ -106,11 +104,11 @@ def stage_config(context: dict[str, Any]) -> StageConfig:
     if context.get("alarm_email"):
         config = replace(config, alarm_email=str(context["alarm_email"]))
     tenant_defaults: dict[str, Any] = {}
-    for key, least in TENANT_DEFAULTS.items():
+    for key, (least, most) in TENANT_DEFAULTS.items():
         value = _optional_int(context.get(key), key)
         if value is not None:
-            if value < least:
-                raise ConfigError(f"-c {key} must be at least {least}")
+            if not least <= value <= most:
+                raise ConfigError(f"-c {key} must be from {least:,} to {most:,}")
             tenant_defaults[key] = value
     config = replace(config, **tenant_defaults)
     return replace(

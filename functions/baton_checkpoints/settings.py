@@ -32,7 +32,7 @@ _PATTERNS: Final = {
 }
 """DynamoDB's rule for a table's name (with `_LENGTHS`): a name it refuses fails here, naming the variable, not at
 the first request as a 500 from DynamoDB (moto accepts any name)."""
-_NUMBERS: Final = {
+NUMBER_RANGES: Final = {
     "tenant_requests_per_minute": (1, 6_000_000),
     "tenant_burst": (1, 1_000_000),
     "tenant_storage_bytes": (0, 2**53 - 1),
@@ -100,8 +100,8 @@ def load_settings(environ: dict[str, str] | None = None) -> Settings:
         if len(value) < low or (high is not None and len(value) > high):
             problems.append(f"{name}: must be {low} to {high} characters, got {len(value)}")
             continue
-        if field.name in _NUMBERS:
-            least, most = _NUMBERS[field.name]
+        if field.name in NUMBER_RANGES:
+            least, most = NUMBER_RANGES[field.name]
             if not value.isascii() or not value.isdigit() or not least <= int(value) <= most:
                 problems.append(f"{name}: must be a whole number from {least:,} to {most:,}, got {value!r}")
                 continue

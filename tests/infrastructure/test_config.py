@@ -52,7 +52,9 @@ def test_a_tenants_default_limits_come_from_the_context() -> None:
     config = stage_config({"stage": "prod", "tenant_requests_per_minute": "1200", "tenant_burst": "50"})
     assert (config.tenant_requests_per_minute, config.tenant_burst) == (1200, 50)
     assert stage_config({"stage": "prod"}).tenant_requests_per_minute == 6000
-    with pytest.raises(ConfigError, match="tenant_burst must be at least 1"):
+    with pytest.raises(ConfigError, match="tenant_burst must be from 1 to 1,000,000"):
         stage_config({"tenant_burst": "0"})
     with pytest.raises(ConfigError, match="tenant_requests_per_minute must be an integer"):
         stage_config({"tenant_requests_per_minute": "many"})
+    with pytest.raises(ConfigError, match="tenant_requests_per_minute must be from 1 to 6,000,000"):
+        stage_config({"tenant_requests_per_minute": "10000000"})

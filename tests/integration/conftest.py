@@ -111,9 +111,9 @@ def streams_client() -> Any:
 
 def settings_environment(table: str, bucket: str | None = BUCKET) -> dict[str, str]:
     """A container's environment on `table` (and `bucket`) of the world in use: DynamoDB on its engine."""
-    # The suites freeze the clock (time_machine, tick=False) and make thousands of requests at one instant, which no
-    # real tenant can: their tenants get a burst no suite exhausts. tests/integration/test_rate_limits.py sets its
-    # own tenants' limits, and the e2e suites run `baton serve` with the stage's defaults.
+    # The suites make thousands of requests a second as one tenant, which is no tenant's rate: their tenants get a
+    # rate and a burst no suite exhausts. tests/integration/test_rate_limits.py sets its own tenants' limits (and its
+    # limiters' clock), and the e2e suites run `baton serve` with the stage's defaults.
     environ = {
         "BATON_TABLE_NAME": table,
         "BATON_TENANT_REQUESTS_PER_MINUTE": "6000000",

@@ -3114,25 +3114,25 @@ def test_a_take_whose_answer_was_lost_costs_the_tenant_no_request(env: MotoAccou
     rpm, burst = EDGE_LIMITS
     limits = Limits(requests_per_minute=rpm, burst=burst, storage_bytes=0, checkpoints=0)
     # Given a container (the handler's client, which the fault strikes) serving a tenant of 30 requests at once
-    limiter = RateLimiter(TenantStore(env.services.dynamodb, TABLE), limits)
+    limiter = RateLimiter(TenantStore(env.services.dynamodb, TABLE), limits, clock=lambda: START_MS * 1000)
     tenant = f"faults-edge-{bucket.replace('_', '-')}"
     served = 0
     if bucket == "partly_spent":
         # (its first share taken and spent: the next take adds to the bucket's time, `tat + :add`)
         for _ in range(limits.share):
-            limiter.admit(tenant, START_MS)
+            limiter.admit(tenant)
             served += 1
     # When its next take lands and the answer is lost once (botocore sends the same request again)
     with injected(env.services.dynamodb) as injector:
         fault = injector.arm(Fault(TAKE, READ_TIMEOUT, Phase.AFTER, Duration.ONCE))
-        limiter.admit(tenant, START_MS)
+        limiter.admit(tenant)
         served += 1
     assert fault.struck == 1, injector.attempts
     # And the tenant goes on at the same instant until refused
     refused = None
     while refused is None and served <= burst:
         try:
-            limiter.admit(tenant, START_MS)
+            limiter.admit(tenant)
             served += 1
         except RateLimited as limited:
             refused = limited

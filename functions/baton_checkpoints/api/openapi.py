@@ -66,6 +66,18 @@ IF_MATCH_PATTERN = (
 )
 """`*`, or one or more entity tags separated by commas: every other value is a 400."""
 
+RATE_LIMIT_HEADER: dict[str, Any] = {
+    "RateLimit": {
+        "description": (
+            "The caller's tenant's rate: \"tenant\";r=<requests left>;t=<seconds until the bucket is full, or, when "
+            "r is 0, until the next request is allowed>. Left out when the rate limiter itself failed (503)."
+        ),
+        "required": False,
+        "schema": {"type": "string", "pattern": '^"tenant";r=[0-9]+;t=[0-9]+$'},
+    }
+}
+"""The `RateLimit` field every answer of an authenticated route carries once the caller is authenticated."""
+
 _ERROR_HEADERS: dict[int, dict[str, Any]] = {
     401: {"WWW-Authenticate": {"required": True, "schema": {"type": "string", "enum": ['Bearer realm="baton"']}}},
     429: {
@@ -116,6 +128,11 @@ def responses(
     for status, extra in {**_ERROR_HEADERS, **(headers or {})}.items():
         if status in documented:
             documented[status]["headers"] = extra
+    if 401 in errors:
+        # An authenticated route: every answer past authentication says what is left of the tenant's rate.
+        for status, response in documented.items():
+            if status not in (401, 429):
+                response["headers"] = {**response.get("headers", {}), **RATE_LIMIT_HEADER}
     return cast(dict[int, OpenAPIResponse], documented)
 
 

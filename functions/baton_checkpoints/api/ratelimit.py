@@ -11,13 +11,14 @@ did not spend are lost to the tenant (an idle container's share): the price of n
 from __future__ import annotations
 
 import threading
+import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Final, Protocol
 
 from baton_checkpoints.domain.errors import RateLimited
 from baton_checkpoints.domain.tenancy import (
     SHARE_SECONDS,
-    SKEW_US,
     Bucket,
     Limits,
     Settings,
@@ -68,27 +69,40 @@ class Buckets(Protocol):
     def take(self, tenant_id: str, now_us: int, known: Bucket, defaults: Limits) -> Taken: ...
 
 
+_ANCHOR_NS: Final = time.time_ns() - time.monotonic_ns()
+"""The wall clock when the container started, less its monotonic clock then."""
+
+
+def container_clock_us() -> int:
+    """Microseconds since the epoch, as the container's wall clock read at its start and its monotonic clock since:
+    every container of a stage keeps the same time (NTP at their start), and no step of the wall clock afterwards
+    (nor a test's frozen or travelling clock) moves a bucket."""
+    return (time.monotonic_ns() + _ANCHOR_NS) // 1000
+
+
 class RateLimiter:
     """One container's view of its tenants' buckets."""
 
-    def __init__(self, tenants: Buckets, defaults: Limits) -> None:
+    def __init__(self, tenants: Buckets, defaults: Limits, clock: Callable[[], int] = container_clock_us) -> None:
         self._tenants = tenants
         self._defaults = defaults
+        self._clock = clock
         self._held: dict[str, _Held] = {}
         self._lock = threading.Lock()
         self._empty = Bucket(Settings())
 
-    def admit(self, tenant_id: str, now_ms: int) -> Admission:
+    def admit(self, tenant_id: str) -> Admission:
         """Spend one of the tenant's tokens (taking a share first when this container holds none); `RateLimited`
         when the tenant has none to give."""
-        now_us = now_ms * 1000
+        now_us = self._clock()
         with self._lock:
             held = self._held.get(tenant_id)
             if held is None:
                 held = self._held[tenant_id] = _Held(self._empty)
             waiting = held.refused_until_us - now_us
-            # A refusal waits at most one token's worth; a longer wait is a clock set back since.
-            if held.limits is not None and 0 < waiting <= held.limits.interval_us + SKEW_US:
+            # A refusal is remembered until its token is due, and at most `SHARE_SECONDS`: then the container asks
+            # the table again, and learns a limit changed meanwhile.
+            if 0 < waiting <= SHARE_SECONDS * 1_000_000:
                 raise self._refusal(held, waiting)
             if held.tokens <= 0 or not 0 < held.expires_us - now_us <= SHARE_SECONDS * 1_000_000:
                 taken = self._tenants.take(tenant_id, now_us, held.bucket, self._defaults)
@@ -96,7 +110,7 @@ class RateLimiter:
                 held.limits = taken.bucket.settings.over(self._defaults)
                 if taken.granted == 0:
                     held.tokens = 0
-                    held.refused_until_us = now_us + max(taken.retry_after_us, 1)
+                    held.refused_until_us = now_us + min(max(taken.retry_after_us, 1), SHARE_SECONDS * 1_000_000)
                     raise self._refusal(held, taken.retry_after_us)
                 held.tokens = taken.granted
                 held.expires_us = now_us + SHARE_SECONDS * 1_000_000

@@ -162,9 +162,10 @@ class BatonResolver(APIGatewayHttpResolver):
         fitted = fit_for_lambda(result, accept)
         call = self.last_call
         if call is not None:
-            if call.rate_limit is not None:
-                fitted.setdefault("headers", {}).setdefault("RateLimit", call.rate_limit)
-            return within_lambda_limit(fitted, call.route, call.request_id)
+            answer = within_lambda_limit(fitted, call.route, call.request_id)
+            if call.rate_limit is not None:  # (an answer too large for Lambda is replaced: it carries it too)
+                answer.setdefault("headers", {}).setdefault("RateLimit", call.rate_limit)
+            return answer
         return within_lambda_limit(fitted, None, str((event.get("requestContext") or {}).get("requestId", "")))
 
     def _call_route(self, route: Route, route_arguments: dict[str, str]) -> ResponseBuilder[Any]:
@@ -315,7 +316,7 @@ class BatonResolver(APIGatewayHttpResolver):
         """Spend one of the caller's tenant's requests (`api/ratelimit.py`): `RateLimited` (429) when it has none;
         the call, recorded, with the `RateLimit` its answer carries otherwise."""
         self._record(call)  # a request refused from here on is still logged with its caller
-        admitted = self.services().limiter.admit(call.caller.tenant_id, call.now_ms)
+        admitted = self.services().limiter.admit(call.caller.tenant_id)
         call = replace(call, rate_limit=admitted.header())
         self._record(call)
         return call

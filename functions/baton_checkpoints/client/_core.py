@@ -258,6 +258,8 @@ def new_idempotency_key() -> str:
     return str(uuid.uuid4())
 
 
+MAX_PACE_SECONDS = 60.0
+"""The longest a client waits for its tenant's rate on its own (a longer `t` is not Baton's)."""
 _RATE_LIMIT = re.compile(r'"[^"]*";\s*r=(?P<r>\d+);\s*t=(?P<t>\d+)')
 """The `RateLimit` field's item: requests left (`r`) and seconds (`t`)."""
 
@@ -272,18 +274,30 @@ class ClientCore:
         self.recent = RecentCreates(policy.recent_create_window)
         self.paced_until = 0.0
         """`time.monotonic()` before which the next request waits: the tenant's `RateLimit` said none was left."""
+        self._pacing = threading.Lock()
 
     def pace(self, headers: Mapping[str, str]) -> None:
         """Honour an answer's `RateLimit` field: when it says no request is left (`r=0`), the next request waits
-        its `t` seconds (at most `max_retry_after`) instead of being refused with 429."""
+        its `t` seconds (at most `max_retry_after`, and never more than `MAX_PACE_SECONDS`) instead of being
+        refused with 429."""
         found = _RATE_LIMIT.search(headers.get("ratelimit", ""))
         if found is not None and int(found["r"]) == 0:
-            wait = min(float(found["t"]), self.policy.max_retry_after)
-            self.paced_until = max(self.paced_until, time.monotonic() + wait)
+            wait = min(float(found["t"]), self.policy.max_retry_after, MAX_PACE_SECONDS)
+            with self._pacing:
+                self.paced_until = max(self.paced_until, time.monotonic() + wait)
 
-    def pause(self) -> float:
-        """Seconds the next request should wait to keep within the tenant's rate (0: none)."""
-        return max(0.0, self.paced_until - time.monotonic())
+    def pause(self) -> tuple[float, float]:
+        """Seconds the next request should wait to keep within the tenant's rate (0: none), and the time it waits
+        for (what `paced` is given back once waited)."""
+        with self._pacing:
+            until = self.paced_until
+        return max(0.0, until - time.monotonic()), until
+
+    def paced(self, until: float) -> None:
+        """A wait for `until` is over: unless a later answer asked for longer meanwhile, the next request goes."""
+        with self._pacing:
+            if self.paced_until == until:
+                self.paced_until = 0.0
 
     def prepare(self, call: Call[T]) -> None:
         """Add what the caches say to `call` before its first attempt: the `If-None-Match` of a record seen before."""
@@ -344,11 +358,10 @@ class ClientCore:
             if sent and call.stream is not None:
                 request = self.build_request(client, call)  # a stream is spent by the attempt that sent it
             sent += 1
-            paused, until = self.pause(), self.paced_until
+            paused, until = self.pause() if call.needs_key else (0.0, 0.0)
             if paused > 0:
                 yield Sleep(paused)
-                if self.paced_until == until:
-                    self.paced_until = 0.0  # waited out (whatever clock the sleep keeps)
+                self.paced(until)  # waited out (whatever clock the sleep keeps)
             outcome = yield Send(request)
             if isinstance(outcome, httpx.TransportError):
                 # A local error (a header value httpx refuses, a URL scheme it cannot speak) fails the same way on
@@ -376,7 +389,8 @@ class ClientCore:
             if not isinstance(outcome, httpx.Response):
                 raise TypeError(f"exchange expects a response or a transport error, got {outcome!r}")
             answer = read_answer(outcome, call, sent)
-            self.pace(answer.headers)
+            if call.needs_key:  # Baton's answer (a presigned transfer's is S3's, and counts for no tenant)
+                self.pace(answer.headers)
             if answer.status == 304 and call.cached is not None:
                 # A copy: the caller may change what it is handed, and the cache must keep what the server sent.
                 return copy.deepcopy(replace(call.cached, meta=answer.meta))  # type: ignore[no-any-return]

@@ -283,6 +283,11 @@ class Unavailable(BatonError):
         self.retry_after = retry_after
 
 
+def _count(number: int, noun: str) -> str:
+    """`1 request`, `2 requests`, `1,000 requests`."""
+    return f"{number:,} {noun}" if number == 1 else f"{number:,} {noun}s"
+
+
 class RateLimited(BatonError):
     """The tenant has made its requests for now (its `requests_per_minute` and `burst`); nothing was done."""
 
@@ -290,8 +295,8 @@ class RateLimited(BatonError):
 
     def __init__(self, retry_after: int, policy: str, rate_limit: str, requests_per_minute: int, burst: int) -> None:
         super().__init__(
-            f"This tenant may make {requests_per_minute:,} requests a minute ({burst:,} at once); retry after "
-            f"{retry_after} s (Retry-After)."
+            f"This tenant may make {_count(requests_per_minute, 'request')} a minute ({burst:,} at once); retry "
+            f"after {retry_after} s (Retry-After)."
         )
         self.retry_after = retry_after
         self.policy = policy

@@ -30,10 +30,10 @@ SHARE_OF_BURST: Final = 10
 """A share is at most a tenth of the burst, so that a few containers cannot hold the whole burst between them."""
 SHARE_SECONDS: Final = 10
 """A share a container has not spent within this long is dropped (a limit lowered meanwhile takes effect)."""
-SKEW_US: Final = 1_000_000
-"""A bucket further ahead of a container's clock than its whole burst and this much cannot be one the rule made:
-it is that clock's skew (a clock set back, or a host's clock more than a second behind the others'), and the bucket
-starts again from the container's now."""
+SKEW_US: Final = 3_600_000_000
+"""A bucket further ahead of a container's clock than its whole burst and an hour cannot be one the rule made (a
+clock set back by hours, a corrupted item): it starts again from the container's now. A bucket ahead by less is
+taken as it is: a container whose clock is behind the others' refuses early (by its lag), never lets more through."""
 
 MAX_REQUESTS_PER_MINUTE: Final = 6_000_000
 MAX_BURST: Final = 1_000_000

@@ -14,7 +14,6 @@ from __future__ import annotations
 import secrets
 from typing import TYPE_CHECKING, Any, Final
 
-from baton_checkpoints.domain.errors import Unavailable
 from baton_checkpoints.domain.tenancy import SKEW_US, Bucket, Limits, Settings, Taken, skewed, take
 from baton_checkpoints.store import layout
 from baton_checkpoints.store.attributes import Item, from_item, names_in, to_attr
@@ -66,11 +65,12 @@ class TenantStore:
         return bucket_of(found or {})
 
     def put_settings(self, tenant_id: str, settings: Settings) -> Bucket:
-        """Replace the tenant's settings (a None one goes back to the stage's default); the version moves on, so
-        that every container's next take uses them (one UpdateItem)."""
+        """Replace the tenant's settings (a None one goes back to the stage's default) and start its bucket again,
+        full; the version moves on, so that every container's next take uses them (one UpdateItem)."""
         given = {attribute: getattr(settings, name) for name, attribute in SETTINGS.items()}
         assignments = [f"#{attribute} = :{attribute}" for attribute, value in given.items() if value is not None]
-        removals = [f"#{attribute}" for attribute, value in given.items() if value is None]
+        # The bucket starts again, full, under the new limits: its time was priced at the old rate.
+        removals = [f"#{attribute}" for attribute, value in given.items() if value is None] + [f"#{TAT}"]
         expression = f"ADD #{VERSION} :one"
         if assignments:
             expression = f"SET {', '.join(assignments)} {expression}"
@@ -97,10 +97,20 @@ class TenantStore:
         Each write carries a token of its own (`last`), refused once it is there: so the SDK's retry of a take that
         landed, its answer lost, never takes twice, and is recognised as landed by the token in the old image."""
         believed = known
+        want: int | None = None
+        read = False
         with translated_errors():
             for _ in range(MAX_TAKE_ATTEMPTS):
                 limits = believed.settings.over(defaults)
-                decided = take(believed.tat_us, now_us, limits.share, limits)
+                # After a refused condition near an empty bucket, ask for less: others are taking it too.
+                want = limits.share if want is None else max(1, min(want // 2, limits.share))
+                decided = take(believed.tat_us, now_us, want, limits)
+                if decided.granted == 0 and not read and believed is known:
+                    # A refusal decided from the container's memory: read the bucket once (its limits may have been
+                    # raised, or other containers' takes have lapsed) before refusing.
+                    believed, read = self.settings(tenant_id), True
+                    want = None
+                    continue
                 if decided.granted == 0:
                     return Taken(0, believed, decided.retry_after_us)
                 token = secrets.token_hex(8)
@@ -116,7 +126,8 @@ class TenantStore:
                     believed = bucket_of(answer.item)
                     continue
                 return Taken(decided.granted, bucket_of(answer.get("Attributes") or {}))
-        raise Unavailable("The tenant's rate limit is contended; retry after the Retry-After delay.")
+        # Other containers kept taking what was left between each read and write: the bucket is all but empty.
+        return Taken(0, believed, 1_000_000)
 
     def _take_request(
         self, tenant_id: str, believed: Bucket, granted: int, new_tat_us: int, now_us: int, limits: Limits

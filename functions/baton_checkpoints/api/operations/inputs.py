@@ -58,7 +58,7 @@ _IDENTIFIER: Final = re.compile(limits.IDENTIFIER_PATTERN)
 
 def identifier(text: str, named: Named) -> str:
     """`text` when it is an identifier (a tenant or agent id)."""
-    if not _IDENTIFIER.match(text):
+    if not _IDENTIFIER.fullmatch(text):  # (`$` alone would match before a final newline)
         raise named.refused("must be 1 to 64 lowercase letters, digits, _ or -, starting with a letter or a digit.")
     return text
 

@@ -71,7 +71,7 @@ def create_key(call: CurrentCall, services: Wired, request: Annotated[CreateKeyR
         "expires: what a client, such as the console, may offer. Any valid key may ask; nothing else is read."
     ),
     openapi_extensions=ANY_SCOPE,
-    responses=responses({200: ("The calling key", DataEnvelope[Caller])}, (401, 503)),
+    responses=responses({200: ("The calling key", DataEnvelope[Caller])}, (401, 429, 503)),
     tags=["keys"],
 )
 def whoami(call: CurrentCall) -> Response[str]:
