@@ -109,3 +109,26 @@ def test_the_sdk_waits_out_a_429_and_is_served(baton: BatonServe, http: httpx.Cl
     assert waits
     assert all(wait >= 0.5 for wait in waits)  # a RateLimit's t, or a 429's Retry-After (1 s at 60 a minute)
     record(SUITE, sdk_waits=len(waits))
+
+
+def test_the_readmes_limits_command_sets_a_tenants_limits(baton: BatonServe, http: httpx.Client) -> None:
+    import json
+    import os
+    import subprocess
+
+    from tests.e2e.readme import readme_block
+
+    # Given the README's command that sets a customer's limits, run as a reader would with its two variables set
+    _, command = readme_block("## Tenants and keys", "which the\nSDK and `BatonSaver` follow on their own", "sh")
+    done = subprocess.run(
+        ["bash", "-c", command],
+        env={**os.environ, "BATON_URL": baton.url, "BATON_API_KEY": baton.key},
+        capture_output=True,
+        text=True,
+        check=False,
+        timeout=30,
+    )
+    # Then it answered the limits it set, and the tenant has them
+    assert done.returncode == 0, done.stderr
+    assert json.loads(done.stdout)["data"]["requests_per_minute"] == 1200
+    assert http.get("/v1/tenants/customer-42/limits").json()["data"]["burst"] == 100
