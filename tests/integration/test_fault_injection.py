@@ -1437,6 +1437,17 @@ def fault_table() -> Iterator[Any]:
 # -- what an answer must look like ------------------------------------------------------------------------------
 
 
+def judge(answer: Result, success: int, must: str) -> None:
+    """The answer is the scenario's `success`, or a 503 with Retry-After, as the fault allows (`must`: what
+    `expectation` says of its kind, phase and duration)."""
+    assert answer.status in (success, 503), f"{answer.status} (expected {must}): {answer.raw_body}"
+    if answer.status == 503:
+        assert must != "success", f"a fault botocore retries, on one attempt only, answered 503: {answer.raw_body}"
+        assert_unavailable(answer)
+    else:
+        assert must != "503", f"every attempt failed, yet the answer is {answer.status}: {answer.raw_body}"
+
+
 def assert_unavailable(answer: Result) -> None:
     """A 503 as the contract has it: UNAVAILABLE in the error envelope, Retry-After in whole seconds (for a tool,
     `assert_tool_unavailable`)."""
@@ -2254,14 +2265,9 @@ def test_a_fault_in_a_thread_write_never_shows_a_checkpoint_without_its_values(
         assert not fault.exhausted, f"the request tried {step.operation} {fault.struck} times and never gave up"
         # Then the answer is its success or a 503, as a fault botocore retries once leaves no excuse for a 503
         must = expectation(kind, phase, duration)
-        assert answer.status in (scenario.success, 503), f"{answer.status} (expected {must}): {answer.raw_body}"
-        if answer.status == 503:
-            assert must != "success", f"a fault botocore retries, on one attempt only, answered 503: {answer.raw_body}"
-            assert_unavailable(answer)
-        else:
-            assert must != "503", f"every attempt failed, yet the answer is {answer.status}: {answer.raw_body}"
-            if scenario.answer is not None:
-                assert {k: answer.data.get(k) for k in scenario.answer} == scenario.answer, answer.raw_body
+        judge(answer, scenario.success, must)
+        if answer.status != 503 and scenario.answer is not None:
+            assert {k: answer.data.get(k) for k in scenario.answer} == scenario.answer, answer.raw_body
         # And no checkpoint is without its values: in the table, and in every tuple a read shows (the one put,
         # before or after the write)
         assert_every_value_is_in_place(env.aws)
@@ -3062,12 +3068,8 @@ def test_a_fault_in_a_limits_request_answers_success_or_503_and_never_mixes_old_
         assert not fault.exhausted, f"the request tried {scenario.step.operation} {fault.struck} times"
         # Then the answer is the route's success (the limits it set or read), or a 503 with Retry-After
         must = expectation(kind, phase, duration)
-        assert answer.status in (scenario.success, 503), f"{answer.status} (expected {must}): {answer.raw_body}"
-        if answer.status == 503:
-            assert must != "success", f"a fault botocore retries, on one attempt only, answered 503: {answer.raw_body}"
-            assert_unavailable(answer)
-        else:
-            assert must != "503", f"every attempt failed, yet the answer is {answer.status}: {answer.raw_body}"
+        judge(answer, scenario.success, must)
+        if answer.status != 503:
             assert settings_of(ctx, answer) == ctx.new, answer.raw_body
         # And no data item was written, and the tenant's item holds all the old settings or all the new ones, its
         # version moved exactly when the new ones are there (a version moved twice is a write applied again: the

@@ -208,13 +208,7 @@ def test_the_overshoot_across_containers_stays_within_its_bound(
     now_ms = start_ms
     # When they are asked for far more than the limit over 30 seconds, 10 requests each every 50 ms
     for _ in range(600):
-        for limiter in limiters:
-            for _ in range(10):
-                try:
-                    limiter.admit(tenant)
-                    served += 1
-                except RateLimited:
-                    pass
+        served += sum(admitted(limiter, tenant, 10) for limiter in limiters)
         clock.shift(timedelta(milliseconds=50))
         now_ms += 50
     # Then what was served is within burst + rate * t + containers * share
@@ -224,6 +218,18 @@ def test_the_overshoot_across_containers_stays_within_its_bound(
     # And the limit was not undershot by more than what the containers can hold unspent
     assert served >= limits.requests_per_minute * elapsed_s / 60 - containers * limits.share
     proof_counts.record(SUITE, overshoot_runs=1, served=served)
+
+
+def admitted(limiter: RateLimiter, tenant: str, asked: int) -> int:
+    """How many of `asked` requests of `tenant` `limiter` admits, one after the other."""
+    served = 0
+    for _ in range(asked):
+        try:
+            limiter.admit(tenant)
+            served += 1
+        except RateLimited:
+            pass
+    return served
 
 
 def limits_settings(limits: Limits) -> Any:
@@ -297,13 +303,7 @@ def test_a_container_whose_clock_is_behind_refuses_early_and_never_lets_more_thr
     served = 0
     # When both are asked for far more than the limit for a minute
     for _ in range(600):
-        for limiter in (on_time, behind):
-            for _ in range(3):
-                try:
-                    limiter.admit(tenant)
-                    served += 1
-                except RateLimited:
-                    pass
+        served += sum(admitted(limiter, tenant, 3) for limiter in (on_time, behind))
         clock.shift(timedelta(milliseconds=100))
     # Then no more were served than the bound allows (the late clock only makes its container refuse sooner)
     assert served <= limits.burst + limits.requests_per_minute + 2 * limits.share, served
