@@ -1791,6 +1791,30 @@ def mcp_tool(api: Api, secret: str, name: str, arguments: dict[str, Any]) -> htt
     return api.call(secret, "POST", "/mcp", body=message, headers={"Accept": "application/json, text/event-stream"})
 
 
+def tool_against_route(
+    label: str, name: str, arguments: Any, answer: httpx.Response, route: httpx.Response, forbidden: set[str]
+) -> list[str]:
+    """What is wrong with a tool's answer held against its route's to the same caller: a JSON-RPC answer that is no
+    200, a result that is not the route's data (or its error), or a marker of a party the caller may not see."""
+    if answer.status_code != 200:
+        return [f"{label}: /mcp answered {answer.status_code}: {answer.text}"]
+    problems: list[str] = []
+    result = answer.json()["result"]
+    if route.status_code >= 400:
+        expected = route.json()["error"]
+    elif name == "baton_checkpoint_list":
+        expected = {"checkpoints": route.json()["data"], "next_cursor": route.json()["meta"]["next_cursor"]}
+    else:
+        expected = route.json()["data"]
+    if result["structuredContent"] != expected or result["isError"] != (route.status_code >= 400):
+        problems.append(f"{label}: the tool says {result}, the route {route.status_code} {route.text}")
+    asked = json.dumps(arguments)
+    leaked = sorted(m for m in forbidden if m in everything_in(answer) and m not in asked)
+    if leaked:
+        problems.append(f"{label}: the answer holds {leaked}: {answer.text}")
+    return problems
+
+
 @pytest.mark.parametrize("caller", MCP_CALLERS)
 def test_every_mcp_tool_shows_a_foreign_caller_what_its_route_shows(
     baton: BatonServe, world: World, caller: str
@@ -1840,23 +1864,8 @@ def test_every_mcp_tool_shows_a_foreign_caller_what_its_route_shows(
             answer = mcp_tool(api, secret, name, arguments)
             route = api.call(secret, method, path, params=params, body=body, headers=headers)
             label = f"{caller}: {name} {arguments}"
-            if answer.status_code != 200:
-                problems.append(f"{label}: /mcp answered {answer.status_code}: {answer.text}")
-                continue
             # Then the tool shows exactly what the route shows, and not a byte of the victim's
-            result = answer.json()["result"]
-            if route.status_code >= 400:
-                expected = route.json()["error"]
-            elif name == "baton_checkpoint_list":
-                expected = {"checkpoints": route.json()["data"], "next_cursor": route.json()["meta"]["next_cursor"]}
-            else:
-                expected = route.json()["data"]
-            if result["structuredContent"] != expected or result["isError"] != (route.status_code >= 400):
-                problems.append(f"{label}: the tool says {result}, the route {route.status_code} {route.text}")
-            asked = json.dumps(arguments)
-            leaked = sorted(m for m in forbidden if m in everything_in(answer) and m not in asked)
-            if leaked:
-                problems.append(f"{label}: the answer holds {leaked}: {answer.text}")
+            problems += tool_against_route(label, name, arguments, answer, route, forbidden)
     finally:
         api.client.close()
     proof_counts.record("isolation mcp", cases=len(cases))
@@ -1926,24 +1935,9 @@ def test_an_access_token_acts_only_as_the_agent_whose_key_approved_it(
             answer = api.call(token, "POST", "/mcp", body=message, headers=MCP_ACCEPT)
             route = api.call(plain, method, path, params=params, body=body)
             label = f"{approver}'s token: {name} {arguments}"
-            if answer.status_code != 200:
-                problems.append(f"{label}: /mcp answered {answer.status_code}: {answer.text}")
-                continue
             # Then the tool shows exactly what the route shows that agent's key without `*`, and nothing of another
             # agent's or tenant's
-            result = answer.json()["result"]
-            if route.status_code >= 400:
-                expected = route.json()["error"]
-            elif name == "baton_checkpoint_list":
-                expected = {"checkpoints": route.json()["data"], "next_cursor": route.json()["meta"]["next_cursor"]}
-            else:
-                expected = route.json()["data"]
-            if result["structuredContent"] != expected or result["isError"] != (route.status_code >= 400):
-                problems.append(f"{label}: the tool says {result}, the route {route.status_code} {route.text}")
-            asked = json.dumps(arguments)
-            leaked = sorted(m for m in forbidden if m in everything_in(answer) and m not in asked)
-            if leaked:
-                problems.append(f"{label}: the answer holds {leaked}: {answer.text}")
+            problems += tool_against_route(label, name, arguments, answer, route, forbidden)
         # And what it writes is its agent's own: a save naming no agent is that agent's, in the approving key's tenant
         saved = api.call(token, "POST", "/mcp", body=mcp_message("tools/call", {
             "name": "baton_checkpoint_save",

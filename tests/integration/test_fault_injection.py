@@ -1424,14 +1424,19 @@ def fault_table() -> Iterator[Any]:
                 kind_by_kind = step.every_kind and KIND_BY_KIND
                 if not kind_by_kind and kind.retried_by_botocore and kind not in ONE_ATTEMPT_REPRESENTATIVES:
                     continue
-                yield pytest.param(
-                    scenario,
-                    step,
-                    kind,
-                    phase,
-                    duration,
-                    id=f"{scenario.name}-{step.name}-{kind.name}-{phase.value}-{duration.value}",
-                )
+                yield fault_case(scenario, step, kind, phase, duration)
+
+
+def fault_case(scenario: Any, step: Step, kind: FaultKind, phase: Phase, duration: Duration) -> Any:
+    """One case of a fault table: a scenario's step under one fault, named after all four."""
+    return pytest.param(
+        scenario,
+        step,
+        kind,
+        phase,
+        duration,
+        id=f"{scenario.name}-{step.name}-{kind.name}-{phase.value}-{duration.value}",
+    )
 
 
 # -- what an answer must look like ------------------------------------------------------------------------------
@@ -2225,14 +2230,7 @@ def thread_fault_table() -> Iterator[Any]:
     for scenario in THREAD_SCENARIOS:
         for step in scenario.steps:
             for kind, phase, duration in thread_fault_plan(step.operation):
-                yield pytest.param(
-                    scenario,
-                    step,
-                    kind,
-                    phase,
-                    duration,
-                    id=f"{scenario.name}-{step.name}-{kind.name}-{phase.value}-{duration.value}",
-                )
+                yield fault_case(scenario, step, kind, phase, duration)
 
 
 @pytest.mark.parametrize(("scenario", "step", "kind", "phase", "duration"), list(thread_fault_table()))
@@ -2852,14 +2850,7 @@ def oauth_fault_table() -> Iterator[Any]:
                 kind_by_kind = step.every_kind and KIND_BY_KIND
                 if not kind_by_kind and kind.retried_by_botocore and kind not in ONE_ATTEMPT_REPRESENTATIVES:
                     continue
-                yield pytest.param(
-                    scenario,
-                    step,
-                    kind,
-                    phase,
-                    duration,
-                    id=f"{scenario.name}-{step.name}-{kind.name}-{phase.value}-{duration.value}",
-                )
+                yield fault_case(scenario, step, kind, phase, duration)
 
 
 @pytest.mark.parametrize(("scenario", "step", "kind", "phase", "duration"), list(oauth_fault_table()))

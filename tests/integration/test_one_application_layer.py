@@ -209,3 +209,21 @@ def test_a_routes_own_fields_are_judged_before_its_idempotency_key(api: ApiDrive
     # Then the state's problem is the one answered (the contract ranks a request's own fields first)
     assert answer.status == 400
     assert answer.error["details"]["errors"][0]["pointer"] == "/state"
+
+
+def test_an_operation_that_reads_its_callers_key_fresh_cannot_be_a_tool() -> None:
+    # A tool runs as /mcp authenticated its caller, possibly from the container's key cache
+    from baton_checkpoints.api.mcp.tools import Hints, ToolSpec
+    from baton_checkpoints.api.operations import grants
+
+    assert grants.revoke.fresh_key
+    with pytest.raises(ValueError, match="cannot be a tool"):
+        ToolSpec("t", "T", "d", {}, Hints(False, True, True), grants.revoke, lambda context, args, plain: {})
+
+
+def test_a_route_naming_an_operation_takes_its_declaration_whole() -> None:
+    from baton_checkpoints.api.resolver import needs
+
+    assert needs(checkpoint_operations.save) == {SCOPE_EXTENSION: "checkpoints:write", ACTS_FOR_EXTENSION: ["agent_id"]}
+    with pytest.raises(TypeError):
+        needs(checkpoint_operations.save, fresh_key=True)

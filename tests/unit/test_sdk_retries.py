@@ -424,3 +424,31 @@ def test_an_answer_saying_no_request_is_left_makes_the_next_one_wait(
     assert route.call_count == 3
     assert len(sleeps) == 1
     assert 2.5 <= sleeps[0] <= 3.0
+
+
+def test_a_presigned_transfer_is_never_paced_by_the_tenants_rate() -> None:
+    from baton_checkpoints.client._core import Call, ClientCore, Send
+
+    # Given a client told by Baton that its tenant has no request left for 5 seconds
+    core = ClientCore(RetryPolicy())
+    core.pace({"ratelimit": '"tenant";r=0;t=5'})
+    # When it starts a call that is no Baton request (a presigned URL: S3 counts for no tenant) and one that is
+    with httpx.Client(base_url=URL) as http:
+        transfer = core.exchange(
+            http, Call(method="GET", path="https://s3.test/object?sig=1", needs_key=False, parse=lambda answer: answer)
+        )
+        baton = core.exchange(
+            http, Call(method="GET", path=f"/v1/checkpoints/{CKPT}", needs_key=False, parse=lambda answer: answer)
+        )
+        first_of_transfer = next(transfer)
+        core.pace({"ratelimit": '"tenant";r=0;t=5'})
+        first_of_baton = next(baton)
+    # Then the transfer is sent at once; a Baton request that needs no key is not paced either
+    assert isinstance(first_of_transfer, Send)
+    assert isinstance(first_of_baton, Send)
+    # And a Baton request with the key waits what the answer said
+    with httpx.Client(base_url=URL, headers={"authorization": "Bearer k"}) as http:
+        keyed = core.exchange(http, Call(method="GET", path=f"/v1/checkpoints/{CKPT}", parse=lambda answer: answer))
+        first = next(keyed)
+    assert not isinstance(first, Send)
+    assert 4.0 <= first.seconds <= 5.0  # type: ignore[union-attr]

@@ -13,7 +13,7 @@ from __future__ import annotations
 import threading
 import time
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Final, Protocol
 
 from baton_checkpoints.domain.errors import RateLimited
@@ -41,7 +41,6 @@ class _Held:
     tokens: int = 0
     expires_us: int = 0
     refused_until_us: int = 0
-    limits: Limits | None = None
 
 
 @dataclass(frozen=True)
@@ -50,7 +49,6 @@ class Admission:
 
     remaining: int
     reset_seconds: int
-    limits: Limits = field(repr=False)
 
     def header(self) -> str:
         """The `RateLimit` field (draft-ietf-httpapi-ratelimit-headers): the requests left, and the seconds until the
@@ -107,7 +105,6 @@ class RateLimiter:
             if held.tokens <= 0 or not 0 < held.expires_us - now_us <= SHARE_SECONDS * 1_000_000:
                 taken = self._tenants.take(tenant_id, now_us, held.bucket, self._defaults)
                 held.bucket = taken.bucket
-                held.limits = taken.bucket.settings.over(self._defaults)
                 if taken.granted == 0:
                     held.tokens = 0
                     held.refused_until_us = now_us + min(max(taken.retry_after_us, 1), SHARE_SECONDS * 1_000_000)
@@ -115,15 +112,15 @@ class RateLimiter:
                 held.tokens = taken.granted
                 held.expires_us = now_us + SHARE_SECONDS * 1_000_000
             held.tokens -= 1
-            limits = held.limits or held.bucket.settings.over(self._defaults)
+            limits = held.bucket.settings.over(self._defaults)
             left = min(held.tokens + remaining(held.bucket.tat_us, now_us, limits), limits.burst)
             if left == 0:
                 # Nothing left: `t` says when the next request will be allowed, so a client can wait that long.
-                return Admission(0, max(1, next_in_seconds(held.bucket.tat_us, now_us, limits)), limits)
-            return Admission(left, full_in_seconds(held.bucket.tat_us, now_us), limits)
+                return Admission(0, max(1, next_in_seconds(held.bucket.tat_us, now_us, limits)))
+            return Admission(left, full_in_seconds(held.bucket.tat_us, now_us))
 
     def _refusal(self, held: _Held, wait_us: int) -> RateLimited:
-        limits = held.limits or held.bucket.settings.over(self._defaults)
+        limits = held.bucket.settings.over(self._defaults)
         retry_after = max(1, -(-wait_us // 1_000_000))
         return RateLimited(
             retry_after=retry_after,

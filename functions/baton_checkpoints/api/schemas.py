@@ -8,6 +8,7 @@ they are not validated again on the way out) and `baton_checkpoints.api.response
 from __future__ import annotations
 
 import json
+from dataclasses import asdict
 from typing import Annotated, Any, Generic, Literal, TypeVar
 
 from pydantic import BaseModel, ConfigDict, Field, StringConstraints
@@ -458,17 +459,5 @@ class TenantLimits(ResponseModel):
     @classmethod
     def of(cls, tenant_id: str, settings: Settings, defaults: Limits) -> TenantLimits:
         """The answer for a tenant's settings over the stage's defaults."""
-        effective = settings.over(defaults)
-        return cls.model_construct(
-            tenant_id=tenant_id,
-            requests_per_minute=settings.requests_per_minute,
-            burst=settings.burst,
-            storage_bytes=settings.storage_bytes,
-            checkpoints=settings.checkpoints,
-            effective=EffectiveLimits.model_construct(
-                requests_per_minute=effective.requests_per_minute,
-                burst=effective.burst,
-                storage_bytes=effective.storage_bytes,
-                checkpoints=effective.checkpoints,
-            ),
-        )
+        effective = EffectiveLimits.model_construct(**asdict(settings.over(defaults)))
+        return cls.model_construct(tenant_id=tenant_id, **asdict(settings), effective=effective)
