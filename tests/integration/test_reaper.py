@@ -500,12 +500,18 @@ def test_records_that_reference_nothing_make_no_aws_client(world: World, monkeyp
     declared = copy.deepcopy(BATCH[1])
     declared["eventName"] = "INSERT"
     del declared["dynamodb"]["OldImage"]
-    # When they are reaped by a new container, then no client was made: a cold start pays for none
-    assert reap(inline, declared) == []
+    unchanged = copy.deepcopy(inline)
+    unchanged["dynamodb"]["NewImage"] = copy.deepcopy(unchanged["dynamodb"]["OldImage"])
+    # When a record that stores nothing new is reaped by a new container, then no client was made: a cold start
+    # pays for none
+    assert reap(unchanged) == []
     assert made == []
-    # And the first record that needs S3 makes the S3 client only
+    # When they are reaped, then only the DynamoDB client was made, for their count (one request)
+    assert reap(inline, declared) == []
+    assert made == ["dynamodb_client"]
+    # And the first record that needs S3 makes the S3 client
     assert reap(BLOB_EXPIRED) == []
-    assert made == ["s3_client"]
+    assert made == ["dynamodb_client", "s3_client"]
 
 
 def test_the_function_refuses_to_run_without_its_bucket(world: World, monkeypatch: pytest.MonkeyPatch) -> None:

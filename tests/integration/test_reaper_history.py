@@ -221,6 +221,10 @@ def world(aws: Any, services: Services, stream: Stream, monkeypatch: pytest.Monk
     return World(aws, services.objects.client, stream).emptied()
 
 
+COUNT = {"TransactWriteItems": 1}
+"""What counting a batch's records for their tenants adds to a batch's requests (`store/metering.py`)."""
+
+
 @pytest.fixture
 def reaper_calls(world: World) -> Iterator[CallCounter]:
     """Counts the DynamoDB requests the reaper function's own client sends."""
@@ -670,8 +674,8 @@ def test_a_plain_save_is_reaped_without_reading_revisions(
     assert not any(items.REVISIONS_FROM in modify["dynamodb"][side] for side in ("OldImage", "NewImage"))
     reaper_calls.reset()
     world.reap([modify], twice=False)
-    # Then the reaper read the checkpoint as it is now, and no revision
-    assert dict(reaper_calls.calls) == {"GetItem": 1}
+    # Then the reaper read the checkpoint as it is now, and no revision (and counted the record: one transaction)
+    assert dict(reaper_calls.calls) == {"GetItem": 1, **COUNT}
     world.reap([modify])  # and again: nothing more
 
     # When a plain save with an inline state replaces it, then one drops the blob, each MODIFY reaped
@@ -682,7 +686,7 @@ def test_a_plain_save_is_reaped_without_reading_revisions(
     reaper_calls.reset()
     world.reap([modify], twice=False)
     # Then: the blob's record, the checkpoint, the conditional delete of the record; no Query
-    assert dict(reaper_calls.calls) == {"GetItem": 2, "DeleteItem": 1}
+    assert dict(reaper_calls.calls) == {"GetItem": 2, "DeleteItem": 1, **COUNT}
     assert world.blob_record(str(resource["blob_id"])) is None
     world.reap([modify])
     world.reap_until_quiet()
@@ -700,7 +704,7 @@ def test_a_plain_save_is_reaped_without_reading_revisions(
     (modify,) = [r for r in written if r["eventName"] == "MODIFY"]
     reaper_calls.reset()
     assert _reaped([modify]) == []
-    assert dict(reaper_calls.calls) == {"GetItem": 1, "Query": 2, "BatchWriteItem": 1}
+    assert dict(reaper_calls.calls) == {"GetItem": 1, "Query": 2, "BatchWriteItem": 1, **COUNT}
     world.reap(written)
     world.reap_until_quiet()
     world.assert_bucket_in_step()
@@ -737,5 +741,5 @@ def test_a_record_dropping_a_state_and_a_blob_reads_the_checkpoint_and_its_revis
     reaper_calls.reset()
     assert _reaped([modify]) == []
     # the blob's record, the checkpoint (once), the slot's revisions (once, with history on) ...
-    expected = {"GetItem": 2, "Query": 1} if history else {"GetItem": 2, "DeleteItem": 1}
+    expected = {"GetItem": 2, "Query": 1, **COUNT} if history else {"GetItem": 2, "DeleteItem": 1, **COUNT}
     assert dict(reaper_calls.calls) == expected

@@ -13,6 +13,8 @@ from baton_checkpoints.domain.tenancy import (
     Limits,
     LimitsRequest,
     Settings,
+    Usage,
+    quota_refusal,
     remaining,
     take,
 )
@@ -110,3 +112,48 @@ def test_null_or_absent_settings_take_the_stage_default() -> None:
     request = LimitsRequest.model_validate({"requests_per_minute": 120, "burst": None})
     assert request.settings() == Settings(requests_per_minute=120)
     assert request.settings().over(limits(60, 5)) == Limits(120, 5, 0, 0)
+
+
+# -- quotas ---------------------------------------------------------------------------------------------------
+
+
+def quotas(storage_bytes: int = 1_000, checkpoints: int = 10) -> Limits:
+    return Limits(requests_per_minute=60, burst=5, storage_bytes=storage_bytes, checkpoints=checkpoints)
+
+
+def test_a_write_that_fits_goes_ahead_up_to_the_quota_exactly() -> None:
+    usage = Usage(stored_bytes=900, checkpoints=6, threads=3)
+    assert quota_refusal(quotas(), usage, adds_bytes=100, creates=1) is None  # 1,000 bytes and 10: at, not past
+    bytes_refused = quota_refusal(quotas(), usage, adds_bytes=101)
+    assert bytes_refused is not None
+    assert bytes_refused.details() == {"quota": "storage_bytes", "limit": 1_000, "used": 900}
+    count_refused = quota_refusal(quotas(checkpoints=9), usage, adds_bytes=0, creates=1)
+    assert count_refused is not None
+    assert count_refused.details() == {"quota": "checkpoints", "limit": 9, "used": 9}  # threads count too
+
+
+def test_a_write_that_adds_nothing_is_never_refused_even_past_a_quota() -> None:
+    past = Usage(stored_bytes=5_000, checkpoints=50)
+    assert quota_refusal(quotas(), past, adds_bytes=0, creates=0) is None
+
+
+@given(
+    stored=st.integers(0, 10**6),
+    counted=st.integers(0, 100),
+    adds=st.integers(0, 10**6),
+    creates=st.integers(0, 2),
+    storage=st.integers(0, 10**6),
+    count=st.integers(0, 100),
+)
+@settings(max_examples=examples(300))
+def test_a_refusal_is_exactly_a_write_that_would_pass_a_quota(
+    stored: int, counted: int, adds: int, creates: int, storage: int, count: int
+) -> None:
+    refusal = quota_refusal(quotas(storage, count), Usage(stored, counted), adds, creates)
+    past_count = creates > 0 and counted + creates > count
+    past_bytes = adds > 0 and stored + adds > storage
+    assert (refusal is not None) == (past_count or past_bytes)
+    if refusal is not None:
+        # The count is judged first: a write that creates is told about the count even when its bytes pass too
+        assert refusal.quota == ("checkpoints" if past_count else "storage_bytes")
+    proof_counts.record("tenancy (unit)", quota_cases=1)

@@ -27,6 +27,7 @@ STATUS: dict[type[e.BatonError], int] = {
     e.UnsupportedMediaType: 415,
     e.IdempotencyKeyReused: 422,
     e.RateLimited: 429,
+    e.QuotaExceeded: 403,
     e.Unavailable: 503,
     e.ResponseTooLarge: 500,
 }

@@ -38,6 +38,12 @@ _ERROR_TEXT = {
     503: "UNAVAILABLE: a dependency is throttling or failing; nothing was written",
 }
 
+WRITE_403 = (
+    "FORBIDDEN: the key lacks the route's scope; or QUOTA_EXCEEDED: the write would take the tenant past its "
+    "storage_bytes or checkpoints quota (details.quota, details.limit, details.used); nothing was written"
+)
+"""The 403 of a route that stores bytes: its scope, or the tenant's quotas."""
+
 _STRING = {"type": "string"}
 ETAG_HEADER: dict[str, Any] = {
     "ETag": {

@@ -16,7 +16,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Final, Protocol
 
-from baton_checkpoints.domain.errors import RateLimited
+from baton_checkpoints.domain.errors import QuotaExceeded, RateLimited
 from baton_checkpoints.domain.tenancy import (
     SHARE_SECONDS,
     Bucket,
@@ -25,6 +25,7 @@ from baton_checkpoints.domain.tenancy import (
     Taken,
     full_in_seconds,
     next_in_seconds,
+    quota_refusal,
     remaining,
 )
 
@@ -129,6 +130,18 @@ class RateLimiter:
             requests_per_minute=limits.requests_per_minute,
             burst=limits.burst,
         )
+
+    def quota_refusal(self, tenant_id: str, adds_bytes: int, creates: int = 0) -> QuotaExceeded | None:
+        """The refusal of a write that stores `adds_bytes` and creates `creates` checkpoints or threads, judged on
+        what this container last learnt of the tenant's usage (every take's answer carries it, so it is at most
+        `SHARE_SECONDS` old, behind the stream's lag); None when the write may go ahead, or when the tenant was not
+        admitted here (no request reaches a write without being admitted)."""
+        with self._lock:
+            held = self._held.get(tenant_id)
+        if held is None:
+            return None
+        bucket = held.bucket
+        return quota_refusal(bucket.settings.over(self._defaults), bucket.usage, adds_bytes, creates)
 
     def forget(self, tenant_id: str) -> None:
         """Drop what this container holds of a tenant (its limits were just changed here)."""

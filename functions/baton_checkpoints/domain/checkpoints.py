@@ -19,6 +19,7 @@ from baton_checkpoints.domain.errors import (
     LeaseLost,
     NotFound,
     PayloadTooLarge,
+    QuotaExceeded,
     RevisionConflict,
     ValidationFailed,
 )
@@ -83,6 +84,11 @@ class SavePlan:
     """The lease token the write presents (needed while the checkpoint is leased)."""
     only_checkpoint: str | None = None
     """For a write addressed by id (a restore): the one checkpoint it may write, never a new one in its place."""
+    over_quota: QuotaExceeded | None = None
+    """Set when the state's bytes would take the tenant past its `storage_bytes` quota: the store raises it once an
+    idempotent retry is ruled out (a retry replays its first answer), before anything is written."""
+    create_refused: QuotaExceeded | None = None
+    """Set when the tenant is at its `checkpoints` quota: the save may update a checkpoint, never create one."""
 
     def may_attach(self, blob_agent_id: str) -> bool:
         """True when a blob declared by `blob_agent_id` may be attached by this save."""

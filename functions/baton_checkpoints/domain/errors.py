@@ -312,6 +312,27 @@ class RateLimited(BatonError):
         }
 
 
+class QuotaExceeded(BatonError):
+    """A write would take the tenant past one of its quotas (`storage_bytes`, `checkpoints`); nothing was written.
+    Reads and deletes are never refused for quota, so a tenant can always make room."""
+
+    code = "QUOTA_EXCEEDED"
+
+    def __init__(self, quota: str, limit: int, used: int, adds: int) -> None:
+        what = "bytes stored" if quota == "storage_bytes" else "live checkpoints and threads"
+        super().__init__(
+            f"This write would take the tenant past its {quota} quota: {used:,} {what} of {limit:,}, and the write "
+            f"adds {adds:,}. Delete what is no longer needed (deletes are never refused), or ask the operator to "
+            "raise the quota."
+        )
+        self.quota = quota
+        self.limit = limit
+        self.used = used
+
+    def details(self) -> dict[str, object]:
+        return {"quota": self.quota, "limit": self.limit, "used": self.used}
+
+
 class ResponseTooLarge(BatonError):
     """An answer that would not fit Lambda's response payload once encoded. Baton's bounds keep every answer under it
     (no request can reach this); when one does not, the answer is this error instead of API Gateway's opaque 500.

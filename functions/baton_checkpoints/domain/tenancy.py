@@ -20,6 +20,7 @@ from typing import Annotated, Final
 
 from pydantic import Field
 
+from baton_checkpoints.domain.errors import QuotaExceeded
 from baton_checkpoints.domain.models import RequestModel
 
 MINUTE_US: Final = 60_000_000
@@ -147,12 +148,34 @@ def full_in_seconds(tat_us: int | None, now_us: int) -> int:
 
 
 @dataclass(frozen=True)
+class Usage:
+    """What a tenant stores, as the stream consumer last counted it (`store/metering.py`): bytes (items by DynamoDB's
+    sizing rules, plus the S3 objects they stand for), live checkpoints, and threads."""
+
+    stored_bytes: int = 0
+    checkpoints: int = 0
+    threads: int = 0
+
+
+@dataclass(frozen=True)
 class Bucket:
-    """What a container knows of a tenant's item: its settings, their version, and the bucket's `tat`."""
+    """What a container knows of a tenant's item: its settings, their version, the bucket's `tat`, and its usage."""
 
     settings: Settings
     version: int = 0
     tat_us: int | None = None
+    usage: Usage = Usage()
+
+
+def quota_refusal(limits: Limits, usage: Usage, adds_bytes: int, creates: int = 0) -> QuotaExceeded | None:
+    """The refusal of a write that stores `adds_bytes` and creates `creates` checkpoints or threads, when it would
+    take the tenant past a quota; None when it may go ahead. A write that creates nothing is never refused for the
+    count, and one that stores nothing never for the bytes (a delete, a lease, a status change of a small state)."""
+    if creates and usage.checkpoints + usage.threads + creates > limits.checkpoints:
+        return QuotaExceeded("checkpoints", limits.checkpoints, usage.checkpoints + usage.threads, creates)
+    if adds_bytes and usage.stored_bytes + adds_bytes > limits.storage_bytes:
+        return QuotaExceeded("storage_bytes", limits.storage_bytes, usage.stored_bytes, adds_bytes)
+    return None
 
 
 @dataclass(frozen=True)

@@ -17,7 +17,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any, Final, Protocol
 
-from baton_checkpoints.domain.errors import PayloadTooLarge
+from baton_checkpoints.domain.errors import PayloadTooLarge, QuotaExceeded
 from baton_checkpoints.domain.threads import (
     MAX_CHECKPOINT_VALUE_BYTES,
     BlobRef,
@@ -107,6 +107,13 @@ class PutPlan:
     new: tuple[NewValue, ...]
     ttl_seconds: int | None
     now_ms: int
+    create_refused: QuotaExceeded | None = None
+    """Set when the tenant is at its `checkpoints` quota: the put may write to a thread, never start one."""
+
+    @property
+    def stored_bytes(self) -> int:
+        """What the put stores, as sent: its document and its new values (a blob's bytes are counted already)."""
+        return len(self.document_json) + sum(_sent_bytes(value.sent) for value in self.new)
 
     @property
     def carried(self) -> list[str]:
@@ -260,6 +267,10 @@ class PlannedWrite:
         return overwrites(self.index)
 
 
+def _sent_bytes(sent: bytes | BlobRef) -> int:
+    return len(sent) if isinstance(sent, bytes) else 0
+
+
 @dataclass(frozen=True, slots=True)
 class WritesPlan:
     """A validated `put_writes`, ready for the store."""
@@ -271,6 +282,11 @@ class WritesPlan:
     task_path: str
     writes: tuple[PlannedWrite, ...]
     now_ms: int
+
+    @property
+    def stored_bytes(self) -> int:
+        """What the call stores, as sent (a blob's bytes are counted already)."""
+        return sum(_sent_bytes(write.sent) for write in self.writes)
 
 
 def plan_writes(request: PutWritesRequest, ref: ThreadRef, now_ms: int) -> WritesPlan:

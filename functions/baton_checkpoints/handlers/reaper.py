@@ -1,7 +1,7 @@
 """The reaper function: each batch of the table's stream, one record at a time (`baton_checkpoints.store.reaping`
-decides and
-does the work). A record that fails is reported in `batchItemFailures` by its sequence number, so Lambda retries it
-(and the records after it in its shard) without failing the others; nothing raises out of the handler.
+decides and does the work), then what the batch stores counted for its tenants (`baton_checkpoints.store.metering`).
+A record that fails is reported in `batchItemFailures` by its sequence number, so Lambda retries it (and the records
+after it in its shard) without failing the others; nothing raises out of the handler.
 """
 
 from __future__ import annotations
@@ -15,7 +15,8 @@ from aws_lambda_powertools.utilities.batch import BatchProcessor, EventType, pro
 from baton_checkpoints.observability import logger
 from baton_checkpoints.settings import SettingsError, environment_name, load_settings
 from baton_checkpoints.store.aws import dynamodb_client, s3_client
-from baton_checkpoints.store.errors import error_code
+from baton_checkpoints.store.errors import TRANSIENT, classify, error_code
+from baton_checkpoints.store.metering import Meter
 from baton_checkpoints.store.reaping import Outcome, Reaper
 
 SPARE_SECONDS: Final = 10.0
@@ -72,7 +73,10 @@ def handler(event: dict[str, Any], context: Any) -> dict[str, Any]:
         done.thread_items_deleted += outcome.thread_items_deleted
 
     processor = BatchProcessor(EventType.DynamoDBStreams, raise_on_entire_batch_failure=False)
-    answer = process_partial_response(event=event, record_handler=reap_record, processor=processor, context=context)
+    answer: dict[str, Any] = dict(
+        process_partial_response(event=event, record_handler=reap_record, processor=processor, context=context)
+    )
+    counted = _count(Meter(lambda: work.dynamodb, work.table), event["Records"], answer)
     logger().info(
         "stream batch",
         extra={
@@ -85,10 +89,33 @@ def handler(event: dict[str, Any], context: Any) -> dict[str, Any]:
             "kept": len(done.kept),
             "revisions_deleted": done.revisions_deleted,
             "thread_items_deleted": done.thread_items_deleted,
+            "tenants_counted": counted,
             "duration_ms": round((time.perf_counter() - started) * 1000, 1),
         },
     )
-    return dict(answer)
+    return answer
+
+
+def _count(meter: Meter, records: list[dict[str, Any]], answer: dict[str, Any]) -> int | None:
+    """Count what the records before the batch's first failure store, for their tenants (`store/metering.py`); the
+    tenants counted. When the count fails for a moment (throttling, a conflict), the whole batch is reported failed:
+    Lambda sends it all again (reaping a record again does nothing more), and nothing of it was counted. Any other
+    failure is logged and the batch goes on uncounted: counting never holds up the reaping (None)."""
+    failed = {failure["itemIdentifier"] for failure in answer["batchItemFailures"]}
+    sequence = [record.get("dynamodb", {}).get("SequenceNumber") for record in records]
+    done = next((i for i, number in enumerate(sequence) if number in failed), len(records))
+    try:
+        return len(meter.count(records[:done]))
+    except Exception as exc:
+        transient = classify(exc) in TRANSIENT
+        (logger().warning if transient else logger().error)(
+            "stream batch not counted",
+            exc_info=error_code(exc) is None,
+            extra={"error": type(exc).__name__, "error_code": error_code(exc), "retried": transient},
+        )
+        if transient:
+            answer["batchItemFailures"] = [{"itemIdentifier": sequence[0]}]
+        return None
 
 
 def _deadline(context: Any) -> float | None:

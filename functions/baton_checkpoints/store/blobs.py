@@ -21,7 +21,7 @@ from baton_checkpoints.domain import limits
 from baton_checkpoints.domain.blobs import Blob
 from baton_checkpoints.domain.checkpoints import IdempotencyClaim
 from baton_checkpoints.domain.clock import ms_to_seconds
-from baton_checkpoints.domain.errors import IdempotencyKeyReused, NotFound, Unavailable
+from baton_checkpoints.domain.errors import IdempotencyKeyReused, NotFound, QuotaExceeded, Unavailable
 from baton_checkpoints.domain.ids import BLOB_ID_PATTERN
 from baton_checkpoints.domain.models import Presigned
 from baton_checkpoints.store import items, layout, schema
@@ -89,12 +89,27 @@ class BlobStore:
 
     # -- declare --------------------------------------------------------------------------------------------
 
-    def declare(self, blob: Blob, request_id: str, now_ms: int, claim: IdempotencyClaim | None = None) -> Declared:
+    def declare(
+        self,
+        blob: Blob,
+        request_id: str,
+        now_ms: int,
+        claim: IdempotencyClaim | None = None,
+        refused: QuotaExceeded | None = None,
+    ) -> Declared:
         """Write the record of a new blob and presign its upload; with a claim, once per idempotency key (a replay
-        answers the first declaration, a reused key `IdempotencyKeyReused`)."""
+        answers the first declaration, a reused key `IdempotencyKeyReused`). `refused`: the tenant's quota refuses
+        the blob, which is raised unless the claim's key replays a declaration (one read)."""
         bucket = self.bucket
         upload = _upload(blob, bucket)
         with translated_errors():
+            if refused is not None:
+                if claim is not None:
+                    key = layout.idempotency_key(blob.tenant_id, claim.agent_id, claim.key)
+                    found = self._client.get_item(TableName=self._table, Key=key, ConsistentRead=True).get("Item")
+                    if found is not None and _live(found, now_ms):
+                        return _answer_of(found, claim, request_id, blob.tenant_id)
+                raise refused
             if claim is None:
                 return self._declare_plain(blob, upload)
             return self._declare_idempotent(blob, upload, claim, request_id, now_ms)

@@ -159,8 +159,10 @@ class CheckpointStore:
                 or plan.key in self._with_history
             ):
                 return self._save_transactional(plan, claim)
-            if plan.oversize is not None:
-                # The contract ranks a closed checkpoint, a lease and a revision conflict before an oversized state.
+            refusal = plan.oversize or plan.over_quota
+            if refusal is not None:
+                # The contract ranks a closed checkpoint, a lease and a revision conflict before an oversized state
+                # or a quota.
                 check_write(
                     self._get_item(plan.key, with_state=False),
                     plan.expected_revision,
@@ -168,7 +170,7 @@ class CheckpointStore:
                     plan.lease_token,
                     plan.only_checkpoint,
                 )
-                raise plan.oversize
+                raise refusal
             return self._save_plain(plan)
 
     def _place(self, plan: SavePlan) -> items.Placement:
@@ -219,6 +221,8 @@ class CheckpointStore:
         key = layout.checkpoint_key(plan.key.tenant_id, plan.key.subject_id, plan.key.agent_id, plan.key.kind)
         update = items.save_update(plan, new_checkpoint_id(), placement)
         condition, condition_values = _save_condition(plan)
+        if plan.create_refused is not None:
+            condition = f"attribute_exists(#{schema.PK}) AND ({condition})"  # at the checkpoints quota: update only
         request: dict[str, Any] = {
             "TableName": self._table,
             "Key": key,
@@ -257,6 +261,8 @@ class CheckpointStore:
                     if mine is not None:
                         return SaveOutcome(mine)
                 check_write(old, plan.expected_revision, plan.now_ms, plan.lease_token, plan.only_checkpoint)
+                if old is None and plan.create_refused is not None:
+                    raise plan.create_refused from None
                 if old is not None and old.is_live(plan.now_ms) and _keeps_history(old, plan):
                     self._with_history[plan.key] = True
                     return None  # the save keeps or prunes revisions: the transaction does that
@@ -389,8 +395,9 @@ class CheckpointStore:
                 # (rounds lost to other writers are retried longer, below; these are not contention).
                 reraise(ambiguous)
             check_write(old, plan.expected_revision, plan.now_ms, plan.lease_token, plan.only_checkpoint)
-            if plan.oversize is not None:
-                raise plan.oversize
+            quota = plan.oversize or plan.over_quota or (plan.create_refused if old is None else None)
+            if quota is not None:
+                raise quota
             new = build_next(old, plan, new_checkpoint_id())
             superseded = old if old is not None and old.is_live(plan.now_ms) else None
             step = history_step(superseded, new.keep_revisions)

@@ -372,6 +372,11 @@ class Reaper:
         return self._dynamodb_client
 
     @property
+    def table(self) -> str:
+        """The table's name."""
+        return self._table
+
+    @property
     def s3(self) -> S3Client:
         """The S3 client, created by the first call that needs it."""
         if self._s3_client is None:

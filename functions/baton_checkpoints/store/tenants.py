@@ -14,11 +14,12 @@ from __future__ import annotations
 import secrets
 from typing import TYPE_CHECKING, Any, Final
 
-from baton_checkpoints.domain.tenancy import SKEW_US, Bucket, Limits, Settings, Taken, skewed, take
+from baton_checkpoints.domain.tenancy import SKEW_US, Bucket, Limits, Settings, Taken, Usage, skewed, take
 from baton_checkpoints.store import layout
 from baton_checkpoints.store.attributes import Item, from_item, names_in, to_attr
 from baton_checkpoints.store.dynamo import Refused, attempt
-from baton_checkpoints.store.errors import translated_errors
+from baton_checkpoints.store.errors import Failure, classify, translated_errors
+from baton_checkpoints.store.metering import CHECKPOINTS, STORED_BYTES, THREADS
 
 if TYPE_CHECKING:
     from mypy_boto3_dynamodb import DynamoDBClient
@@ -34,6 +35,9 @@ SETTINGS: Final = {
     "checkpoints": "checkpoints",
 }
 """Each setting's attribute (absent: the stage's default)."""
+USAGE: Final = {"stored_bytes": STORED_BYTES, "checkpoints": CHECKPOINTS, "threads": THREADS}
+"""What the stream consumer counts of the tenant (`store/metering.py` adds to them): in the same item, so that every
+take's answer carries them to the container that enforces the quotas."""
 MAX_TAKE_ATTEMPTS: Final = 4
 """Conditional writes one take may make: others' takes landing in between only refuse ours while they keep landing."""
 
@@ -42,7 +46,8 @@ def bucket_of(item: Item) -> Bucket:
     """A tenant item as a `Bucket` (an empty item: default settings, a full bucket)."""
     values = from_item(item)
     settings = Settings(**{name: _int(values.get(attribute)) for name, attribute in SETTINGS.items()})
-    return Bucket(settings, _int(values.get(VERSION)) or 0, _int(values.get(TAT)))
+    usage = Usage(**{name: max(0, _int(values.get(attribute)) or 0) for name, attribute in USAGE.items()})
+    return Bucket(settings, _int(values.get(VERSION)) or 0, _int(values.get(TAT)), usage)
 
 
 def _int(value: Any) -> int | None:
@@ -119,7 +124,12 @@ class TenantStore:
                 request["ConditionExpression"] += f" AND (attribute_not_exists(#{LAST}) OR #{LAST} <> :token)"
                 request["ExpressionAttributeNames"][f"#{LAST}"] = LAST
                 request["ExpressionAttributeValues"][":token"] = to_attr(token)
-                answer = attempt(self._client.update_item, **request)
+                try:
+                    answer = attempt(self._client.update_item, **request)
+                except Exception as exc:
+                    if classify(exc) is not Failure.RACE:
+                        raise
+                    continue  # the stream consumer's count holds the item for a moment (`store/metering.py`)
                 if isinstance(answer, Refused):
                     if answer.item.get(LAST, {}).get("S") == token:
                         return Taken(decided.granted, bucket_of(answer.item))  # ours, landed: its answer was lost

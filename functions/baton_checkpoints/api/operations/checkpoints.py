@@ -3,12 +3,18 @@
 
 from __future__ import annotations
 
+from dataclasses import replace
+from typing import TYPE_CHECKING
+
 from baton_checkpoints.api.operations import Context, operation
 from baton_checkpoints.api.operations.inputs import Idempotent, claim
-from baton_checkpoints.domain.checkpoints import Checkpoint, CheckpointKey, Page, SaveOutcome, plan_save
+from baton_checkpoints.domain.checkpoints import Checkpoint, CheckpointKey, Page, SaveOutcome, SavePlan, plan_save
 from baton_checkpoints.domain.errors import NotFound
 from baton_checkpoints.domain.lifecycle import Kind, Status
 from baton_checkpoints.domain.models import SaveCheckpointRequest
+
+if TYPE_CHECKING:
+    from baton_checkpoints.api.ratelimit import RateLimiter
 
 SAVE_PATH = "/v1/checkpoints"
 """Where a save is reached over HTTP: part of an idempotency key's fingerprint, whichever way the save came."""
@@ -32,7 +38,16 @@ def save(
         plain,
         caller_agent_id=caller.agent_id,
     )
+    plan = within_quota(context.services.limiter, plan)
     return context.services.checkpoints.save(plan, claim(caller.agent_id, idempotent, "POST", SAVE_PATH))
+
+
+def within_quota(limiter: RateLimiter, plan: SavePlan) -> SavePlan:
+    """`plan` with the tenant's quotas applied (`SavePlan.over_quota`, `.create_refused`), as this container last
+    learnt its usage: a save stores its state's bytes, and may create a checkpoint unless it writes one by id."""
+    tenant_id = plan.key.tenant_id
+    creates = limiter.quota_refusal(tenant_id, 0, creates=1) if plan.only_checkpoint is None else None
+    return replace(plan, over_quota=limiter.quota_refusal(tenant_id, plan.state.size), create_refused=creates)
 
 
 @operation("checkpoints:read")

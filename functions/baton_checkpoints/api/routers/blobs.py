@@ -15,7 +15,7 @@ from aws_lambda_powertools.event_handler.api_gateway import Router
 from aws_lambda_powertools.event_handler.openapi.params import Body, Path
 
 from baton_checkpoints.api.idempotency import IdempotencyKeyHeader, idempotency_claim
-from baton_checkpoints.api.openapi import AUTHENTICATED_ERRORS, REPLAYED_HEADER, responses
+from baton_checkpoints.api.openapi import AUTHENTICATED_ERRORS, REPLAYED_HEADER, WRITE_403, responses
 from baton_checkpoints.api.resolver import CurrentCall, Wired, needs
 from baton_checkpoints.api.responses import ok
 from baton_checkpoints.api.schemas import BlobInfo, CreatedBlob, DataEnvelope
@@ -58,7 +58,7 @@ _UNAVAILABLE = (
         {201: ("Declared (or an idempotent replay of a declaration)", DataEnvelope[CreatedBlob])},
         (400, *AUTHENTICATED_ERRORS, 413, 415, 422),
         {201: REPLAYED_HEADER},
-        described={503: _UNAVAILABLE},
+        described={403: WRITE_403, 503: _UNAVAILABLE},
     ),
     tags=["blobs"],
 )
@@ -81,7 +81,8 @@ def create_blob(
         created_ms=call.now_ms,
         expires_ms=call.now_ms + PENDING_DAYS * _DAY_MS,
     )
-    declared = services.blobs.declare(blob, call.request_id, call.now_ms, claim)
+    refused = services.limiter.quota_refusal(blob.tenant_id, blob.size)
+    declared = services.blobs.declare(blob, call.request_id, call.now_ms, claim, refused)
     headers = {"Idempotent-Replayed": "true"} if declared.replayed else None
     return ok(CreatedBlob.of(declared.blob, declared.upload), call.request_id, status=201, headers=headers)
 

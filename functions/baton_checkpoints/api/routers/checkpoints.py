@@ -14,6 +14,7 @@ from baton_checkpoints.api.openapi import (
     ETAG_HEADER,
     IF_MATCH_PATTERN,
     REPLAYED_HEADER,
+    WRITE_403,
     CursorParameter,
     responses,
 )
@@ -157,7 +158,7 @@ def _record_response(context: Context, found: Checkpoint, if_none_match: str | N
         },
         (400, *AUTHENTICATED_ERRORS, 409, 413, 415, 422),
         {201: {**ETAG_HEADER, **REPLAYED_HEADER}, 200: {**ETAG_HEADER, **REPLAYED_HEADER}},
-        described={409: LEASE_CONFLICTS},
+        described={403: WRITE_403, 409: LEASE_CONFLICTS},
     ),
     tags=["checkpoints"],
 )

@@ -9,7 +9,15 @@ from aws_lambda_powertools.event_handler.api_gateway import Router
 from aws_lambda_powertools.event_handler.openapi.params import Body, Path, Query
 
 from baton_checkpoints.api.idempotency import IdempotencyKeyHeader, idempotency_claim
-from baton_checkpoints.api.openapi import AUTHENTICATED_ERRORS, ETAG_HEADER, REPLAYED_HEADER, CursorParameter, responses
+from baton_checkpoints.api.openapi import (
+    AUTHENTICATED_ERRORS,
+    ETAG_HEADER,
+    REPLAYED_HEADER,
+    WRITE_403,
+    CursorParameter,
+    responses,
+)
+from baton_checkpoints.api.operations.checkpoints import within_quota
 from baton_checkpoints.api.paths import CheckpointIdParameter, checkpoint_id_from_path
 from baton_checkpoints.api.records import record_summary
 from baton_checkpoints.api.resolver import CurrentCall, Wired, needs
@@ -125,10 +133,11 @@ def _revision_record(call: CurrentCall, services: Wired, kept: Checkpoint) -> Re
         (400, *AUTHENTICATED_ERRORS, 404, 409, 413, 415, 422),
         {200: {**ETAG_HEADER, **REPLAYED_HEADER}},
         described={
+            403: WRITE_403,
             409: (
                 "CHECKPOINT_CLOSED (a completed or cancelled checkpoint), LEASE_HELD (details.lease_expires_at), "
                 "LEASE_LOST (lease_token names a lease that is gone) or REVISION_CONFLICT (details.current_revision)"
-            )
+            ),
         },
     ),
     tags=["history"],
@@ -147,14 +156,17 @@ def restore_revision(
         call.caller.tenant_id,
         target,
         request.revision,
-        lambda current, kept: plan_restore(
-            current,
-            kept,
-            request.expected_revision,
-            request.lease_token,
-            call.request_id,
-            call.now_ms,
-            call.caller.agent_id,
+        lambda current, kept: within_quota(
+            services.limiter,
+            plan_restore(
+                current,
+                kept,
+                request.expected_revision,
+                request.lease_token,
+                call.request_id,
+                call.now_ms,
+                call.caller.agent_id,
+            ),
         ),
         call.now_ms,
         _only_agent(call),

@@ -8,6 +8,7 @@ routes take no Idempotency-Key: a retry writes the same items again and answers 
 from __future__ import annotations
 
 import time
+from dataclasses import replace
 from typing import Annotated, Any, Literal
 
 import pybase64
@@ -17,7 +18,7 @@ from aws_lambda_powertools.event_handler.openapi.params import Body, Query
 from pydantic import Field
 
 from baton_checkpoints.api.jsontext import dumps
-from baton_checkpoints.api.openapi import AUTHENTICATED_ERRORS, CursorParameter, responses
+from baton_checkpoints.api.openapi import AUTHENTICATED_ERRORS, WRITE_403, CursorParameter, responses
 from baton_checkpoints.api.paths import ThreadIdParameter, thread_from_path
 from baton_checkpoints.api.resolver import Call, CurrentCall, Wired, needs
 from baton_checkpoints.api.responses import fitted_json_page, ok, plain
@@ -208,6 +209,7 @@ _THREAD_404 = "NOT_FOUND: the thread (or the checkpoint) is missing, expired, de
     responses=responses(
         {201: ("Stored", DataEnvelope[PutAnswer])},
         (400, *AUTHENTICATED_ERRORS, 413, 415),
+        described={403: WRITE_403},
     ),
     tags=["threads"],
 )
@@ -220,7 +222,12 @@ def put_checkpoint(
 ) -> Response[str]:
     """Store one checkpoint of a thread."""
     ref = _thread(call, thread_id, agent_id, write=True)
-    put = services.threads.put(plan_put(request, ref, call.now_ms))
+    plan = plan_put(request, ref, call.now_ms)
+    refusal = services.limiter.quota_refusal(ref.tenant_id, plan.stored_bytes)
+    if refusal is not None:
+        raise refusal
+    creates = services.limiter.quota_refusal(ref.tenant_id, 0, creates=1)
+    put = services.threads.put(replace(plan, create_refused=creates))
     answer = PutAnswer.model_construct(
         thread_id=ref.thread_id,
         checkpoint_ns=put.namespace,
@@ -246,7 +253,7 @@ def put_checkpoint(
     responses=responses(
         {200: ("Kept", DataEnvelope[WritesAnswer])},
         (400, *AUTHENTICATED_ERRORS, 404, 413, 415),
-        described={404: "NOT_FOUND: the checkpoint belongs to a deleted thread"},
+        described={403: WRITE_403, 404: "NOT_FOUND: the checkpoint belongs to a deleted thread"},
     ),
     tags=["threads"],
 )
@@ -259,7 +266,11 @@ def put_writes(
 ) -> Response[str]:
     """Keep the writes a task made against a checkpoint."""
     ref = _thread(call, thread_id, agent_id, write=True)
-    kept = services.threads.put_writes(plan_writes(request, ref, call.now_ms))
+    plan = plan_writes(request, ref, call.now_ms)
+    refusal = services.limiter.quota_refusal(ref.tenant_id, plan.stored_bytes)
+    if refusal is not None:
+        raise refusal
+    kept = services.threads.put_writes(plan)
     answer = WritesAnswer.model_construct(
         thread_id=ref.thread_id,
         checkpoint_ns=request.checkpoint_ns,

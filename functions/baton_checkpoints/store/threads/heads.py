@@ -8,7 +8,7 @@ from collections import OrderedDict
 from typing import TYPE_CHECKING, Any, Final
 
 from baton_checkpoints.domain import limits
-from baton_checkpoints.domain.errors import Unavailable
+from baton_checkpoints.domain.errors import QuotaExceeded, Unavailable
 from baton_checkpoints.domain.thread_puts import ThreadRef
 from baton_checkpoints.store import dynamo, layout, schema
 from baton_checkpoints.store.attributes import Item, names_in
@@ -41,6 +41,8 @@ KNOWN_HEADS: Final = 1_024
 
 
 _TOUCH_LIVE: Final = f"attribute_not_exists(#{schema.PK}) OR #{EXPIRES_MS} > :now"
+_TOUCH_EXISTING: Final = f"attribute_exists(#{schema.PK}) AND #{EXPIRES_MS} > :now"
+"""A touch that may not create the head (the tenant is at its quota): refused over a missing head as well."""
 
 
 _TOUCH: Final = (
@@ -75,9 +77,12 @@ class Heads:
         self._known: OrderedDict[str, Head] = OrderedDict()
         """The heads this container touched last (`for_put`): a put within a slack of a touch touches none."""
 
-    def for_put(self, pk: str, ttl_seconds: int | None, now_ms: int) -> Head:
+    def for_put(
+        self, pk: str, ttl_seconds: int | None, now_ms: int, create_refused: QuotaExceeded | None = None
+    ) -> Head:
         """The head a put writes under: the one this container last touched while its expiry is still at least a
-        time to live away (no request: the expiry a touch sets carries `refresh_slack_ms` more), else a touch."""
+        time to live away (no request: the expiry a touch sets carries `refresh_slack_ms` more), else a touch.
+        `create_refused`: raised rather than create a head (the tenant is at its `checkpoints` quota)."""
         known = self._known.get(pk)
         if (
             known is not None
@@ -86,16 +91,17 @@ class Heads:
         ):
             self._known.move_to_end(pk)
             return known
-        head = self.touch(pk, ttl_seconds, now_ms)
+        head = self.touch(pk, ttl_seconds, now_ms, create_refused)
         self._known[pk] = head
         while len(self._known) > KNOWN_HEADS:
             self._known.popitem(last=False)
         return head
 
-    def touch(self, pk: str, ttl_seconds: int | None, now_ms: int) -> Head:
+    def touch(self, pk: str, ttl_seconds: int | None, now_ms: int, create_refused: QuotaExceeded | None = None) -> Head:
         """Refresh a thread's head (creating it, or starting a new generation over an expired one): its generation
         and expiry, `refresh_slack_ms` beyond the time to live. One UpdateItem; over an expired head, one more write
-        that replaces it."""
+        that replaces it. `create_refused`: raised where the head would be created (the write is conditioned on the
+        head being there)."""
         known = self._known.get(pk)
         guess = (ttl_seconds * 1000) if ttl_seconds else known.ttl_ms if known else limits.DEFAULT_TTL_SECONDS * 1000
         later = now_ms + refresh_slack_ms(guess)
@@ -115,18 +121,21 @@ class Heads:
             values[":exp"] = {"N": str(later + ttl * 1000)}
             values[":ttl"] = {"N": str(later // 1000 + 1 + ttl)}
             del values[":later"], values[":later_s"]
+        condition = _TOUCH_LIVE if create_refused is None else _TOUCH_EXISTING
         answer = dynamo.attempt(
             self._client.update_item,
             TableName=self._table,
             Key=layout.key(pk, layout.THREAD_HEAD_SK),
             UpdateExpression=update,
-            ConditionExpression=_TOUCH_LIVE,
-            ExpressionAttributeNames=names_in(update, _TOUCH_LIVE),
+            ConditionExpression=condition,
+            ExpressionAttributeNames=names_in(update, condition),
             ExpressionAttributeValues=values,
             ReturnValues="ALL_NEW",
             ReturnValuesOnConditionCheckFailure="ALL_OLD",
         )
         if isinstance(answer, dynamo.Refused):
+            if not answer.found and create_refused is not None:
+                raise create_refused
             return self._restart(pk, answer.item, ttl_seconds, now_ms)
         return head_of(answer["Attributes"])
 

@@ -147,7 +147,7 @@ class Writer:
             }
             stored_document = packed_document(plan.document_json, plan.metadata)
             placement = place(plan, given, kept, len(stored_document), codec.encode_value)
-            head = self._heads.for_put(pk, plan.ttl_seconds, plan.now_ms)
+            head = self._heads.for_put(pk, plan.ttl_seconds, plan.now_ms, plan.create_refused)
             if source is not None and not head.shows(source):
                 # What was carried belongs to a former life of the thread: none of it is this one's.
                 inline, sizes = {}, {}

@@ -1,0 +1,210 @@
+"""What each tenant stores, counted from the table's stream: never on the request path.
+
+A stream record carries an item's old and new images; what the item stores (its *footprint*) is read off an image,
+and a record adds the difference. Summed over every record of a tenant, that is what the tenant stores now:
+
+- bytes: each item's size by DynamoDB's rules (`store/sizes.py`), plus the object it stands for in S3 (a spilled
+  state's or a large thread value's `n`, an uploaded blob's declared size);
+- checkpoints: checkpoint items (an expired one counts until DynamoDB's TTL removes it);
+- threads: thread heads, until the thread is deleted (its head records when, `fl`) or its head removed.
+
+Counted are the items the reaper's stream filter lets through (checkpoints and their revisions, blob records,
+thread items); keys, idempotency records, OAuth items and the tenant's own item are not the tenant's data.
+
+The counts go to the tenant's own item (`store/tenants.py`: `ub`, `uc`, `ut`), so that every take of the rate limit
+carries them back to the container that enforces the quotas. One batch makes one TransactWriteItems for all its
+tenants (one request per batch, whatever its size: at most 0.01 requests per API request for a full batch), so the
+batch's counts land together or not at all. Counted are the records before the batch's first failure only: Lambda
+sends that record and those after it again, and they are counted then. The transaction's `ClientRequestToken` names
+the records it counts, so the SDK's retry of a transaction whose answer was lost, or the same batch sent again
+within DynamoDB's ten minutes, is applied once. What can count twice: a batch whose invocation is lost after its
+count landed and before its answer reached Lambda, sent again split or after ten minutes (documented).
+"""
+
+from __future__ import annotations
+
+import base64
+import binascii
+import hashlib
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any, Final
+
+from baton_checkpoints.store import layout, schema
+from baton_checkpoints.store.attributes import Item
+from baton_checkpoints.store.sizes import value_bytes
+
+if TYPE_CHECKING:
+    from mypy_boto3_dynamodb import DynamoDBClient
+    from mypy_boto3_dynamodb.type_defs import UpdateTypeDef
+
+STORED_BYTES: Final = "ub"
+CHECKPOINTS: Final = "uc"
+THREADS: Final = "ut"
+FOOTPRINT_ATTRIBUTES: Final = (STORED_BYTES, CHECKPOINTS, THREADS)
+"""The tenant item's counters, as `Footprint`'s fields (`store/tenants.py` reads them into the bucket's usage)."""
+OBJECT: Final = "so"
+SIZE: Final = "n"
+FLOOR: Final = "fl"
+"""The names `store/items.py` and `store/thread_names.py` give an item's object, its size, and a thread's last
+delete (not imported: those modules load the domain's models, which the reaper's cold start does without)."""
+MAX_TRANSACTION_ITEMS: Final = 100
+"""DynamoDB's limit of items per transaction (a batch of `BATCH_SIZE` records names at most as many tenants)."""
+
+
+@dataclass(frozen=True)
+class Footprint:
+    """What one item (or a difference of two) stores."""
+
+    stored_bytes: int = 0
+    checkpoints: int = 0
+    threads: int = 0
+
+    def __add__(self, other: Footprint) -> Footprint:
+        return Footprint(
+            self.stored_bytes + other.stored_bytes, self.checkpoints + other.checkpoints, self.threads + other.threads
+        )
+
+    def __sub__(self, other: Footprint) -> Footprint:
+        return Footprint(
+            self.stored_bytes - other.stored_bytes, self.checkpoints - other.checkpoints, self.threads - other.threads
+        )
+
+    def __bool__(self) -> bool:
+        return bool(self.stored_bytes or self.checkpoints or self.threads)
+
+
+NONE: Final = Footprint()
+KEYS_ONLY: Final = frozenset({schema.PK, schema.SK})
+COUNTED_PREFIXES: Final = (layout.CHECKPOINT_PK_PREFIX, layout.BLOB_PK_PREFIX, layout.THREAD_PK_PREFIX)
+
+
+def tenant_of(pk: str) -> str | None:
+    """The tenant of a counted item's partition key (None: not an item whose bytes are a tenant's data)."""
+    for prefix in COUNTED_PREFIXES:
+        if pk.startswith(prefix):
+            tenant_id, sep, _ = pk.removeprefix(prefix).partition("#")
+            return tenant_id if sep and tenant_id else None
+    return None
+
+
+def footprint(pk: str, sk: str, image: Item | None) -> Footprint:
+    """What the item `image` (typed, as the stream carries it; None: no item) stores. An image of the keys alone is
+    no item: every item Baton writes holds more, and moto (`baton serve`, the tests) announces an item an UpdateItem
+    creates twice, as an INSERT of its keys alone and then as an INSERT of the whole item."""
+    if not image or image.keys() <= KEYS_ONLY:
+        return NONE
+    size = _bytes(image)
+    if OBJECT in image or pk.startswith(layout.BLOB_PK_PREFIX):
+        size += _number(image.get(SIZE))
+    if pk.startswith(layout.CHECKPOINT_PK_PREFIX) and sk.startswith(layout.CHECKPOINT):
+        return Footprint(size, checkpoints=1)
+    if pk.startswith(layout.THREAD_PK_PREFIX) and sk == layout.THREAD_HEAD_SK:
+        return Footprint(size, threads=0 if FLOOR in image else 1)
+    return Footprint(size)
+
+
+def _bytes(image: Item) -> int:
+    """The item's size; an attribute that is not a DynamoDB value (never one the store wrote) counts nothing, so
+    no record can stop its batch from being counted."""
+    total = 0
+    for name, value in image.items():
+        try:
+            total += len(name.encode("utf-8")) + value_bytes(_as_stored(value))
+        except (ValueError, TypeError, AttributeError, ArithmeticError, binascii.Error):
+            continue
+    return total
+
+
+def _as_stored(value: Any) -> Any:
+    """A value of Lambda's event form as boto3 reads it from the table: binaries are base64 text in an event (their
+    size is their bytes'), and DynamoDB Local's stream writes an empty map as `{}`."""
+    if value == {}:
+        return {"M": {}}
+    ((kind, raw),) = value.items()
+    if kind == "B" and isinstance(raw, str):
+        return {"B": base64.b64decode(raw)}
+    if kind == "BS":
+        return {"BS": [base64.b64decode(v) if isinstance(v, str) else v for v in raw]}
+    if kind == "M":
+        return {"M": {k: _as_stored(v) for k, v in raw.items()}}
+    if kind == "L":
+        return {"L": [_as_stored(v) for v in raw]}
+    return value
+
+
+def _number(value: Any) -> int:
+    """A typed number attribute's value (0 when it is not one)."""
+    try:
+        return max(0, int(value["N"]))
+    except (KeyError, TypeError, ValueError):
+        return 0
+
+
+def change_of(record: Mapping[str, Any]) -> tuple[str, Footprint] | None:
+    """The tenant a stream record (Lambda's event form) counts for, and what it adds; None when it counts nothing."""
+    change = record.get("dynamodb") or {}
+    keys = change.get("Keys") or {}
+    pk, sk = keys.get(schema.PK, {}).get("S"), keys.get(schema.SK, {}).get("S")
+    if not isinstance(pk, str) or not isinstance(sk, str):
+        return None
+    tenant_id = tenant_of(pk)
+    if tenant_id is None:
+        return None
+    added = footprint(pk, sk, change.get("NewImage")) - footprint(pk, sk, change.get("OldImage"))
+    return (tenant_id, added) if added else None
+
+
+def tally(records: Iterable[Mapping[str, Any]]) -> dict[str, Footprint]:
+    """What a run of records adds, by tenant (tenants whose records cancel out are left out)."""
+    totals: dict[str, Footprint] = {}
+    for record in records:
+        found = change_of(record)
+        if found is not None:
+            tenant_id, added = found
+            totals[tenant_id] = totals.get(tenant_id, NONE) + added
+    return {tenant_id: added for tenant_id, added in totals.items() if added}
+
+
+def request_token(records: Iterable[Mapping[str, Any]], part: int = 0) -> str:
+    """The `ClientRequestToken` of a batch's `part`-th transaction: the same records, the same token (36
+    characters at most)."""
+    digest = hashlib.sha256(f"{part}\n".encode())
+    for record in records:
+        digest.update(str(record.get("eventID", "")).encode())
+        digest.update(str((record.get("dynamodb") or {}).get("SequenceNumber", "")).encode())
+        digest.update(b"\n")
+    return digest.hexdigest()[:36]
+
+
+class Meter:
+    """Adds what stream records count to their tenants' items."""
+
+    def __init__(self, client: Callable[[], DynamoDBClient], table_name: str) -> None:
+        self._client = client
+        self._table = table_name
+
+    def count(self, records: Sequence[Mapping[str, Any]]) -> dict[str, Footprint]:
+        """Add what `records` count (one TransactWriteItems per `MAX_TRANSACTION_ITEMS` tenants; none when they
+        count nothing); what was added, by tenant. Raises on any failure: nothing of that transaction was added."""
+        totals = tally(records)
+        tenants = sorted(totals)
+        for start in range(0, len(tenants), MAX_TRANSACTION_ITEMS):
+            part = tenants[start : start + MAX_TRANSACTION_ITEMS]
+            self._client().transact_write_items(
+                TransactItems=[{"Update": self._update(tenant_id, totals[tenant_id])} for tenant_id in part],
+                ClientRequestToken=request_token(records, start),
+            )
+        return totals
+
+    def _update(self, tenant_id: str, added: Footprint) -> UpdateTypeDef:
+        given = {STORED_BYTES: added.stored_bytes, CHECKPOINTS: added.checkpoints, THREADS: added.threads}
+        counted = {name: value for name, value in given.items() if value}
+        expression = "ADD " + ", ".join(f"#{name} :{name}" for name in counted)
+        return {
+            "TableName": self._table,
+            "Key": layout.tenant_key(tenant_id),
+            "UpdateExpression": expression,
+            "ExpressionAttributeNames": {f"#{name}": name for name in counted},
+            "ExpressionAttributeValues": {f":{name}": {"N": str(value)} for name, value in counted.items()},
+        }

@@ -1,0 +1,125 @@
+"""What a stream record counts for its tenant (`store/metering.py`), without AWS: each item's footprint, a record's
+difference, a batch's tally, and the request token that makes a batch sent again count once."""
+
+from __future__ import annotations
+
+import base64
+import itertools
+from typing import Any
+
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from baton_checkpoints.store import metering, tenants
+from baton_checkpoints.store.metering import Footprint, change_of, footprint, request_token, tally, tenant_of
+from baton_checkpoints.store.sizes import item_bytes
+from tests import proof_counts
+from tests.unit.hypothesis_profiles import examples
+
+SUITE = "metering (unit)"
+CHECKPOINT = ("C#acme#ticket-1", "C#worker#task_state")
+
+
+def checkpoint(text: str = '{"step":1}', **more: Any) -> dict[str, Any]:
+    pk, sk = CHECKPOINT
+    return {"pk": {"S": pk}, "sk": {"S": sk}, "s": {"S": text}, "rev": {"N": "1"}, **more}
+
+
+def record(old: dict[str, Any] | None, new: dict[str, Any] | None, keys: tuple[str, str] = CHECKPOINT) -> Any:
+    change: dict[str, Any] = {"Keys": {"pk": {"S": keys[0]}, "sk": {"S": keys[1]}}, "SequenceNumber": "100"}
+    if old is not None:
+        change["OldImage"] = old
+    if new is not None:
+        change["NewImage"] = new
+    name = "INSERT" if old is None else "REMOVE" if new is None else "MODIFY"
+    return {"eventID": "e1", "eventName": name, "dynamodb": change}
+
+
+def test_each_kind_of_item_stores_its_size_and_what_it_stands_for() -> None:
+    item = checkpoint()
+    assert footprint(*CHECKPOINT, item) == Footprint(item_bytes(item), checkpoints=1)
+    spilled = checkpoint(so={"S": "blobs/acme/states/x"}, n={"N": "500000"})
+    assert footprint(*CHECKPOINT, spilled).stored_bytes == item_bytes(spilled) + 500_000
+    revision = checkpoint(so={"S": "blobs/acme/states/y"}, n={"N": "42"})
+    assert footprint("C#acme#ticket-1", "V#worker#task_state#ckpt_1#0000000000000001", revision) == Footprint(
+        item_bytes(revision) + 42
+    )
+    blob = {"pk": {"S": "B#acme#blob_1"}, "sk": {"S": "B"}, "n": {"N": "2048"}}
+    assert footprint("B#acme#blob_1", "B", blob) == Footprint(item_bytes(blob) + 2048)
+    head = {"pk": {"S": "H#acme#worker#t1"}, "sk": {"S": "H"}, "g": {"S": "abc"}}
+    assert footprint("H#acme#worker#t1", "H", head) == Footprint(item_bytes(head), threads=1)
+    deleted = {**head, "fl": {"N": "5"}}
+    assert footprint("H#acme#worker#t1", "H", deleted) == Footprint(item_bytes(deleted), threads=0)
+    value = {"pk": {"S": "H#acme#worker#t1"}, "sk": {"S": "V#x"}, "so": {"S": "k"}, "n": {"N": "9"}}
+    assert footprint("H#acme#worker#t1", "V#x", value).stored_bytes == item_bytes(value) + 9
+    # An image of the keys alone is no item (moto announces an item an UpdateItem creates that way first)
+    assert footprint(*CHECKPOINT, {"pk": {"S": CHECKPOINT[0]}, "sk": {"S": CHECKPOINT[1]}}) == metering.NONE
+
+
+def test_binaries_count_their_bytes_not_their_base64_and_an_empty_map_counts_as_one() -> None:
+    raw = bytes(range(200))
+    as_read = checkpoint(h={"B": raw}, m={"M": {"inner": {"B": raw}}}, e={"M": {}})
+    as_streamed = checkpoint(
+        h={"B": base64.b64encode(raw).decode()}, m={"M": {"inner": {"B": base64.b64encode(raw).decode()}}}, e={}
+    )
+    assert footprint(*CHECKPOINT, as_streamed) == footprint(*CHECKPOINT, as_read)
+
+
+def test_only_tenants_data_counts() -> None:
+    assert tenant_of("C#acme#ticket-1") == tenant_of("B#acme#blob_1") == tenant_of("H#acme#worker#t1") == "acme"
+    for pk in ("K#0123", "D#acme#worker#key", "L#acme", "A#client", "G#acme#grant", "C#", "C#acme"):
+        assert tenant_of(pk) is None, pk
+    key_item = record(None, {"pk": {"S": "K#0123"}, "sk": {"S": "K"}}, ("K#0123", "K"))
+    assert change_of(key_item) is None
+
+
+def test_a_record_adds_its_difference_and_a_malformed_one_cannot_stop_a_count() -> None:
+    old, new = checkpoint("a"), checkpoint("a" * 11)
+    assert change_of(record(old, new)) == ("acme", Footprint(10))
+    assert change_of(record(None, new)) == ("acme", footprint(*CHECKPOINT, new))
+    assert change_of(record(new, None)) == ("acme", metering.NONE - footprint(*CHECKPOINT, new))
+    assert change_of(record(old, old)) is None
+    broken = checkpoint(bad={"Z": "?"}, worse={"B": "not base64!"}, n={"N": "x"})
+    assert change_of(record(None, broken)) is not None
+
+
+def test_a_tally_sums_by_tenant_and_leaves_out_what_cancels() -> None:
+    other = ("C#globex#t", "C#worker#task_state")
+    made = checkpoint()
+    records = [
+        record(None, made),
+        record(None, {**checkpoint(), "pk": {"S": other[0]}}, other),
+        record(made, None),
+    ]
+    totals = tally(records)
+    assert set(totals) == {"globex"}
+    assert totals["globex"].checkpoints == 1
+
+
+def test_the_request_token_names_the_records_and_the_part() -> None:
+    first = [record(None, checkpoint()), {**record(None, checkpoint()), "eventID": "e2"}]
+    assert request_token(first) == request_token([dict(r) for r in first])
+    assert request_token(first) != request_token(first[:1])
+    assert request_token(first) != request_token(first, part=100)
+    assert len(request_token(first)) <= 36
+
+
+def test_the_counters_are_the_ones_the_tenant_item_reads() -> None:
+    assert tuple(tenants.USAGE.values()) == metering.FOOTPRINT_ATTRIBUTES
+
+
+ITEM_TEXT = st.text(max_size=40)
+
+
+@given(states=st.lists(st.one_of(st.none(), ITEM_TEXT), min_size=1, max_size=12))
+@settings(max_examples=examples(300))
+def test_the_records_of_an_items_life_add_up_to_what_it_stores_at_its_end(states: list[str | None]) -> None:
+    images = [None, *(None if text is None else checkpoint(text) for text in states)]
+    total = metering.NONE
+    for old, new in itertools.pairwise(images):
+        if old is None and new is None:
+            continue
+        found = change_of(record(old, new))
+        total += found[1] if found is not None else metering.NONE
+    assert total == footprint(*CHECKPOINT, images[-1])
+    proof_counts.record(SUITE, lives=1)
