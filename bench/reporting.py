@@ -318,10 +318,26 @@ def verdicts(
     cold: coldstart.ColdStart | None,
     warm_figures: warm.WarmFigures | None,
     recording: dict[str, Any] | None,
+    steady: dict[str, Any] | None = None,
 ) -> list[Verdict]:
     """Every budget of performance.md, judged on this run's figures."""
     found: list[Verdict] = []
     met = {True: "met", False: "missed"}
+    if steady is not None:
+        saves = steady["saves"]
+        takes = steady["api"].get(replay.TAKE, 0)
+        counts = steady["reaper"].get("TransactWriteItems", 0)
+        added = (takes + counts) / saves
+        found.append(
+            Verdict(
+                f"DynamoDB requests rate limiting and usage metering add per API request, a steady run of {saves} "
+                "saves and its stream",
+                f"≤ {BUDGET_LIMITING_REQUESTS:g}",
+                f"{added:.3f}: {takes} takes of the tenant's share ({takes / saves:.3f}) and {counts} counts by the "
+                f"stream consumer ({counts / saves:.3f}; {steady['records']} records in batches of 100)",
+                met[added <= BUDGET_LIMITING_REQUESTS],
+            )
+        )
     if figures is not None and "baton" in figures.clients:
         accepted = figures.accepted("baton")
         failed = [s for s in figures.sizes if s not in accepted]
@@ -635,6 +651,7 @@ def render(
     notes: list[str],
     plot: bool,
     sections: tuple[str, ...] = (),
+    steady: dict[str, Any] | None = None,
 ) -> str:
     """The report as Markdown; `sections` (Markdown, each with its heading) go before the method."""
     lines = [
@@ -659,11 +676,11 @@ def render(
             )
         lines.append("")
     lines += ["## Budgets", "", "| figure | budget | measured | verdict |", "|---|---|---|---|"]
-    for v in verdicts(figures, cold, warm_figures, recording):
+    for v in verdicts(figures, cold, warm_figures, recording, steady):
         mark = {"met": "✅ met", "missed": "❌ **missed**"}.get(v.status, v.status)
         lines.append(f"| {v.figure} | {v.budget} | {v.measured} | {mark} |")
     lines.append("")
-    lines += _misses(verdicts(figures, cold, warm_figures, recording))
+    lines += _misses(verdicts(figures, cold, warm_figures, recording, steady))
     if figures is not None:
         lines += _side_by_side(figures, plot)
     if warm_figures is not None:

@@ -15,6 +15,8 @@ Steps, in one run (a few minutes on a 2-core machine, progress printed; the firs
    Then one LangGraph graph run step by step on `BatonSaver` and on both peers' `DynamoDBSaver`
    (`langgraph_steps.py`), from conversations of 6, 34 and 309 KB: DynamoDB requests, refused conditional writes,
    write and read units, stored bytes, S3 requests, HTTPS round trips and $ per million graph steps.
+   Then a steady tenant's run of saves and its stream reaped in the deployed batches (`steady.py`): the DynamoDB
+   requests rate limiting and usage metering add per API request.
 4. Baton's own CPU with AWS stubbed (`warm.py`: saves, and a LangGraph graph step's put against a bare botocore
    PutItem of the same item), and its whole cold request against a boto3 baseline (`coldstart.py`).
 5. `bench/report.md` with every figure, every budget's verdict and the headlines, and `bench/report.png` (drawn by
@@ -50,6 +52,7 @@ import langgraph_steps  # noqa: E402
 import replay  # noqa: E402
 import reporting  # noqa: E402
 import sidebyside  # noqa: E402
+import steady as steady_run  # noqa: E402
 import warm  # noqa: E402
 from meter import MeteredMotoServer  # noqa: E402
 
@@ -102,11 +105,12 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument(
         "--turns", type=int, default=langgraph_steps.TURNS, help="turns of the LangGraph graph (3 graph steps each)"
     )
+    parser.add_argument("--steady", type=int, default=steady_run.SAVES, help="saves of the steady run")
     parser.add_argument("--quick", action="store_true", help="few repetitions: checks the bench, not Baton")
     parser.add_argument("--check", action="store_true", help="exit 1 when a budget is missed")
     args = parser.parse_args(argv)
     if args.quick:
-        args.reps, args.big_reps, args.runs, args.saves = 3, 2, 3, 60
+        args.reps, args.big_reps, args.runs, args.saves, args.steady = 3, 2, 3, 60, 100
         args.turns = langgraph_steps.QUICK_TURNS
     when = datetime.now(UTC)
     capacity.self_check()  # the sizing rules every count below depends on
@@ -114,6 +118,7 @@ def main(argv: list[str] | None = None) -> int:
     os.environ.update({k: v for k, v in sidebyside.client_env().items() if k.startswith("AWS_")})
 
     notes: list[str] = []
+    steady: dict[str, Any] | None = None
     server = MeteredMotoServer()
     endpoint = server.start()
     try:
@@ -145,6 +150,20 @@ def main(argv: list[str] | None = None) -> int:
         sizes = ", ".join(f"{size // 1000} KB" for size in langgraph_steps.SIZES)
         progress(f"one LangGraph graph, {args.turns} turns, on each saver at {sizes} (bench/langgraph_steps.py)")
         graph_steps = langgraph_steps.measure(server.meter, endpoint, secret, args.turns, progress=progress)
+        progress(f"a steady run of {args.steady} saves and its stream (bench/steady.py)")
+        steady_json = RESULTS / "steady.json"
+        try:
+            run_child(
+                [
+                    *(sys.executable, str(BENCH / "steady.py"), "--endpoint", endpoint, "--table", BATON_TABLE),
+                    *("--bucket", BATON_BUCKET, "--secret", secret, "--saves", str(args.steady)),
+                    *("--json", str(steady_json)),
+                ],
+                "steady.py",
+            )
+            steady = json.loads(steady_json.read_text(encoding="utf-8"))
+        except RuntimeError as exc:
+            notes.append(f"the steady run (rate limiting and metering) was not measured: {_last(exc)}")
     finally:
         server.stop()
     summary = side.summary()
@@ -194,13 +213,13 @@ def main(argv: list[str] | None = None) -> int:
     if codec is None:
         notes.append("the shipped codec's figures are missing: `bench/codec_study.py` could not report them")
     sections = (langgraph_steps.table(graph_steps), *((codec,) if codec else ()))
-    report = reporting.render(when, figures, cold, warm_figures, recording, notes, plotted, sections)
+    report = reporting.render(when, figures, cold, warm_figures, recording, notes, plotted, sections, steady)
     REPORT.write_text(report, encoding="utf-8")
     if update_readme(figures, when):
         progress(f"updated the {README_SECTION!r} section of README.md")
     progress(f"wrote {REPORT.relative_to(REPO)}" + (f" and {PLOT.relative_to(REPO)}" if plotted else ""))
 
-    missed = [v for v in reporting.verdicts(figures, cold, warm_figures, recording) if v.status == "missed"]
+    missed = [v for v in reporting.verdicts(figures, cold, warm_figures, recording, steady) if v.status == "missed"]
     for verdict in missed:
         print(f"budget missed: {verdict.figure}: {verdict.measured} (budget {verdict.budget})", file=sys.stderr)
     incomplete = recording is None or warm_figures is None or cold is None

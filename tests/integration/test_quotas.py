@@ -188,6 +188,15 @@ def _thread_put(worker: ApiDriver, thread: str, checkpoint_id: str, value: bytes
     )
 
 
+def copy(worker: ApiDriver, thread: str, target: str) -> Result:
+    return worker.invoke(
+        "save_checkpoint",
+        path=f"/v1/threads/{thread}/copy",
+        body={"target_thread_id": target},
+        headers={"idempotency-key": None},
+    )
+
+
 def test_threads_count_and_store_against_the_quotas(api: ApiDriver, services: Services) -> None:
     worker = tenant_key(services, "threads-e")
     assert _thread_put(worker, "thread-1", "1ef0000000000001", b"a").status == 201
@@ -195,7 +204,9 @@ def test_threads_count_and_store_against_the_quotas(api: ApiDriver, services: Se
     set_quota(api, services, "threads-e", used_bytes=0, used=1, checkpoints=1)
     before = data_of(services, "threads-e")
     refused_for(_thread_put(worker, "thread-2", "1ef0000000000002", b"b"), "checkpoints", 1, 1)
+    refused_for(copy(worker, "thread-1", "thread-3"), "checkpoints", 1, 1)
     assert data_of(services, "threads-e") == before
+    assert copy(worker, "thread-1", "thread-1").status == 200  # onto itself: nothing created, nothing stored
     assert _thread_put(worker, "thread-1", "1ef0000000000003", b"c").status == 201
     # Given the tenant near its storage quota: a put or a task's writes larger than what is left are refused
     set_quota(api, services, "threads-e", used_bytes=900, used=1, storage_bytes=1_000)
@@ -214,11 +225,12 @@ def test_threads_count_and_store_against_the_quotas(api: ApiDriver, services: Se
         headers={"idempotency-key": None},
     )
     refused_for(writes, "storage_bytes", 1_000, 900)
+    refused_for(copy(worker, "thread-1", "thread-4"), "storage_bytes", 1_000, 900)
     assert data_of(services, "threads-e") == before
     # And deleting the thread is never refused
     deleted = worker.invoke("purge_subject", path="/v1/threads/thread-1", query={})
     assert (deleted.status, deleted.data["deleted"]) == (200, True), deleted.raw_body
-    proof_counts.record(SUITE, refusals=3)
+    proof_counts.record(SUITE, refusals=5)
 
 
 def test_the_mcp_save_tool_is_refused_as_the_route_is(api: ApiDriver, services: Services) -> None:

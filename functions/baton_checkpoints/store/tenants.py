@@ -104,6 +104,7 @@ class TenantStore:
         believed = known
         want: int | None = None
         read = False
+        raced: Exception | None = None
         with translated_errors():
             for _ in range(MAX_TAKE_ATTEMPTS):
                 limits = believed.settings.over(defaults)
@@ -129,13 +130,19 @@ class TenantStore:
                 except Exception as exc:
                     if classify(exc) is not Failure.RACE:
                         raise
-                    continue  # the stream consumer's count holds the item for a moment (`store/metering.py`)
+                    # The stream consumer's count holds the item for a moment (`store/metering.py`): the same take
+                    # again; a conflict that lasts is the table's failure (503), not the tenant's rate.
+                    raced, want = exc, None
+                    continue
+                raced = None
                 if isinstance(answer, Refused):
                     if answer.item.get(LAST, {}).get("S") == token:
                         return Taken(decided.granted, bucket_of(answer.item))  # ours, landed: its answer was lost
                     believed = bucket_of(answer.item)
                     continue
                 return Taken(decided.granted, bucket_of(answer.get("Attributes") or {}))
+            if raced is not None:
+                raise raced
         # Other containers kept taking what was left between each read and write: the bucket is all but empty.
         return Taken(0, believed, 1_000_000)
 

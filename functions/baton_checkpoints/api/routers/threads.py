@@ -386,7 +386,11 @@ def delete_thread(
     responses=responses(
         {200: ("Copied", DataEnvelope[ThreadCopied])},
         (400, *AUTHENTICATED_ERRORS, 404, 413, 415),
-        described={404: _THREAD_404, 413: "PAYLOAD_TOO_LARGE: the thread's items pass what one copy reads"},
+        described={
+            403: WRITE_403,
+            404: _THREAD_404,
+            413: "PAYLOAD_TOO_LARGE: the thread's items pass what one copy reads",
+        },
     ),
     tags=["threads"],
 )
@@ -400,7 +404,13 @@ def copy_thread(
     """Fork a thread under a new id."""
     deadline = time.monotonic() + DELETE_SECONDS
     ref = _thread(call, thread_id, agent_id, write=True)
-    copied = services.threads.copy(ref, request.target_thread_id, call.now_ms, deadline)
+    copied = services.threads.copy(
+        ref,
+        request.target_thread_id,
+        call.now_ms,
+        deadline,
+        lambda adds_bytes, creates: services.limiter.quota_refusal(ref.tenant_id, adds_bytes, creates),
+    )
     answer = ThreadCopied.model_construct(
         thread_id=ref.thread_id, target_thread_id=request.target_thread_id, copied_checkpoints=copied
     )

@@ -12,7 +12,7 @@ from baton_checkpoints.domain.threads import Page, PutResult, ThreadCheckpoint
 from baton_checkpoints.store.threads.heads import Heads, pk_of
 from baton_checkpoints.store.threads.items import Head
 from baton_checkpoints.store.threads.reads import Reader
-from baton_checkpoints.store.threads.upkeep import Upkeep
+from baton_checkpoints.store.threads.upkeep import Quota, Upkeep
 from baton_checkpoints.store.threads.writes import Writer
 
 if TYPE_CHECKING:
@@ -74,9 +74,9 @@ class ThreadStore:
         """Prune threads (`Upkeep.prune`): (threads pruned, checkpoints deleted, complete)."""
         return self._upkeep.prune(refs, strategy, now_ms, deadline)
 
-    def copy(self, source: ThreadRef, target_id: str, now_ms: int, deadline: float) -> int:
+    def copy(self, source: ThreadRef, target_id: str, now_ms: int, deadline: float, quota: Quota | None = None) -> int:
         """Copy a thread into its owner's thread `target_id` (`Upkeep.copy`); the checkpoints copied."""
-        return self._upkeep.copy(source, target_id, now_ms, deadline)
+        return self._upkeep.copy(source, target_id, now_ms, deadline, quota)
 
     def delete_for_runs(self, tenant_id: str, agent_id: str, run_ids: Iterable[str]) -> tuple[int, bool]:
         """Delete the checkpoints of an agent's runs (`Upkeep.delete_for_runs`): (the checkpoints deleted,

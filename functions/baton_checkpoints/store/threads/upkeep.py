@@ -7,11 +7,11 @@ from __future__ import annotations
 
 import time
 import uuid
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from typing import TYPE_CHECKING
 
 from baton_checkpoints.domain.clock import now_ms
-from baton_checkpoints.domain.errors import NotFound, PayloadTooLarge
+from baton_checkpoints.domain.errors import NotFound, PayloadTooLarge, QuotaExceeded
 from baton_checkpoints.domain.thread_puts import ThreadRef
 from baton_checkpoints.domain.threads import MAX_COPY_READ_BYTES, MAX_PRUNE_READ_BYTES, MAX_RUNS_READ_BYTES
 from baton_checkpoints.store import dynamo, layout, schema
@@ -56,6 +56,10 @@ PRUNE_PAGE_ITEMS = 100
 """Checkpoints a prune's walk asks for a Query: its budget is checked between Queries."""
 RUNS_PAGE_ITEMS = 100
 """Checkpoint keys a delete for runs asks gsi1 for a Query: each page is read, relocated and deleted before the next."""
+
+
+Quota = Callable[[int, int], QuotaExceeded | None]
+"""The tenant's quotas, asked of a write that stores this many bytes and creates this many threads."""
 
 
 class Upkeep:
@@ -234,10 +238,11 @@ class Upkeep:
                 ConsistentRead=True,
             )
 
-    def copy(self, source: ThreadRef, target_id: str, now_ms: int, deadline: float) -> int:
+    def copy(self, source: ThreadRef, target_id: str, now_ms: int, deadline: float, quota: Quota | None = None) -> int:
         """Copy every checkpoint (with its pending writes) and value of a thread into its owner's thread `target_id`
         (merged into it when it exists), with the source's time to live; the checkpoints copied. A thread whose items
-        pass `MAX_COPY_READ_BYTES` is refused (413) once the reads pass it, before anything is written or copied."""
+        pass `MAX_COPY_READ_BYTES` is refused (413) once the reads pass it, before anything is written or copied;
+        so is a copy that `quota` refuses (the bytes read, and a thread to create), before anything is written."""
         source_pk = pk_of(source)
         target_pk = pk_of(ThreadRef(source.tenant_id, source.agent_id, target_id))
         with translated_errors():
@@ -255,7 +260,11 @@ class Upkeep:
             found = list(self._all_of_generation(source_pk, head, reads))
             if reads.spent:
                 raise _too_large_to_copy(reads.bytes_read)
-            target = self._heads.touch(target_pk, head.ttl_ms // 1000, now_ms)
+            refused = None if quota is None else quota(reads.bytes_read, 0)
+            if refused is not None:
+                raise refused
+            creates = None if quota is None else quota(0, 1)
+            target = self._heads.touch(target_pk, head.ttl_ms // 1000, now_ms, creates)
             copies: list[Item] = []
             checkpoints: list[Item] = []
             renamed: dict[str, str] = {}
