@@ -3,7 +3,8 @@
 
 Same code asset, runtime and architecture as the api function, traced with X-Ray as it is; its own log group and its
 own role, which may only read and delete what the reaper reads and deletes: a checkpoint or blob record (GetItem,
-DeleteItem), the items of a LangGraph thread (Query, DeleteItem, BatchWriteItem), objects under the blob prefix
+DeleteItem), the items of a LangGraph thread (Query, DeleteItem, BatchWriteItem), and update tenants' own items only
+(UpdateItem where every leading key is `L#...`: the usage counts), objects under the blob prefix
 (DeleteObject, PutObjectTagging; ListBucket on the bucket so that a missing key is a 404), the stream (granted by the
 event source) and the failure queue. Its alarms: records given up on, records that could not even be given up on,
 the function failing, lag behind the stream, and any ERROR line it logs.
@@ -32,6 +33,8 @@ from infra.config import StageConfig
 from infra.nag import acknowledge, logical_id
 
 HANDLER: Final = "baton_checkpoints.handlers.reaper.handler"
+TENANT_PREFIX: Final = "L#"
+"""The partition key prefix of tenants' own items (`store/layout.py: tenant_key`), the only items the reaper updates."""
 TABLE_ACTIONS: Final = ("dynamodb:GetItem", "dynamodb:Query", "dynamodb:DeleteItem", "dynamodb:BatchWriteItem")
 """Reading a checkpoint as it is now, its kept revisions and a blob's record; deleting a released blob's record and
 the revisions of a checkpoint that is gone; listing and deleting the items of a thread's ended generation."""
@@ -84,6 +87,16 @@ class Reaper(Construct):
         )
         self.role.add_to_policy(
             iam.PolicyStatement(sid="Table", actions=list(TABLE_ACTIONS), resources=[table.table_arn])
+        )
+        self.role.add_to_policy(
+            # Counting what each tenant stores (`store/metering.py`): a transaction of UpdateItems of tenants' own
+            # items, and of nothing else (every item the request names must have a partition key `L#...`).
+            iam.PolicyStatement(
+                sid="TenantCounts",
+                actions=["dynamodb:UpdateItem"],
+                resources=[table.table_arn],
+                conditions={"ForAllValues:StringLike": {"dynamodb:LeadingKeys": [f"{TENANT_PREFIX}*"]}},
+            )
         )
         self.role.add_to_policy(
             iam.PolicyStatement(

@@ -12,7 +12,7 @@ import pytest
 from infra.components import reaper as reaper_component
 
 from baton_checkpoints.settings import environment_name
-from baton_checkpoints.store import schema
+from baton_checkpoints.store import layout, schema
 from tests.infrastructure.conftest import Synthesized, as_list, render
 
 EVENTS = Path(__file__).resolve().parents[2] / "events"
@@ -56,7 +56,8 @@ def _grants(synthesized: Synthesized, role: Any) -> dict[str, set[str]]:
     grants: dict[str, set[str]] = {}
     for statement in _role_statements(synthesized, role):
         assert statement["Effect"] == "Allow", statement
-        assert "Condition" not in statement, statement
+        # Only the usage counts' grant is narrowed by a condition (`test_the_reaper_updates_tenants_own_items_only`)
+        assert "Condition" not in statement or statement.get("Sid") == "TenantCounts", statement
         for action in as_list(statement["Action"]):
             grants.setdefault(action, set()).update(render(r) for r in as_list(statement["Resource"]))
     return grants
@@ -224,6 +225,8 @@ def test_the_reapers_role_grants_exactly_what_the_reaper_does(dev: Synthesized) 
         "dynamodb:Query": {table},
         "dynamodb:DeleteItem": {table},
         "dynamodb:BatchWriteItem": {table},
+        # The usage counts: tenants' own items only (the condition is checked below)
+        "dynamodb:UpdateItem": {table},
         # Only under the blob prefix: delete what the table let go of, retag what it took up; no read, no write
         "s3:DeleteObject": {blob_prefix},
         "s3:PutObjectTagging": {blob_prefix},
@@ -245,6 +248,19 @@ def test_the_reapers_role_grants_exactly_what_the_reaper_does(dev: Synthesized) 
         "logs:CreateLogStream": {log_group},
         "logs:PutLogEvents": {log_group},
     }
+
+
+def test_the_reaper_updates_tenants_own_items_only(dev: Synthesized) -> None:
+    statements = [
+        statement
+        for policy in dev.of_type("AWS::IAM::Policy").values()
+        for statement in policy["Properties"]["PolicyDocument"]["Statement"]
+        if statement.get("Sid") == "TenantCounts"
+    ]
+    assert len(statements) == 1
+    assert statements[0]["Action"] == "dynamodb:UpdateItem"
+    assert statements[0]["Condition"] == {"ForAllValues:StringLike": {"dynamodb:LeadingKeys": ["L#*"]}}
+    assert layout.tenant_key("acme")["pk"]["S"].startswith("L#")
 
 
 def test_the_reapers_role_is_assumed_by_lambda_only_and_has_no_managed_policy(dev: Synthesized) -> None:
