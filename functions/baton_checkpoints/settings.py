@@ -64,9 +64,9 @@ class Settings:
     tenant_burst: int = 10_000
     """The stage's default burst of a tenant: requests it may make at once, on top of the rate."""
     tenant_storage_bytes: int = 100 * 1024**3
-    """The stage's default stored bytes of a tenant (recorded; not yet enforced)."""
+    """The stage's default quota of bytes a tenant stores (`docs/api.md`, Quotas)."""
     tenant_checkpoints: int = 10_000_000
-    """The stage's default live checkpoints and threads of a tenant (recorded; not yet enforced)."""
+    """The stage's default quota of live checkpoints and threads of a tenant."""
 
     @property
     def dynamodb_endpoint(self) -> str | None:

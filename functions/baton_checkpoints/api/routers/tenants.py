@@ -31,7 +31,9 @@ TenantIdParameter = Annotated[
 _DESCRIPTION = (
     "requests_per_minute and burst: the tenant's rate limit (a token bucket: burst requests at once, then "
     "requests_per_minute a minute; over it, 429 RATE_LIMITED with Retry-After). storage_bytes and checkpoints: its "
-    "quotas (recorded; not enforced yet). null: the stage's default; effective: what applies."
+    "quotas: bytes stored and live checkpoints and threads (a write past one: 403 QUOTA_EXCEEDED, nothing written; "
+    "reads and deletes never refused; usage counted from the table's stream, within about 20 s). null: the stage's "
+    "default; effective: what applies."
 )
 
 
