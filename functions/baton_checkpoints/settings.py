@@ -23,12 +23,16 @@ _ENVIRONMENT: Final = {
     "tenant_burst": "BATON_TENANT_BURST",
     "tenant_storage_bytes": "BATON_TENANT_STORAGE_BYTES",
     "tenant_checkpoints": "BATON_TENANT_CHECKPOINTS",
+    "event_bus_name": "BATON_EVENT_BUS_NAME",
+    "events_echo": "BATON_EVENTS_ECHO",
 }
 """The environment variable behind each setting (infrastructure sets them by these names)."""
-_LENGTHS: Final = {"table_name": (3, 255), "bucket_name": (3, 63)}
+_LENGTHS: Final = {"table_name": (3, 255), "bucket_name": (3, 63), "event_bus_name": (1, 256)}
 _PATTERNS: Final = {
     "table_name": (re.compile(r"[A-Za-z0-9_.-]+\Z"), "only letters, digits, '_', '-' and '.'"),
     "origin_scheme": (re.compile(r"https?\Z"), "https or http"),
+    "event_bus_name": (re.compile(r"[A-Za-z0-9/._:-]+\Z"), "a bus's name or ARN"),
+    "events_echo": (re.compile(r"(print|https?://[^\s]+)\Z"), "print, or an http(s) URL"),
 }
 """DynamoDB's rule for a table's name (with `_LENGTHS`): a name it refuses fails here, naming the variable, not at
 the first request as a 500 from DynamoDB (moto accepts any name)."""
@@ -67,6 +71,10 @@ class Settings:
     """The stage's default quota of bytes a tenant stores (`docs/api.md`, Quotas)."""
     tenant_checkpoints: int = 10_000_000
     """The stage's default quota of live checkpoints and threads of a tenant."""
+    event_bus_name: str | None = None
+    """The EventBridge bus the reaper publishes change events to (`store/change_events.py`); unset: none."""
+    events_echo: str | None = None
+    """Local development (`baton serve --events`): `print` the change events, or POST them to an http(s) URL."""
 
     @property
     def dynamodb_endpoint(self) -> str | None:

@@ -233,6 +233,39 @@ def test_threads_count_and_store_against_the_quotas(api: ApiDriver, services: Se
     proof_counts.record(SUITE, refusals=5)
 
 
+def test_a_deleted_thread_started_again_counts_again_and_is_refused_at_the_quota(
+    api: ApiDriver, services: Services
+) -> None:
+    worker = tenant_key(services, "reuse-g")
+    assert _thread_put(worker, "thread-r", "1ef0000000000001", b"a").status == 201
+    assert worker.invoke("purge_subject", path="/v1/threads/thread-r", query={}).status == 200
+    head = services.dynamodb.get_item(
+        TableName=services.settings.table_name, Key=layout.key(layout.thread_pk("reuse-g", "worker", "thread-r"), "H")
+    )["Item"]
+    assert metering.footprint(head["pk"]["S"], "H", head).threads == 0  # deleted: it no longer counts
+    # Given the tenant at its count quota, a put that would start the deleted thread again is refused
+    set_quota(api, services, "reuse-g", used_bytes=0, used=1, checkpoints=1)
+    refused_for(_thread_put(worker, "thread-r", "1ef0000000000002", b"b"), "checkpoints", 1, 1)
+    # And with room, the put starts it again, and its head counts again
+    set_quota(api, services, "reuse-g", used_bytes=0, used=0, checkpoints=1)
+    assert _thread_put(worker, "thread-r", "1ef0000000000003", b"c").status == 201
+    head = services.dynamodb.get_item(
+        TableName=services.settings.table_name, Key=layout.key(layout.thread_pk("reuse-g", "worker", "thread-r"), "H")
+    )["Item"]
+    assert metering.footprint(head["pk"]["S"], "H", head).threads == 1
+
+
+def test_a_copy_is_judged_with_the_objects_it_copies(api: ApiDriver, services: Services) -> None:
+    worker = tenant_key(services, "copy-h")
+    # Given a thread whose value is stored in S3 (past 350,000 bytes), and a tenant with 100 KB left
+    assert _thread_put(worker, "thread-c", "1ef0000000000001", b"v" * 400_000).status == 201
+    set_quota(api, services, "copy-h", used_bytes=0, used=1, storage_bytes=100_000)
+    before = data_of(services, "copy-h")
+    # When it copies the thread, then the copy is refused: its items are small, the object it copies is not
+    refused_for(copy(worker, "thread-c", "thread-d"), "storage_bytes", 100_000, 0)
+    assert data_of(services, "copy-h") == before
+
+
 def test_the_mcp_save_tool_is_refused_as_the_route_is(api: ApiDriver, services: Services) -> None:
     worker = tenant_key(services, "tool-f")
     set_quota(api, services, "tool-f", used_bytes=0, used=0, checkpoints=0)

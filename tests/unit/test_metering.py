@@ -4,13 +4,13 @@ difference, a batch's tally, and the request token that makes a batch sent again
 from __future__ import annotations
 
 import base64
-import itertools
+import json
 from typing import Any
 
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from baton_checkpoints.store import metering, tenants
+from baton_checkpoints.store import items, metering, tenants, thread_names
 from baton_checkpoints.store.metering import Footprint, change_of, footprint, request_token, tally, tenant_of
 from baton_checkpoints.store.sizes import item_bytes
 from tests import proof_counts
@@ -48,8 +48,10 @@ def test_each_kind_of_item_stores_its_size_and_what_it_stands_for() -> None:
     assert footprint("B#acme#blob_1", "B", blob) == Footprint(item_bytes(blob) + 2048)
     head = {"pk": {"S": "H#acme#worker#t1"}, "sk": {"S": "H"}, "g": {"S": "abc"}}
     assert footprint("H#acme#worker#t1", "H", head) == Footprint(item_bytes(head), threads=1)
-    deleted = {**head, "fl": {"N": "5"}}
+    deleted = {**head, "fl": {"N": "5"}, "dl": {"N": "5"}}
     assert footprint("H#acme#worker#t1", "H", deleted) == Footprint(item_bytes(deleted), threads=0)
+    started_again = {**head, "fl": {"N": "5"}}  # a put after the delete touched the head: `dl` is gone
+    assert footprint("H#acme#worker#t1", "H", started_again).threads == 1
     value = {"pk": {"S": "H#acme#worker#t1"}, "sk": {"S": "V#x"}, "so": {"S": "k"}, "n": {"N": "9"}}
     assert footprint("H#acme#worker#t1", "V#x", value).stored_bytes == item_bytes(value) + 9
     # An image of the keys alone is no item (moto announces an item an UpdateItem creates that way first)
@@ -104,22 +106,38 @@ def test_the_request_token_names_the_records_and_the_part() -> None:
     assert len(request_token(first)) <= 36
 
 
-def test_the_counters_are_the_ones_the_tenant_item_reads() -> None:
+def test_the_counters_are_the_ones_the_tenant_item_reads_and_the_names_are_the_stores() -> None:
     assert tuple(tenants.USAGE.values()) == metering.FOOTPRINT_ATTRIBUTES
+    assert (
+        (metering.OBJECT, metering.SIZE) == (items.STATE_OBJECT, items.SIZE) == (thread_names.OBJECT, thread_names.SIZE)
+    )
+    assert metering.DELETED == thread_names.DELETED
 
 
-ITEM_TEXT = st.text(max_size=40)
+def test_a_record_of_a_shape_lambda_never_sends_counts_nothing_and_stops_nothing() -> None:
+    good = record(None, checkpoint())
+    odd: list[Any] = [
+        {"dynamodb": "not a map"},
+        {"dynamodb": {"Keys": {"pk": "C#acme#x", "sk": {"S": "C#w#k"}}}},
+        {"dynamodb": {"Keys": {"pk": {"S": CHECKPOINT[0]}, "sk": {"S": CHECKPOINT[1]}}, "NewImage": ["a list"]}},
+    ]
+    assert tally([*odd, good]) == {"acme": footprint(*CHECKPOINT, checkpoint())}
 
 
-@given(states=st.lists(st.one_of(st.none(), ITEM_TEXT), min_size=1, max_size=12))
+BINARY = st.binary(max_size=300)
+
+
+@given(blobs=st.lists(BINARY, min_size=1, max_size=5), texts=st.lists(st.text(max_size=30), max_size=5))
 @settings(max_examples=examples(300))
-def test_the_records_of_an_items_life_add_up_to_what_it_stores_at_its_end(states: list[str | None]) -> None:
-    images = [None, *(None if text is None else checkpoint(text) for text in states)]
-    total = metering.NONE
-    for old, new in itertools.pairwise(images):
-        if old is None and new is None:
-            continue
-        found = change_of(record(old, new))
-        total += found[1] if found is not None else metering.NONE
-    assert total == footprint(*CHECKPOINT, images[-1])
-    proof_counts.record(SUITE, lives=1)
+def test_an_image_in_lambdas_event_form_counts_what_the_same_item_read_from_the_table_does(
+    blobs: list[bytes], texts: list[str]
+) -> None:
+    as_read = checkpoint(
+        **{f"b{i}": {"B": raw} for i, raw in enumerate(blobs)},
+        m={"M": {f"t{i}": {"S": text} for i, text in enumerate(texts)} | {"raw": {"B": blobs[0]}}},
+        l={"L": [{"B": raw} for raw in blobs]},
+    )
+    streamed = json.loads(json.dumps(as_read, default=lambda raw: base64.b64encode(raw).decode()))
+    assert footprint(*CHECKPOINT, streamed) == footprint(*CHECKPOINT, as_read)
+    assert footprint(*CHECKPOINT, as_read).stored_bytes == item_bytes(as_read)
+    proof_counts.record(SUITE, images=1)

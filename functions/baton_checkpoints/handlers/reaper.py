@@ -14,13 +14,15 @@ from aws_lambda_powertools.utilities.batch import BatchProcessor, EventType, pro
 
 from baton_checkpoints.observability import logger
 from baton_checkpoints.settings import SettingsError, environment_name, load_settings
-from baton_checkpoints.store.aws import dynamodb_client, s3_client
+from baton_checkpoints.store.aws import dynamodb_client, events_client, s3_client
+from baton_checkpoints.store.change_events import Publisher, PublishFailed, echo_of
 from baton_checkpoints.store.errors import TRANSIENT, classify, error_code
 from baton_checkpoints.store.metering import Meter
 from baton_checkpoints.store.reaping import Outcome, Reaper
 
-SPARE_SECONDS: Final = 10.0
-"""What a batch's deadline leaves of the invocation: the answer and its log line, after a last call in flight."""
+SPARE_SECONDS: Final = 30.0
+"""What a batch's deadline leaves of the invocation, after a last call in flight: the batch's change events and its
+count (each a few tries at most), the answer and its log line."""
 
 
 @cache
@@ -76,7 +78,11 @@ def handler(event: dict[str, Any], context: Any) -> dict[str, Any]:
     answer: dict[str, Any] = dict(
         process_partial_response(event=event, record_handler=reap_record, processor=processor, context=context)
     )
-    counted = _count(Meter(lambda: work.dynamodb, work.table), event["Records"], answer)
+    records = event["Records"]
+    settled = _before_first_failure(records, answer)
+    published = _publish(records, settled, answer)
+    meter = Meter(lambda: work.dynamodb, work.table)
+    counted = _count(meter, records, settled, answer) if published is not None else None
     logger().info(
         "stream batch",
         extra={
@@ -89,6 +95,7 @@ def handler(event: dict[str, Any], context: Any) -> dict[str, Any]:
             "kept": len(done.kept),
             "revisions_deleted": done.revisions_deleted,
             "thread_items_deleted": done.thread_items_deleted,
+            "events_published": published,
             "tenants_counted": counted,
             "duration_ms": round((time.perf_counter() - started) * 1000, 1),
         },
@@ -96,14 +103,58 @@ def handler(event: dict[str, Any], context: Any) -> dict[str, Any]:
     return answer
 
 
-def _count(meter: Meter, records: list[dict[str, Any]], answer: dict[str, Any]) -> int | None:
+def _before_first_failure(records: list[dict[str, Any]], answer: dict[str, Any]) -> int:
+    """How many records come before the batch's first failed one: Lambda sends that one and those after it again."""
+    failed = {failure["itemIdentifier"] for failure in answer["batchItemFailures"]}
+    return next((i for i, record in enumerate(records) if _sequence(record) in failed), len(records))
+
+
+def _sequence(record: Any) -> Any:
+    """A record's sequence number (None when the record has none where Lambda puts it)."""
+    change = record.get("dynamodb") if isinstance(record, dict) else None
+    return change.get("SequenceNumber") if isinstance(change, dict) else None
+
+
+def _publish(records: list[dict[str, Any]], done: int, answer: dict[str, Any]) -> int | None:
+    """Publish the change events of the records before the first failure (`store/change_events.py`); how many.
+    When EventBridge does not take them all, the whole batch is reported failed (Lambda sends it all again, and its
+    events go again: at least once) and nothing is counted (None). A failure that no retry can mend (no such bus,
+    no permission) is logged as an error and the batch goes on: events never hold up the reaping."""
+    settings = load_settings()
+    echo = echo_of(settings.events_echo, _echo_failed)
+    if settings.event_bus_name is None and echo is None:
+        return 0
+    endpoint = settings.aws_endpoint_url
+    publisher = Publisher(lambda: _events_client(endpoint), settings.event_bus_name, echo)
+    try:
+        return publisher.publish(records[:done])
+    except Exception as exc:
+        transient = isinstance(exc, PublishFailed) or classify(exc) in TRANSIENT
+        (logger().warning if transient else logger().error)(
+            "change events not published",
+            exc_info=error_code(exc) is None and not isinstance(exc, PublishFailed),
+            extra={"error": type(exc).__name__, "error_code": error_code(exc), "retried": transient},
+        )
+        if transient:
+            answer["batchItemFailures"] = [{"itemIdentifier": _sequence(records[0])}]
+            return None
+        return 0
+
+
+@cache
+def _events_client(endpoint: str | None) -> Any:
+    return events_client(endpoint)
+
+
+def _echo_failed(url: str, exc: Exception) -> None:
+    logger().warning("change events not echoed", extra={"url": url, "error": type(exc).__name__})
+
+
+def _count(meter: Meter, records: list[dict[str, Any]], done: int, answer: dict[str, Any]) -> int | None:
     """Count what the records before the batch's first failure store, for their tenants (`store/metering.py`); the
     tenants counted. When the count fails for a moment (throttling, a conflict), the whole batch is reported failed:
     Lambda sends it all again (reaping a record again does nothing more), and nothing of it was counted. Any other
     failure is logged and the batch goes on uncounted: counting never holds up the reaping (None)."""
-    failed = {failure["itemIdentifier"] for failure in answer["batchItemFailures"]}
-    sequence = [record.get("dynamodb", {}).get("SequenceNumber") for record in records]
-    done = next((i for i, number in enumerate(sequence) if number in failed), len(records))
     try:
         return len(meter.count(records[:done]))
     except Exception as exc:
@@ -114,7 +165,7 @@ def _count(meter: Meter, records: list[dict[str, Any]], answer: dict[str, Any]) 
             extra={"error": type(exc).__name__, "error_code": error_code(exc), "retried": transient},
         )
         if transient:
-            answer["batchItemFailures"] = [{"itemIdentifier": sequence[0]}]
+            answer["batchItemFailures"] = [{"itemIdentifier": _sequence(records[0])}]
         return None
 
 

@@ -3,7 +3,7 @@ failures."""
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, cast
+from typing import TYPE_CHECKING, Any, cast
 
 if TYPE_CHECKING:
     from mypy_boto3_dynamodb import DynamoDBClient
@@ -51,3 +51,12 @@ def s3_client(endpoint_url: str | None = None) -> S3Client:
     )
     client = botocore.session.get_session().create_client("s3", endpoint_url=endpoint_url, config=config)
     return cast("S3Client", client)
+
+
+def events_client(endpoint_url: str | None = None) -> Any:
+    """An EventBridge client (the reaper's change events), made on the first batch that has events to publish."""
+    import botocore.session
+    from botocore.config import Config
+
+    config = Config(retries={"mode": "standard", "max_attempts": 3}, connect_timeout=2, read_timeout=5)
+    return botocore.session.get_session().create_client("events", endpoint_url=endpoint_url, config=config)

@@ -6,7 +6,7 @@ and a record adds the difference. Summed over every record of a tenant, that is 
 - bytes: each item's size by DynamoDB's rules (`store/sizes.py`), plus the object it stands for in S3 (a spilled
   state's or a large thread value's `n`, an uploaded blob's declared size);
 - checkpoints: checkpoint items (an expired one counts until DynamoDB's TTL removes it);
-- threads: thread heads, until the thread is deleted (its head records when, `fl`) or its head removed.
+- threads: thread heads, but those of threads deleted and not started again (`dl`), until DynamoDB removes them.
 
 Counted are the items the reaper's stream filter lets through (checkpoints and their revisions, blob records,
 thread items); keys, idempotency records, OAuth items and the tenant's own item are not the tenant's data.
@@ -26,12 +26,15 @@ from __future__ import annotations
 import base64
 import binascii
 import hashlib
+import random
+import time
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Final
 
 from baton_checkpoints.store import layout, schema
 from baton_checkpoints.store.attributes import Item
+from baton_checkpoints.store.errors import TRANSIENT, classify
 from baton_checkpoints.store.sizes import value_bytes
 
 if TYPE_CHECKING:
@@ -45,9 +48,13 @@ FOOTPRINT_ATTRIBUTES: Final = (STORED_BYTES, CHECKPOINTS, THREADS)
 """The tenant item's counters, as `Footprint`'s fields (`store/tenants.py` reads them into the bucket's usage)."""
 OBJECT: Final = "so"
 SIZE: Final = "n"
-FLOOR: Final = "fl"
-"""The names `store/items.py` and `store/thread_names.py` give an item's object, its size, and a thread's last
-delete (not imported: those modules load the domain's models, which the reaper's cold start does without)."""
+DELETED: Final = "dl"
+"""The names `store/items.py` and `store/thread_names.py` give an item's object, its size, and a thread deleted and
+not started again (not imported: `items` loads the domain's models, which the reaper's cold start does without; a
+unit test holds them equal)."""
+COUNT_ATTEMPTS: Final = 4
+"""Tries of a batch's count (a transient failure: a conflict, a throttle, an answer lost) before the batch fails."""
+COUNT_BACKOFF_SECONDS: Final = 0.05
 MAX_TRANSACTION_ITEMS: Final = 100
 """DynamoDB's limit of items per transaction (a batch of `BATCH_SIZE` records names at most as many tenants)."""
 
@@ -100,7 +107,7 @@ def footprint(pk: str, sk: str, image: Item | None) -> Footprint:
     if pk.startswith(layout.CHECKPOINT_PK_PREFIX) and sk.startswith(layout.CHECKPOINT):
         return Footprint(size, checkpoints=1)
     if pk.startswith(layout.THREAD_PK_PREFIX) and sk == layout.THREAD_HEAD_SK:
-        return Footprint(size, threads=0 if FLOOR in image else 1)
+        return Footprint(size, threads=0 if DELETED in image else 1)
     return Footprint(size)
 
 
@@ -159,7 +166,10 @@ def tally(records: Iterable[Mapping[str, Any]]) -> dict[str, Footprint]:
     """What a run of records adds, by tenant (tenants whose records cancel out are left out)."""
     totals: dict[str, Footprint] = {}
     for record in records:
-        found = change_of(record)
+        try:
+            found = change_of(record)
+        except (AttributeError, TypeError, ValueError, KeyError):
+            continue  # not a record of the shape Lambda sends: it counts nothing, and stops nothing
         if found is not None:
             tenant_id, added = found
             totals[tenant_id] = totals.get(tenant_id, NONE) + added
@@ -191,10 +201,20 @@ class Meter:
         tenants = sorted(totals)
         for start in range(0, len(tenants), MAX_TRANSACTION_ITEMS):
             part = tenants[start : start + MAX_TRANSACTION_ITEMS]
-            self._client().transact_write_items(
-                TransactItems=[{"Update": self._update(tenant_id, totals[tenant_id])} for tenant_id in part],
-                ClientRequestToken=request_token(records, start),
-            )
+            request: dict[str, Any] = {
+                "TransactItems": [{"Update": self._update(tenant_id, totals[tenant_id])} for tenant_id in part],
+                "ClientRequestToken": request_token(records, start),
+            }
+            for attempt in range(COUNT_ATTEMPTS):
+                try:
+                    self._client().transact_write_items(**request)
+                    break
+                except Exception as exc:
+                    # A conflict with a take, a throttle, an answer lost: the same request again, after a jittered
+                    # pause (its token makes a transaction that landed count once), before failing the batch.
+                    if attempt + 1 == COUNT_ATTEMPTS or classify(exc) not in TRANSIENT:
+                        raise
+                    time.sleep(random.uniform(0, COUNT_BACKOFF_SECONDS * 2**attempt))
         return totals
 
     def _update(self, tenant_id: str, added: Footprint) -> UpdateTypeDef:

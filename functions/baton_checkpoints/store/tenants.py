@@ -11,7 +11,9 @@ separately on the request path.
 
 from __future__ import annotations
 
+import random
 import secrets
+import time
 from typing import TYPE_CHECKING, Any, Final
 
 from baton_checkpoints.domain.tenancy import SKEW_US, Bucket, Limits, Settings, Taken, Usage, skewed, take
@@ -39,6 +41,9 @@ USAGE: Final = {"stored_bytes": STORED_BYTES, "checkpoints": CHECKPOINTS, "threa
 """What the stream consumer counts of the tenant (`store/metering.py` adds to them): in the same item, so that every
 take's answer carries them to the container that enforces the quotas."""
 MAX_TAKE_ATTEMPTS: Final = 4
+RACE_BACKOFF_SECONDS: Final = 0.02
+"""At most how long a take waits before trying again after a transaction held the tenant's item (a count lasts a few
+milliseconds)."""
 """Conditional writes one take may make: others' takes landing in between only refuse ours while they keep landing."""
 
 
@@ -133,6 +138,7 @@ class TenantStore:
                     # The stream consumer's count holds the item for a moment (`store/metering.py`): the same take
                     # again; a conflict that lasts is the table's failure (503), not the tenant's rate.
                     raced, want = exc, None
+                    time.sleep(random.uniform(0, RACE_BACKOFF_SECONDS))
                     continue
                 raced = None
                 if isinstance(answer, Refused):

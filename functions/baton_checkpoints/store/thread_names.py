@@ -17,6 +17,9 @@ TTL_S: Final = "tts"
 EXPIRES_MS: Final = "exp"
 FLOOR: Final = "fl"
 """When the thread was last deleted (ms): nothing put or written before it shows, whatever a writer still knows."""
+DELETED: Final = "dl"
+"""Set by a delete, removed by the next touch of the head (a put that starts the thread again): a head without it is a
+live thread for the tenant's `checkpoints` quota (`store/metering.py`)."""
 CREATED: Final = "ca"
 UPDATED: Final = "ua"
 

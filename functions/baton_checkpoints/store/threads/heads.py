@@ -15,6 +15,7 @@ from baton_checkpoints.store.attributes import Item, names_in
 from baton_checkpoints.store.errors import UNAVAILABLE_MESSAGE
 from baton_checkpoints.store.thread_names import (
     CREATED,
+    DELETED,
     EXPIRES_MS,
     GENERATION,
     TTL_MS,
@@ -41,14 +42,15 @@ KNOWN_HEADS: Final = 1_024
 
 
 _TOUCH_LIVE: Final = f"attribute_not_exists(#{schema.PK}) OR #{EXPIRES_MS} > :now"
-_TOUCH_EXISTING: Final = f"attribute_exists(#{schema.PK}) AND #{EXPIRES_MS} > :now"
-"""A touch that may not create the head (the tenant is at its quota): refused over a missing head as well."""
+_TOUCH_EXISTING: Final = f"attribute_exists(#{schema.PK}) AND #{EXPIRES_MS} > :now AND attribute_not_exists(#{DELETED})"
+"""A touch that may not start a thread (the tenant is at its quota): refused over a missing head, and over the head
+of a deleted thread, as well."""
 
 
 _TOUCH: Final = (
     f"SET #{GENERATION} = if_not_exists(#{GENERATION}, :g), #{CREATED} = if_not_exists(#{CREATED}, :now), "
     f"#{UPDATED} = :now, #{TTL_MS} = :tms, #{TTL_S} = :tts, #{EXPIRES_MS} = :exp, "
-    f"#{schema.TTL_ATTRIBUTE} = :ttl"
+    f"#{schema.TTL_ATTRIBUTE} = :ttl REMOVE #{DELETED}"
 )
 
 
@@ -56,7 +58,7 @@ _TOUCH_KEEP_TTL: Final = (
     f"SET #{GENERATION} = if_not_exists(#{GENERATION}, :g), #{CREATED} = if_not_exists(#{CREATED}, :now), "
     f"#{UPDATED} = :now, #{TTL_MS} = if_not_exists(#{TTL_MS}, :tms), #{TTL_S} = if_not_exists(#{TTL_S}, :tts), "
     f"#{EXPIRES_MS} = if_not_exists(#{TTL_MS}, :tms) + :later, "
-    f"#{schema.TTL_ATTRIBUTE} = if_not_exists(#{TTL_S}, :tts) + :later_s"
+    f"#{schema.TTL_ATTRIBUTE} = if_not_exists(#{TTL_S}, :tts) + :later_s REMOVE #{DELETED}"
 )
 
 
@@ -86,6 +88,7 @@ class Heads:
         known = self._known.get(pk)
         if (
             known is not None
+            and create_refused is None  # at the quota, the head is asked: the thread may have been deleted since
             and (ttl_seconds is None or ttl_seconds * 1000 == known.ttl_ms)
             and known.expires_ms - now_ms >= known.ttl_ms
         ):
@@ -96,6 +99,11 @@ class Heads:
         while len(self._known) > KNOWN_HEADS:
             self._known.popitem(last=False)
         return head
+
+    def forget(self, pk: str) -> None:
+        """Drop what this container knows of a thread's head (it was just deleted: the next put touches it, which
+        starts the thread again)."""
+        self._known.pop(pk, None)
 
     def touch(self, pk: str, ttl_seconds: int | None, now_ms: int, create_refused: QuotaExceeded | None = None) -> Head:
         """Refresh a thread's head (creating it, or starting a new generation over an expired one): its generation
@@ -134,7 +142,7 @@ class Heads:
             ReturnValuesOnConditionCheckFailure="ALL_OLD",
         )
         if isinstance(answer, dynamo.Refused):
-            if not answer.found and create_refused is not None:
+            if create_refused is not None and (not answer.found or DELETED in answer.item):
                 raise create_refused
             return self._restart(pk, answer.item, ttl_seconds, now_ms)
         return head_of(answer["Attributes"])

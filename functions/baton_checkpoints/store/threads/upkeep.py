@@ -21,12 +21,14 @@ from baton_checkpoints.store.dynamo import Reads
 from baton_checkpoints.store.errors import translated_errors
 from baton_checkpoints.store.thread_names import (
     DEAD,
+    DELETED,
     EXPIRES_MS,
     FLOOR,
     GENERATION,
     HELD,
     NAMESPACE,
     OBJECT,
+    SIZE,
     UPDATED,
     ended_by_delete,
     ending,
@@ -88,15 +90,16 @@ class Upkeep:
         again without losing a checkpoint. An expired head is deleted (the reaper ends its generation)."""
         pk = pk_of(ref)
         key = layout.key(pk, layout.THREAD_HEAD_SK)
+        self._heads.forget(pk)  # this container's next put touches the head: that starts the thread again
         with translated_errors():
             live = f"#{EXPIRES_MS} > :now"
             answer = dynamo.attempt(
                 self._client.update_item,
                 TableName=self._table,
                 Key=key,
-                UpdateExpression=f"SET #{FLOOR} = :now",
+                UpdateExpression=f"SET #{FLOOR} = :now, #{DELETED} = :now",
                 ConditionExpression=live,
-                ExpressionAttributeNames=names_in(f"#{FLOOR}", live),
+                ExpressionAttributeNames=names_in(f"#{FLOOR}, #{DELETED}", live),
                 ExpressionAttributeValues={":now": {"N": str(now_ms)}},
                 ReturnValues="ALL_OLD",
             )
@@ -260,7 +263,9 @@ class Upkeep:
             found = list(self._all_of_generation(source_pk, head, reads))
             if reads.spent:
                 raise _too_large_to_copy(reads.bytes_read)
-            refused = None if quota is None else quota(reads.bytes_read, 0)
+            # What the copy stores: the items read, and a copy of each object they stand for
+            objects = sum(int(item.get(SIZE, {}).get("N", "0")) for item in found if OBJECT in item)
+            refused = None if quota is None else quota(reads.bytes_read + objects, 0)
             if refused is not None:
                 raise refused
             creates = None if quota is None else quota(0, 1)
