@@ -14,7 +14,7 @@ from aws_cdk import App, Environment, Validations
 from aws_cdk.cx_api import SynthesisMessageLevel
 from cdk_nag import AwsSolutionsChecks
 
-from infra.config import stage_config
+from infra.config import TENANT_DEFAULTS, stage_config
 from infra.stack import BatonStack
 
 FEATURE_FLAGS = {
@@ -40,7 +40,16 @@ def build_app(app: App) -> BatonStack:
     return stack
 
 
-_CONTEXT_KEYS = ("stage", "cors_origins", "alarm_email", "reserved_concurrency", "provisioned_concurrency")
+_CONTEXT_KEYS = (
+    "stage",
+    "cors_origins",
+    "alarm_email",
+    "event_bus_name",
+    "reserved_concurrency",
+    "provisioned_concurrency",
+    *TENANT_DEFAULTS,
+)
+"""Every context key `stage_config` reads (a key missing here would be accepted by the CLI and silently ignored)."""
 
 
 def main() -> None:

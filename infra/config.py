@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass, replace
 from typing import Any
 
@@ -37,6 +38,9 @@ class StageConfig:
     tenant_burst: int = 200
     tenant_storage_bytes: int = 10 * 1024**3
     tenant_checkpoints: int = 1_000_000
+    event_bus_name: str | None = None
+    """An existing EventBridge bus (a name or an ARN) the change events go to; None: the stack creates one,
+    `baton-<stage>-changes`."""
 
 
 STAGES: dict[str, StageConfig] = {
@@ -68,6 +72,10 @@ TENANT_DEFAULTS: dict[str, tuple[int, int]] = {key: NUMBER_RANGES[key] for key i
 (`baton_checkpoints.settings.NUMBER_RANGES`), so a stack that synthesizes is one whose function starts."""
 
 
+EVENT_BUS_NAME = re.compile(r"[A-Za-z0-9/._:-]{1,256}\Z")
+"""What the function's settings accept for the bus (`BATON_EVENT_BUS_NAME`): a name, or an ARN."""
+
+
 class ConfigError(ValueError):
     """The context asks for something this app cannot build."""
 
@@ -87,9 +95,9 @@ def _optional_int(value: Any, key: str) -> int | None:
 def stage_config(context: dict[str, Any]) -> StageConfig:
     """The stage chosen by the context (`stage`, default `dev`) with its overrides applied.
 
-    Overrides: `cors_origins` (comma-separated), `alarm_email`, `reserved_concurrency`, `provisioned_concurrency`,
-    and a tenant's default limits: `tenant_requests_per_minute`, `tenant_burst`, `tenant_storage_bytes`,
-    `tenant_checkpoints`.
+    Overrides: `cors_origins` (comma-separated), `alarm_email`, `event_bus_name` (an existing bus for the change
+    events), `reserved_concurrency`, `provisioned_concurrency`, and a tenant's default limits:
+    `tenant_requests_per_minute`, `tenant_burst`, `tenant_storage_bytes`, `tenant_checkpoints`.
     """
     name = str(context.get("stage") or "dev")
     if name not in STAGES:
@@ -103,6 +111,11 @@ def stage_config(context: dict[str, Any]) -> StageConfig:
         config = replace(config, cors_origins=parsed)
     if context.get("alarm_email"):
         config = replace(config, alarm_email=str(context["alarm_email"]))
+    if context.get("event_bus_name"):
+        bus = str(context["event_bus_name"])
+        if not EVENT_BUS_NAME.match(bus):
+            raise ConfigError("-c event_bus_name must be an EventBridge bus's name or ARN")
+        config = replace(config, event_bus_name=bus)
     tenant_defaults: dict[str, Any] = {}
     for key, (least, most) in TENANT_DEFAULTS.items():
         value = _optional_int(context.get(key), key)

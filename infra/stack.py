@@ -49,3 +49,6 @@ class BatonStack(Stack):
         CfnOutput(self, "ApiUrl", value=self.api.stage.url, description="Base URL of the Baton API")
         CfnOutput(self, "TableName", value=self.storage.table.table_name, description="DynamoDB table")
         CfnOutput(self, "BucketName", value=self.storage.bucket.bucket_name, description="Blob bucket")
+        CfnOutput(
+            self, "EventBusName", value=self.reaper.bus.event_bus_name, description="The change events' EventBridge bus"
+        )

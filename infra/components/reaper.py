@@ -4,10 +4,10 @@
 Same code asset, runtime and architecture as the api function, traced with X-Ray as it is; its own log group and its
 own role, which may only read and delete what the reaper reads and deletes: a checkpoint or blob record (GetItem,
 DeleteItem), the items of a LangGraph thread (Query, DeleteItem, BatchWriteItem), and update tenants' own items only
-(UpdateItem where every leading key is `L#...`: the usage counts), objects under the blob prefix
-(DeleteObject, PutObjectTagging; ListBucket on the bucket so that a missing key is a 404), the stream (granted by the
-event source) and the failure queue. Its alarms: records given up on, records that could not even be given up on,
-the function failing, lag behind the stream, and any ERROR line it logs.
+(UpdateItem where every leading key is `L#...`: the usage counts), publish to the change events' bus, objects under
+the blob prefix (DeleteObject, PutObjectTagging; ListBucket on the bucket so that a missing key is a 404), the stream
+(granted by the event source) and the failure queue. Its alarms: records given up on, records that could not even be
+given up on, the function failing, lag behind the stream, and any ERROR line it logs.
 """
 
 from __future__ import annotations
@@ -16,6 +16,7 @@ from typing import Any, Final
 
 from aws_cdk import Duration
 from aws_cdk import aws_dynamodb as dynamodb
+from aws_cdk import aws_events as events
 from aws_cdk import aws_iam as iam
 from aws_cdk import aws_lambda as lambda_
 from aws_cdk import aws_lambda_event_sources as event_sources
@@ -33,6 +34,7 @@ from infra.config import StageConfig
 from infra.nag import acknowledge, logical_id
 
 HANDLER: Final = "baton_checkpoints.handlers.reaper.handler"
+BUS_DESCRIPTION: Final = "Baton change events: checkpoints saved, closed, deleted, expired; leases; threads deleted"
 TENANT_PREFIX: Final = "L#"
 """The partition key prefix of tenants' own items (`store/layout.py: tenant_key`), the only items the reaper updates."""
 TABLE_ACTIONS: Final = ("dynamodb:GetItem", "dynamodb:Query", "dynamodb:DeleteItem", "dynamodb:BatchWriteItem")
@@ -76,6 +78,16 @@ class Reaper(Construct):
         bucket: s3.Bucket,
     ) -> None:
         super().__init__(scope, construct_id)
+        # The change events' bus: an existing one the context names, else the stack's own
+        if config.event_bus_name:
+            if config.event_bus_name.startswith("arn:"):
+                self.bus = events.EventBus.from_event_bus_arn(self, "ChangeEvents", config.event_bus_name)
+            else:
+                self.bus = events.EventBus.from_event_bus_name(self, "ChangeEvents", config.event_bus_name)
+        else:
+            self.bus = events.EventBus(
+                self, "ChangeEvents", event_bus_name=f"baton-{config.name}-changes", description=BUS_DESCRIPTION
+            )
         self.log_group = logs.LogGroup(
             self, "ReaperLogs", retention=config.log_retention, removal_policy=config.removal_policy
         )
@@ -117,6 +129,9 @@ class Reaper(Construct):
                 resources=[self.log_group.log_group_arn],
             )
         )
+        self.role.add_to_policy(
+            iam.PolicyStatement(sid="ChangeEvents", actions=["events:PutEvents"], resources=[self.bus.event_bus_arn])
+        )
         self.failures = sqs.Queue(
             self,
             "Failures",
@@ -145,6 +160,7 @@ class Reaper(Construct):
                 environment_name("table_name"): table.table_name,
                 environment_name("bucket_name"): bucket.bucket_name,
                 environment_name("service_name"): "baton",
+                environment_name("event_bus_name"): self.bus.event_bus_name,
                 "POWERTOOLS_LOG_LEVEL": "INFO",
             },
         )

@@ -41,7 +41,7 @@ LIST_STREAMS = "dynamodb:ListStreams"
 
 SERVICES = {
     "api": frozenset({"dynamodb", "s3", "logs", "xray"}),
-    "reaper": frozenset({"dynamodb", "s3", "logs", "sqs", "xray"}),
+    "reaper": frozenset({"dynamodb", "s3", "logs", "sqs", "xray", "events"}),
 }
 """The services each function's role may be granted: both trace to X-Ray; the reaper sends what it gives up on to
 its SQS failure queue."""

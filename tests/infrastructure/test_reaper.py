@@ -10,10 +10,11 @@ from typing import Any
 
 import pytest
 from infra.components import reaper as reaper_component
+from infra.config import ConfigError, stage_config
 
 from baton_checkpoints.settings import environment_name
 from baton_checkpoints.store import layout, schema
-from tests.infrastructure.conftest import Synthesized, as_list, render
+from tests.infrastructure.conftest import Synthesized, as_list, render, synthesize_app
 
 EVENTS = Path(__file__).resolve().parents[2] / "events"
 STREAM_VIEW = "NEW_AND_OLD_IMAGES"
@@ -103,6 +104,7 @@ def test_the_reaper_is_configured_by_the_settings_it_reads(dev: Synthesized) -> 
         environment_name("table_name"): {"Ref": table_id},
         environment_name("bucket_name"): {"Ref": bucket_id},
         environment_name("service_name"): "baton",
+        environment_name("event_bus_name"): {"Ref": _id(dev, dev.stack.reaper.bus)},
         "POWERTOOLS_LOG_LEVEL": "INFO",
     }
 
@@ -219,6 +221,7 @@ def test_the_reapers_role_grants_exactly_what_the_reaper_does(dev: Synthesized) 
     blob_prefix = bucket + "/" + schema.BLOB_PREFIX + "*"
     log_group = "${" + _id(dev, stack.reaper.log_group) + ".Arn}"
     queue = "${" + _id(dev, stack.reaper.failures) + ".Arn}"
+    bus = "${" + _id(dev, stack.reaper.bus) + ".Arn}"
     assert _grants(dev, stack.reaper.role) == {
         # Its own calls: the checkpoint and blob records it reads and deletes, on the table alone (no index)
         "dynamodb:GetItem": {table},
@@ -241,6 +244,8 @@ def test_the_reapers_role_grants_exactly_what_the_reaper_does(dev: Synthesized) 
         "dynamodb:GetRecords": {stream},
         "dynamodb:GetShardIterator": {stream},
         "dynamodb:ListStreams": {"*"},
+        # The change events, on the stack's bus only
+        "events:PutEvents": {bus},
         # The on-failure destination
         "sqs:SendMessage": {queue},
         "sqs:GetQueueAttributes": {queue},
@@ -338,3 +343,33 @@ def test_the_failure_deliveries_alarm_counts_records_that_missed_the_failure_que
         {"Name": "FunctionName", "Value": {"Ref": _id(synthesized, synthesized.stack.reaper.function)}}
     ]
     assert properties["Threshold"] == 1
+
+
+def test_the_change_events_go_to_the_stacks_bus_or_the_one_the_context_names(dev: Synthesized, tmp_path: Path) -> None:
+    # The stack's own bus, by default
+    buses = dev.of_type("AWS::Events::EventBus")
+    assert [bus["Properties"]["Name"] for bus in buses.values()] == ["baton-dev-changes"]
+    assert dev.json["Outputs"]["EventBusName"]["Value"] == {"Ref": _id(dev, dev.stack.reaper.bus)}
+    # A bus the context names: the stack creates none, and the reaper publishes there
+    app, named = synthesize_app(
+        tmp_path, {"stage": "dev", "event_bus_name": "acme-integrations", "tenant_requests_per_minute": "1200"}
+    )
+    assert named.resolve(named.reaper.bus.event_bus_name) == "acme-integrations"
+    assert named.reaper.bus.node.default_child is None
+    # (and every context key reaches the stack, a tenant's default limits too)
+    template = app.synth().get_stack_by_name(named.stack_name).template
+    variables = [
+        resource["Properties"].get("Environment", {}).get("Variables", {})
+        for resource in template["Resources"].values()
+        if resource["Type"] == "AWS::Lambda::Function"
+    ]
+    assert {"1200"} == {
+        v[environment_name("tenant_requests_per_minute")]
+        for v in variables
+        if v.get("BATON_TABLE_NAME") and environment_name("tenant_requests_per_minute") in v
+    }
+    assert any(v.get(environment_name("event_bus_name")) == "acme-integrations" for v in variables)
+    by_arn = "arn:aws:events:us-east-1:123456789012:event-bus/acme"
+    assert stage_config({"event_bus_name": by_arn}).event_bus_name == by_arn
+    with pytest.raises(ConfigError, match="event_bus_name"):
+        stage_config({"event_bus_name": "no spaces allowed"})
