@@ -65,6 +65,8 @@ SERVE_EPILOG = """\
   baton serve --aws-endpoint http://127.0.0.1:5000 --table baton-dev
 
   baton serve --dynamodb-endpoint http://127.0.0.1:8000
+
+  baton serve --events print
 """
 
 
@@ -104,12 +106,23 @@ def serve(
             help="Do not run the reaper on the table's stream (dropped states, blobs and revisions then stay).",
         ),
     ] = False,
+    events: Annotated[
+        str | None,
+        typer.Option(
+            metavar="print|URL",
+            help="Also print the change events (checkpoint saved, closed, deleted; leases; threads deleted), or POST "
+            "each batch of them as a JSON array to an http(s) URL. They always go to the local event bus.",
+        ),
+    ] = None,
 ) -> None:
     """Run the whole API locally on embedded moto (or an AWS-compatible endpoint); prints a development key."""
     require("local", "baton serve", "moto", "boto3", "aws_lambda_powertools", "pydantic")
     from baton_checkpoints.local.serve import ServeOptions, check_dev_key
     from baton_checkpoints.local.serve import serve as run
 
+    if events is not None and events != "print" and not events.startswith(("http://", "https://")):
+        print(f"baton serve: --events must be print or an http(s) URL, got {events!r}", file=sys.stderr)
+        raise typer.Exit(2)
     if dev_key is not None:
         try:
             check_dev_key(dev_key)
@@ -128,6 +141,7 @@ def serve(
             dev_key=dev_key,
             containers=max(1, containers),
             reaper=not no_reaper,
+            events=events,
         )
     )
     raise typer.Exit(status)

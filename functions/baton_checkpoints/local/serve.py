@@ -10,7 +10,7 @@ import signal
 import sys
 import threading
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, TextIO
+from typing import TYPE_CHECKING, Any, Final, TextIO
 
 from baton_checkpoints.domain.access import issue_key, new_secret
 from baton_checkpoints.domain.clock import format_ms, now_ms
@@ -28,6 +28,8 @@ DEV_KEY_LIFETIME_SECONDS = 12 * 3600
 STOP_GRACE_SECONDS = 5.0
 """How long requests in flight at Ctrl-C may take to finish, before and after embedded moto refuses their calls."""
 _DEV_KEY_PATTERN = re.compile(r"[\x21-\x7e]{16,200}\Z")
+EVENT_BUS: Final = "baton-local-changes"
+"""The change events' bus `baton serve` creates on its endpoint (the deployed stack's is `baton-<stage>-changes`)."""
 LOCAL_CREDENTIAL = "batonlocal"
 """The access key id and secret given to a local endpoint when there are no others: letters and digits only, since
 DynamoDB Local (2.0 and later) refuses an access key id holding anything else ("The Access Key ID or security token
@@ -50,6 +52,9 @@ class ServeOptions:
     containers: int = 4
     reaper: bool = True
     """Consume the table's stream with the reaper function, as the deployed stack does (`--no-reaper`: not)."""
+    events: str | None = None
+    """The change events the reaper publishes (to `EVENT_BUS` on the endpoint, always) are also printed (`print`)
+    or POSTed to an http(s) URL as a JSON array per batch (`--events`)."""
 
 
 def check_dev_key(value: str) -> str:
@@ -70,6 +75,11 @@ def _prepare_environment(options: ServeOptions, endpoint: str, embedded: bool) -
         os.environ.pop("BATON_DYNAMODB_ENDPOINT_URL", None)
     else:
         os.environ["BATON_DYNAMODB_ENDPOINT_URL"] = options.dynamodb_endpoint
+    os.environ["BATON_EVENT_BUS_NAME"] = EVENT_BUS
+    if options.events is None:
+        os.environ.pop("BATON_EVENTS_ECHO", None)
+    else:
+        os.environ["BATON_EVENTS_ECHO"] = options.events
     os.environ.setdefault("POWERTOOLS_SERVICE_NAME", "baton")
     os.environ.setdefault("POWERTOOLS_METRICS_NAMESPACE", "Baton")
     os.environ["AWS_DEFAULT_REGION"] = os.environ.get("AWS_REGION", options.region)
@@ -86,6 +96,27 @@ def _prepare_environment(options: ServeOptions, endpoint: str, embedded: bool) -
         if boto3.session.Session().get_credentials() is None:
             os.environ["AWS_ACCESS_KEY_ID"] = LOCAL_CREDENTIAL
             os.environ["AWS_SECRET_ACCESS_KEY"] = LOCAL_CREDENTIAL
+
+
+def _ensure_event_bus(options: ServeOptions, endpoint: str, out: TextIO) -> str:
+    """Create the change events' bus on the endpoint (embedded moto's, or the one given) if it is not there; what
+    the reaper does with the events, for the banner."""
+    if not options.reaper:
+        return "none (--no-reaper publishes nothing)"
+    from baton_checkpoints.store.aws import events_client
+
+    client = events_client(endpoint)
+    try:
+        client.describe_event_bus(Name=EVENT_BUS)
+    except Exception:
+        try:
+            client.create_event_bus(Name=EVENT_BUS)
+        except Exception as exc:  # an endpoint without EventBridge (DynamoDB Local): echo only, if asked
+            os.environ.pop("BATON_EVENT_BUS_NAME", None)
+            print(f"baton serve: no event bus at {endpoint} ({type(exc).__name__})", file=out)
+            return {None: "none", "print": "printed"}.get(options.events, f"posted to {options.events}")
+    echoed = {None: "", "print": "; printed here"}.get(options.events, f"; posted to {options.events}")
+    return f"bus {EVENT_BUS} on {endpoint}{echoed}"
 
 
 def _start_reaper(
@@ -160,6 +191,7 @@ def serve(options: ServeOptions, out: TextIO = sys.stdout) -> int:
         print(f"baton serve: no bucket at {endpoint} ({exc}); states must fit in an item, blobs are off", file=out)
         os.environ.pop("BATON_BUCKET_NAME", None)
         bucket = None
+    events = _ensure_event_bus(options, endpoint, out)
     reaper, reaping = _start_reaper(options, client, table_endpoint, bucket, out)
     created = now_ms()
     # On embedded moto the key dies with the process; in a table that outlives `baton serve` (another endpoint's,
@@ -199,6 +231,7 @@ def serve(options: ServeOptions, out: TextIO = sys.stdout) -> int:
     )
     if options.dynamodb_endpoint is not None:
         print(f"DynamoDB endpoint: {options.dynamodb_endpoint} (the table and its stream)", file=out)
+    print(f"Change events: {events}", file=out)
     print(f"Reaper: {reaping}", file=out)
     lifetime = "" if expires is None else f"; expires {format_ms(expires)}"
     print(f"Development key (tenant {DEV_TENANT}, agent {DEV_AGENT}, scopes * tenants:manage{lifetime}):", file=out)
