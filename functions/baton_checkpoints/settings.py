@@ -28,11 +28,13 @@ _ENVIRONMENT: Final = {
 }
 """The environment variable behind each setting (infrastructure sets them by these names)."""
 _LENGTHS: Final = {"table_name": (3, 255), "bucket_name": (3, 63), "event_bus_name": (1, 256)}
+EVENTS_ECHO: Final = re.compile(r"(print|https?://[^\s/]+[^\s]*)\Z")
+"""`baton serve --events`: `print`, or an http(s) URL with a host."""
 _PATTERNS: Final = {
     "table_name": (re.compile(r"[A-Za-z0-9_.-]+\Z"), "only letters, digits, '_', '-' and '.'"),
     "origin_scheme": (re.compile(r"https?\Z"), "https or http"),
     "event_bus_name": (re.compile(r"[A-Za-z0-9/._:-]+\Z"), "a bus's name or ARN"),
-    "events_echo": (re.compile(r"(print|https?://[^\s]+)\Z"), "print, or an http(s) URL"),
+    "events_echo": (EVENTS_ECHO, "print, or an http(s) URL"),
 }
 """DynamoDB's rule for a table's name (with `_LENGTHS`): a name it refuses fails here, naming the variable, not at
 the first request as a 500 from DynamoDB (moto accepts any name)."""

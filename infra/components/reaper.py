@@ -160,7 +160,10 @@ class Reaper(Construct):
                 environment_name("table_name"): table.table_name,
                 environment_name("bucket_name"): bucket.bucket_name,
                 environment_name("service_name"): "baton",
-                environment_name("event_bus_name"): self.bus.event_bus_name,
+                # A bus given by ARN is published to by its ARN (its name alone would name a bus of this account)
+                environment_name("event_bus_name"): self.bus.event_bus_arn
+                if (config.event_bus_name or "").startswith("arn:")
+                else self.bus.event_bus_name,
                 "POWERTOOLS_LOG_LEVEL": "INFO",
             },
         )

@@ -371,5 +371,14 @@ def test_the_change_events_go_to_the_stacks_bus_or_the_one_the_context_names(dev
     assert any(v.get(environment_name("event_bus_name")) == "acme-integrations" for v in variables)
     by_arn = "arn:aws:events:us-east-1:123456789012:event-bus/acme"
     assert stage_config({"event_bus_name": by_arn}).event_bus_name == by_arn
+    # A bus given by ARN (another account's, say) is published to by its ARN
+    arn_app, arn_stack = synthesize_app(tmp_path / "arn", {"stage": "dev", "event_bus_name": by_arn})
+    arn_template = arn_app.synth().get_stack_by_name(arn_stack.stack_name).template
+    assert any(
+        resource["Properties"].get("Environment", {}).get("Variables", {}).get(environment_name("event_bus_name"))
+        == by_arn
+        for resource in arn_template["Resources"].values()
+        if resource["Type"] == "AWS::Lambda::Function"
+    )
     with pytest.raises(ConfigError, match="event_bus_name"):
         stage_config({"event_bus_name": "no spaces allowed"})

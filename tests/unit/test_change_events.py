@@ -71,7 +71,13 @@ def test_each_kind_of_change_is_announced() -> None:
         "lease.lapsed",
         "lease.acquired",
     ]
-    assert kinds(record(checkpoint(1, **leased(1, AT - 5)), checkpoint(2))) == ["checkpoint.saved", "lease.lapsed"]
+    # (decided from the images, never a clock: a take-over within the second of the expiry is still a lapse)
+    assert kinds(record(checkpoint(**leased(1, AT + 1)), checkpoint(**leased(2, AT + 60)))) == [
+        "lease.lapsed",
+        "lease.acquired",
+    ]
+    spent = checkpoint(lh={"S": "worker"}, lc={"N": "1"}, lx={"N": str(AT - 5)})  # a lapsed token spent: `lt` gone
+    assert kinds(record(checkpoint(**leased(1, AT - 5)), spent)) == ["lease.lapsed"]
     # A thread deleted (its head's floor moves), and nothing for a head touched
     head_pk = "H#acme#worker#thread-1"
     head = {"pk": {"S": head_pk}, "sk": {"S": "H"}, "g": {"S": "abc"}, "exp": {"N": "1"}}
@@ -138,11 +144,12 @@ def test_the_names_read_are_the_stores() -> None:
 
 
 class Bus:
-    """An EventBridge client that refuses the events of the revisions in `refuse`: once each, or always."""
+    """An EventBridge client that refuses the events of the revisions in `refuse` with `code`: once each, or
+    always."""
 
-    def __init__(self, refuse: set[int], always: bool = False) -> None:
+    def __init__(self, refuse: set[int], always: bool = False, code: str = "ThrottlingException") -> None:
         self.calls: list[list[dict[str, Any]]] = []
-        self.refuse, self.always = set(refuse), always
+        self.refuse, self.always, self.code = set(refuse), always, code
 
     def put_events(self, Entries: list[dict[str, Any]]) -> dict[str, Any]:  # noqa: N803 (boto3's name)
         self.calls.append(Entries)
@@ -150,7 +157,7 @@ class Bus:
         for entry in Entries:
             revision = json.loads(entry["Detail"])["revision"]
             if revision in self.refuse:
-                results.append({"ErrorCode": "ThrottlingException"})
+                results.append({"ErrorCode": self.code})
                 if not self.always:
                     self.refuse.discard(revision)
             else:
@@ -167,6 +174,17 @@ def test_the_publisher_sends_ten_at_a_time_and_retries_what_was_refused_once() -
     stubborn = Bus(refuse={2}, always=True)
     with pytest.raises(PublishFailed):
         Publisher(lambda: stubborn, "baton-dev").publish(records[:3])
+    # An entry refused for good (a permission, a key) is told and dropped: the batch goes on
+    dropped: list[list[str]] = []
+    denied = Bus(refuse={2, 3}, always=True, code="AccessDeniedException")
+    assert Publisher(lambda: denied, "baton-dev", dropped=dropped.append).publish(records[:3]) == 3
+    assert dropped == [["AccessDeniedException", "AccessDeniedException"]]
+    assert len(denied.calls) == 1
+    # And a batch whose time ran out stops before it sends
+    late = Bus(refuse=set())
+    with pytest.raises(PublishFailed, match="time ran out"):
+        Publisher(lambda: late, "baton-dev").publish(records[:3], deadline=0.0)
+    assert late.calls == []
 
 
 def test_the_echo_prints_each_event_or_posts_them(capsys: pytest.CaptureFixture[str]) -> None:

@@ -280,3 +280,14 @@ def test_no_question_without_a_terminal_even_with_stdin_closed(monkeypatch: pyte
     monkeypatch.setattr("sys.stdin", None)
     assert common.interactive() is False
     common.confirm("Delete?", yes=False)
+
+
+def test_serve_refuses_an_events_target_the_reaper_would_refuse() -> None:
+    from typer.testing import CliRunner
+
+    from baton_checkpoints.cli.main import app
+
+    for value in ("http://", "ftp://example.com/x", "https://a b", "printed"):
+        answer = CliRunner().invoke(app, ["serve", "--events", value])
+        assert answer.exit_code == 2, (value, answer.output)
+        assert "--events must be print or an http(s) URL" in answer.output

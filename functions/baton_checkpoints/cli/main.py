@@ -119,8 +119,9 @@ def serve(
     require("local", "baton serve", "moto", "boto3", "aws_lambda_powertools", "pydantic")
     from baton_checkpoints.local.serve import ServeOptions, check_dev_key
     from baton_checkpoints.local.serve import serve as run
+    from baton_checkpoints.settings import EVENTS_ECHO  # what the reaper's setting accepts, checked before serving
 
-    if events is not None and events != "print" and not events.startswith(("http://", "https://")):
+    if events is not None and not EVENTS_ECHO.match(events):
         print(f"baton serve: --events must be print or an http(s) URL, got {events!r}", file=sys.stderr)
         raise typer.Exit(2)
     if dev_key is not None:

@@ -80,7 +80,7 @@ def handler(event: dict[str, Any], context: Any) -> dict[str, Any]:
     )
     records = event["Records"]
     settled = _before_first_failure(records, answer)
-    published = _publish(records, settled, answer)
+    published = _publish(records, settled, answer, deadline)
     meter = Meter(lambda: work.dynamodb, work.table)
     counted = _count(meter, records, settled, answer) if published is not None else None
     logger().info(
@@ -115,7 +115,7 @@ def _sequence(record: Any) -> Any:
     return change.get("SequenceNumber") if isinstance(change, dict) else None
 
 
-def _publish(records: list[dict[str, Any]], done: int, answer: dict[str, Any]) -> int | None:
+def _publish(records: list[dict[str, Any]], done: int, answer: dict[str, Any], deadline: float | None) -> int | None:
     """Publish the change events of the records before the first failure (`store/change_events.py`); how many.
     When EventBridge does not take them all, the whole batch is reported failed (Lambda sends it all again, and its
     events go again: at least once) and nothing is counted (None). A failure that no retry can mend (no such bus,
@@ -125,9 +125,10 @@ def _publish(records: list[dict[str, Any]], done: int, answer: dict[str, Any]) -
     if settings.event_bus_name is None and echo is None:
         return 0
     endpoint = settings.aws_endpoint_url
-    publisher = Publisher(lambda: _events_client(endpoint), settings.event_bus_name, echo)
+    publisher = Publisher(lambda: _events_client(endpoint), settings.event_bus_name, echo, _events_dropped)
     try:
-        return publisher.publish(records[:done])
+        # The count and the answer need the time SPARE_SECONDS leaves after the deadline: publishing gets some of it
+        return publisher.publish(records[:done], None if deadline is None else deadline + SPARE_SECONDS / 2)
     except Exception as exc:
         transient = isinstance(exc, PublishFailed) or classify(exc) in TRANSIENT
         (logger().warning if transient else logger().error)(
@@ -144,6 +145,10 @@ def _publish(records: list[dict[str, Any]], done: int, answer: dict[str, Any]) -
 @cache
 def _events_client(endpoint: str | None) -> Any:
     return events_client(endpoint)
+
+
+def _events_dropped(codes: list[str]) -> None:
+    logger().error("change events refused for good, dropped", extra={"events": len(codes), "error_codes": codes})
 
 
 def _echo_failed(url: str, exc: Exception) -> None:

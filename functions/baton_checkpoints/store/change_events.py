@@ -11,7 +11,7 @@ ids, the revision and the state's hash, never the state:
 | `checkpoint.expired` | DynamoDB's TTL removes it, or a save replaces it after it expired                        |
 | `lease.acquired`     | a new lease is taken on it                                                               |
 | `lease.released`     | its lease is released                                                                    |
-| `lease.lapsed`       | a write finds its lease ran out: a take-over, or a release or save after it expired      |
+| `lease.lapsed`       | a write finds its lease ran out: a take-over, or its lapsed token spent                  |
 | `thread.deleted`     | a LangGraph thread is deleted                                                            |
 
 A lease that runs out with nothing written after it is announced by the next write that finds it lapsed: a lapse is
@@ -25,7 +25,9 @@ from __future__ import annotations
 
 import base64
 import json
+import random
 import sys
+import time
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
@@ -37,6 +39,9 @@ SOURCE: Final = "baton"
 """Every event's `source`: a rule matches Baton's events with `{"source": ["baton"]}`."""
 PUT_EVENTS_ENTRIES: Final = 10
 """EventBridge's most entries per PutEvents."""
+TRANSIENT_ENTRY_CODES: Final = frozenset({"ThrottlingException", "InternalFailure", "InternalException"})
+"""An entry refused with one of these may be taken later: the batch is sent again rather than lose it."""
+RETRY_PAUSE_SECONDS: Final = 0.2
 TTL_PRINCIPAL: Final = "dynamodb.amazonaws.com"
 """The `userIdentity.principalId` of a record DynamoDB's TTL wrote (a removal of an expired item)."""
 TERMINAL: Final = frozenset({"completed", "cancelled"})
@@ -123,8 +128,12 @@ def _lease_events(
     before, after = _lease(old), _lease(new)
     found: list[tuple[str, dict[str, Any]]] = []
     if before is not None and (after is None or after["lease_counter"] != before["lease_counter"]):
-        lapsed = _expires_s(old) <= at.timestamp()
-        found.append(("lease.lapsed" if lapsed else "lease.released", {**about, **checkpoint, **before}))
+        # Decided from the images, not a clock: a new lease is taken only over one that ran out; a release ends the
+        # lease now (its expiry moves to the release's time); a secret dropped with the expiry as it was is a lease
+        # that had run out.
+        taken_over = after is not None
+        released = not taken_over and _expires_s(new) != _expires_s(old)
+        found.append(("lease.released" if released else "lease.lapsed", {**about, **checkpoint, **before}))
     if after is not None and (before is None or after["lease_counter"] != before["lease_counter"]):
         found.append(("lease.acquired", {**about, **checkpoint, **after}))
     return found
@@ -212,20 +221,27 @@ class Publisher:
         client: Callable[[], Any] | None,
         bus_name: str | None,
         echo: Callable[[list[dict[str, Any]]], None] | None = None,
+        dropped: Callable[[list[str]], None] | None = None,
     ) -> None:
         self._client = client
         self._bus = bus_name
         self._echo = echo
+        self._dropped = dropped
 
-    def publish(self, records: Sequence[Mapping[str, Any]]) -> int:
-        """Publish what `records` stand for; the events published. Raises `PublishFailed` (or the client's error)
-        when EventBridge did not take them all."""
+    def _drop(self, codes: list[str | None]) -> None:
+        if self._dropped is not None:
+            self._dropped([str(code) for code in codes])
+
+    def publish(self, records: Sequence[Mapping[str, Any]], deadline: float | None = None) -> int:
+        """Publish what `records` stand for (before `deadline`, `time.monotonic()`); the events sent. Raises
+        `PublishFailed` (or the client's error) when EventBridge did not take them all for now; entries it refused
+        for good are told to `dropped` (their error codes) and not raised."""
         events = [event for record in records for event in _events_or_none(record)]
         if not events:
             return 0
         if self._client is not None and self._bus is not None:
             for start in range(0, len(events), PUT_EVENTS_ENTRIES):
-                self._put([self._entry(event) for event in events[start : start + PUT_EVENTS_ENTRIES]])
+                self._put([self._entry(event) for event in events[start : start + PUT_EVENTS_ENTRIES]], deadline)
         if self._echo is not None:
             self._echo([as_json(event) for event in events])
         return len(events)
@@ -239,17 +255,30 @@ class Publisher:
             "Time": event.time,
         }
 
-    def _put(self, entries: list[dict[str, Any]]) -> None:
+    def _put(self, entries: list[dict[str, Any]], deadline: float | None) -> None:
         assert self._client is not None
-        for _ in range(2):
+        for attempt in range(2):
+            if deadline is not None and time.monotonic() >= deadline:
+                raise PublishFailed("the batch's time ran out before its events were published")
             answer = self._client().put_events(Entries=entries)
             if not answer.get("FailedEntryCount"):
                 return
-            # Retry only what was refused (throttled, an internal failure): the answer lists entries in order
-            entries = [
-                entry for entry, result in zip(entries, answer["Entries"], strict=False) if "EventId" not in result
+            # The answer lists entries in order: what was refused for a moment goes again (once, after a pause);
+            # what was refused for good (a permission, a key, a malformed entry) is told and dropped.
+            refused = [
+                (entry, result.get("ErrorCode"))
+                for entry, result in zip(entries, answer["Entries"], strict=False)
+                if "EventId" not in result
             ]
-        raise PublishFailed(f"EventBridge refused {len(entries)} of the batch's events")
+            lost = [code for _, code in refused if code not in TRANSIENT_ENTRY_CODES]
+            if lost:
+                self._drop(lost)
+            entries = [entry for entry, code in refused if code in TRANSIENT_ENTRY_CODES]
+            if not entries:
+                return
+            if attempt == 0:
+                time.sleep(random.uniform(0, RETRY_PAUSE_SECONDS))
+        raise PublishFailed(f"EventBridge refused {len(entries)} of the batch's events for now")
 
 
 def _events_or_none(record: Mapping[str, Any]) -> list[ChangeEvent]:

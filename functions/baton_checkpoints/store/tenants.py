@@ -41,10 +41,10 @@ USAGE: Final = {"stored_bytes": STORED_BYTES, "checkpoints": CHECKPOINTS, "threa
 """What the stream consumer counts of the tenant (`store/metering.py` adds to them): in the same item, so that every
 take's answer carries them to the container that enforces the quotas."""
 MAX_TAKE_ATTEMPTS: Final = 4
+"""Conditional writes one take may make: others' takes landing in between only refuse ours while they keep landing."""
 RACE_BACKOFF_SECONDS: Final = 0.02
 """At most how long a take waits before trying again after a transaction held the tenant's item (a count lasts a few
 milliseconds)."""
-"""Conditional writes one take may make: others' takes landing in between only refuse ours while they keep landing."""
 
 
 def bucket_of(item: Item) -> Bucket:
