@@ -114,9 +114,10 @@ class BatonServe:
         return True
 
 
-def serve_table(endpoint: str, name: str, *options: str) -> BatonServe:
-    """`baton serve` with one container on the table and bucket `name` of the AWS at `endpoint`, and a development
-    key of its own (a server apart from the session's, for suites that need the reaper or their own table)."""
+def serve_table(endpoint: str, name: str, *options: str, containers: int = 1) -> BatonServe:
+    """`baton serve` with `containers` containers (one by default) on the table and bucket `name` of the AWS at
+    `endpoint`, and a development key of its own (a server apart from the session's, for suites that need the reaper
+    or their own table)."""
     return BatonServe(
         "--aws-endpoint",
         endpoint,
@@ -125,7 +126,7 @@ def serve_table(endpoint: str, name: str, *options: str) -> BatonServe:
         "--bucket",
         name,
         "--containers",
-        "1",
+        str(containers),
         *options,
         dev_key=f"btn_{name.replace('-', '_')}_key_0001",
     )

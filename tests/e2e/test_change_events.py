@@ -16,7 +16,7 @@ from typing import Any
 import httpx
 import pytest
 
-from tests.e2e.server_process import BatonServe
+from tests.e2e.server_process import BatonServe, serve_table
 from tests.proof_counts import record
 
 SUITE = "change events (e2e)"
@@ -65,19 +65,11 @@ def receiver() -> Iterator[Receiver]:
 
 @pytest.fixture(scope="module")
 def baton(moto_endpoint: str, receiver: Receiver) -> Iterator[BatonServe]:
-    name = f"baton-e2e-events-{uuid.uuid4().hex[:8]}"
-    server = BatonServe(
-        *("--aws-endpoint", moto_endpoint, "--table", name, "--bucket", name, "--events", receiver.url),
-        dev_key="btn_e2e_events_key_0001",
+    server = serve_table(
+        moto_endpoint, f"baton-e2e-events-{uuid.uuid4().hex[:8]}", "--events", receiver.url, containers=4
     )
     yield server
     server.stop()
-
-
-@pytest.fixture(scope="module")
-def http(baton: BatonServe) -> Iterator[httpx.Client]:
-    with httpx.Client(base_url=baton.url, headers={"Authorization": f"Bearer {baton.key}"}, timeout=30) as client:
-        yield client
 
 
 def test_every_kind_of_change_arrives_with_ids_and_never_the_state(

@@ -12,7 +12,7 @@ from collections.abc import Callable, Iterator
 import httpx
 import pytest
 
-from tests.e2e.server_process import BatonServe
+from tests.e2e.server_process import BatonServe, serve_table
 from tests.e2e.test_checkpoints import client_for
 from tests.proof_counts import record
 
@@ -25,18 +25,9 @@ LAG_SECONDS = 30.0
 def baton(moto_endpoint: str) -> Iterator[BatonServe]:
     """`baton serve` with its reaper (which counts) and its four containers, on a table of its own (the session's
     server runs without a reaper)."""
-    name = f"baton-e2e-quotas-{uuid.uuid4().hex[:8]}"
-    server = BatonServe(
-        *("--aws-endpoint", moto_endpoint, "--table", name, "--bucket", name), dev_key="btn_e2e_quotas_key_0001"
-    )
+    server = serve_table(moto_endpoint, f"baton-e2e-quotas-{uuid.uuid4().hex[:8]}", containers=4)
     yield server
     server.stop()
-
-
-@pytest.fixture(scope="module")
-def http(baton: BatonServe) -> Iterator[httpx.Client]:
-    with httpx.Client(base_url=baton.url, headers={"Authorization": f"Bearer {baton.key}"}, timeout=30) as client:
-        yield client
 
 
 def new_tenant(http: httpx.Client, **limits: int) -> str:

@@ -22,6 +22,7 @@ from tests import proof_counts
 from tests.builders import save
 from tests.integration import test_reaper_history as history
 from tests.integration.driver import ApiDriver
+from tests.integration.test_metering import reap_once
 from tests.integration.test_reaper_history import START, TENANT, World, _reaped
 
 # The reaper history module's world: its fixtures, used here as they are there.
@@ -74,15 +75,6 @@ def integrator(world: World, monkeypatch: pytest.MonkeyPatch) -> Integrator:
     return found
 
 
-def reap_all(world: World) -> None:
-    for _ in range(8):
-        batch = world.pending()
-        if not batch:
-            return
-        assert _reaped(batch) == []
-    raise AssertionError("the stream was not quiet")
-
-
 def test_each_change_arrives_through_a_rule_with_ids_and_never_the_state(
     api: ApiDriver, world: World, integrator: Integrator
 ) -> None:
@@ -91,7 +83,7 @@ def test_each_change_arrives_through_a_rule_with_ids_and_never_the_state(
     assert save(api, subject_id="events-1", state={"note": STATE_MARK, "step": 2}, status="completed").status == 200
     path = f"/v1/checkpoints/{checkpoint_id}"
     assert api.invoke("delete_checkpoint", path=path, headers={"if-match": None}).status == 200
-    reap_all(world)
+    reap_once(world)
     assert integrator.kinds() == ["checkpoint.saved", "checkpoint.saved", "checkpoint.closed", "checkpoint.deleted"]
     saved = integrator.received[0]
     assert saved["source"] == "baton"
@@ -107,11 +99,11 @@ def test_a_checkpoint_removed_by_ttl_or_replaced_after_it_expired_is_expired(
 ) -> None:
     with time_machine.travel(START, tick=False) as clock:
         first = save(api, subject_id="events-2", state={"step": 1}, ttl_seconds=60)
-        reap_all(world)
+        reap_once(world)
         clock.shift(timedelta(seconds=61))
         again = save(api, subject_id="events-2", state={"step": 1})
         assert again.data["checkpoint_id"] != first.data["checkpoint_id"]
-        reap_all(world)
+        reap_once(world)
     assert integrator.kinds()[-2:] == ["checkpoint.expired", "checkpoint.saved"]
     assert integrator.received[-2]["detail"]["checkpoint_id"] == first.data["checkpoint_id"]
     # And DynamoDB's own TTL removal of the item (its record names DynamoDB as the one who removed it)

@@ -8,7 +8,6 @@ sent again is counted once (DynamoDB's request token); and the quotas act on the
 
 from __future__ import annotations
 
-import base64
 from typing import Any
 
 import pytest
@@ -19,6 +18,7 @@ from baton_checkpoints.store import layout, metering
 from baton_checkpoints.store.reaping import Reaper
 from tests import proof_counts
 from tests.builders import save
+from tests.integration import test_quotas as quotas
 from tests.integration import test_reaper_history as history
 from tests.integration.driver import ApiDriver, CallCounter
 from tests.integration.test_reaper_history import COUNT, TENANT, World, _reaped, big_state, uploaded_blob
@@ -77,22 +77,7 @@ def reap_once(world: World) -> None:
 
 
 def thread_put(api: ApiDriver, thread: str, checkpoint_id: str, value: bytes) -> None:
-    body = {
-        "checkpoint": {
-            "v": 4,
-            "id": checkpoint_id,
-            "ts": "2027-03-01T09:00:00+00:00",
-            "channel_versions": {"messages": 1},
-            "versions_seen": {},
-            "updated_channels": ["messages"],
-        },
-        "metadata": {"source": "loop", "step": 0},
-        "checkpoint_ns": "",
-        "values": {"messages": {"type": "msgpack", "data": base64.b64encode(value).decode()}},
-    }
-    answer = api.invoke(
-        "save_checkpoint", path=f"/v1/threads/{thread}/checkpoints", body=body, headers={"idempotency-key": None}
-    )
+    answer = quotas.thread_put(api, thread, checkpoint_id, value)
     assert answer.status == 201, answer.raw_body
 
 

@@ -169,7 +169,7 @@ def test_a_restore_past_the_storage_quota_is_refused(api: ApiDriver, services: S
     assert data_of(services, "restore-d") == before
 
 
-def _thread_put(worker: ApiDriver, thread: str, checkpoint_id: str, value: bytes) -> Result:
+def thread_put(worker: ApiDriver, thread: str, checkpoint_id: str, value: bytes) -> Result:
     body = {
         "checkpoint": {
             "v": 4,
@@ -199,19 +199,19 @@ def copy(worker: ApiDriver, thread: str, target: str) -> Result:
 
 def test_threads_count_and_store_against_the_quotas(api: ApiDriver, services: Services) -> None:
     worker = tenant_key(services, "threads-e")
-    assert _thread_put(worker, "thread-1", "1ef0000000000001", b"a").status == 201
+    assert thread_put(worker, "thread-1", "1ef0000000000001", b"a").status == 201
     # Given the tenant at its count quota: a put to its thread goes on, a put that starts a thread is refused
     set_quota(api, services, "threads-e", used_bytes=0, used=1, checkpoints=1)
     before = data_of(services, "threads-e")
-    refused_for(_thread_put(worker, "thread-2", "1ef0000000000002", b"b"), "checkpoints", 1, 1)
+    refused_for(thread_put(worker, "thread-2", "1ef0000000000002", b"b"), "checkpoints", 1, 1)
     refused_for(copy(worker, "thread-1", "thread-3"), "checkpoints", 1, 1)
     assert data_of(services, "threads-e") == before
     assert copy(worker, "thread-1", "thread-1").status == 200  # onto itself: nothing created, nothing stored
-    assert _thread_put(worker, "thread-1", "1ef0000000000003", b"c").status == 201
+    assert thread_put(worker, "thread-1", "1ef0000000000003", b"c").status == 201
     # Given the tenant near its storage quota: a put or a task's writes larger than what is left are refused
     set_quota(api, services, "threads-e", used_bytes=900, used=1, storage_bytes=1_000)
     before = data_of(services, "threads-e")
-    refused_for(_thread_put(worker, "thread-1", "1ef0000000000004", b"d" * 200), "storage_bytes", 1_000, 900)
+    refused_for(thread_put(worker, "thread-1", "1ef0000000000004", b"d" * 200), "storage_bytes", 1_000, 900)
     writes = worker.invoke(
         "save_checkpoint",
         path="/v1/threads/thread-1/writes",
@@ -237,7 +237,7 @@ def test_a_deleted_thread_started_again_counts_again_and_is_refused_at_the_quota
     api: ApiDriver, services: Services
 ) -> None:
     worker = tenant_key(services, "reuse-g")
-    assert _thread_put(worker, "thread-r", "1ef0000000000001", b"a").status == 201
+    assert thread_put(worker, "thread-r", "1ef0000000000001", b"a").status == 201
     assert worker.invoke("purge_subject", path="/v1/threads/thread-r", query={}).status == 200
     head = services.dynamodb.get_item(
         TableName=services.settings.table_name, Key=layout.key(layout.thread_pk("reuse-g", "worker", "thread-r"), "H")
@@ -245,10 +245,10 @@ def test_a_deleted_thread_started_again_counts_again_and_is_refused_at_the_quota
     assert metering.footprint(head["pk"]["S"], "H", head).threads == 0  # deleted: it no longer counts
     # Given the tenant at its count quota, a put that would start the deleted thread again is refused
     set_quota(api, services, "reuse-g", used_bytes=0, used=1, checkpoints=1)
-    refused_for(_thread_put(worker, "thread-r", "1ef0000000000002", b"b"), "checkpoints", 1, 1)
+    refused_for(thread_put(worker, "thread-r", "1ef0000000000002", b"b"), "checkpoints", 1, 1)
     # And with room, the put starts it again, and its head counts again
     set_quota(api, services, "reuse-g", used_bytes=0, used=0, checkpoints=1)
-    assert _thread_put(worker, "thread-r", "1ef0000000000003", b"c").status == 201
+    assert thread_put(worker, "thread-r", "1ef0000000000003", b"c").status == 201
     head = services.dynamodb.get_item(
         TableName=services.settings.table_name, Key=layout.key(layout.thread_pk("reuse-g", "worker", "thread-r"), "H")
     )["Item"]
@@ -258,7 +258,7 @@ def test_a_deleted_thread_started_again_counts_again_and_is_refused_at_the_quota
 def test_a_copy_is_judged_with_the_objects_it_copies(api: ApiDriver, services: Services) -> None:
     worker = tenant_key(services, "copy-h")
     # Given a thread whose value is stored in S3 (past 350,000 bytes), and a tenant with 100 KB left
-    assert _thread_put(worker, "thread-c", "1ef0000000000001", b"v" * 400_000).status == 201
+    assert thread_put(worker, "thread-c", "1ef0000000000001", b"v" * 400_000).status == 201
     set_quota(api, services, "copy-h", used_bytes=0, used=1, storage_bytes=100_000)
     before = data_of(services, "copy-h")
     # When it copies the thread, then the copy is refused: its items are small, the object it copies is not
