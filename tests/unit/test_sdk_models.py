@@ -18,7 +18,9 @@ from baton_checkpoints.client import (
     BatonError,
     CheckpointRecord,
     ConflictError,
+    ForbiddenError,
     NotFoundError,
+    QuotaExceededError,
     RevisionConflictError,
     etag_for,
 )
@@ -32,6 +34,7 @@ CONTRACT_CODES = {
     "VALIDATION_ERROR": 400,
     "UNAUTHENTICATED": 401,
     "FORBIDDEN": 403,
+    "QUOTA_EXCEEDED": 403,
     "NOT_FOUND": 404,
     "METHOD_NOT_ALLOWED": 405,
     "REVISION_CONFLICT": 409,
@@ -73,6 +76,15 @@ def test_every_contract_code_has_its_own_class() -> None:
         assert error.gateway is False
         assert isinstance(error, ConflictError) == (status == 409)
     record(SUITE, codes=len(CONTRACT_CODES))
+
+
+def test_a_quota_refusal_is_a_forbidden_error_that_says_which_quota() -> None:
+    details = {"quota": "storage_bytes", "limit": 1000, "used": 990}
+    body = {"error": {"code": "QUOTA_EXCEEDED", "message": "m.", "details": details}, "meta": {"request_id": "r"}}
+    error = error_from_answer(403, body, {}, "r")
+    assert isinstance(error, QuotaExceededError)
+    assert isinstance(error, ForbiddenError)
+    assert (error.quota, error.limit, error.used) == ("storage_bytes", 1000, 990)
 
 
 def test_an_unknown_code_falls_back_on_the_status() -> None:

@@ -86,6 +86,31 @@ class ForbiddenError(BatonError):
     code_name = "FORBIDDEN"
 
 
+class QuotaExceededError(ForbiddenError):
+    """403 `QUOTA_EXCEEDED`: the write would take the tenant past a quota (`quota`, `limit`, `used`); nothing was
+    written. Not retried: delete what is no longer needed, or ask the operator to raise the quota."""
+
+    code_name = "QUOTA_EXCEEDED"
+
+    @property
+    def quota(self) -> str | None:
+        """`details.quota`: `storage_bytes` or `checkpoints`."""
+        value = self.details.get("quota")
+        return value if isinstance(value, str) else None
+
+    @property
+    def limit(self) -> int | None:
+        """`details.limit`."""
+        value = self.details.get("limit")
+        return value if isinstance(value, int) else None
+
+    @property
+    def used(self) -> int | None:
+        """`details.used`: what the tenant stores, as last counted."""
+        value = self.details.get("used")
+        return value if isinstance(value, int) else None
+
+
 class NotFoundError(BatonError):
     """404 `NOT_FOUND`: missing, expired, or not visible to the caller."""
 
@@ -233,6 +258,7 @@ ERRORS_BY_CODE: dict[str, type[BatonError]] = {
         ValidationError,
         UnauthenticatedError,
         ForbiddenError,
+        QuotaExceededError,
         NotFoundError,
         MethodNotAllowedError,
         RevisionConflictError,
