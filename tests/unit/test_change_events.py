@@ -200,3 +200,12 @@ def test_the_echo_prints_each_event_or_posts_them(capsys: pytest.CaptureFixture[
     Publisher(None, None, posted).publish([record(None, checkpoint())])  # nothing listens: told, never raised
     assert failures == ["http://127.0.0.1:9/nowhere"]
     assert echo_of(None, lambda url, exc: None) is None
+
+
+def test_a_record_dynamodb_never_writes_publishes_nothing_and_stops_nothing() -> None:
+    far = record(None, checkpoint())
+    far["dynamodb"]["ApproximateCreationDateTime"] = 10**20  # past year 9999
+    lease_far = record(None, checkpoint(**leased(1, 10**15)))
+    odd = {"eventID": "x", "dynamodb": "not a map"}
+    bus = Bus(refuse=set())
+    assert Publisher(lambda: bus, "baton-dev").publish([far, lease_far, odd, record(None, checkpoint())]) == 1

@@ -122,6 +122,7 @@ def test_a_record_of_a_shape_lambda_never_sends_counts_nothing_and_stops_nothing
         {"dynamodb": {"Keys": {"pk": {"S": CHECKPOINT[0]}, "sk": {"S": CHECKPOINT[1]}}, "NewImage": ["a list"]}},
     ]
     assert tally([*odd, good]) == {"acme": footprint(*CHECKPOINT, checkpoint())}
+    assert len(request_token([*odd, good])) == 36
 
 
 BINARY = st.binary(max_size=300)

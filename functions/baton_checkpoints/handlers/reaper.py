@@ -130,16 +130,7 @@ def _publish(records: list[dict[str, Any]], done: int, answer: dict[str, Any], d
         # The count and the answer need the time SPARE_SECONDS leaves after the deadline: publishing gets some of it
         return publisher.publish(records[:done], None if deadline is None else deadline + SPARE_SECONDS / 2)
     except Exception as exc:
-        transient = isinstance(exc, PublishFailed) or classify(exc) in TRANSIENT
-        (logger().warning if transient else logger().error)(
-            "change events not published",
-            exc_info=error_code(exc) is None and not isinstance(exc, PublishFailed),
-            extra={"error": type(exc).__name__, "error_code": error_code(exc), "retried": transient},
-        )
-        if transient:
-            answer["batchItemFailures"] = [{"itemIdentifier": _sequence(records[0])}]
-            return None
-        return 0
+        return None if _failed_for_now(exc, "change events not published", records, answer) else 0
 
 
 @cache
@@ -163,15 +154,23 @@ def _count(meter: Meter, records: list[dict[str, Any]], done: int, answer: dict[
     try:
         return len(meter.count(records[:done]))
     except Exception as exc:
-        transient = classify(exc) in TRANSIENT
-        (logger().warning if transient else logger().error)(
-            "stream batch not counted",
-            exc_info=error_code(exc) is None,
-            extra={"error": type(exc).__name__, "error_code": error_code(exc), "retried": transient},
-        )
-        if transient:
-            answer["batchItemFailures"] = [{"itemIdentifier": _sequence(records[0])}]
+        _failed_for_now(exc, "stream batch not counted", records, answer)
         return None
+
+
+def _failed_for_now(exc: Exception, message: str, records: list[dict[str, Any]], answer: dict[str, Any]) -> bool:
+    """Log a failure of the batch's events or count. One that may pass (throttling, a conflict, an answer lost)
+    reports the whole batch failed, so that Lambda sends it all again (True); any other is an error line, and the
+    batch goes on."""
+    transient = isinstance(exc, PublishFailed) or classify(exc) in TRANSIENT
+    (logger().warning if transient else logger().error)(
+        message,
+        exc_info=error_code(exc) is None and not isinstance(exc, PublishFailed),
+        extra={"error": type(exc).__name__, "error_code": error_code(exc), "retried": transient},
+    )
+    if transient:
+        answer["batchItemFailures"] = [{"itemIdentifier": _sequence(records[0])}]
+    return transient
 
 
 def _deadline(context: Any) -> float | None:

@@ -33,6 +33,8 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any, Final
 
+from baton_checkpoints.domain.clock import format_ms, now_ms
+from baton_checkpoints.domain.lifecycle import is_terminal
 from baton_checkpoints.store import layout, schema
 
 SOURCE: Final = "baton"
@@ -44,13 +46,11 @@ TRANSIENT_ENTRY_CODES: Final = frozenset({"ThrottlingException", "InternalFailur
 RETRY_PAUSE_SECONDS: Final = 0.2
 TTL_PRINCIPAL: Final = "dynamodb.amazonaws.com"
 """The `userIdentity.principalId` of a record DynamoDB's TTL wrote (a removal of an expired item)."""
-TERMINAL: Final = frozenset({"completed", "cancelled"})
 # The names `store/items.py` and `store/thread_names.py` give these attributes (not imported: they load the domain's
 # models, which the reaper's cold start does without; a unit test holds them equal).
 REVISION: Final = "rev"
 STATUS: Final = "st"
 HASH: Final = "h"
-UPDATED: Final = "u"
 INDEX_PK: Final = "gpk"
 LEASE_HOLDER: Final = "lh"
 LEASE_COUNTER: Final = "lc"
@@ -61,11 +61,16 @@ FLOOR: Final = "fl"
 
 @dataclass(frozen=True)
 class ChangeEvent:
-    """One event: its type, when it happened, and what it says (ids, never the state)."""
+    """One event: its type, when it happened (ms since the epoch), and what it says (ids, never the state)."""
 
     detail_type: str
-    time: datetime
+    at_ms: int
     detail: dict[str, Any]
+
+    @property
+    def time(self) -> datetime:
+        """When it happened, as EventBridge's `Time` takes it."""
+        return datetime.fromtimestamp(self.at_ms / 1000, UTC)
 
 
 def events_of(record: Mapping[str, Any]) -> list[ChangeEvent]:
@@ -77,18 +82,17 @@ def events_of(record: Mapping[str, Any]) -> list[ChangeEvent]:
         return []
     old, new = _item(change.get("OldImage")), _item(change.get("NewImage"))
     seconds = change.get("ApproximateCreationDateTime")
-    at = datetime.fromtimestamp(float(seconds), UTC) if isinstance(seconds, int | float) else datetime.now(UTC)
+    at_ms = int(seconds * 1000) if isinstance(seconds, int | float) else now_ms()
     by_ttl = (record.get("userIdentity") or {}).get("principalId") == TTL_PRINCIPAL
     if pk.startswith(layout.CHECKPOINT_PK_PREFIX) and sk.startswith(layout.CHECKPOINT):
-        found = _checkpoint_events(pk, sk, old, new, at, by_ttl)
+        found = _checkpoint_events(pk, sk, old, new, by_ttl)
     elif pk.startswith(layout.THREAD_PK_PREFIX) and sk == layout.THREAD_HEAD_SK:
-        found = _thread_events(pk, old, new, at)
+        found = _thread_events(pk, old, new)
     else:
         return []
     event_id = str(record.get("eventID", ""))
-    return [
-        ChangeEvent(kind, at, {**detail, "event_id": f"{event_id}:{kind}", "at": _iso(at)}) for kind, detail in found
-    ]
+    at = format_ms(at_ms)  # ValueError outside years 0001-9999: the record is not one DynamoDB wrote
+    return [ChangeEvent(kind, at_ms, {**detail, "event_id": f"{event_id}:{kind}", "at": at}) for kind, detail in found]
 
 
 def _item(image: Any) -> dict[str, Any] | None:
@@ -99,7 +103,7 @@ def _item(image: Any) -> dict[str, Any] | None:
 
 
 def _checkpoint_events(
-    pk: str, sk: str, old: dict[str, Any] | None, new: dict[str, Any] | None, at: datetime, by_ttl: bool
+    pk: str, sk: str, old: dict[str, Any] | None, new: dict[str, Any] | None, by_ttl: bool
 ) -> list[tuple[str, dict[str, Any]]]:
     tenant_id, subject_id, agent_id, kind, _ = layout.read_checkpoint_keys(pk, sk, "")
     about = {"tenant_id": tenant_id, "subject_id": subject_id, "agent_id": agent_id, "kind": kind}
@@ -114,14 +118,14 @@ def _checkpoint_events(
         return found
     if old is None or _number(new, REVISION) != _number(old, REVISION):
         found.append(("checkpoint.saved", {**about, **_checkpoint(new)}))
-        if _status(new) in TERMINAL and (old is None or _status(old) not in TERMINAL):
+        if is_terminal(_status(new) or "") and (old is None or not is_terminal(_status(old) or "")):
             found.append(("checkpoint.closed", {**about, **_checkpoint(new)}))
-    found += _lease_events(about, _checkpoint(new), old, new, at)
+    found += _lease_events(about, _checkpoint(new), old, new)
     return found
 
 
 def _lease_events(
-    about: dict[str, Any], checkpoint: dict[str, Any], old: dict[str, Any] | None, new: dict[str, Any], at: datetime
+    about: dict[str, Any], checkpoint: dict[str, Any], old: dict[str, Any] | None, new: dict[str, Any]
 ) -> list[tuple[str, dict[str, Any]]]:
     """A lease is held while its secret is stored; its counter names it (a release keeps the counter, a new lease
     moves it)."""
@@ -145,7 +149,7 @@ def _lease(image: dict[str, Any] | None) -> dict[str, Any] | None:
     return {
         "lease_holder": image.get(LEASE_HOLDER, {}).get("S"),
         "lease_counter": _number(image, LEASE_COUNTER),
-        "lease_expires_at": _iso(datetime.fromtimestamp(_expires_s(image), UTC)),
+        "lease_expires_at": format_ms(int(_expires_s(image) * 1000)),
     }
 
 
@@ -156,9 +160,7 @@ def _expires_s(image: dict[str, Any] | None) -> float:
         return 0.0
 
 
-def _thread_events(
-    pk: str, old: dict[str, Any] | None, new: dict[str, Any] | None, at: datetime
-) -> list[tuple[str, dict[str, Any]]]:
+def _thread_events(pk: str, old: dict[str, Any] | None, new: dict[str, Any] | None) -> list[tuple[str, dict[str, Any]]]:
     if new is None or FLOOR not in new or _number(new, FLOOR) <= _number(old or {}, FLOOR):
         return []
     tenant_id, agent_id, thread_id = layout.read_thread_pk(pk)
@@ -199,10 +201,6 @@ def _number(image: dict[str, Any], name: str) -> int:
         return int(float(image[name]["N"]))
     except (KeyError, TypeError, ValueError):
         return 0
-
-
-def _iso(at: datetime) -> str:
-    return at.strftime("%Y-%m-%dT%H:%M:%S.") + f"{at.microsecond // 1000:03d}Z"
 
 
 # -- publishing -------------------------------------------------------------------------------------------------
@@ -285,13 +283,13 @@ def _events_or_none(record: Mapping[str, Any]) -> list[ChangeEvent]:
     """`events_of`, and none for a record not of the shape Lambda sends (it stops nothing)."""
     try:
         return events_of(record)
-    except (AttributeError, TypeError, ValueError, KeyError):
+    except (AttributeError, TypeError, ValueError, KeyError, OverflowError):
         return []
 
 
 def as_json(event: ChangeEvent) -> dict[str, Any]:
     """An event as EventBridge delivers it to a rule's target (the fields an integrator reads)."""
-    return {"source": SOURCE, "detail-type": event.detail_type, "time": _iso(event.time), "detail": event.detail}
+    return {"source": SOURCE, "detail-type": event.detail_type, "time": event.detail["at"], "detail": event.detail}
 
 
 def echo_of(

@@ -181,8 +181,9 @@ def request_token(records: Iterable[Mapping[str, Any]], part: int = 0) -> str:
     characters at most)."""
     digest = hashlib.sha256(f"{part}\n".encode())
     for record in records:
+        change = record.get("dynamodb")
         digest.update(str(record.get("eventID", "")).encode())
-        digest.update(str((record.get("dynamodb") or {}).get("SequenceNumber", "")).encode())
+        digest.update(str(change.get("SequenceNumber", "") if isinstance(change, Mapping) else "").encode())
         digest.update(b"\n")
     return digest.hexdigest()[:36]
 
