@@ -24,8 +24,6 @@ BENCH = Path(__file__).resolve().parent
 sys.path.insert(0, str(BENCH))
 
 SAVES = 400
-BATCH_SIZE = 100
-"""The deployed event source's BatchSize (`infra/components/reaper.py`, mirrored by `baton serve`'s stream)."""
 
 
 def measure(endpoint: str, table: str, bucket: str, secret: str, saves: int) -> dict[str, Any]:
@@ -51,7 +49,9 @@ def measure(endpoint: str, table: str, bucket: str, secret: str, saves: int) -> 
     botocore.handlers.BUILTIN_HANDLERS.append(("after-call.dynamodb", count))
     from baton_checkpoints.handlers.api import handler as api
     from baton_checkpoints.handlers.reaper import handler as reaper
-    from baton_checkpoints.local.stream import lambda_record, stream_of, streams_client, wanted
+
+    # BATCH_SIZE: the deployed event source's BatchSize, which `baton serve`'s stream mirrors (a unit test holds it)
+    from baton_checkpoints.local.stream import BATCH_SIZE, lambda_record, stream_of, streams_client, wanted
 
     dynamodb = boto3.client("dynamodb", endpoint_url=endpoint, region_name="us-east-1")
     streams = streams_client(endpoint)

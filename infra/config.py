@@ -2,14 +2,13 @@
 
 from __future__ import annotations
 
-import re
 from dataclasses import dataclass, replace
 from typing import Any
 
 from aws_cdk import RemovalPolicy
 from aws_cdk import aws_logs as logs
 
-from baton_checkpoints.settings import NUMBER_RANGES
+from baton_checkpoints.settings import EVENT_BUS_NAME, NUMBER_RANGES
 
 
 @dataclass(frozen=True)
@@ -70,10 +69,6 @@ STAGES: dict[str, StageConfig] = {
 TENANT_DEFAULTS: dict[str, tuple[int, int]] = {key: NUMBER_RANGES[key] for key in NUMBER_RANGES}
 """The context keys of a tenant's default limits, and the range of each: the function's settings' own
 (`baton_checkpoints.settings.NUMBER_RANGES`), so a stack that synthesizes is one whose function starts."""
-
-
-EVENT_BUS_NAME = re.compile(r"[A-Za-z0-9/._:-]{1,256}\Z")
-"""What the function's settings accept for the bus (`BATON_EVENT_BUS_NAME`): a name, or an ARN."""
 
 
 class ConfigError(ValueError):

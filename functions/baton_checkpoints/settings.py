@@ -27,13 +27,15 @@ _ENVIRONMENT: Final = {
     "events_echo": "BATON_EVENTS_ECHO",
 }
 """The environment variable behind each setting (infrastructure sets them by these names)."""
-_LENGTHS: Final = {"table_name": (3, 255), "bucket_name": (3, 63), "event_bus_name": (1, 256)}
+_LENGTHS: Final = {"table_name": (3, 255), "bucket_name": (3, 63)}
+EVENT_BUS_NAME: Final = re.compile(r"[A-Za-z0-9/._:-]{1,256}\Z")
+"""An EventBridge bus's name or ARN (`BATON_EVENT_BUS_NAME`; the CDK app's `-c event_bus_name` checks the same)."""
 EVENTS_ECHO: Final = re.compile(r"(print|https?://[^\s/]+[^\s]*)\Z")
 """`baton serve --events`: `print`, or an http(s) URL with a host."""
 _PATTERNS: Final = {
     "table_name": (re.compile(r"[A-Za-z0-9_.-]+\Z"), "only letters, digits, '_', '-' and '.'"),
     "origin_scheme": (re.compile(r"https?\Z"), "https or http"),
-    "event_bus_name": (re.compile(r"[A-Za-z0-9/._:-]+\Z"), "a bus's name or ARN"),
+    "event_bus_name": (EVENT_BUS_NAME, "a bus's name or ARN, 1 to 256 characters"),
     "events_echo": (EVENTS_ECHO, "print, or an http(s) URL"),
 }
 """DynamoDB's rule for a table's name (with `_LENGTHS`): a name it refuses fails here, naming the variable, not at

@@ -26,7 +26,7 @@ from aws_cdk import aws_sqs as sqs
 from constructs import Construct
 
 from baton_checkpoints.settings import environment_name
-from baton_checkpoints.store import schema
+from baton_checkpoints.store import layout, schema
 from baton_checkpoints.store.reaping import STREAM_EVENT_NAMES, STREAM_ITEM_PREFIXES
 from infra.components.functions import LIST_ACTIONS, RUNTIME, function_code
 from infra.components.monitoring import error_lines_alarm, stage_alarm
@@ -35,8 +35,6 @@ from infra.nag import acknowledge, logical_id
 
 HANDLER: Final = "baton_checkpoints.handlers.reaper.handler"
 BUS_DESCRIPTION: Final = "Baton change events: checkpoints saved, closed, deleted, expired; leases; threads deleted"
-TENANT_PREFIX: Final = "L#"
-"""The partition key prefix of tenants' own items (`store/layout.py: tenant_key`), the only items the reaper updates."""
 TABLE_ACTIONS: Final = ("dynamodb:GetItem", "dynamodb:Query", "dynamodb:DeleteItem", "dynamodb:BatchWriteItem")
 """Reading a checkpoint as it is now, its kept revisions and a blob's record; deleting a released blob's record and
 the revisions of a checkpoint that is gone; listing and deleting the items of a thread's ended generation."""
@@ -107,7 +105,7 @@ class Reaper(Construct):
                 sid="TenantCounts",
                 actions=["dynamodb:UpdateItem"],
                 resources=[table.table_arn],
-                conditions={"ForAllValues:StringLike": {"dynamodb:LeadingKeys": [f"{TENANT_PREFIX}*"]}},
+                conditions={"ForAllValues:StringLike": {"dynamodb:LeadingKeys": [f"{layout.TENANT_PK_PREFIX}*"]}},
             )
         )
         self.role.add_to_policy(

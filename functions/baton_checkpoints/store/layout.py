@@ -159,9 +159,13 @@ def tenant_keys_pk(tenant_id: str) -> str:
 TENANT_SK: Final = "L"
 
 
+TENANT_PK_PREFIX: Final = "L#"
+"""Partition-key prefix of tenants' own items: the only items the reaper updates (its usage counts)."""
+
+
 def tenant_key(tenant_id: str) -> Item:
     """The table key of a tenant's own item: its limits and its rate limit's bucket."""
-    return key(f"L#{tenant_id}", TENANT_SK)
+    return key(f"{TENANT_PK_PREFIX}{tenant_id}", TENANT_SK)
 
 
 OAUTH_CLIENT_SK: Final = "A"
