@@ -25,6 +25,8 @@ _ENVIRONMENT: Final = {
     "tenant_checkpoints": "BATON_TENANT_CHECKPOINTS",
     "event_bus_name": "BATON_EVENT_BUS_NAME",
     "events_echo": "BATON_EVENTS_ECHO",
+    "usage_flush_requests": "BATON_USAGE_FLUSH_REQUESTS",
+    "usage_flush_seconds": "BATON_USAGE_FLUSH_SECONDS",
 }
 """The environment variable behind each setting (infrastructure sets them by these names)."""
 _LENGTHS: Final = {"table_name": (3, 255), "bucket_name": (3, 63)}
@@ -45,6 +47,8 @@ NUMBER_RANGES: Final = {
     "tenant_burst": (1, 1_000_000),
     "tenant_storage_bytes": (0, 2**53 - 1),
     "tenant_checkpoints": (0, 2**53 - 1),
+    "usage_flush_requests": (1, 10_000),
+    "usage_flush_seconds": (0, 3_600),
 }
 """The stage's default limits of a tenant (`GET /v1/tenants/{tenant_id}/limits`): whole numbers in these ranges."""
 
@@ -79,6 +83,12 @@ class Settings:
     """The EventBridge bus the reaper publishes change events to (`store/change_events.py`); unset: none."""
     events_echo: str | None = None
     """Local development (`baton serve --events`): `print` the change events, or POST them to an http(s) URL."""
+    usage_flush_requests: int = 100
+    """A container adds what it counted of a tenant's usage to the day's item after this many requests
+    (`store/usage.py`; `baton serve` sets 1, so its figures are exact at once)..."""
+    usage_flush_seconds: int = 30
+    """... or once its oldest count is this many seconds old: what a container reclaimed by Lambda loses is at most
+    that much of its tenants' requests."""
 
     @property
     def dynamodb_endpoint(self) -> str | None:

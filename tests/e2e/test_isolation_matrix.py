@@ -78,6 +78,8 @@ G_LIST, G_REVOKE = "GET /v1/oauth/grants", "DELETE /v1/oauth/grants/{grant_id}"
 """OAuth grants, listed and revoked by whoever manages keys."""
 L_GET, L_PUT = "GET /v1/tenants/{tenant_id}/limits", "PUT /v1/tenants/{tenant_id}/limits"
 """A tenant's limits, read and set by the operator alone (`tenants:manage`; `*` does not grant it)."""
+U_GET = "GET /v1/usage"
+"""A tenant's usage by day: its own (`usage:read`, which `*` grants); another's with `tenants:manage` alone."""
 LIMIT_SETTINGS = ("requests_per_minute", "burst", "storage_bytes", "checkpoints")
 HARMLESS_LIMITS = {
     "requests_per_minute": 6_000_000,
@@ -153,6 +155,7 @@ ROUTES = (
     G_REVOKE,
     L_GET,
     L_PUT,
+    U_GET,
 )
 CALLERS = (
     "other_tenant",
@@ -637,7 +640,7 @@ def visible(world: World, caller: str, route: str, params: dict[str, Any] | None
         return victim
     if caller == "operator" and route in ("POST /v1/keys", "GET /v1/keys", "DELETE /v1/keys/{key_id}"):
         return victim if (params or {}).get("tenant_id") == world.victim or route == "POST /v1/keys" else set()
-    if caller == "operator" and route in (G_LIST, G_REVOKE):
+    if caller == "operator" and route in (G_LIST, G_REVOKE, U_GET):
         return victim if (params or {}).get("tenant_id") == world.victim else set()
     return set()  # refused callers see nothing; the operator's checkpoints live in its own tenant
 
@@ -658,6 +661,7 @@ def cases_for(caller: str, w: World) -> list[Case]:
         + oauth_cases_for(caller, w)
         + grant_cases_for(caller, w)
         + limits_cases_for(caller, w)
+        + usage_cases_for(caller, w)
     )
 
 
@@ -1021,6 +1025,60 @@ def limits_cases_for(caller: str, w: World) -> list[Case]:
         Case(L_PUT, "PUT", scratch, (400,), "VALIDATION_ERROR", body={**low, "tenant_id": w.victim}),
         Case(L_PUT, "PUT", scratch, (400,), "VALIDATION_ERROR", body={"burst": 0}),
         Case(L_GET, "GET", scratch, (200,), check=limits_are(scratch_id, {"burst": 5})),
+    ]  # fmt: skip
+
+
+def usage_of(tenant: str) -> Callable[[Any], str | None]:
+    """A check that a usage answer is `tenant`'s, ending today with requests counted (the set-up's own, at least:
+    `baton serve` writes each request's counts at its end)."""
+
+    def check(data: Any) -> str | None:
+        days = data.get("days") or []
+        if data.get("tenant_id") != tenant or len(days) != 30:
+            return f"the usage of {data.get('tenant_id')} over {len(days)} days, expected {tenant}'s over 30"
+        if days[-1].get("date") != datetime.now(UTC).date().isoformat() or not sum(days[-1]["requests"].values()):
+            return f"no request counted today: {days[-1]}"
+        return None
+
+    return check
+
+
+def lacks(scope: str) -> Callable[[httpx.Response], str | None]:
+    """A check that a 403 names the scope the key lacks."""
+
+    def check(response: httpx.Response) -> str | None:
+        message = response.json()["error"]["message"]
+        return None if scope in message else f"a 403 that does not name {scope}: {message}"
+
+    return check
+
+
+def usage_cases_for(caller: str, w: World) -> list[Case]:
+    """GET /v1/usage, called by `caller`: a key with `usage:read` (`*` grants it) reads its own tenant's figures,
+    naming it or not; naming another tenant is 403 without `tenants:manage`; the operator reads the victim's."""
+    if caller in REFUSED:
+        return [Case(U_GET, "GET", "/v1/usage", (401,), "UNAUTHENTICATED")]
+    if caller in ("missing_scope", "other_agent"):
+        secrets = ("missing_scope:read_only", "missing_scope:write_only") if caller == "missing_scope" else (None,)
+        return [
+            Case(U_GET, "GET", "/v1/usage", (403,), "FORBIDDEN", params=params, secret_of=secret,
+                 answer_check=lacks("usage:read"))
+            for secret in secrets
+            for params in (None, {"tenant_id": w.victim})
+        ]  # fmt: skip
+    if caller in ("other_tenant", "own_wildcard"):
+        own, foreign = (w.other, w.victim) if caller == "other_tenant" else (w.victim, w.other)
+        return [
+            Case(U_GET, "GET", "/v1/usage", (200,), check=usage_of(own)),
+            Case(U_GET, "GET", "/v1/usage", (200,), params={"tenant_id": own}, check=usage_of(own)),
+            Case(U_GET, "GET", "/v1/usage", (403,), "FORBIDDEN", params={"tenant_id": foreign},
+                 answer_check=lacks_tenants_manage),
+        ]  # fmt: skip
+    assert caller == "operator", caller
+    return [
+        Case(U_GET, "GET", "/v1/usage", (200,), params={"tenant_id": w.victim}, check=usage_of(w.victim)),
+        Case(U_GET, "GET", "/v1/usage", (400,), "VALIDATION_ERROR",
+             params={"tenant_id": w.victim, "from": "2026-02-30"}),
     ]  # fmt: skip
 
 

@@ -118,6 +118,11 @@ def settings_environment(table: str, bucket: str | None = BUCKET) -> dict[str, s
         "BATON_TABLE_NAME": table,
         "BATON_TENANT_REQUESTS_PER_MINUTE": "6000000",
         "BATON_TENANT_BURST": "1000000",
+        # A container writes its tenants' usage counts every 100 requests or 30 s: never here, where tests assert
+        # each operation's exact requests. tests/integration/test_usage.py writes them itself, and measures what
+        # the stage's policy costs on containers of its own.
+        "BATON_USAGE_FLUSH_REQUESTS": "10000",
+        "BATON_USAGE_FLUSH_SECONDS": "3600",
     }
     if bucket is not None:
         environ["BATON_BUCKET_NAME"] = bucket

@@ -187,7 +187,7 @@ class CapacityMeter:
     def ask(self, params: dict[str, Any], model: Any, **_: Any) -> None:
         """`before-parameter-build`: ask for the consumed capacity (unless the request already does)."""
         if model.name in CAPACITY_OPERATIONS:
-            params.setdefault("ReturnConsumedCapacity", "INDEXES")
+            params["ReturnConsumedCapacity"] = "INDEXES"  # (over the usage meter's TOTAL: its figure is in both)
             self.asked += 1
             self._takes.append(model.name == "UpdateItem" and _addresses_a_tenant(params))
 

@@ -173,6 +173,7 @@ EXPECTED_STATUS = {
     "whoami": 200,
     "console_page": 200,
     "get_limits": 200,
+    "get_usage": 200,
     "put_limits": 200,
 }
 HISTORY_EVENTS = frozenset({"list_revisions", "get_revision", "restore_checkpoint"})

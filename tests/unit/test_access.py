@@ -51,6 +51,7 @@ def test_the_scopes_are_exactly_the_contracts() -> None:
         "mcp:call",
         "keys:manage",
         "subjects:purge",
+        "usage:read",
         "tenants:manage",
         "*",
     }

@@ -32,6 +32,7 @@ from baton_checkpoints.api.routers import (
     subjects,
     tenants,
     threads,
+    usage,
 )
 from baton_checkpoints.api.services import Services, from_environment
 from baton_checkpoints.domain.errors import (
@@ -60,6 +61,7 @@ def create_app(services: Callable[[], Services]) -> BatonResolver:
     app.include_router(oauth.router)
     app.include_router(grants.router)
     app.include_router(tenants.router)
+    app.include_router(usage.router)
     app.include_router(console.router)
     _add_error_map(app)
     return app

@@ -29,7 +29,7 @@ from aws_lambda_powertools.event_handler.openapi.exceptions import RequestValida
 from baton_checkpoints.api.encoding import fit_for_lambda, within_lambda_limit
 from baton_checkpoints.api.operations import Context, Operation, authorize
 from baton_checkpoints.api.paths import check_encoding
-from baton_checkpoints.api.services import Services
+from baton_checkpoints.api.services import Counting, Services
 from baton_checkpoints.domain import limits
 from baton_checkpoints.domain.access import Principal
 from baton_checkpoints.domain.canonical import Document, parse_document, parse_strict
@@ -41,6 +41,7 @@ from baton_checkpoints.domain.errors import (
     UnsupportedMediaType,
     ValidationFailed,
 )
+from baton_checkpoints.domain.usage import day_of
 
 # Powertools rebuilds a route's dependency tree on every request (`typing.get_type_hints` of the route and of each
 # dependency: about a tenth of a warm save's own time). A function's dependencies are fixed once it is defined, so
@@ -148,6 +149,8 @@ class BatonResolver(APIGatewayHttpResolver):
         self.last_call: Call | None = None
         """What the gate learned about the request served last, kept after `resolve` (for the access log)."""
         self._directs: dict[Route, _Direct | None] = {}
+        self._counting: Counting | None = None
+        """The usage of the request being served, counted from its admission (`store/usage.py`)."""
 
     def resolve(self, event: Mapping[str, Any], context: Any) -> dict[str, Any]:
         """Resolve one event; `last_call` then tells who asked what, however far the request got.
@@ -156,7 +159,13 @@ class BatonResolver(APIGatewayHttpResolver):
         limit; one that would still not fit is answered `500 RESPONSE_TOO_LARGE` instead, logged at ERROR
         (`api/encoding.py`)."""
         self.last_call = None
-        result = super().resolve(event, context)
+        self._counting = None
+        try:
+            result = super().resolve(event, context)
+        finally:
+            counting, self._counting = self._counting, None
+            if counting is not None:
+                self.services().usage.end(counting)
         headers = event.get("headers") or {}
         accept = next((v for k, v in headers.items() if k.lower() == "accept-encoding"), None)
         fitted = fit_for_lambda(result, accept)
@@ -288,8 +297,9 @@ class BatonResolver(APIGatewayHttpResolver):
         if not extensions:
             return  # the not-found handler answers
         if not extensions.get(PUBLIC_EXTENSION):
+            family = min(route.tags or (), default="other")  # every route of the API has one tag
             if route.openapi_path == MCP_ROUTE:
-                call = self._authenticate_mcp(call, extensions[SCOPE_EXTENSION])
+                call = self._authenticate_mcp(call, extensions[SCOPE_EXTENSION], family)
             else:
                 principal = self.services().authenticator.authenticate(
                     event.headers.get("authorization"), call.now_ms, fresh=bool(extensions.get(FRESH_KEY_EXTENSION))
@@ -298,7 +308,7 @@ class BatonResolver(APIGatewayHttpResolver):
                     raise Unauthenticated(
                         "An OAuth access token is accepted only at /mcp; send an API key to this route."
                     )
-                call = self._admit(replace(call, principal=principal))
+                call = self._admit(replace(call, principal=principal), family)
                 if not extensions.get(ANY_SCOPE_EXTENSION):
                     authorize(principal, extensions[SCOPE_EXTENSION], (), None)
         if route.method in BODY_METHODS and extensions.get(FORM_BODY_EXTENSION):
@@ -312,16 +322,19 @@ class BatonResolver(APIGatewayHttpResolver):
             self._record(replace(call, body=document.value, plain_body=document.plain))
         check_encoding(path_arguments, event.raw_event.get("rawQueryString"))
 
-    def _admit(self, call: Call) -> Call:
+    def _admit(self, call: Call, family: str) -> Call:
         """Spend one of the caller's tenant's requests (`api/ratelimit.py`): `RateLimited` (429) when it has none;
-        the call, recorded, with the `RateLimit` its answer carries otherwise."""
+        the call, recorded, with the `RateLimit` its answer carries otherwise. From here on, the request and what
+        serving it costs count as the tenant's usage of `family` (the route's tag)."""
         self._record(call)  # a request refused from here on is still logged with its caller
-        admitted = self.services().limiter.admit(call.caller.tenant_id)
+        services = self.services()
+        admitted = services.limiter.admit(call.caller.tenant_id)
         call = replace(call, rate_limit=admitted.header())
         self._record(call)
+        self._counting = services.usage.begin(call.caller.tenant_id, family, day_of(call.now_ms))
         return call
 
-    def _authenticate_mcp(self, call: Call, scope: str) -> Call:
+    def _authenticate_mcp(self, call: Call, scope: str, family: str) -> Call:
         """The caller at `/mcp`: an API key, or an OAuth access token bound to this origin's `/mcp`. A refusal says
         where OAuth's discovery starts (`WWW-Authenticate` with `resource_metadata`, RFC 9728)."""
         from baton_checkpoints.api.origin import request_origin
@@ -338,7 +351,7 @@ class BatonResolver(APIGatewayHttpResolver):
         except Unauthenticated as refused:
             refused.challenge = oauth.challenge(origin, "invalid_token" if authorization else None)
             raise
-        call = self._admit(replace(call, principal=principal))
+        call = self._admit(replace(call, principal=principal), family)
         try:
             principal.require(scope)
         except Forbidden as refused:

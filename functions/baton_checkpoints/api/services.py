@@ -32,6 +32,8 @@ from baton_checkpoints.store.objects import ObjectStore
 from baton_checkpoints.store.purge import SubjectPurger
 from baton_checkpoints.store.tenants import TenantStore
 from baton_checkpoints.store.threads import ThreadStore
+from baton_checkpoints.store.usage import Counting as Counting  # the resolver holds the request being counted
+from baton_checkpoints.store.usage import UsageMeter, watch
 
 if TYPE_CHECKING:
     from mypy_boto3_dynamodb import DynamoDBClient
@@ -66,6 +68,8 @@ class Services:
     """Tenants' own items: their limits and their rate limit's buckets."""
     limiter: RateLimiter = field(init=False)
     """This container's share of each tenant's rate limit (`api/ratelimit.py`)."""
+    usage: UsageMeter = field(init=False)
+    """What this container counted of its tenants' usage and has not yet written (`store/usage.py`)."""
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "blobs", BlobStore(self.dynamodb, self.settings.table_name, self.objects))
@@ -79,6 +83,14 @@ class Services:
         )
         object.__setattr__(self, "tenants", TenantStore(self.dynamodb, self.settings.table_name))
         object.__setattr__(self, "limiter", RateLimiter(self.tenants, default_limits(self.settings)))
+        usage = UsageMeter(
+            self.dynamodb,
+            self.settings.table_name,
+            self.settings.usage_flush_requests,
+            self.settings.usage_flush_seconds,
+        )
+        object.__setattr__(self, "usage", usage)
+        watch(self.dynamodb)
 
     @cached_property
     def oauth(self) -> OAuthStore:

@@ -16,6 +16,7 @@ const SCOPES = [
   'mcp:call',
   'keys:manage',
   'subjects:purge',
+  'usage:read',
   'tenants:manage',
   '*',
 ];

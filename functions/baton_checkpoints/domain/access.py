@@ -21,6 +21,7 @@ Scope = Literal[
     "mcp:call",
     "keys:manage",
     "subjects:purge",
+    "usage:read",
     "tenants:manage",
     "*",
 ]

@@ -15,13 +15,14 @@ overshoot bound documented in docs/api.md, and measured by the tests across `bat
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Annotated, Final
 
 from pydantic import Field
 
 from baton_checkpoints.domain.errors import QuotaExceeded
 from baton_checkpoints.domain.models import RequestModel
+from baton_checkpoints.domain.usage import Usage
 
 MINUTE_US: Final = 60_000_000
 MAX_SHARE: Final = 20
@@ -148,23 +149,13 @@ def full_in_seconds(tat_us: int | None, now_us: int) -> int:
 
 
 @dataclass(frozen=True)
-class Usage:
-    """What a tenant stores, as the stream consumer last counted it (`store/metering.py`): bytes (items by DynamoDB's
-    sizing rules, plus the S3 objects they stand for), live checkpoints, and threads."""
-
-    stored_bytes: int = 0
-    checkpoints: int = 0
-    threads: int = 0
-
-
-@dataclass(frozen=True)
 class Bucket:
     """What a container knows of a tenant's item: its settings, their version, the bucket's `tat`, and its usage."""
 
     settings: Settings
     version: int = 0
     tat_us: int | None = None
-    usage: Usage = Usage()
+    usage: Usage = field(default_factory=Usage)
 
 
 def quota_refusal(limits: Limits, usage: Usage, adds_bytes: int, creates: int = 0) -> QuotaExceeded | None:

@@ -80,6 +80,8 @@ def _prepare_environment(options: ServeOptions, endpoint: str, embedded: bool) -
         os.environ.pop("BATON_EVENTS_ECHO", None)
     else:
         os.environ["BATON_EVENTS_ECHO"] = options.events
+    # A developer reads usage as it happens: each request's counts are written at its end (unless told otherwise).
+    os.environ.setdefault("BATON_USAGE_FLUSH_REQUESTS", "1")
     os.environ.setdefault("POWERTOOLS_SERVICE_NAME", "baton")
     os.environ.setdefault("POWERTOOLS_METRICS_NAMESPACE", "Baton")
     os.environ["AWS_DEFAULT_REGION"] = os.environ.get("AWS_REGION", options.region)

@@ -168,6 +168,15 @@ def tenant_key(tenant_id: str) -> Item:
     return key(f"{TENANT_PK_PREFIX}{tenant_id}", TENANT_SK)
 
 
+USAGE_DAY_PREFIX: Final = "U#"
+"""Sort-key prefix of a tenant's usage of one day (`store/usage.py`), in the tenant's own partition."""
+
+
+def usage_day_key(tenant_id: str, day: str) -> Item:
+    """The table key of a tenant's usage on `day` (`YYYY-MM-DD`, UTC)."""
+    return key(f"{TENANT_PK_PREFIX}{tenant_id}", f"{USAGE_DAY_PREFIX}{day}")
+
+
 OAUTH_CLIENT_SK: Final = "A"
 OAUTH_SECRET_SK: Final = "S"
 OAUTH_GRANT_SK: Final = "G"

@@ -29,13 +29,15 @@ import hashlib
 import random
 import time
 from collections.abc import Callable, Iterable, Mapping, Sequence
-from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Final
 
+from baton_checkpoints.domain.clock import now_ms
+from baton_checkpoints.domain.usage import Usage, day_of
 from baton_checkpoints.store import layout, schema
 from baton_checkpoints.store.attributes import Item
 from baton_checkpoints.store.errors import TRANSIENT, classify
 from baton_checkpoints.store.sizes import value_bytes
+from baton_checkpoints.store.usage import day_update
 
 if TYPE_CHECKING:
     from mypy_boto3_dynamodb import DynamoDBClient
@@ -56,29 +58,12 @@ COUNT_ATTEMPTS: Final = 4
 """Tries of a batch's count (a transient failure: a conflict, a throttle, an answer lost) before the batch fails."""
 COUNT_BACKOFF_SECONDS: Final = 0.05
 MAX_TRANSACTION_ITEMS: Final = 100
-"""DynamoDB's limit of items per transaction (a batch of `BATCH_SIZE` records names at most as many tenants)."""
+"""DynamoDB's limit of items per transaction: a tenant's totals and its days (a batch seldom spans midnight) go in
+one, so a batch of `BATCH_SIZE` records takes one transaction unless it names more than about 50 tenants."""
 
 
-@dataclass(frozen=True)
-class Footprint:
-    """What one item (or a difference of two) stores."""
-
-    stored_bytes: int = 0
-    checkpoints: int = 0
-    threads: int = 0
-
-    def __add__(self, other: Footprint) -> Footprint:
-        return Footprint(
-            self.stored_bytes + other.stored_bytes, self.checkpoints + other.checkpoints, self.threads + other.threads
-        )
-
-    def __sub__(self, other: Footprint) -> Footprint:
-        return Footprint(
-            self.stored_bytes - other.stored_bytes, self.checkpoints - other.checkpoints, self.threads - other.threads
-        )
-
-    def __bool__(self) -> bool:
-        return bool(self.stored_bytes or self.checkpoints or self.threads)
+Footprint = Usage
+"""What one item (or a difference of two) stores: the quantities the tenant's counters hold."""
 
 
 NONE: Final = Footprint()
@@ -162,17 +147,32 @@ def change_of(record: Mapping[str, Any]) -> tuple[str, Footprint] | None:
     return (tenant_id, added) if added else None
 
 
-def tally(records: Iterable[Mapping[str, Any]]) -> dict[str, Footprint]:
-    """What a run of records adds, by tenant (tenants whose records cancel out are left out)."""
-    totals: dict[str, Footprint] = {}
+def day_of_record(record: Mapping[str, Any]) -> str:
+    """The UTC day a stream record's change happened (`ApproximateCreationDateTime`; today when it has none)."""
+    seconds = (record.get("dynamodb") or {}).get("ApproximateCreationDateTime")
+    return day_of(int(seconds * 1000) if isinstance(seconds, int | float) else now_ms())
+
+
+def tally_days(records: Iterable[Mapping[str, Any]]) -> dict[tuple[str, str], Footprint]:
+    """What a run of records adds, by tenant and day (those whose records cancel out are left out)."""
+    totals: dict[tuple[str, str], Footprint] = {}
     for record in records:
         try:
             found = change_of(record)
-        except (AttributeError, TypeError, ValueError, KeyError):
+            if found is None:
+                continue
+            key = (found[0], day_of_record(record))
+        except (AttributeError, TypeError, ValueError, KeyError, OverflowError):
             continue  # not a record of the shape Lambda sends: it counts nothing, and stops nothing
-        if found is not None:
-            tenant_id, added = found
-            totals[tenant_id] = totals.get(tenant_id, NONE) + added
+        totals[key] = totals.get(key, NONE) + found[1]
+    return {key: added for key, added in totals.items() if added}
+
+
+def tally(records: Iterable[Mapping[str, Any]]) -> dict[str, Footprint]:
+    """What a run of records adds, by tenant (tenants whose records cancel out are left out)."""
+    totals: dict[str, Footprint] = {}
+    for (tenant_id, _), added in tally_days(records).items():
+        totals[tenant_id] = totals.get(tenant_id, NONE) + added
     return {tenant_id: added for tenant_id, added in totals.items() if added}
 
 
@@ -196,15 +196,28 @@ class Meter:
         self._table = table_name
 
     def count(self, records: Sequence[Mapping[str, Any]]) -> dict[str, Footprint]:
-        """Add what `records` count (one TransactWriteItems per `MAX_TRANSACTION_ITEMS` tenants; none when they
-        count nothing); what was added, by tenant. Raises on any failure: nothing of that transaction was added."""
+        """Add what `records` count to their tenants' totals and to the days they happened on (one
+        TransactWriteItems per `MAX_TRANSACTION_ITEMS` items, a tenant's items in one; none when they count
+        nothing); what was added, by tenant. Raises on any failure: nothing of that transaction was added."""
+        days = tally_days(records)
         totals = tally(records)
-        tenants = sorted(totals)
-        for start in range(0, len(tenants), MAX_TRANSACTION_ITEMS):
-            part = tenants[start : start + MAX_TRANSACTION_ITEMS]
+        parts: list[list[UpdateTypeDef]] = [[]]
+        for tenant_id in sorted(totals):
+            updates = [self._update(tenant_id, totals[tenant_id])]
+            updates += [
+                day_update(self._table, tenant_id, day, stored=added)
+                for (tenant, day), added in sorted(days.items())
+                if tenant == tenant_id
+            ]
+            if len(parts[-1]) + len(updates) > MAX_TRANSACTION_ITEMS:
+                parts.append([])
+            parts[-1] += updates
+        for part, updates in enumerate(parts):
+            if not updates:
+                continue
             request: dict[str, Any] = {
-                "TransactItems": [{"Update": self._update(tenant_id, totals[tenant_id])} for tenant_id in part],
-                "ClientRequestToken": request_token(records, start),
+                "TransactItems": [{"Update": update} for update in updates],
+                "ClientRequestToken": request_token(records, part),
             }
             for attempt in range(COUNT_ATTEMPTS):
                 try:

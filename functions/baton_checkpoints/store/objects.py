@@ -21,7 +21,7 @@ from baton_checkpoints.domain.blobs import UPLOAD_SECONDS
 from baton_checkpoints.domain.errors import Unavailable
 from baton_checkpoints.domain.models import Presigned
 from baton_checkpoints.observability import logger
-from baton_checkpoints.store import layout, schema
+from baton_checkpoints.store import layout, schema, usage
 from baton_checkpoints.store.errors import error_code
 
 if TYPE_CHECKING:
@@ -74,6 +74,7 @@ class ObjectStore:
     def put_state(self, tenant_id: str, body: bytes) -> str:
         """Write one write's spilled state as a new object (pending until the reaper sees it referenced); its key."""
         key = layout.state_object(tenant_id, uuid.uuid4().hex)
+        usage.s3_request(written=len(body))
         self.client.put_object(
             Bucket=self.bucket, Key=key, Body=body, ContentType=STATE_MEDIA_TYPE, Tagging=PENDING_TAGGING
         )
@@ -83,6 +84,7 @@ class ObjectStore:
         """Copy a spilled state (or thread value) to a new object of the same tenant, pending like a new write (a
         copied thread's value must not share an object that the reaper deletes with the source's item); its key."""
         key = layout.state_object(tenant_id, uuid.uuid4().hex)
+        usage.s3_request()
         self.client.copy_object(
             Bucket=self.bucket,
             Key=key,
@@ -96,19 +98,24 @@ class ObjectStore:
         """An object's bytes (one GetObject); None when it is missing (the item that named it was replaced since it
         was read, and the reaper deleted the object; or a defect, see `missing_state`). S3 answers a missing key 404
         rather than 403 only to a caller that may list the bucket: the api function's role may (`infra/`)."""
+        usage.s3_request()
         try:
-            return self.client.get_object(Bucket=self.bucket, Key=key)["Body"].read()
+            body = self.client.get_object(Bucket=self.bucket, Key=key)["Body"].read()
         except Exception as exc:
             if error_code(exc) in ("404", "NoSuchKey", "NotFound"):
                 return None
             raise
+        usage.s3_request(requests=0, read=len(body))  # (the request was counted as it was made)
+        return body
 
     def delete(self, key: str) -> None:
         """Delete an object no item references (a refused save's spilled state)."""
+        usage.s3_request()
         self.client.delete_object(Bucket=self.bucket, Key=key)
 
     def head(self, key: str) -> ObjectInfo | None:
         """Size, SHA-256 and media type of an object (one HeadObject, checksum mode on); None when it is missing."""
+        usage.s3_request()
         try:
             answer = self.client.head_object(Bucket=self.bucket, Key=key, ChecksumMode="ENABLED")
         except Exception as exc:
@@ -156,6 +163,7 @@ class ObjectStore:
         url = self.client.generate_presigned_url(
             "put_object", Params=params, ExpiresIn=UPLOAD_SECONDS, HttpMethod="PUT"
         )
+        usage.presigned(upload_bytes=size)
         headers = upload_headers(sha256_hex, size, media_type)
         return Presigned(url=url, method="PUT", headers=headers, expires_ms=_expiry_ms(url))
 
@@ -175,6 +183,7 @@ class ObjectStore:
             "ResponseContentType": served_media_type(media_type),
         }
         url = self.client.generate_presigned_url("get_object", Params=params, ExpiresIn=UPLOAD_SECONDS)
+        usage.presigned()
         return Presigned(url=url, method="GET", headers=(), expires_ms=_expiry_ms(url))
 
 

@@ -16,12 +16,14 @@ import secrets
 import time
 from typing import TYPE_CHECKING, Any, Final
 
-from baton_checkpoints.domain.tenancy import SKEW_US, Bucket, Limits, Settings, Taken, Usage, skewed, take
-from baton_checkpoints.store import layout
+from baton_checkpoints.domain.tenancy import SKEW_US, Bucket, Limits, Settings, Taken, skewed, take
+from baton_checkpoints.domain.usage import Day, Usage
+from baton_checkpoints.store import layout, schema
 from baton_checkpoints.store.attributes import Item, from_item, names_in, to_attr
 from baton_checkpoints.store.dynamo import Refused, attempt
 from baton_checkpoints.store.errors import Failure, classify, translated_errors
 from baton_checkpoints.store.metering import CHECKPOINTS, STORED_BYTES, THREADS
+from baton_checkpoints.store.usage import day_of_item
 
 if TYPE_CHECKING:
     from mypy_boto3_dynamodb import DynamoDBClient
@@ -98,6 +100,31 @@ class TenantStore:
                 ReturnValues="ALL_NEW",
             )
         return bucket_of(answer.get("Attributes") or {})
+
+    def usage(self, tenant_id: str) -> tuple[Usage, dict[str, Day]]:
+        """What the tenant stores now (the running totals, as counted so far), and every day it has usage figures
+        for: one Query of its partition (its own item and at most `RETENTION_DAYS` day items: DynamoDB's TTL removes
+        older ones)."""
+        totals = Usage()
+        days: dict[str, Day] = {}
+        request: dict[str, Any] = {
+            "TableName": self._table,
+            "KeyConditionExpression": "#pk = :pk",
+            "ExpressionAttributeNames": {"#pk": schema.PK},
+            "ExpressionAttributeValues": {":pk": layout.tenant_key(tenant_id)[schema.PK]},
+        }
+        with translated_errors():
+            while True:
+                answer = self._client.query(**request)
+                for item in answer.get("Items", []):
+                    day = day_of_item(item)
+                    if day is not None:
+                        days[day.day] = day
+                    elif item.get(schema.SK, {}).get("S") == layout.TENANT_SK:
+                        totals = bucket_of(item).usage
+                if "LastEvaluatedKey" not in answer:
+                    return totals, days
+                request["ExclusiveStartKey"] = answer["LastEvaluatedKey"]
 
     def take(self, tenant_id: str, now_us: int, known: Bucket, defaults: Limits) -> Taken:
         """Take a share of the tenant's tokens (`Limits.share` of its limits as they are: a container that learns
