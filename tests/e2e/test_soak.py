@@ -60,7 +60,9 @@ no 5xx, each 429 with `Retry-After`, `RateLimit-Policy` and `RateLimit` as the c
 with a `RateLimit` within the tenant's burst. Meanwhile the operator (`LimitsOperator`, with the development key)
 now and then sets and reads the limits of another tenant of the soak's own (`soak-limits`, which makes no request):
 each read answers what it last set, all of it, with the stage's defaults in effect where a setting is null; an
-invalid setting is refused and changes nothing. The tenant the other clients share keeps the stage's defaults.
+invalid setting is refused and changes nothing. It also reads the limited tenant's usage (`GET /v1/usage`): the
+requests counted never go down and never pass what that tenant's clients were admitted (a 429 is not counted), and
+after the run they are exactly that many. The tenant the other clients share keeps the stage's defaults.
 
 `make test` runs it for about 15 seconds on 6 threads, 3 lease workers, 1 MCP client, 1 OAuth client, 2
 LangGraph clients, 1 rate-limited client and the limits operator; `make soak` sets BATON_SOAK_SECONDS for a longer
@@ -1983,6 +1985,8 @@ class WatchedTransport(httpx.BaseTransport):
         with self.ledger.lock:
             self.ledger.statuses[status] += 1
             self.ledger.outcomes["rate_limited_answers"] += 1
+            if status != 429:  # admitted: counted in the tenant's usage (GET /v1/usage)
+                self.ledger.outcomes["rate_limited_admitted"] += 1
             if status >= 500:
                 self.ledger.server_errors.append(where)
         shown = {name: response.headers.get(name) for name in ("Retry-After", "RateLimit-Policy", "RateLimit")}
@@ -2111,6 +2115,10 @@ class LimitsOperator:
         self.path = f"/v1/tenants/{LIMITS_TENANT}/limits"
         self.current: dict[str, int | None] = dict.fromkeys(SETTING_NAMES)
         self.defaults: dict[str, int] | None = None
+        self.usage_seen = 0
+        """The most requests a read of the limited tenant's usage counted so far."""
+        self.in_flight = int(os.environ.get("BATON_SOAK_LIMITED_WORKERS") or LIMITED_WORKERS)
+        """The limited tenant's requests that may be counted and not yet answered: one per client."""
 
     def send(self, method: str, **kwargs: Any) -> httpx.Response | None:
         try:
@@ -2134,6 +2142,8 @@ class LimitsOperator:
                     return
                 if number == 0 or self.rng.random() < 0.4:
                     self.read()
+                elif self.rng.random() < 0.3:
+                    self.read_usage()
                 elif self.rng.random() < 0.2:
                     self.set_invalid()
                 else:
@@ -2168,6 +2178,27 @@ class LimitsOperator:
         self.check(response, "a read")
         self.ledger.count("limits_read")
 
+    def read_usage(self) -> None:
+        """The limited tenant's usage: the requests counted never go down, and never pass what its client was
+        admitted (`baton serve` writes each request's counts before answering it; one may be in flight)."""
+        with self.ledger.lock:
+            admitted_before = self.ledger.outcomes["rate_limited_admitted"]
+        response = self.http.get("/v1/usage", params={"tenant_id": LIMITED_TENANT})
+        with self.ledger.lock:
+            self.ledger.statuses[response.status_code] += 1
+            admitted_after = self.ledger.outcomes["rate_limited_admitted"]
+        if response.status_code != 200:
+            self.ledger.problem(f"{self.name}: a usage read answered {response.status_code}: {response.text[:300]}")
+            return
+        counted = usage_requests(response.json()["data"])
+        if counted < self.usage_seen or counted > admitted_after + self.in_flight:
+            self.ledger.problem(
+                f"{self.name}: the limited tenant's usage counts {counted} requests, after {self.usage_seen}, with "
+                f"{admitted_before}..{admitted_after} admitted"
+            )
+        self.usage_seen = max(self.usage_seen, counted)
+        self.ledger.count("usage_read")
+
     def set(self) -> None:
         wanted = {
             name: None if self.rng.random() < 0.3 else self.rng.randint(*SETTING_RANGES[name]) for name in SETTING_NAMES
@@ -2186,6 +2217,21 @@ class LimitsOperator:
         if response.status_code != 400 or response.json().get("error", {}).get("code") != "VALIDATION_ERROR":
             self.ledger.problem(f"{self.name}: a burst of 0 answered {response.status_code}: {response.text[:300]}")
         self.ledger.count("limits_refused")
+
+
+def usage_requests(data: dict[str, Any]) -> int:
+    """The requests a usage answer counts over its days (the run may cross midnight, UTC)."""
+    return sum(sum(day["requests"].values()) for day in data["days"])
+
+
+def usage_check(http: httpx.Client, ledger: Ledger) -> list[str]:
+    """After the run: the limited tenant's usage counts exactly the requests its clients were admitted."""
+    response = http.get("/v1/usage", params={"tenant_id": LIMITED_TENANT})
+    if response.status_code != 200:
+        return [f"the limited tenant's usage answered {response.status_code}: {response.text[:300]}"]
+    counted, admitted = usage_requests(response.json()["data"]), ledger.outcomes["rate_limited_admitted"]
+    ledger.count("usage_checked")
+    return [] if counted == admitted else [f"the limited tenant's usage counts {counted} requests, {admitted} admitted"]
 
 
 def limited_tenant_key(http: httpx.Client, run: str) -> str:
@@ -2415,6 +2461,8 @@ def shortfalls(
         if limits_workers:
             wanted["a tenant's limits set"] = outcomes["limits_set"] > 0
             wanted["a tenant's limits read back"] = outcomes["limits_read"] > 1
+            if limited_workers:
+                wanted["a tenant's usage read"] = outcomes["usage_read"] > 0
     return [name for name, shown in wanted.items() if not shown]
 
 
@@ -2497,6 +2545,8 @@ def soak(baton: BatonServe, http: httpx.Client) -> None:
         problems += thread_client.final_check(http)
     for limited_client in limited_clients:
         problems += limited_client.final_check()
+    if limited_clients:
+        problems += usage_check(http, ledger)
     requests = sum(ledger.statuses.values())
     checkpoints = len({a.checkpoint_id for a in ledger.acks})
     mcp_acks = sum(1 for a in ledger.acks if a.how.startswith("mcp "))
@@ -2508,6 +2558,7 @@ def soak(baton: BatonServe, http: httpx.Client) -> None:
         conflicts=ledger.outcomes["conflicts"],
         replays=ledger.outcomes["replays"],
         checkpoints=checkpoints,
+        usage_reads=ledger.outcomes["usage_read"] + ledger.outcomes["usage_checked"],
         deletes_acknowledged=len(ledger.deleted),
         reads_checked=len(ledger.seen),
         blobs_declared=len(ledger.blobs),

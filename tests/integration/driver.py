@@ -140,7 +140,8 @@ def _addresses_a_tenant(params: dict[str, Any]) -> bool:
     (the limits route's own write has no condition)."""
     key = params.get("Key") or {}
     pk = key.get("pk") or {}
-    return str(pk.get("S", "")).startswith("L#") and "ConditionExpression" in params
+    sk = key.get("sk") or {}
+    return str(pk.get("S", "")).startswith("L#") and sk.get("S") == "L" and "ConditionExpression" in params
 
 
 def _is_take(params: Any) -> bool:
@@ -150,7 +151,7 @@ def _is_take(params: Any) -> bool:
     if not body:
         return False
     text = (body.decode() if isinstance(body, bytes) else str(body)).replace(" ", "")
-    return '"pk":{"S":"L#' in text and '"ConditionExpression"' in text
+    return '"pk":{"S":"L#' in text and '"sk":{"S":"L"}' in text and '"ConditionExpression"' in text
 
 
 CAPACITY_OPERATIONS = frozenset(

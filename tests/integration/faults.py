@@ -179,14 +179,17 @@ class Fault:
 
 _TENANT_KEY = re.compile(rb'"pk":\s*\{"S":\s*"L#')
 _CONDITION = re.compile(rb'"ConditionExpression":')
+_USAGE_DAY = re.compile(rb'"sk":\s*\{"S":\s*"U#')
+"""A tenant's usage of a day (`store/usage.py`): in the tenant's partition, written by the usage meter, no take."""
 
 
 def is_take(operation: str, body: bytes | str | None) -> bool:
-    """True for a request that is a rate-limit take (`TAKE`): a conditional UpdateItem of a tenant's item."""
+    """True for a request that is a rate-limit take (`TAKE`): a conditional UpdateItem of a tenant's own item (not
+    one of its usage days)."""
     if operation != "UpdateItem":
         return False
     raw = body.encode() if isinstance(body, str) else body or b""
-    return bool(_TENANT_KEY.search(raw)) and bool(_CONDITION.search(raw))
+    return bool(_TENANT_KEY.search(raw)) and bool(_CONDITION.search(raw)) and not _USAGE_DAY.search(raw)
 
 
 @dataclass

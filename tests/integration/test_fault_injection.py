@@ -3133,3 +3133,79 @@ def test_a_take_whose_answer_was_lost_costs_the_tenant_no_request(env: MotoAccou
     # Then it was served its whole burst before its first 429: the take the lost answer hid was not taken again
     assert refused is not None
     assert served == burst, f"served {served} of a burst of {burst}: {burst - served} tokens taken twice"
+
+
+# -- Usage -----------------------------------------------------------------------------------------------------------
+#
+# `GET /v1/usage` reads the tenant's partition with one Query; a container adds what it counted of a tenant to the
+# day's item (`L#<tenant>` / `U#<day>`) with one UpdateItem at the end of a request that finds the counts due (here:
+# every request's). What must hold, whatever DynamoDB does: the read answers its figures or a 503 and writes nothing;
+# a fault in the counts' write never changes the answer of the request it ends, and the counts land once, then or
+# with the next write. A write that landed while every answer was lost is the one way a count doubles (documented).
+
+
+def usage_day_requests(env: MotoAccount) -> int:
+    """The `keys` requests the day's item of the caller's tenant holds (read from moto, no fault)."""
+    from baton_checkpoints.domain.usage import day_of
+
+    key = layout.usage_day_key(TENANT, day_of(clock_now_ms()))
+    found = env.aws.get_item(TableName=TABLE, Key=key, ConsistentRead=True).get("Item") or {}
+    return int(found.get("r_keys", {}).get("N", "0"))
+
+
+def usage_fault_table(operation: str) -> Iterator[Any]:
+    for kind, phase, duration in fault_plan(operation):
+        if not KIND_BY_KIND and kind.retried_by_botocore and kind not in ONE_ATTEMPT_REPRESENTATIVES:
+            continue
+        yield pytest.param(kind, phase, duration, id=f"{operation}-{kind.name}-{phase.value}-{duration.value}")
+
+
+@pytest.mark.parametrize(("kind", "phase", "duration"), list(usage_fault_table("Query")))
+def test_a_fault_in_a_usage_read_answers_its_figures_or_503_and_writes_nothing(
+    env: MotoAccount, kind: FaultKind, phase: Phase, duration: Duration
+) -> None:
+    ctx = Context(account=env, clock=None)  # type: ignore[arg-type]
+    prepare_warm_key(ctx)
+    before = snapshot(env.aws)
+    with injected(env.services.dynamodb) as injector:
+        fault = injector.arm(Fault("Query", kind, phase, duration))
+        answer = ctx.api.invoke("get_usage", query={})
+    proof_counts.record(SUITE, cases=1, usage_cases=1, faults_injected=fault.struck)
+    assert fault.struck >= 1, injector.attempts
+    judge(answer, 200, expectation(kind, phase, duration))
+    if answer.status == 200:
+        assert answer.data["tenant_id"] == TENANT
+        assert len(answer.data["days"]) == 30
+    assert snapshot(env.aws) == before
+    if answer.status == 503:
+        assert ctx.api.invoke("get_usage", query={}).status == 200
+
+
+@pytest.mark.parametrize(("kind", "phase", "duration"), list(usage_fault_table("UpdateItem")))
+def test_a_fault_in_writing_usage_counts_never_changes_an_answer_and_the_counts_land_once(
+    env: MotoAccount, kind: FaultKind, phase: Phase, duration: Duration
+) -> None:
+    from baton_checkpoints.store.usage import UsageMeter
+
+    ctx = Context(account=env, clock=None)  # type: ignore[arg-type]
+    prepare_warm_key(ctx)  # (the caller's key read and its tenant's share taken: a whoami then writes nothing else)
+    services = env.services
+    kept = services.usage
+    object.__setattr__(services, "usage", UsageMeter(services.dynamodb, TABLE, 1, 0))
+    try:
+        before = usage_day_requests(env)
+        # When the write of a request's counts meets the fault
+        with injected(services.dynamodb) as injector:
+            fault = injector.arm(Fault("UpdateItem", kind, phase, duration))
+            answer = ctx.api.invoke("whoami")
+        # Then the request is answered as if nothing happened
+        assert fault.struck >= 1, injector.attempts
+        assert answer.status == 200, answer.raw_body
+        # And its counts are there once, now or with the next request's
+        assert ctx.api.invoke("whoami").status == 200
+        landed = usage_day_requests(env) - before
+    finally:
+        object.__setattr__(services, "usage", kept)
+    doubled = phase is Phase.AFTER and duration is Duration.EVERY
+    proof_counts.record(SUITE, cases=1, usage_cases=1, faults_injected=fault.struck, usage_doubled=int(landed == 3))
+    assert landed in ((2, 3) if doubled else (2,)), f"{landed} requests counted for 2"

@@ -12,6 +12,7 @@ export const SECTIONS = [
   {name: 'threads', label: 'LangGraph threads', scope: 'checkpoints:read', module: './view-threads.js'},
   {name: 'resume', label: 'Resume preview', scope: 'checkpoints:read', module: './view-resume.js'},
   {name: 'keys', label: 'Keys', scope: 'keys:manage', module: './view-keys.js'},
+  {name: 'usage', label: 'Usage', scope: 'usage:read', module: './view-usage.js'},
   // Reached from a checkpoint, not from the navigation.
   {name: 'history', label: 'History', scope: 'checkpoints:read', module: './view-history.js', hidden: true},
 ];

@@ -20,6 +20,7 @@ totals and the days in one Query of the tenant's partition.
 from __future__ import annotations
 
 import calendar
+import secrets
 import threading
 import time
 from collections.abc import Callable, Iterator, Mapping
@@ -32,6 +33,7 @@ from baton_checkpoints.domain.usage import RETENTION_DAYS, Counts, Day, Usage
 from baton_checkpoints.observability import logger
 from baton_checkpoints.store import layout, schema
 from baton_checkpoints.store.attributes import Item
+from baton_checkpoints.store.dynamo import Refused, attempt
 from baton_checkpoints.store.errors import translated_errors
 
 if TYPE_CHECKING:
@@ -52,6 +54,8 @@ COUNTS: Final = {
 """Each of `Counts`' other figures, by its attribute in a day item."""
 STORED: Final = {"stored_bytes": "db", "checkpoints": "dc", "threads": "dt"}
 """The day's change of what the tenant stores (`Usage`'s fields), by its attribute: the stream consumer's."""
+LAST: Final = "last"
+"""The token of the last container write that landed on a day item (see `UsageMeter._write`)."""
 MAX_FLUSHES: Final = 4
 """Most day items one request's end writes (others due wait for the next request)."""
 RETENTION_SECONDS: Final = RETENTION_DAYS * 86_400
@@ -248,12 +252,24 @@ class UsageMeter:
             self._write(tenant_id, day, held)
 
     def _write(self, tenant_id: str, day: str, held: _Held) -> None:
+        """Add `held` to the day's item. The write carries a token of its own and is refused once the item holds it:
+        so botocore's retry of a write that landed, its answer lost, never adds twice (the refusal's old image shows
+        the token). A write that fails keeps the counts for the next one (a write that landed while every answer
+        was lost is then added again: the one way a count doubles)."""
+        token = secrets.token_hex(8)
+        request: dict[str, Any] = dict(day_update(self._table, tenant_id, day, held.counts))
+        request["UpdateExpression"] = request["UpdateExpression"].replace("SET ", f"SET #{LAST} = :token, ", 1)
+        request["ConditionExpression"] = f"attribute_not_exists(#{LAST}) OR #{LAST} <> :token"
+        request["ExpressionAttributeNames"] = {**request["ExpressionAttributeNames"], f"#{LAST}": LAST}
+        request["ExpressionAttributeValues"] = {**request["ExpressionAttributeValues"], ":token": {"S": token}}
+        request["ReturnValuesOnConditionCheckFailure"] = "ALL_OLD"
         try:
             with translated_errors():
-                self._client.update_item(**day_update(self._table, tenant_id, day, held.counts))
+                answer = attempt(self._client.update_item, **request)
+            if isinstance(answer, Refused) and answer.item.get(LAST, {}).get("S") != token:
+                raise RuntimeError("a day item refused a write that was not its own")  # (no other condition exists)
         except Exception:
-            # The counts wait for the next time (a throttle, a transaction holding the item): never the request's
-            # failure, whose answer is already made.
+            # Never the request's failure (its answer is made): the counts wait for the next write.
             logger().warning(
                 "usage counts not written; kept for the next time",
                 extra={"tenant_id": tenant_id, "day": day},

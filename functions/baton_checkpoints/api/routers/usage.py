@@ -18,7 +18,7 @@ from baton_checkpoints.domain.usage import DAY_PATTERN, MAX_RANGE_DAYS, RETENTIO
 
 router = Router()
 
-DayParameter = Annotated[str | None, Query(pattern=DAY_PATTERN)]
+DayParameter = Annotated[str | None, Query(pattern=DAY_PATTERN, json_schema_extra={"format": "date"})]
 
 
 @router.get(
@@ -26,7 +26,8 @@ DayParameter = Annotated[str | None, Query(pattern=DAY_PATTERN)]
     summary="Read a tenant's usage by day",
     description=(
         "Per day (UTC), from `from` to `to` (default: the 30 days ending today; at most "
-        f"{MAX_RANGE_DAYS} days, none after today, kept {RETENTION_DAYS} days): the requests admitted, by route "
+        f"{MAX_RANGE_DAYS} days, none after today, kept {RETENTION_DAYS} days; a date outside these is a 400 "
+        "naming it): the requests admitted, by route "
         "family (the operation's tag; `mcp` for tool calls); the DynamoDB read and write units DynamoDB reported for "
         "them; the S3 requests Baton made, their bytes, and the presigned URLs it handed out; and what the tenant "
         "stored at the day's end (today: now): bytes, live checkpoints and threads. `totals` sums the counted "
@@ -40,7 +41,7 @@ DayParameter = Annotated[str | None, Query(pattern=DAY_PATTERN)]
 def get_usage(
     call: CurrentCall,
     services: Wired,
-    from_: Annotated[str | None, Query(alias="from", pattern=DAY_PATTERN)] = None,
+    from_: Annotated[str | None, Query(alias="from", pattern=DAY_PATTERN, json_schema_extra={"format": "date"})] = None,
     to: DayParameter = None,
     tenant_id: Annotated[str | None, Query(pattern=limits.IDENTIFIER_PATTERN)] = None,
 ) -> Response[str]:
