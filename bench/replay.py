@@ -178,14 +178,19 @@ class _Raw:
 TAKE = "TakeShare"
 """A container's take of its tenant's rate-limit share (an UpdateItem of `L#<tenant>`, once per 20 requests at most):
 recorded, replayed and counted under its own name, so the figures show what rate limiting adds per request."""
+USAGE = "CountUsage"
+"""A container's write of what it counted of a tenant's usage (an UpdateItem of `L#<tenant>` / `U#<day>`, once per
+100 requests or 30 s at most): counted under its own name, as the takes are."""
 _TENANT_KEY = re.compile(r'"pk":\s*\{"S":\s*"L#')
+_USAGE_DAY = re.compile(r'"sk":\s*\{"S":\s*"U#')
 
 
 def named(operation: str, body: Any) -> str:
-    """The name a request is recorded and counted under: its operation's, or `TAKE`."""
+    """The name a request is recorded and counted under: its operation's, `TAKE` or `USAGE`."""
     text = _text(body)
-    take = operation == "UpdateItem" and _TENANT_KEY.search(text) is not None and "ConditionExpression" in text
-    return TAKE if take else operation
+    if operation != "UpdateItem" or _TENANT_KEY.search(text) is None or "ConditionExpression" not in text:
+        return operation
+    return USAGE if _USAGE_DAY.search(text) else TAKE
 
 
 class Replay:
@@ -219,8 +224,9 @@ class Replay:
             call = self.by_request[(operation, _text(request.body))]
         elif operation in self.by_operation:
             call = self.by_operation[operation]
-        elif operation == TAKE and "UpdateItem" in self.by_operation:
-            # A take the recording of this step did not need: any UpdateItem's answer reads as a full bucket.
+        elif operation in (TAKE, USAGE) and "UpdateItem" in self.by_operation:
+            # A take the recording of this step did not need: any UpdateItem's answer reads as a full bucket; a
+            # write of usage counts (every 100 requests) reads no answer but a success.
             call = self.by_operation["UpdateItem"]
         else:
             raise RuntimeError(f"no recorded answer for {operation}")

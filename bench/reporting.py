@@ -326,15 +326,17 @@ def verdicts(
     if steady is not None:
         saves = steady["saves"]
         takes = steady["api"].get(replay.TAKE, 0)
+        usage = steady["api"].get(replay.USAGE, 0)
         counts = steady["reaper"].get("TransactWriteItems", 0)
-        added = (takes + counts) / saves
+        added = (takes + usage + counts) / saves
         found.append(
             Verdict(
                 f"DynamoDB requests rate limiting and usage metering add per API request, a steady run of {saves} "
                 "saves and its stream",
                 f"≤ {BUDGET_LIMITING_REQUESTS:g}",
-                f"{added:.3f}: {takes} takes of the tenant's share ({takes / saves:.3f}) and {counts} counts by the "
-                f"stream consumer ({counts / saves:.3f}; {steady['records']} records in batches of 100)",
+                f"{added:.3f}: {takes} takes of the tenant's share ({takes / saves:.3f}), {usage} writes of its "
+                f"usage counts ({usage / saves:.3f}) and {counts} counts by the stream consumer ({counts / saves:.3f}; "
+                f"{steady['records']} records in batches of 100)",
                 met[added <= BUDGET_LIMITING_REQUESTS],
             )
         )
@@ -360,12 +362,12 @@ def verdicts(
         first = [
             c["operation"]
             for c in recording["requests"].get(f"{warm.WARM_SIZE}/1", [])
-            if c["operation"] != replay.TAKE
+            if c["operation"] not in (replay.TAKE, replay.USAGE)
         ]
         later = [
             c["operation"]
             for c in recording["requests"].get(f"{warm.WARM_SIZE}/2", [])
-            if c["operation"] != replay.TAKE
+            if c["operation"] not in (replay.TAKE, replay.USAGE)
         ]
         extra = list(first)
         for operation in later:
@@ -393,12 +395,15 @@ def verdicts(
         )
         save = warm_figures.warm
         takes = save.calls_per_save.get(replay.TAKE, 0.0)
+        usage = save.calls_per_save.get(replay.USAGE, 0.0)
+        shares = f"one take of the tenant's share per {1 / takes:.0f} saves" if takes else "no take"
+        writes = f"one write of its usage counts per {1 / usage:.0f}" if usage else "no write of its usage counts"
         found.append(
             Verdict(
-                "DynamoDB requests rate limiting adds per API request, over a steady run of saves",
+                "DynamoDB requests rate limiting and usage counts add per API request, over a steady run of saves",
                 f"≤ {BUDGET_LIMITING_REQUESTS:g}",
-                f"{takes:.3f} (one take of the tenant's share per {1 / takes:.0f} saves)" if takes else "0",
-                met[takes <= BUDGET_LIMITING_REQUESTS],
+                f"{takes + usage:.3f} ({shares}, {writes})",
+                met[takes + usage <= BUDGET_LIMITING_REQUESTS],
             )
         )
         found.append(

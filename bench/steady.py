@@ -3,8 +3,9 @@
 The tenant saves `--saves` times, one request after another, through Baton's own handler; then the table's stream is
 read and handed to the reaper function as Lambda's event source would at that rate: batches of its deployed
 `BatchSize` (100 records; a tenant writing 20 times a second fills a batch within the 5 s batching window). Counted
-are the DynamoDB requests of each side, by kind: the api's takes of the tenant's share (`TakeShare`), and the reaper's
-count of each batch (`TransactWriteItems`, one per batch for every tenant in it).
+are the DynamoDB requests of each side, by kind: the api's takes of the tenant's share (`TakeShare`) and writes of its
+usage counts (`CountUsage`, every 100 requests), and the reaper's count of each batch (`TransactWriteItems`, one per
+batch for every tenant in it, its days' figures included).
 
 Usage: `python bench/steady.py --endpoint URL --table T --bucket B --secret S --saves N --json OUT` (run by
 `bench/run.py` in a process of its own: it sets the environment Baton's handlers read).

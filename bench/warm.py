@@ -390,6 +390,8 @@ class ThreadPuts:
         if replay.TAKE in made:
             self.takes += 1  # the tenant's rate-limit share, once per 20 puts at most (judged with the saves)
             made.remove(replay.TAKE)
+        if replay.USAGE in made:
+            made.remove(replay.USAGE)  # the tenant's usage counts, once per 100 requests (judged with the saves)
         if tuple(made) != self.expected:
             raise RuntimeError(
                 f"a {self.size // 1000} KB graph step's put made {made}, not {list(self.expected)}: Baton's steady "

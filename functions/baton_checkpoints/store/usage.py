@@ -122,11 +122,6 @@ def day_of_item(item: Item) -> Day | None:
 # -- counting, while a request is served ------------------------------------------------------------------------------
 
 
-def counting() -> Counts | None:
-    """The current request's counts (None outside an admitted request)."""
-    return _current.get()
-
-
 def s3_request(written: int = 0, read: int = 0, requests: int = 1) -> None:
     """Count an S3 request made for the current request (answered or not, S3 bills it), and the bytes of its body."""
     counts = _current.get()
