@@ -3138,7 +3138,8 @@ def test_a_take_whose_answer_was_lost_costs_the_tenant_no_request(env: MotoAccou
 # -- Usage -----------------------------------------------------------------------------------------------------------
 #
 # `GET /v1/usage` reads the tenant's partition with one Query; a container adds what it counted of a tenant to the
-# day's item (`L#<tenant>` / `U#<day>`) with one UpdateItem at the end of a request that finds the counts due (here:
+# day's item (`L#<tenant>` / `U#<day>`) with a transaction of one update at the end of a request that finds the counts
+# due (here:
 # every request's). What must hold, whatever DynamoDB does: the read answers its figures or a 503 and writes nothing;
 # a fault in the counts' write never changes the answer of the request it ends, and the counts land once, then or
 # with the next write. A write that landed while every answer was lost is the one way a count doubles (documented).
@@ -3181,7 +3182,7 @@ def test_a_fault_in_a_usage_read_answers_its_figures_or_503_and_writes_nothing(
         assert ctx.api.invoke("get_usage", query={}).status == 200
 
 
-@pytest.mark.parametrize(("kind", "phase", "duration"), list(usage_fault_table("UpdateItem")))
+@pytest.mark.parametrize(("kind", "phase", "duration"), list(usage_fault_table("TransactWriteItems")))
 def test_a_fault_in_writing_usage_counts_never_changes_an_answer_and_the_counts_land_once(
     env: MotoAccount, kind: FaultKind, phase: Phase, duration: Duration
 ) -> None:
@@ -3191,17 +3192,19 @@ def test_a_fault_in_writing_usage_counts_never_changes_an_answer_and_the_counts_
     prepare_warm_key(ctx)  # (the caller's key read and its tenant's share taken: a whoami then writes nothing else)
     services = env.services
     kept = services.usage
-    object.__setattr__(services, "usage", UsageMeter(services.dynamodb, TABLE, 1, 0))
+    moment = [0.0]
+    object.__setattr__(services, "usage", UsageMeter(services.dynamodb, TABLE, 1, 0, clock=lambda: moment[0]))
     try:
         before = usage_day_requests(env)
         # When the write of a request's counts meets the fault
         with injected(services.dynamodb) as injector:
-            fault = injector.arm(Fault("UpdateItem", kind, phase, duration))
+            fault = injector.arm(Fault("TransactWriteItems", kind, phase, duration))
             answer = ctx.api.invoke("whoami")
         # Then the request is answered as if nothing happened
         assert fault.struck >= 1, injector.attempts
         assert answer.status == 200, answer.raw_body
-        # And its counts are there once, now or with the next request's
+        # And its counts are there once, now or with the next request's (a failed write waits a second)
+        moment[0] += 1.0
         assert ctx.api.invoke("whoami").status == 200
         landed = usage_day_requests(env) - before
     finally:

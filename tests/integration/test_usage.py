@@ -165,7 +165,7 @@ def test_counts_are_written_once_per_hundred_requests(services: Services, world:
     finally:
         container.dynamodb.meta.events.unregister("before-call.dynamodb", calls)
     # Then two writes were made (0.008 requests per request), and the rest waits
-    assert dict(calls.calls) == {"UpdateItem": 2}
+    assert dict(calls.calls) == {"TransactWriteItems": 2}
     meter.flush()
     item = container.dynamodb.get_item(
         TableName=container.settings.table_name, Key=layout.usage_day_key("usage-steady", day_of(now_ms()))
@@ -201,3 +201,25 @@ def test_the_range_is_checked_and_another_tenant_needs_tenants_manage(services: 
     reader = tenant_driver(services, "usage-c", {"checkpoints:read"})
     assert usage(reader).status == 403
     proof_counts.record(SUITE, refusals=len(cases) + 2)
+
+
+def test_a_day_ended_with_many_tenants_held_writes_them_all_over_the_next_requests(services: Services) -> None:
+    # Given a container holding ten tenants' counts of a day (nothing due yet)
+    container = services_on(services.settings.table_name)
+    meter = UsageMeter(container.dynamodb, container.settings.table_name, 1_000, 3_600)
+    tenants = [f"usage-many-{n}" for n in range(10)]
+    for tenant in tenants:
+        with meter.request(tenant, "checkpoints", "2026-12-02"):
+            pass
+    # When requests of the next day come, each ends by writing at most four of what is due
+    for _ in range(3):
+        with meter.request("usage-many-next", "keys", "2026-12-03"):
+            pass
+    # Then every tenant's count of the day before is written, none lost, none twice
+    for tenant in tenants:
+        item = container.dynamodb.get_item(
+            TableName=container.settings.table_name, Key=layout.usage_day_key(tenant, "2026-12-02")
+        ).get("Item")
+        assert item is not None, tenant
+        assert item["r_checkpoints"] == {"N": "1"}
+    proof_counts.record(SUITE, rollovers=1)

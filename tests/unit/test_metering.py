@@ -142,3 +142,18 @@ def test_an_image_in_lambdas_event_form_counts_what_the_same_item_read_from_the_
     assert footprint(*CHECKPOINT, streamed) == footprint(*CHECKPOINT, as_read)
     assert footprint(*CHECKPOINT, as_read).stored_bytes == item_bytes(as_read)
     proof_counts.record(SUITE, images=1)
+
+
+def test_a_change_that_cancels_over_a_batch_still_counts_the_days_it_spans() -> None:
+    # Given a checkpoint made a second before midnight and deleted a second after it, in one batch
+    made = checkpoint()
+    before, after = record(None, made), record(made, None)
+    before["dynamodb"]["ApproximateCreationDateTime"] = 1_796_342_399  # 2026-12-03T23:59:59Z
+    after["dynamodb"]["ApproximateCreationDateTime"] = 1_796_342_401  # 2026-12-04T00:00:01Z
+    # Then the tenant's total is untouched, and each day gets its change: one more, then one fewer
+    (part,) = metering.transactions("t", [before, after])
+    keys = [update["Key"]["sk"]["S"] for update in part]
+    assert keys == ["U#2026-12-03", "U#2026-12-04"]
+    changes = [update["ExpressionAttributeValues"] for update in part]
+    assert [{v["N"] for k, v in c.items() if k != ":ttl"} & {"1", "-1"} for c in changes] == [{"1"}, {"-1"}]
+    assert metering.transactions("t", [record(made, made)]) == []

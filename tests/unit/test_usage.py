@@ -46,6 +46,8 @@ def test_the_range_defaults_to_the_thirty_days_ending_today() -> None:
         ("2026-08-25", None, "/from", f"at most {MAX_RANGE_DAYS} days"),
         ("2025-10-01", "2025-11-15", "/from", f"kept {RETENTION_DAYS} days"),
         (None, "2025-10-01", "/to", f"kept {RETENTION_DAYS} days"),
+        (None, "0001-01-01", "/to", f"kept {RETENTION_DAYS} days"),  # (the default start would leave the calendar)
+        (None, "9999-12-31", "/to", "after today"),
     ],
 )
 def test_a_range_out_of_bounds_is_refused_naming_the_parameter(

@@ -136,28 +136,25 @@ def day_range(first: str | None, last: str | None, today: str) -> Range:
     """The range a read asks for (`from`, `to`: `YYYY-MM-DD`, UTC): `to` defaults to today, `from` to the 30 days
     ending at `to`; at most `MAX_RANGE_DAYS` days, none after today, and `from` no earlier than the figures are kept."""
     now = date.fromisoformat(today)
+    oldest = now - timedelta(days=RETENTION_DAYS - 1)
+    kept = f"usage is kept {RETENTION_DAYS} days"
     end = now if last is None else _parse_day(last, "to")
-    start = end - timedelta(days=DEFAULT_RANGE_DAYS - 1) if first is None else _parse_day(first, "from")
     if end > now:
         raise ValidationFailed.single("/to", f"The query parameter to must not be after today ({today}, UTC).", "query")
+    if end < oldest:  # (first: a default start before it could fall out of the calendar)
+        raise ValidationFailed.single(
+            "/to", f"The query parameter to must not be before {oldest.isoformat()}: {kept}.", "query"
+        )
+    start = end - timedelta(days=DEFAULT_RANGE_DAYS - 1) if first is None else _parse_day(first, "from")
     if start > end:
         raise ValidationFailed.single("/from", "The query parameter from must not be after to.", "query")
     if (end - start).days + 1 > MAX_RANGE_DAYS:
         raise ValidationFailed.single(
             "/from", f"The query parameters from and to may span at most {MAX_RANGE_DAYS} days.", "query"
         )
-    oldest = now - timedelta(days=RETENTION_DAYS - 1)
-    if end < oldest:
-        raise ValidationFailed.single(
-            "/to",
-            f"The query parameter to must not be before {oldest.isoformat()}: usage is kept {RETENTION_DAYS} days.",
-            "query",
-        )
     if start < oldest and first is not None:
         raise ValidationFailed.single(
-            "/from",
-            f"The query parameter from must not be before {oldest.isoformat()}: usage is kept {RETENTION_DAYS} days.",
-            "query",
+            "/from", f"The query parameter from must not be before {oldest.isoformat()}: {kept}.", "query"
         )
     return Range(max(start, oldest), end)
 

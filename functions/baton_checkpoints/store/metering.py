@@ -188,6 +188,40 @@ def request_token(records: Iterable[Mapping[str, Any]], part: int = 0) -> str:
     return digest.hexdigest()[:36]
 
 
+def _total_update(table: str, tenant_id: str, added: Footprint) -> UpdateTypeDef:
+    given = {STORED_BYTES: added.stored_bytes, CHECKPOINTS: added.checkpoints, THREADS: added.threads}
+    counted = {name: value for name, value in given.items() if value}
+    expression = "ADD " + ", ".join(f"#{name} :{name}" for name in counted)
+    return {
+        "TableName": table,
+        "Key": layout.tenant_key(tenant_id),
+        "UpdateExpression": expression,
+        "ExpressionAttributeNames": {f"#{name}": name for name in counted},
+        "ExpressionAttributeValues": {f":{name}": {"N": str(value)} for name, value in counted.items()},
+    }
+
+
+def transactions(table: str, records: Sequence[Mapping[str, Any]]) -> list[list[UpdateTypeDef]]:
+    """The updates that count `records`, packed into transactions of at most `MAX_TRANSACTION_ITEMS` (a tenant's
+    total and its days in one): empty when they count nothing."""
+    days = tally_days(records)
+    totals = tally(records)
+    parts: list[list[UpdateTypeDef]] = [[]]
+    # A tenant whose changes cancel out over the batch has no total to add, and may still have days to: a
+    # checkpoint made before midnight and deleted after it.
+    for tenant_id in sorted({tenant for tenant, _ in days}):
+        updates = [_total_update(table, tenant_id, totals[tenant_id])] if tenant_id in totals else []
+        updates += [
+            day_update(table, tenant_id, day, stored=added)
+            for (tenant, day), added in sorted(days.items())
+            if tenant == tenant_id
+        ]
+        if len(parts[-1]) + len(updates) > MAX_TRANSACTION_ITEMS:
+            parts.append([])
+        parts[-1] += updates
+    return [part for part in parts if part]
+
+
 class Meter:
     """Adds what stream records count to their tenants' items."""
 
@@ -199,22 +233,9 @@ class Meter:
         """Add what `records` count to their tenants' totals and to the days they happened on (one
         TransactWriteItems per `MAX_TRANSACTION_ITEMS` items, a tenant's items in one; none when they count
         nothing); what was added, by tenant. Raises on any failure: nothing of that transaction was added."""
-        days = tally_days(records)
         totals = tally(records)
-        parts: list[list[UpdateTypeDef]] = [[]]
-        for tenant_id in sorted(totals):
-            updates = [self._update(tenant_id, totals[tenant_id])]
-            updates += [
-                day_update(self._table, tenant_id, day, stored=added)
-                for (tenant, day), added in sorted(days.items())
-                if tenant == tenant_id
-            ]
-            if len(parts[-1]) + len(updates) > MAX_TRANSACTION_ITEMS:
-                parts.append([])
-            parts[-1] += updates
+        parts = transactions(self._table, records)
         for part, updates in enumerate(parts):
-            if not updates:
-                continue
             request: dict[str, Any] = {
                 "TransactItems": [{"Update": update} for update in updates],
                 "ClientRequestToken": request_token(records, part),
@@ -230,15 +251,3 @@ class Meter:
                         raise
                     time.sleep(random.uniform(0, COUNT_BACKOFF_SECONDS * 2**attempt))
         return totals
-
-    def _update(self, tenant_id: str, added: Footprint) -> UpdateTypeDef:
-        given = {STORED_BYTES: added.stored_bytes, CHECKPOINTS: added.checkpoints, THREADS: added.threads}
-        counted = {name: value for name, value in given.items() if value}
-        expression = "ADD " + ", ".join(f"#{name} :{name}" for name in counted)
-        return {
-            "TableName": self._table,
-            "Key": layout.tenant_key(tenant_id),
-            "UpdateExpression": expression,
-            "ExpressionAttributeNames": {f"#{name}": name for name in counted},
-            "ExpressionAttributeValues": {f":{name}": {"N": str(value)} for name, value in counted.items()},
-        }

@@ -7,10 +7,10 @@ its bytes, and the presigned URLs it hands out. The rate limit's takes and the c
 any request's counting, so they are not the tenant's.
 
 **When it is written.** Never once per request: the container holds a tenant's counts of a day and adds them to the
-day's item in one UpdateItem (`ADD`) once they hold `flush_requests` requests or their oldest is `flush_seconds`
-old, at the end of whichever request finds them due (at most `MAX_FLUSHES` per request). A write that fails keeps
-the counts for the next time. What a container holds when Lambda reclaims it is lost: at most `flush_requests`
-requests or `flush_seconds` of them per tenant.
+day's item in one write (a transaction of one `ADD` update) once they hold `flush_requests` requests or their oldest
+is `flush_seconds` old, at the end of whichever request finds them due (at most `MAX_FLUSHES` per request). A write
+that fails keeps the counts, not tried again for `flush_seconds`. What a container holds when Lambda reclaims it is
+lost: `flush_requests` requests or `flush_seconds` of them per tenant, more after failed writes.
 
 **What the stream adds.** The consumer adds each day's change of what the tenant stores (`db`, `dc`, `dt`) to the
 same day item, in the transaction that adds it to the tenant's totals (`store/metering.py`); a read takes the
@@ -20,6 +20,7 @@ totals and the days in one Query of the tenant's partition.
 from __future__ import annotations
 
 import calendar
+import random
 import secrets
 import threading
 import time
@@ -33,8 +34,7 @@ from baton_checkpoints.domain.usage import RETENTION_DAYS, Counts, Day, Usage
 from baton_checkpoints.observability import logger
 from baton_checkpoints.store import layout, schema
 from baton_checkpoints.store.attributes import Item
-from baton_checkpoints.store.dynamo import Refused, attempt
-from baton_checkpoints.store.errors import translated_errors
+from baton_checkpoints.store.errors import Failure, classify
 
 if TYPE_CHECKING:
     from mypy_boto3_dynamodb import DynamoDBClient
@@ -57,6 +57,9 @@ STORED: Final = {"stored_bytes": "db", "checkpoints": "dc", "threads": "dt"}
 LAST: Final = "last"
 """The token of the last container write that landed on a day item (see `UsageMeter._write`)."""
 MAX_FLUSHES: Final = 4
+WRITE_ATTEMPTS: Final = 3
+"""Tries of one write that meets the stream consumer's transaction on the same day item."""
+RACE_BACKOFF_SECONDS: Final = 0.02
 """Most day items one request's end writes (others due wait for the next request)."""
 RETENTION_SECONDS: Final = RETENTION_DAYS * 86_400
 
@@ -176,6 +179,8 @@ class _Held:
     counts: Counts = field(default_factory=Counts)
     requests: int = 0
     since: float = 0.0
+    retry_at: float = 0.0
+    """After a write of these counts failed: not before then (a throttled table is not asked again at once)."""
 
 
 @dataclass(frozen=True)
@@ -221,14 +226,19 @@ class UsageMeter:
             held.counts.add(counting.counts)
             held.requests += 1
             due = [
-                (key, self._held.pop(key))
-                for key, held in list(self._held.items())
-                if key[1] != counting.day
-                or held.requests >= self._flush_requests
-                or now - held.since >= self._flush_seconds
-            ][:MAX_FLUSHES]
-        for (tenant_id, day), held in due:
-            self._write(tenant_id, day, held)
+                key
+                for key, held in self._held.items()
+                if now >= held.retry_at
+                and (
+                    key[1] != counting.day
+                    or held.requests >= self._flush_requests
+                    or now - held.since >= self._flush_seconds
+                )
+            ]
+            # At most MAX_FLUSHES writes end one request; the others stay held for the next.
+            writing = [(key, self._held.pop(key)) for key in due[:MAX_FLUSHES]]
+        for (tenant_id, day), held in writing:
+            self._write(tenant_id, day, held, now)
 
     @contextmanager
     def request(self, tenant_id: str, family: str, day: str) -> Iterator[Counts]:
@@ -240,37 +250,49 @@ class UsageMeter:
             self.end(counting)
 
     def flush(self) -> None:
-        """Write everything held (a test's, or a server's at exit)."""
+        """Write everything held now (the tests')."""
         with self._lock:
             due, self._held = list(self._held.items()), {}
         for (tenant_id, day), held in due:
             self._write(tenant_id, day, held)
 
-    def _write(self, tenant_id: str, day: str, held: _Held) -> None:
-        """Add `held` to the day's item. The write carries a token of its own and is refused once the item holds it:
-        so botocore's retry of a write that landed, its answer lost, never adds twice (the refusal's old image shows
-        the token). A write that fails keeps the counts for the next one (a write that landed while every answer
-        was lost is then added again: the one way a count doubles)."""
-        token = secrets.token_hex(8)
-        request: dict[str, Any] = dict(day_update(self._table, tenant_id, day, held.counts))
-        request["UpdateExpression"] = request["UpdateExpression"].replace("SET ", f"SET #{LAST} = :token, ", 1)
-        request["ConditionExpression"] = f"attribute_not_exists(#{LAST}) OR #{LAST} <> :token"
-        request["ExpressionAttributeNames"] = {**request["ExpressionAttributeNames"], f"#{LAST}": LAST}
-        request["ExpressionAttributeValues"] = {**request["ExpressionAttributeValues"], ":token": {"S": token}}
-        request["ReturnValuesOnConditionCheckFailure"] = "ALL_OLD"
+    def _write(self, tenant_id: str, day: str, held: _Held, now: float | None = None) -> None:
+        """Add `held` to the day's item: one TransactWriteItems of one update, whose `ClientRequestToken` makes the
+        SDK's retry of a write that landed (its answer lost) apply once, whatever other containers wrote in
+        between; the update's condition (its token not there yet) does the same where the token is not honoured
+        (moto). A write that fails keeps the counts, not to be tried again before `flush_seconds` (at least a
+        second) have passed. A write that landed while every answer was lost is then added again: the one way a
+        count doubles."""
+        token = secrets.token_hex(16)
+        update: dict[str, Any] = dict(day_update(self._table, tenant_id, day, held.counts))
+        update["UpdateExpression"] = update["UpdateExpression"].replace("SET ", f"SET #{LAST} = :token, ", 1)
+        update["ConditionExpression"] = f"attribute_not_exists(#{LAST}) OR #{LAST} <> :token"
+        update["ExpressionAttributeNames"] = {**update["ExpressionAttributeNames"], f"#{LAST}": LAST}
+        update["ExpressionAttributeValues"] = {**update["ExpressionAttributeValues"], ":token": {"S": token}}
+        items: list[Any] = [{"Update": update}]
         try:
-            with translated_errors():
-                answer = attempt(self._client.update_item, **request)
-            if isinstance(answer, Refused) and answer.item.get(LAST, {}).get("S") != token:
-                raise RuntimeError("a day item refused a write that was not its own")  # (no other condition exists)
+            for attempt in range(WRITE_ATTEMPTS):
+                try:
+                    self._client.transact_write_items(TransactItems=items, ClientRequestToken=token)
+                    break
+                except Exception as exc:
+                    failure = classify(exc)
+                    if failure is Failure.CONDITION_FAILED:
+                        break  # refused only where the item holds this very token: it landed, its answer lost
+                    if failure is not Failure.RACE or attempt + 1 == WRITE_ATTEMPTS:
+                        raise
+                    # The stream consumer's count holds the day item for a moment: the same write again.
+                    time.sleep(random.uniform(0, RACE_BACKOFF_SECONDS))
         except Exception:
-            # Never the request's failure (its answer is made): the counts wait for the next write.
+            # Never the request's failure (its answer is made): the counts wait for a later write.
             logger().warning(
-                "usage counts not written; kept for the next time",
+                "usage counts not written; kept for a later write",
                 extra={"tenant_id": tenant_id, "day": day},
                 exc_info=True,
             )
+            moment = self._clock() if now is None else now
             with self._lock:
                 kept = self._held.setdefault((tenant_id, day), _Held(since=held.since))
                 kept.counts.add(held.counts)
                 kept.requests += held.requests
+                kept.retry_at = moment + max(1.0, self._flush_seconds)
