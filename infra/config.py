@@ -66,7 +66,9 @@ STAGES: dict[str, StageConfig] = {
 }
 
 
-TENANT_DEFAULTS: dict[str, tuple[int, int]] = {key: NUMBER_RANGES[key] for key in NUMBER_RANGES}
+TENANT_DEFAULTS: dict[str, tuple[int, int]] = {
+    key: limits for key, limits in NUMBER_RANGES.items() if key.startswith("tenant_")
+}
 """The context keys of a tenant's default limits, and the range of each: the function's settings' own
 (`baton_checkpoints.settings.NUMBER_RANGES`), so a stack that synthesizes is one whose function starts."""
 
