@@ -179,20 +179,18 @@ TAKE = "TakeShare"
 """A container's take of its tenant's rate-limit share (an UpdateItem of `L#<tenant>`, once per 20 requests at most):
 recorded, replayed and counted under its own name, so the figures show what rate limiting adds per request."""
 USAGE = "CountUsage"
-"""A container's write of what it counted of a tenant's usage (a transaction of one update of `L#<tenant>` /
-`U#<day>` carrying the write's token, `#last`; once per 100 requests or 30 s at most): counted under its own name,
-as the takes are. The stream consumer's transactions of day items carry no token, and keep their name."""
+"""A container's write of what it counted of a tenant's usage (an UpdateItem of `L#<tenant>` / `U#<day>`, once per
+100 requests or 30 s at most): counted under its own name, as the takes are."""
 _TENANT_KEY = re.compile(r'"pk":\s*\{"S":\s*"L#')
-_USAGE_WRITE = re.compile(r'"#last":\s*"last"')
+_USAGE_DAY = re.compile(r'"sk":\s*\{"S":\s*"U#')
 
 
 def named(operation: str, body: Any) -> str:
     """The name a request is recorded and counted under: its operation's, `TAKE` or `USAGE`."""
     text = _text(body)
-    if operation == "TransactWriteItems" and _TENANT_KEY.search(text) and _USAGE_WRITE.search(text):
-        return USAGE
-    take = operation == "UpdateItem" and _TENANT_KEY.search(text) is not None and "ConditionExpression" in text
-    return TAKE if take else operation
+    if operation != "UpdateItem" or _TENANT_KEY.search(text) is None or "ConditionExpression" not in text:
+        return operation
+    return USAGE if _USAGE_DAY.search(text) else TAKE
 
 
 class Replay:

@@ -35,6 +35,7 @@ from __future__ import annotations
 import base64
 import binascii
 import hashlib
+import itertools
 import json
 import re
 import time
@@ -78,6 +79,8 @@ G_LIST, G_REVOKE = "GET /v1/oauth/grants", "DELETE /v1/oauth/grants/{grant_id}"
 """OAuth grants, listed and revoked by whoever manages keys."""
 L_GET, L_PUT = "GET /v1/tenants/{tenant_id}/limits", "PUT /v1/tenants/{tenant_id}/limits"
 """A tenant's limits, read and set by the operator alone (`tenants:manage`; `*` does not grant it)."""
+A_GET = "GET /v1/audit"
+"""A tenant's audit trail: its own (`audit:read`, which `*` grants), never another's."""
 U_GET = "GET /v1/usage"
 """A tenant's usage by day: its own (`usage:read`, which `*` grants); another's with `tenants:manage` alone."""
 LIMIT_SETTINGS = ("requests_per_minute", "burst", "storage_bytes", "checkpoints")
@@ -156,6 +159,7 @@ ROUTES = (
     L_GET,
     L_PUT,
     U_GET,
+    A_GET,
 )
 CALLERS = (
     "other_tenant",
@@ -662,6 +666,7 @@ def cases_for(caller: str, w: World) -> list[Case]:
         + grant_cases_for(caller, w)
         + limits_cases_for(caller, w)
         + usage_cases_for(caller, w)
+        + audit_cases_for(caller, w)
     )
 
 
@@ -1080,6 +1085,44 @@ def usage_cases_for(caller: str, w: World) -> list[Case]:
         Case(U_GET, "GET", "/v1/usage", (400,), "VALIDATION_ERROR",
              params={"tenant_id": w.victim, "from": "2026-02-30"}),
     ]  # fmt: skip
+
+
+def whole_trail(at_least: int) -> Callable[[Any], str | None]:
+    """A check that a page of audit events is a whole stretch of the caller's chain: newest first, numbered one
+    after another, each naming the one before, each hash its content's (`client/audit.py`); and at least this many."""
+    from baton_checkpoints.client.audit import event_hash
+
+    def check(data: Any) -> str | None:
+        if len(data) < at_least:
+            return f"{len(data)} events, expected at least {at_least}"
+        for newer, older in itertools.pairwise(data):
+            if newer["seq"] != older["seq"] + 1 or newer["prev_hash"] != older["hash"]:
+                return f"event {newer['seq']} does not follow event {older['seq']}"
+        altered = [e["seq"] for e in data if event_hash(e) != e["hash"]]
+        return f"events whose hash is not their content's: {altered}" if altered else None
+
+    return check
+
+
+def audit_cases_for(caller: str, w: World) -> list[Case]:
+    """GET /v1/audit, called by `caller`: a key with `audit:read` (`*` grants it) reads its own tenant's trail and
+    no other (there is no way to name one); a key without it is refused. The victim's trail holds its keys' issuing
+    (the set-up's), so the tenant's own `*` key reads a whole stretch of it, and no one else sees any of it."""
+    if caller in REFUSED:
+        return [Case(A_GET, "GET", "/v1/audit", (401,), "UNAUTHENTICATED")]
+    if caller in ("missing_scope", "other_agent"):
+        secrets = ("missing_scope:read_only", "missing_scope:write_only") if caller == "missing_scope" else (None,)
+        return [
+            Case(A_GET, "GET", "/v1/audit", (403,), "FORBIDDEN", secret_of=secret, answer_check=lacks("audit:read"))
+            for secret in secrets
+        ]
+    if caller == "own_wildcard":
+        return [Case(A_GET, "GET", "/v1/audit", (200,), params={"limit": 100}, check=whole_trail(5))]
+    # Another tenant's `*` key, the operator: their own tenants' trails, which hold nothing of the victim's
+    return [
+        Case(A_GET, "GET", "/v1/audit", (200,), params={"limit": 100}, check=whole_trail(0)),
+        Case(A_GET, "GET", "/v1/audit", (200,), params={"limit": 1, "action": "key.issued"}, paginate=True),
+    ]
 
 
 def checkpoint_key_and_blob_cases_for(caller: str, w: World) -> list[Case]:

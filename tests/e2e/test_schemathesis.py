@@ -88,12 +88,13 @@ ANSWERED = (
     "GET /oauth/authorize 400",
     "POST /oauth/token 400",
     "GET /v1/usage 200",
+    "GET /v1/audit 200",
 )
 """Answers of routes without real resources that the run must have seen: the console's page, an unknown file of the
-console, a tenant's usage (the fuzz key's own, or any tenant's: it holds tenants:manage), the calling key's identity
-(its refusal without a key is the `ignored_auth` check's, which every operation that needs a key gets, and the
-isolation matrix's), OAuth's discovery documents, the page for an unknown client and the token endpoint's OAuth
-error."""
+console, a tenant's usage (the fuzz key's own, or any tenant's: it holds tenants:manage) and audit trail (its own),
+the calling key's identity (its refusal without a key is the `ignored_auth` check's, which every operation that needs
+a key gets, and the isolation matrix's), OAuth's discovery documents, the page for an unknown client and the token
+endpoint's OAuth error."""
 OAUTH_ANSWERS = (
     "register 201",
     "consent page 200",

@@ -64,6 +64,9 @@ invalid setting is refused and changes nothing. It also reads the limited tenant
 requests counted never go down and never pass what that tenant's clients were admitted (a 429 is not counted), and
 after the run they are exactly that many. The tenant the other clients share keeps the stage's defaults.
 
+After the run, the operator's tenant's audit trail (`GET /v1/audit`) must be a whole hash chain (`baton audit
+verify`'s check) holding an approval and a revocation for each OAuth grant the run approved and revoked.
+
 `make test` runs it for about 15 seconds on 6 threads, 3 lease workers, 1 MCP client, 1 OAuth client, 2
 LangGraph clients, 1 rate-limited client and the limits operator; `make soak` sets BATON_SOAK_SECONDS for a longer
 run (BATON_SOAK_THREADS, BATON_SOAK_LEASE_WORKERS, BATON_SOAK_MCP_WORKERS, BATON_SOAK_OAUTH_WORKERS,
@@ -2234,6 +2237,32 @@ def usage_check(http: httpx.Client, ledger: Ledger) -> list[str]:
     return [] if counted == admitted else [f"the limited tenant's usage counts {counted} requests, {admitted} admitted"]
 
 
+def audit_check(http: httpx.Client, ledger: Ledger) -> list[str]:
+    """After the run: the operator's tenant's audit trail is a whole chain (`baton audit verify`'s check), holding an
+    approval for every OAuth grant the run made, and a revocation for every one it revoked."""
+    from baton_checkpoints.client.audit import problems_of
+
+    events: list[dict[str, Any]] = []
+    head: dict[str, Any] = {}
+    cursor: str | None = None
+    while True:
+        answer = http.get("/v1/audit", params={"limit": 100, **({"cursor": cursor} if cursor else {})})
+        if answer.status_code != 200:
+            return [f"the audit trail answered {answer.status_code}: {answer.text[:300]}"]
+        head = head or answer.json()["meta"]["head"]
+        events += answer.json()["data"]
+        cursor = answer.json()["meta"]["next_cursor"]
+        if cursor is None:
+            break
+    problems = [f"the operator's audit trail: {p}" for p in problems_of(events, head)]
+    actions = Counter(e["action"] for e in events)
+    ledger.outcomes["audit_events"] = len(events)
+    revoked = ledger.outcomes["oauth_revocations"] + ledger.outcomes["oauth_api_revocations"]
+    if actions["grant.approved"] < ledger.outcomes["oauth_grants"] or actions["grant.revoked"] < revoked:
+        problems.append(f"the audit trail holds {dict(actions)} for {ledger.outcomes['oauth_grants']} grants made")
+    return problems
+
+
 def limited_tenant_key(http: httpx.Client, run: str) -> str:
     """A key of `LIMITED_TENANT` (made with the development key, whose tenants:manage lets it make keys of another
     tenant), once the tenant's limits are set low."""
@@ -2547,6 +2576,7 @@ def soak(baton: BatonServe, http: httpx.Client) -> None:
         problems += limited_client.final_check()
     if limited_clients:
         problems += usage_check(http, ledger)
+    problems += audit_check(http, ledger)
     requests = sum(ledger.statuses.values())
     checkpoints = len({a.checkpoint_id for a in ledger.acks})
     mcp_acks = sum(1 for a in ledger.acks if a.how.startswith("mcp "))
@@ -2559,6 +2589,7 @@ def soak(baton: BatonServe, http: httpx.Client) -> None:
         replays=ledger.outcomes["replays"],
         checkpoints=checkpoints,
         usage_reads=ledger.outcomes["usage_read"] + ledger.outcomes["usage_checked"],
+        audit_events=ledger.outcomes["audit_events"],
         deletes_acknowledged=len(ledger.deleted),
         reads_checked=len(ledger.seen),
         blobs_declared=len(ledger.blobs),

@@ -3138,8 +3138,7 @@ def test_a_take_whose_answer_was_lost_costs_the_tenant_no_request(env: MotoAccou
 # -- Usage -----------------------------------------------------------------------------------------------------------
 #
 # `GET /v1/usage` reads the tenant's partition with one Query; a container adds what it counted of a tenant to the
-# day's item (`L#<tenant>` / `U#<day>`) with a transaction of one update at the end of a request that finds the counts
-# due (here:
+# day's item (`L#<tenant>` / `U#<day>`) with one UpdateItem at the end of a request that finds the counts due (here:
 # every request's). What must hold, whatever DynamoDB does: the read answers its figures or a 503 and writes nothing;
 # a fault in the counts' write never changes the answer of the request it ends, and the counts land once, then or
 # with the next write. A write that landed while every answer was lost is the one way a count doubles (documented).
@@ -3182,7 +3181,7 @@ def test_a_fault_in_a_usage_read_answers_its_figures_or_503_and_writes_nothing(
         assert ctx.api.invoke("get_usage", query={}).status == 200
 
 
-@pytest.mark.parametrize(("kind", "phase", "duration"), list(usage_fault_table("TransactWriteItems")))
+@pytest.mark.parametrize(("kind", "phase", "duration"), list(usage_fault_table("UpdateItem")))
 def test_a_fault_in_writing_usage_counts_never_changes_an_answer_and_the_counts_land_once(
     env: MotoAccount, kind: FaultKind, phase: Phase, duration: Duration
 ) -> None:
@@ -3198,7 +3197,7 @@ def test_a_fault_in_writing_usage_counts_never_changes_an_answer_and_the_counts_
         before = usage_day_requests(env)
         # When the write of a request's counts meets the fault
         with injected(services.dynamodb) as injector:
-            fault = injector.arm(Fault("TransactWriteItems", kind, phase, duration))
+            fault = injector.arm(Fault("UpdateItem", kind, phase, duration))
             answer = ctx.api.invoke("whoami")
         # Then the request is answered as if nothing happened
         assert fault.struck >= 1, injector.attempts
@@ -3212,3 +3211,76 @@ def test_a_fault_in_writing_usage_counts_never_changes_an_answer_and_the_counts_
     doubled = phase is Phase.AFTER and duration is Duration.EVERY
     proof_counts.record(SUITE, cases=1, usage_cases=1, faults_injected=fault.struck, usage_doubled=int(landed == 3))
     assert landed in ((2, 3) if doubled else (2,)), f"{landed} requests counted for 2"
+
+
+# -- The audit trail ---------------------------------------------------------------------------------------------------
+#
+# `GET /v1/audit` reads the tenant's head (GetItem) and a page of its events (Query). An action appends its event after
+# it took place: a read of the head and one transaction (the head moved on its condition, the event put). What must
+# hold, whatever DynamoDB does: the read answers its events or a 503 and writes nothing; the action's own answer is
+# its success whatever befalls its event, and the chain stays whole: the event is there once, or, when every attempt
+# failed before landing, not at all (an ERROR line carries it).
+
+
+def audit_events(ctx: Context) -> list[dict[str, Any]]:
+    """Every event of the caller's tenant (no fault is armed while this reads)."""
+    answer = ctx.api.invoke("get_audit", query={"limit": "100"})
+    assert answer.status == 200, answer.raw_body
+    from baton_checkpoints.client.audit import problems_of
+
+    assert problems_of(answer.data, answer.body["meta"]["head"]) == [], answer.raw_body
+    events: list[dict[str, Any]] = answer.data
+    return events
+
+
+@pytest.mark.parametrize(
+    ("operation", "kind", "phase", "duration"),
+    [
+        pytest.param(operation, *fault.values, id=fault.id)
+        for operation in ("GetItem", "Query")
+        for fault in usage_fault_table(operation)
+    ],
+)
+def test_a_fault_in_an_audit_read_answers_its_events_or_503_and_writes_nothing(
+    env: MotoAccount, operation: str, kind: FaultKind, phase: Phase, duration: Duration
+) -> None:
+    ctx = Context(account=env, clock=None)  # type: ignore[arg-type]
+    assert ctx.api.invoke("create_key").status == 201  # (one event: key.issued; the caller's key is read)
+    before = snapshot(env.aws)
+    with injected(env.services.dynamodb) as injector:
+        fault = injector.arm(Fault(operation, kind, phase, duration))
+        answer = ctx.api.invoke("get_audit", query={})
+    proof_counts.record(SUITE, cases=1, audit_cases=1, faults_injected=fault.struck)
+    assert fault.struck >= 1, injector.attempts
+    judge(answer, 200, expectation(kind, phase, duration))
+    if answer.status == 200:
+        assert [e["action"] for e in answer.data] == ["key.issued"]
+    assert snapshot(env.aws) == before
+    if answer.status == 503:
+        assert [e["action"] for e in audit_events(ctx)] == ["key.issued"]
+
+
+@pytest.mark.parametrize(("kind", "phase", "duration"), list(usage_fault_table("TransactWriteItems")))
+def test_a_fault_in_appending_an_audit_event_never_changes_the_actions_answer_nor_forks_the_chain(
+    env: MotoAccount, kind: FaultKind, phase: Phase, duration: Duration
+) -> None:
+    ctx = Context(account=env, clock=None)  # type: ignore[arg-type]
+    # Given a key issued (its event the trail's first)
+    created = ctx.api.invoke("create_key")
+    assert created.status == 201, created.raw_body
+    key_id = created.data["key_id"]
+    # When its revocation's event meets the fault (the revoke itself is an UpdateItem: untouched)
+    with injected(env.services.dynamodb) as injector:
+        fault = injector.arm(Fault("TransactWriteItems", kind, phase, duration))
+        answer = ctx.api.invoke("revoke_key", path=f"/v1/keys/{key_id}", query={})
+    # Then the revocation is answered as done, and is done
+    assert fault.struck >= 1, injector.attempts
+    assert answer.status == 200, answer.raw_body
+    assert ctx.api.invoke("revoke_key", path=f"/v1/keys/{key_id}", query={}).status == 404
+    # And the chain is whole, with the event once, or (every attempt refused before landing) not at all
+    actions = [e["action"] for e in audit_events(ctx)]
+    lost = phase is Phase.BEFORE and duration is Duration.EVERY
+    assert actions in ((["key.issued"], ["key.revoked", "key.issued"]) if lost else (["key.revoked", "key.issued"],))
+    proof_counts.record(
+        SUITE, cases=1, audit_cases=1, faults_injected=fault.struck, audit_events_unrecorded=int(len(actions) == 1)
+    )

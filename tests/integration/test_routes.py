@@ -174,6 +174,7 @@ EXPECTED_STATUS = {
     "console_page": 200,
     "get_limits": 200,
     "get_usage": 200,
+    "get_audit": 200,
     "put_limits": 200,
 }
 HISTORY_EVENTS = frozenset({"list_revisions", "get_revision", "restore_checkpoint"})

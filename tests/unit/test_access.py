@@ -52,6 +52,7 @@ def test_the_scopes_are_exactly_the_contracts() -> None:
         "keys:manage",
         "subjects:purge",
         "usage:read",
+        "audit:read",
         "tenants:manage",
         "*",
     }

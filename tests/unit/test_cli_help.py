@@ -29,6 +29,7 @@ def command_paths() -> list[list[str]]:
 
 
 EXPECTED = [
+    ["audit", "verify"],
     ["blob", "download"],
     ["blob", "info"],
     ["blob", "upload"],

@@ -18,6 +18,7 @@ from baton_checkpoints.api.errors import INTERNAL_MESSAGE, headers_of, status_of
 from baton_checkpoints.api.resolver import CALL_CONTEXT, PUBLIC, BatonResolver
 from baton_checkpoints.api.responses import JSON, error
 from baton_checkpoints.api.routers import (
+    audit,
     blobs,
     checkpoints,
     console,
@@ -62,6 +63,7 @@ def create_app(services: Callable[[], Services]) -> BatonResolver:
     app.include_router(grants.router)
     app.include_router(tenants.router)
     app.include_router(usage.router)
+    app.include_router(audit.router)
     app.include_router(console.router)
     _add_error_map(app)
     return app

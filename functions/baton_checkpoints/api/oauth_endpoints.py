@@ -17,6 +17,7 @@ from urllib.parse import parse_qsl, urlencode, urlsplit, urlunsplit
 
 from aws_lambda_powertools.event_handler import Request, Response
 
+from baton_checkpoints.api.operations.audit import record_by
 from baton_checkpoints.api.operations.grants import end_grant
 from baton_checkpoints.api.origin import request_origin
 from baton_checkpoints.api.resolver import Call
@@ -24,6 +25,7 @@ from baton_checkpoints.api.responses import JSON
 from baton_checkpoints.api.services import Services
 from baton_checkpoints.domain import oauth
 from baton_checkpoints.domain.access import hash_secret
+from baton_checkpoints.domain.audit import Actor
 from baton_checkpoints.domain.canonical import parse_strict
 from baton_checkpoints.domain.errors import Unauthenticated, ValidationFailed
 from baton_checkpoints.domain.oauth import OAuthError
@@ -345,6 +347,10 @@ def authorize_decision(call: Call, request: Request, services: Services) -> Resp
     )
     code = oauth.new_token(oauth.CODE_PREFIX)
     services.oauth.put_code(code, approval, call.now_ms)
+    target = {"type": "oauth_client", "id": approval.client_id}
+    actor = Actor(key.key_id, key.agent_id)
+    details = {"scopes": sorted(scopes), "resource": resource}
+    record_by(services, key.tenant_id, actor, call.request_id, call.now_ms, "grant.approved", target, details)
     return authorization.back({"code": code})
 
 
@@ -382,7 +388,7 @@ def _tokens(access: str, refresh: str, scopes: tuple[str, ...]) -> Response[str]
     )
 
 
-def _exchange_code(form: dict[str, str], services: Services, now_ms: int) -> Response[str]:
+def _exchange_code(form: dict[str, str], services: Services, now_ms: int, request_id: str) -> Response[str]:
     code = _required(form, "code")
     client_id = _required(form, "client_id")
     found = services.oauth.code(code)
@@ -390,7 +396,7 @@ def _exchange_code(form: dict[str, str], services: Services, now_ms: int) -> Res
         raise OAuthError("invalid_grant", "code is not valid.")
     approval = found.approval
     if found.grant_id is not None:
-        _revoke_reused(services, approval.tenant_id, found.grant_id, now_ms)
+        _revoke_reused(services, approval.tenant_id, found.grant_id, now_ms, request_id)
         raise OAuthError("invalid_grant", "code was used already; the tokens it gave are revoked.")
     if now_ms >= found.expires_ms:
         raise OAuthError("invalid_grant", "code has expired: authorize again.")
@@ -411,17 +417,18 @@ def _exchange_code(form: dict[str, str], services: Services, now_ms: int) -> Res
         # Another exchange of the same code won the race: the code was used twice all the same.
         again = services.oauth.code(code)
         if again is not None and again.grant_id not in (None, grant_id):
-            _revoke_reused(services, approval.tenant_id, again.grant_id, now_ms)
+            _revoke_reused(services, approval.tenant_id, again.grant_id, now_ms, request_id)
         raise
     return _tokens(access, refresh, approval.scopes)
 
 
-def _revoke_reused(services: Services, tenant_id: str, grant_id: str, now_ms: int) -> None:
-    """A code or refresh token presented twice: someone holds a copy. Its grant goes, here at once too."""
-    end_grant(services, tenant_id, grant_id, now_ms)
+def _revoke_reused(services: Services, tenant_id: str, grant_id: str, now_ms: int, request_id: str) -> None:
+    """A code or refresh token presented twice: someone holds a copy. Its grant goes, here at once too (Baton's
+    own action: no key's)."""
+    end_grant(services, tenant_id, grant_id, now_ms, Actor(None, None), request_id, "reuse")
 
 
-def _refresh(form: dict[str, str], services: Services, now_ms: int) -> Response[str]:
+def _refresh(form: dict[str, str], services: Services, now_ms: int, request_id: str) -> Response[str]:
     old = _required(form, "refresh_token")
     client_id = _required(form, "client_id")
     found = services.oauth.token(old, "refresh")
@@ -430,7 +437,7 @@ def _refresh(form: dict[str, str], services: Services, now_ms: int) -> Response[
     approval = found.approval
     if found.rotated:
         # A refresh token used twice: one of the two holders is not the client. The grant goes.
-        _revoke_reused(services, approval.tenant_id, found.grant_id, now_ms)
+        _revoke_reused(services, approval.tenant_id, found.grant_id, now_ms, request_id)
         raise OAuthError("invalid_grant", "refresh_token was used already; its grant is revoked: authorize again.")
     if now_ms >= found.expires_ms:
         raise OAuthError("invalid_grant", "refresh_token has expired: authorize again.")
@@ -449,7 +456,7 @@ def _refresh(form: dict[str, str], services: Services, now_ms: int) -> Response[
         # Another refresh with the same token won the race: it was used twice all the same.
         again = services.oauth.token(old, "refresh")
         if again is not None and again.rotated:
-            _revoke_reused(services, approval.tenant_id, found.grant_id, now_ms)
+            _revoke_reused(services, approval.tenant_id, found.grant_id, now_ms, request_id)
         raise
     return _tokens(access, refresh, approval.scopes)
 
@@ -460,9 +467,9 @@ def token(call: Call, request: Request, services: Services) -> Response[str]:
         form = read_form(request.resolved_event.decoded_body)
         grant_type = _required(form, "grant_type")
         if grant_type == "authorization_code":
-            return _exchange_code(form, services, call.now_ms)
+            return _exchange_code(form, services, call.now_ms, call.request_id)
         if grant_type == "refresh_token":
-            return _refresh(form, services, call.now_ms)
+            return _refresh(form, services, call.now_ms, call.request_id)
         raise OAuthError("unsupported_grant_type", "grant_type must be authorization_code or refresh_token.")
     except OAuthError as refused:
         return _error(refused)
@@ -480,6 +487,8 @@ def revoke(call: Call, request: Request, services: Services) -> Response[str]:
     for kind in kinds:
         found = services.oauth.token(secret, kind)
         if found is not None:
-            end_grant(services, found.approval.tenant_id, found.grant_id, call.now_ms)
+            approval = found.approval
+            actor = Actor(approval.key_id, approval.agent_id)
+            end_grant(services, approval.tenant_id, found.grant_id, call.now_ms, actor, call.request_id, "token")
             break
     return Response(status_code=200, content_type=None, body="", headers=dict(NO_STORE))

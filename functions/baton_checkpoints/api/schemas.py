@@ -16,6 +16,7 @@ from pydantic.json_schema import SkipJsonSchema
 
 from baton_checkpoints.domain import limits
 from baton_checkpoints.domain.access import KeyRecord, Principal, Scope, effective_scopes
+from baton_checkpoints.domain.audit import Action
 from baton_checkpoints.domain.blobs import Blob
 from baton_checkpoints.domain.checkpoints import Checkpoint, Saved
 from baton_checkpoints.domain.clock import format_ms
@@ -542,3 +543,46 @@ class TenantUsage(ResponseModel):
             ],
             totals=UsageCounts.of(total),
         )
+
+
+class AuditActor(ResponseModel):
+    """Who acted: the key's id and agent (null: Baton itself, ending a grant whose token was used twice)."""
+
+    key_id: str | None
+    agent_id: str | None
+
+
+class AuditEvent(ResponseModel):
+    """One management action, chained to the tenant's event before it: `hash` is the SHA-256 (hex) of this object
+    without `hash`, as JSON with its keys sorted, no spaces, UTF-8 (`prev_hash` of the first: 64 zeros)."""
+
+    seq: Annotated[int, Field(ge=1)]
+    action: Action
+    at: Time
+    request_id: str
+    actor: AuditActor
+    target: dict[str, str]
+    outcome: Literal["succeeded", "partial"]
+    details: dict[str, Any]
+    prev_hash: Sha256Hex
+    hash: Sha256Hex
+
+
+class AuditHead(ResponseModel):
+    """The tenant's last event: its number and hash (0 and 64 zeros before the first)."""
+
+    seq: Annotated[int, Field(ge=0)]
+    hash: Sha256Hex
+
+
+class AuditMeta(ListMeta):
+    """A page's meta, and the tenant's head: the newest event of the first page must be it."""
+
+    head: AuditHead
+
+
+class AuditPage(ResponseModel):
+    """A page of audit events, newest first."""
+
+    data: list[AuditEvent]
+    meta: AuditMeta

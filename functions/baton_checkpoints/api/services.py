@@ -22,6 +22,7 @@ from baton_checkpoints.api.auth import Authenticator
 from baton_checkpoints.api.ratelimit import RateLimiter
 from baton_checkpoints.domain.tenancy import Limits
 from baton_checkpoints.settings import Settings, load_settings
+from baton_checkpoints.store.audit import AuditTrail
 from baton_checkpoints.store.aws import dynamodb_client, s3_client
 from baton_checkpoints.store.blobs import BlobStore
 from baton_checkpoints.store.checkpoints import CheckpointStore
@@ -68,6 +69,8 @@ class Services:
     """Tenants' own items: their limits and their rate limit's buckets."""
     limiter: RateLimiter = field(init=False)
     """This container's share of each tenant's rate limit (`api/ratelimit.py`)."""
+    audit: AuditTrail = field(init=False)
+    """Tenants' audit trails (`store/audit.py`)."""
     usage: UsageMeter = field(init=False)
     """What this container counted of its tenants' usage and has not yet written (`store/usage.py`)."""
 
@@ -83,6 +86,7 @@ class Services:
         )
         object.__setattr__(self, "tenants", TenantStore(self.dynamodb, self.settings.table_name))
         object.__setattr__(self, "limiter", RateLimiter(self.tenants, default_limits(self.settings)))
+        object.__setattr__(self, "audit", AuditTrail(self.dynamodb, self.settings.table_name))
         usage = UsageMeter(
             self.dynamodb,
             self.settings.table_name,

@@ -31,6 +31,8 @@ EXIT_NOT_FOUND = 3
 EXIT_CONFLICT = 4
 """A 409 (`REVISION_CONFLICT`, `CHECKPOINT_CLOSED`, `LEASE_HELD`, `LEASE_LOST`, `IDEMPOTENCY_IN_PROGRESS`) or a 422
 `IDEMPOTENCY_KEY_REUSED`: the request was sound but the state of the checkpoint (or of the key) stands in its way."""
+EXIT_BROKEN_CHAIN = 5
+"""`baton audit verify`: the tenant's audit trail is not a whole chain."""
 
 CONNECTION = "Connection"
 OUTPUT = "Output"

@@ -14,7 +14,7 @@ from typing import Annotated, Any
 import typer
 
 from baton_checkpoints import __version__
-from baton_checkpoints.cli import blobs, checkpoints, keys, require
+from baton_checkpoints.cli import audit, blobs, checkpoints, keys, require
 
 app = typer.Typer(
     name="baton",
@@ -152,6 +152,7 @@ checkpoints.register(app)
 app.command("whoami", epilog=keys.WHOAMI_EPILOG)(keys.whoami)
 app.add_typer(blobs.blob_app)
 app.add_typer(keys.keys_app)
+app.add_typer(audit.audit_app)
 
 
 def plain_metavars(command: Any, help_names: list[str] | None = None) -> Any:

@@ -13,6 +13,7 @@ export const SECTIONS = [
   {name: 'resume', label: 'Resume preview', scope: 'checkpoints:read', module: './view-resume.js'},
   {name: 'keys', label: 'Keys', scope: 'keys:manage', module: './view-keys.js'},
   {name: 'usage', label: 'Usage', scope: 'usage:read', module: './view-usage.js'},
+  {name: 'audit', label: 'Audit', scope: 'audit:read', module: './view-audit.js'},
   // Reached from a checkpoint, not from the navigation.
   {name: 'history', label: 'History', scope: 'checkpoints:read', module: './view-history.js', hidden: true},
 ];

@@ -17,6 +17,7 @@ const SCOPES = [
   'keys:manage',
   'subjects:purge',
   'usage:read',
+  'audit:read',
   'tenants:manage',
   '*',
 ];

@@ -22,6 +22,7 @@ Scope = Literal[
     "keys:manage",
     "subjects:purge",
     "usage:read",
+    "audit:read",
     "tenants:manage",
     "*",
 ]

@@ -97,6 +97,9 @@ class LeaseGrant:
 
     lease: Lease
     created: bool
+    taken_over_from: str | None = None
+    """The holder of a lapsed lease, never released, that this one replaced (another holder's): a take-over, in
+    the audit trail."""
 
 
 def decide_acquire(
@@ -115,4 +118,6 @@ def decide_acquire(
         later = max(expires_ms, current.expires_ms)  # a renewal never shortens the lease
         return LeaseGrant(Lease(holder, current.counter, current.secret, later, key_id), created=False)
     counter = max(last_counter, current.counter if current is not None else 0) + 1
-    return LeaseGrant(Lease(holder, counter, new_secret(), expires_ms, key_id), created=True)
+    # A lapsed lease still holding its token was never released: its holder's is taken over.
+    previous = current.holder if current is not None and current.secret and current.holder != holder else None
+    return LeaseGrant(Lease(holder, counter, new_secret(), expires_ms, key_id), created=True, taken_over_from=previous)

@@ -177,6 +177,22 @@ def usage_day_key(tenant_id: str, day: str) -> Item:
     return key(f"{TENANT_PK_PREFIX}{tenant_id}", f"{USAGE_DAY_PREFIX}{day}")
 
 
+AUDIT_PK_PREFIX: Final = "E#"
+"""Partition-key prefix of a tenant's audit trail (`store/audit.py`): its head and its events."""
+AUDIT_HEAD_SK: Final = "H"
+AUDIT_EVENT_PREFIX: Final = "E#"
+
+
+def audit_pk(tenant_id: str) -> str:
+    """The partition of a tenant's audit trail."""
+    return f"{AUDIT_PK_PREFIX}{tenant_id}"
+
+
+def audit_event_sk(at_ms: int, seq: int) -> str:
+    """An audit event's sort key: its time, then its number (both only grow along the chain)."""
+    return f"{AUDIT_EVENT_PREFIX}{at_ms:015d}#{seq:012d}"
+
+
 OAUTH_CLIENT_SK: Final = "A"
 OAUTH_SECRET_SK: Final = "S"
 OAUTH_GRANT_SK: Final = "G"

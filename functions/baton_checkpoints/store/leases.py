@@ -110,7 +110,9 @@ class LeaseStore:
                 ":one": 1,
             }
             try:
-                answer = self._update(key, _GRANT, condition, values, returned="UPDATED_NEW")
+                # The old values of what the grant sets: its counter is one past the old, and an old holder whose
+                # lapsed lease still held its token (never released) is taken over.
+                answer = self._update(key, _GRANT, condition, values, returned="UPDATED_OLD")
             except (_Refused, _Unknown) as failed:
                 current = failed.checkpoint if isinstance(failed, _Refused) else self._current(key, failed.cause)
                 if current is None or not current.is_visible_as(checkpoint_id, now_ms, only_agent):
@@ -129,8 +131,12 @@ class LeaseStore:
                 if renewed is not None:
                     return LeaseGrant(renewed, created=False)
                 continue  # the lease changed in between: read it again through a new attempt
-            counter = int(answer[items.LEASE_COUNTER]["N"])
-            return LeaseGrant(Lease(holder, counter, secret, expires_ms, key_id), created=True)
+            counter = int(answer.get(items.LEASE_COUNTER, {}).get("N", "0")) + 1
+            previous = answer.get(items.LEASE_HOLDER, {}).get("S")
+            taken_over = previous if previous != holder and items.LEASE_SECRET in answer else None
+            return LeaseGrant(
+                Lease(holder, counter, secret, expires_ms, key_id), created=True, taken_over_from=taken_over
+            )
         raise Unavailable(UNAVAILABLE_MESSAGE)
 
     def _acquire_once(

@@ -7,10 +7,10 @@ its bytes, and the presigned URLs it hands out. The rate limit's takes and the c
 any request's counting, so they are not the tenant's.
 
 **When it is written.** Never once per request: the container holds a tenant's counts of a day and adds them to the
-day's item in one write (a transaction of one `ADD` update) once they hold `flush_requests` requests or their oldest
-is `flush_seconds` old, at the end of whichever request finds them due (at most `MAX_FLUSHES` per request). A write
-that fails keeps the counts, not tried again for `flush_seconds`. What a container holds when Lambda reclaims it is
-lost: `flush_requests` requests or `flush_seconds` of them per tenant, more after failed writes.
+day's item in one UpdateItem (`ADD`) once they hold `flush_requests` requests or their oldest is `flush_seconds`
+old, at the end of whichever request finds them due (at most `MAX_FLUSHES` per request). A write that fails keeps
+the counts, not tried again for `flush_seconds`. What a container holds when Lambda reclaims it is lost:
+`flush_requests` requests or `flush_seconds` of them per tenant, more after failed writes.
 
 **What the stream adds.** The consumer adds each day's change of what the tenant stores (`db`, `dc`, `dt`) to the
 same day item, in the transaction that adds it to the tenant's totals (`store/metering.py`); a read takes the
@@ -257,23 +257,22 @@ class UsageMeter:
             self._write(tenant_id, day, held)
 
     def _write(self, tenant_id: str, day: str, held: _Held, now: float | None = None) -> None:
-        """Add `held` to the day's item: one TransactWriteItems of one update, whose `ClientRequestToken` makes the
-        SDK's retry of a write that landed (its answer lost) apply once, whatever other containers wrote in
-        between; the update's condition (its token not there yet) does the same where the token is not honoured
-        (moto). A write that fails keeps the counts, not to be tried again before `flush_seconds` (at least a
-        second) have passed. A write that landed while every answer was lost is then added again: the one way a
-        count doubles."""
+        """Add `held` to the day's item: one UpdateItem carrying a token of its own, refused once the item holds it,
+        so the SDK's retry of a write that landed (its answer lost) adds nothing twice, unless another container's
+        write landed on the same item in between (within the retry's second: the residual double count, documented;
+        a transaction's request token would close it, but moto copies the whole table for each transaction, which
+        `baton serve` would pay on every request). A write that fails keeps the counts, not to be tried again before
+        `flush_seconds` (at least a second) have passed."""
         token = secrets.token_hex(16)
         update: dict[str, Any] = dict(day_update(self._table, tenant_id, day, held.counts))
         update["UpdateExpression"] = update["UpdateExpression"].replace("SET ", f"SET #{LAST} = :token, ", 1)
         update["ConditionExpression"] = f"attribute_not_exists(#{LAST}) OR #{LAST} <> :token"
         update["ExpressionAttributeNames"] = {**update["ExpressionAttributeNames"], f"#{LAST}": LAST}
         update["ExpressionAttributeValues"] = {**update["ExpressionAttributeValues"], ":token": {"S": token}}
-        items: list[Any] = [{"Update": update}]
         try:
             for attempt in range(WRITE_ATTEMPTS):
                 try:
-                    self._client.transact_write_items(TransactItems=items, ClientRequestToken=token)
+                    self._client.update_item(**update)
                     break
                 except Exception as exc:
                     failure = classify(exc)

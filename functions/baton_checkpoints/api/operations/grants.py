@@ -10,7 +10,9 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from baton_checkpoints.api.operations import Context, operation
+from baton_checkpoints.api.operations.audit import record_by
 from baton_checkpoints.api.operations.inputs import Named
+from baton_checkpoints.domain.audit import Actor
 from baton_checkpoints.domain.errors import NotFound
 
 if TYPE_CHECKING:
@@ -43,13 +45,21 @@ def revoke(context: Context, grant_id: str, tenant_id: str | None = None, named:
     found = context.services.oauth.grant(tenant, grant_id, context.now_ms)
     if found is None or not caller.can_see_agent(found.approval.agent_id):
         raise NotFound()
-    if not end_grant(context.services, tenant, grant_id, context.now_ms):
+    actor = Actor(caller.key_id, caller.agent_id)
+    if not end_grant(context.services, tenant, grant_id, context.now_ms, actor, context.request_id, "api"):
         raise NotFound()  # revoked meanwhile
 
 
-def end_grant(services: Services, tenant_id: str, grant_id: str, now_ms: int) -> bool:
+def end_grant(
+    services: Services, tenant_id: str, grant_id: str, now_ms: int, actor: Actor, request_id: str, how: str
+) -> bool:
     """End a grant (False: it was gone already): its items revoked, and its tokens forgotten by this container's
-    cache at once (other containers' within the cache's lifetime; its refresh token is refused at once)."""
+    cache at once (other containers' within the cache's lifetime; its refresh token is refused at once). A grant
+    ended is in its tenant's audit trail, with `how` (`api`, `token` revoked by its client, `reuse` of a used
+    token)."""
     ended = services.oauth.revoke_grant(tenant_id, grant_id, now_ms)
     services.authenticator.forget_grant(grant_id)
+    if ended:
+        target = {"type": "grant", "id": grant_id}
+        record_by(services, tenant_id, actor, request_id, now_ms, "grant.revoked", target, {"how": how})
     return ended

@@ -6,6 +6,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from baton_checkpoints.api.operations import Context, operation
+from baton_checkpoints.api.operations.audit import record
 from baton_checkpoints.api.operations.inputs import Idempotent, claim
 from baton_checkpoints.domain.leases import LeaseGrant
 from baton_checkpoints.domain.models import AcquireLeaseRequest
@@ -42,6 +43,13 @@ def acquire(
         claim(caller.agent_id, idempotent, "POST", lease_path(checkpoint_id)),
         context.request_id,
     )
+    if grant.taken_over_from is not None and not replayed:
+        details = {
+            "holder": grant.lease.holder,
+            "previous_holder": grant.taken_over_from,
+            "lease_counter": grant.lease.counter,
+        }
+        record(context, caller.tenant_id, "lease.taken_over", {"type": "checkpoint", "id": checkpoint_id}, details)
     return Acquired(grant, replayed)
 
 

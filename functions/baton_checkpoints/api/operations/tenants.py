@@ -2,7 +2,10 @@
 
 from __future__ import annotations
 
+from dataclasses import asdict
+
 from baton_checkpoints.api.operations import Context, operation
+from baton_checkpoints.api.operations.audit import record
 from baton_checkpoints.domain.tenancy import Settings
 
 TENANT_PATH = "The path parameter tenant_id"
@@ -22,4 +25,5 @@ def set_limits(context: Context, tenant_id: str, settings: Settings) -> Settings
     tenant = context.caller.tenant_for(tenant_id, TENANT_PATH)
     stored = context.services.tenants.put_settings(tenant, settings).settings
     context.services.limiter.forget(tenant)
+    record(context, tenant, "limits.changed", {"type": "tenant", "id": tenant}, asdict(stored))
     return stored

@@ -9,11 +9,13 @@ from aws_lambda_powertools.event_handler.api_gateway import Router
 from aws_lambda_powertools.event_handler.openapi.params import Body, Path, Query
 
 from baton_checkpoints.api.openapi import AUTHENTICATED_ERRORS, CursorParameter, responses
-from baton_checkpoints.api.resolver import ANY_SCOPE, CurrentCall, Wired, needs
+from baton_checkpoints.api.operations.audit import record
+from baton_checkpoints.api.resolver import ANY_SCOPE, CurrentCall, Wired, context_of, needs
 from baton_checkpoints.api.responses import ok, page
 from baton_checkpoints.api.schemas import Caller, CreatedKey, DataEnvelope, KeyDeleted, KeyInfo, ListEnvelope
 from baton_checkpoints.domain import limits
 from baton_checkpoints.domain.access import check_can_issue, check_can_revoke, issue_key, key_validity
+from baton_checkpoints.domain.clock import format_ms
 from baton_checkpoints.domain.errors import NotFound, ValidationFailed
 from baton_checkpoints.domain.ids import KEY_ID_PATTERN
 from baton_checkpoints.domain.models import CreateKeyRequest, Identifier
@@ -60,6 +62,13 @@ def create_key(call: CurrentCall, services: Wired, request: Annotated[CreateKeyR
         description=request.description,
     )
     services.keys.put(issued.record)
+    details = {
+        "agent_id": request.agent_id,
+        "scopes": sorted(scopes),
+        "expires_at": None if expires is None else format_ms(expires),
+    }
+    target = {"type": "key", "id": issued.record.key_id}
+    record(context_of(call, services), tenant_id, "key.issued", target, details)
     return ok(CreatedKey.of(issued.record, secret=issued.secret), call.request_id, status=201)
 
 
@@ -136,4 +145,7 @@ def revoke_key(
     check_can_revoke(call.caller, target)
     services.keys.revoke(target, call.now_ms)
     services.authenticator.forget(key_id)
+    record(
+        context_of(call, services), tenant, "key.revoked", {"type": "key", "id": key_id}, {"agent_id": target.agent_id}
+    )
     return ok(KeyDeleted.model_construct(key_id=key_id, deleted=True), call.request_id)

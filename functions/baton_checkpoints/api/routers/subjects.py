@@ -10,8 +10,9 @@ from aws_lambda_powertools.event_handler.api_gateway import Router
 from pydantic import Field
 
 from baton_checkpoints.api.openapi import AUTHENTICATED_ERRORS, responses
+from baton_checkpoints.api.operations.audit import record
 from baton_checkpoints.api.paths import SubjectIdParameter, subject_from_path
-from baton_checkpoints.api.resolver import CurrentCall, Wired, needs
+from baton_checkpoints.api.resolver import CurrentCall, Wired, context_of, needs
 from baton_checkpoints.api.responses import ok
 from baton_checkpoints.api.schemas import DataEnvelope, ResponseModel
 from baton_checkpoints.domain import limits
@@ -75,6 +76,10 @@ def purge_subject(call: CurrentCall, services: Wired, subject_id: SubjectIdParam
     deadline = time.monotonic() + limits.PURGE_SECONDS
     subject = subject_from_path(subject_id)
     purged = services.purger.purge(call.caller.tenant_id, subject, deadline)
+    details = {"deleted_checkpoints": purged.deleted_checkpoints, "complete": purged.complete}
+    target = {"type": "subject", "id": subject}
+    outcome = "succeeded" if purged.complete else "partial"
+    record(context_of(call, services), call.caller.tenant_id, "subject.purged", target, details, outcome)
     result = PurgeResult.model_construct(
         subject_id=subject, deleted_checkpoints=purged.deleted_checkpoints, complete=purged.complete
     )

@@ -19,8 +19,9 @@ from pydantic import Field
 
 from baton_checkpoints.api.jsontext import dumps
 from baton_checkpoints.api.openapi import AUTHENTICATED_ERRORS, WRITE_403, CursorParameter, responses
+from baton_checkpoints.api.operations.audit import record
 from baton_checkpoints.api.paths import ThreadIdParameter, thread_from_path
-from baton_checkpoints.api.resolver import Call, CurrentCall, Wired, needs
+from baton_checkpoints.api.resolver import Call, CurrentCall, Wired, context_of, needs
 from baton_checkpoints.api.responses import fitted_json_page, ok, plain
 from baton_checkpoints.api.schemas import DataEnvelope, ListEnvelope, ResponseModel
 from baton_checkpoints.domain import limits, threads
@@ -370,6 +371,8 @@ def delete_thread(
     ref = _thread(call, thread_id, agent_id, write=False)
     if not services.threads.delete(ref, call.now_ms, deadline):
         raise NotFound()
+    target = {"type": "thread", "id": ref.thread_id}
+    record(context_of(call, services), ref.tenant_id, "thread.deleted", target, {"agent_id": ref.agent_id})
     return ok(ThreadDeleted.model_construct(thread_id=ref.thread_id, deleted=True), call.request_id)
 
 
