@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import base64
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
@@ -19,6 +20,23 @@ def save_body(**fields: Any) -> dict[str, Any]:
     """A valid save body (the test subject's task state, `{"step": 1}`) with `fields` set or replaced; a field
     given as None is sent as null."""
     return {"subject_id": SUBJECT, "kind": KIND, "state": {"step": 1}, **fields}
+
+
+def thread_put_body(checkpoint_id: str, value: bytes) -> dict[str, Any]:
+    """The body of a LangGraph thread put: one checkpoint (LangGraph's v4) with one new channel value."""
+    return {
+        "checkpoint": {
+            "v": 4,
+            "id": checkpoint_id,
+            "ts": "2027-03-01T09:00:00+00:00",
+            "channel_versions": {"messages": 1},
+            "versions_seen": {},
+            "updated_channels": ["messages"],
+        },
+        "metadata": {"source": "loop", "step": 0},
+        "checkpoint_ns": "",
+        "values": {"messages": {"type": "msgpack", "data": base64.b64encode(value).decode()}},
+    }
 
 
 def save(api: ApiDriver, key: str | None = None, *, secret: str | None = None, **fields: Any) -> Result:

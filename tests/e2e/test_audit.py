@@ -4,7 +4,6 @@ table behind Baton's back."""
 
 from __future__ import annotations
 
-import base64
 import os
 import subprocess
 import sys
@@ -18,6 +17,7 @@ import boto3
 import httpx
 import pytest
 
+from tests.builders import thread_put_body
 from tests.e2e.oauth_flow import OAuthFlow
 from tests.e2e.server_process import REPO, BatonServe, serve_table
 from tests.e2e.test_checkpoints import client_for
@@ -44,19 +44,7 @@ def verify(server: BatonServe, secret: str) -> subprocess.CompletedProcess[str]:
 
 
 def thread_put(client: httpx.Client, thread: str) -> httpx.Response:
-    body = {
-        "checkpoint": {
-            "v": 4,
-            "id": "1ef00000-0000-6000-8000-000000000001",
-            "ts": "2027-03-01T09:00:00+00:00",
-            "channel_versions": {"messages": 1},
-            "versions_seen": {},
-            "updated_channels": ["messages"],
-        },
-        "metadata": {"source": "loop", "step": 0},
-        "checkpoint_ns": "",
-        "values": {"messages": {"type": "msgpack", "data": base64.b64encode(b"hi").decode()}},
-    }
+    body = thread_put_body("1ef00000-0000-6000-8000-000000000001", b"hi")
     return client.post(f"/v1/threads/{thread}/checkpoints", json=body)
 
 
@@ -129,7 +117,7 @@ def test_audit_events_appear_for_each_action_and_verify_finds_a_removed_one(
         KeyConditionExpression="pk = :pk AND begins_with(sk, :events)",
         ExpressionAttributeValues={":pk": {"S": f"E#{tenant}"}, ":events": {"S": "E#"}},
     )["Items"]
-    fourth = next(item for item in found if item["sk"]["S"].endswith("#000000000004"))
+    fourth = next(item for item in found if item["sk"]["S"] == "E#000000000004")
     dynamodb.delete_item(TableName=table, Key={"pk": fourth["pk"], "sk": fourth["sk"]})
     # Then `baton audit verify` says so, and fails
     broken = verify(server, admin_secret)

@@ -1118,9 +1118,11 @@ def audit_cases_for(caller: str, w: World) -> list[Case]:
         ]
     if caller == "own_wildcard":
         return [Case(A_GET, "GET", "/v1/audit", (200,), params={"limit": 100}, check=whole_trail(5))]
-    # Another tenant's `*` key, the operator: their own tenants' trails, which hold nothing of the victim's
+    # Another tenant's `*` key, the operator: their own tenants' trails, which hold nothing of the victim's but the
+    # subject id they themselves purged in their own tenant (the matrix sends each caller the victim's subject)
+    own = (w.purge_subject,)
     return [
-        Case(A_GET, "GET", "/v1/audit", (200,), params={"limit": 100}, check=whole_trail(0)),
+        Case(A_GET, "GET", "/v1/audit", (200,), params={"limit": 100}, check=whole_trail(0), own_markers=own),
         Case(A_GET, "GET", "/v1/audit", (200,), params={"limit": 1, "action": "key.issued"}, paginate=True),
     ]
 

@@ -261,10 +261,16 @@ def measured(engine: str) -> bool:
     return engine == DYNAMODB_LOCAL
 
 
+NOT_DATA: Final = ("L#", "E#")
+"""Partitions of no request's data: a tenant's own items (`L#`: its rate-limit bucket counts requests, refused ones
+too; its usage days) and its audit trail (`E#`: appended after each management action, tested on its own in
+test_audit.py)."""
+
+
 def data_items(found: list[dict[str, Any]]) -> list[dict[str, Any]]:
-    """`found` without tenants' own items (`L#<tenant>`): a tenant's rate-limit bucket counts requests, refused ones
-    too, so it is no data a request wrote (a refused request writes nothing else)."""
-    return [item for item in found if not item["pk"]["S"].startswith("L#")]
+    """`found` without the partitions that hold no request's data (`NOT_DATA`): a refused request writes nothing
+    else."""
+    return [item for item in found if not item["pk"]["S"].startswith(NOT_DATA)]
 
 
 def table_items(client: Any, table: str = TABLE) -> list[dict[str, Any]]:

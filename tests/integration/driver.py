@@ -114,21 +114,28 @@ class CallCounter:
 
     A container's take of its tenant's rate-limit share (an UpdateItem of the tenant's item, `L#<tenant>`) is counted
     apart, in `takes`: it is made once per share (at most 20 requests), whatever the request, so the operations'
-    own counts stay exact; `tests/integration/test_rate_limits.py` asserts what the takes add."""
+    own counts stay exact; `tests/integration/test_rate_limits.py` asserts what the takes add. So are the requests of
+    an audit event's append (`audits`: its tenant's trail, `E#<tenant>`), which follows each management action
+    (`tests/integration/test_audit.py`)."""
 
     def __init__(self) -> None:
         self.calls: Counter[str] = Counter()
         self.takes = 0
+        self.audits = 0
 
     def __call__(self, model: Any, params: Any = None, **_: Any) -> None:
         if model.name == "UpdateItem" and _is_take(params):
             self.takes += 1
+            return
+        if _is_audit(params):
+            self.audits += 1
             return
         self.calls[model.name] += 1
 
     def reset(self) -> None:
         self.calls.clear()
         self.takes = 0
+        self.audits = 0
 
     @property
     def total(self) -> int:
@@ -142,6 +149,15 @@ def _addresses_a_tenant(params: dict[str, Any]) -> bool:
     pk = key.get("pk") or {}
     sk = key.get("sk") or {}
     return str(pk.get("S", "")).startswith("L#") and sk.get("S") == "L" and "ConditionExpression" in params
+
+
+def _is_audit(params: Any) -> bool:
+    """True when a request's parameters (botocore's, the body serialized) address a tenant's audit trail."""
+    body = params.get("body") if isinstance(params, dict) else None
+    if not body:
+        return False
+    text = (body.decode() if isinstance(body, bytes) else str(body)).replace(" ", "")
+    return '"pk":{"S":"E#' in text or '":pk":{"S":"E#' in text
 
 
 def _is_take(params: Any) -> bool:

@@ -59,7 +59,7 @@ from baton_checkpoints.store import layout, schema
 from baton_checkpoints.store.blobs import BLOB_ANSWER
 from tests import proof_counts
 from tests.builders import save, save_body, stored_checkpoint
-from tests.integration.conftest import OPERATOR_SECRET, TABLE, data_items, put_key, services_on, serving
+from tests.integration.conftest import NOT_DATA, OPERATOR_SECRET, TABLE, data_items, put_key, services_on, serving
 from tests.integration.driver import ApiDriver, Result
 from tests.integration.faults import (
     CANCELLED_THROTTLING,
@@ -220,8 +220,9 @@ def raw_table(aws: Any) -> dict[tuple[str, str], dict[str, Any]]:
 
     table = dynamodb_backends[DEFAULT_ACCOUNT_ID][aws.meta.region_name].get_table(TABLE)
     stored = [item.to_json()["Attributes"] for item in table.all_items()]
-    # A tenant's own item (its rate limit's bucket) counts requests, refused or not: it is no data a request wrote.
-    return {(raw["pk"]["S"], raw["sk"]["S"]): raw for raw in stored if not raw["pk"]["S"].startswith("L#")}
+    # A tenant's own items (its rate limit's bucket, its usage) count requests, refused or not, and its audit trail
+    # follows each management action (test_audit.py and the audit cases below): no data a request wrote.
+    return {(raw["pk"]["S"], raw["sk"]["S"]): raw for raw in stored if not raw["pk"]["S"].startswith(NOT_DATA)}
 
 
 def scanned_table(aws: Any) -> dict[tuple[str, str], dict[str, Any]]:
@@ -3216,7 +3217,7 @@ def test_a_fault_in_writing_usage_counts_never_changes_an_answer_and_the_counts_
 # -- The audit trail ---------------------------------------------------------------------------------------------------
 #
 # `GET /v1/audit` reads the tenant's head (GetItem) and a page of its events (Query). An action appends its event after
-# it took place: a read of the head and one transaction (the head moved on its condition, the event put). What must
+# it took place: a read of the newest event, the next one put where nothing is, and the head moved up to it. What must
 # hold, whatever DynamoDB does: the read answers its events or a 503 and writes nothing; the action's own answer is
 # its success whatever befalls its event, and the chain stays whole: the event is there once, or, when every attempt
 # failed before landing, not at all (an ERROR line carries it).
@@ -3260,7 +3261,7 @@ def test_a_fault_in_an_audit_read_answers_its_events_or_503_and_writes_nothing(
         assert [e["action"] for e in audit_events(ctx)] == ["key.issued"]
 
 
-@pytest.mark.parametrize(("kind", "phase", "duration"), list(usage_fault_table("TransactWriteItems")))
+@pytest.mark.parametrize(("kind", "phase", "duration"), list(usage_fault_table("PutItem")))
 def test_a_fault_in_appending_an_audit_event_never_changes_the_actions_answer_nor_forks_the_chain(
     env: MotoAccount, kind: FaultKind, phase: Phase, duration: Duration
 ) -> None:
@@ -3271,7 +3272,7 @@ def test_a_fault_in_appending_an_audit_event_never_changes_the_actions_answer_no
     key_id = created.data["key_id"]
     # When its revocation's event meets the fault (the revoke itself is an UpdateItem: untouched)
     with injected(env.services.dynamodb) as injector:
-        fault = injector.arm(Fault("TransactWriteItems", kind, phase, duration))
+        fault = injector.arm(Fault("PutItem", kind, phase, duration))
         answer = ctx.api.invoke("revoke_key", path=f"/v1/keys/{key_id}", query={})
     # Then the revocation is answered as done, and is done
     assert fault.struck >= 1, injector.attempts

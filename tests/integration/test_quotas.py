@@ -15,7 +15,7 @@ import pytest
 from baton_checkpoints.api.services import Services
 from baton_checkpoints.store import layout, metering
 from tests import proof_counts
-from tests.builders import KIND, save
+from tests.builders import KIND, save, thread_put_body
 from tests.integration.conftest import put_key, table_items
 from tests.integration.driver import ApiDriver, Result
 
@@ -170,21 +170,11 @@ def test_a_restore_past_the_storage_quota_is_refused(api: ApiDriver, services: S
 
 
 def thread_put(worker: ApiDriver, thread: str, checkpoint_id: str, value: bytes) -> Result:
-    body = {
-        "checkpoint": {
-            "v": 4,
-            "id": checkpoint_id,
-            "ts": "2027-03-01T09:00:00+00:00",
-            "channel_versions": {"messages": 1},
-            "versions_seen": {},
-            "updated_channels": ["messages"],
-        },
-        "metadata": {"source": "loop", "step": 0},
-        "checkpoint_ns": "",
-        "values": {"messages": {"type": "msgpack", "data": base64.b64encode(value).decode()}},
-    }
     return worker.invoke(
-        "save_checkpoint", path=f"/v1/threads/{thread}/checkpoints", body=body, headers={"idempotency-key": None}
+        "save_checkpoint",
+        path=f"/v1/threads/{thread}/checkpoints",
+        body=thread_put_body(checkpoint_id, value),
+        headers={"idempotency-key": None},
     )
 
 

@@ -64,7 +64,7 @@ def test_each_way_of_breaking_a_chain_is_named() -> None:
         "altered": ([dict(e, request_id="forged") if e["seq"] == 2 else e for e in events], "event 2 was altered"),
         "the newest cut": (events[:-1], "events 5 to 5 are missing: the head names event 5"),
         "the oldest cut": (events[1:], "events 1 to 1 are missing"),
-        "everything removed": ([], "the head names event 5, and no event is kept"),
+        "everything removed": ([], "and no event is kept"),
         "an event written twice": ([*events, events[2]], "event 3 appears twice"),
     }
     for name, (broken, words) in cases.items():
@@ -100,3 +100,10 @@ def test_the_client_hashes_every_event_as_the_server_does(details: dict[str, Any
     )
     assert client_audit.event_hash(event) == audit.event_hash(event) == event["hash"]
     proof_counts.record(SUITE, hashes=1)
+
+
+def test_a_trail_whose_events_all_expired_is_whole_and_a_lagging_head_is_no_alarm() -> None:
+    old = chain(2, start_ms=NOW_MS - 500 * 86_400_000)
+    assert client_audit.problems_of([], {**head_of(old), "at": old[-1]["at"]}, NOW) == []
+    events = chain(3)
+    assert client_audit.problems_of(events, head_of(events[:2]), NOW) == []  # the head moves just after an append

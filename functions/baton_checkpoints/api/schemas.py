@@ -565,18 +565,22 @@ class AuditEvent(ResponseModel):
     outcome: Literal["succeeded", "partial"]
     details: dict[str, Any]
     prev_hash: Sha256Hex
+    prev_at: Time | None
+    """The time of the event before (null for the first): a verifier knows whether it may have expired."""
     hash: Sha256Hex
 
 
 class AuditHead(ResponseModel):
-    """The tenant's last event: its number and hash (0 and 64 zeros before the first)."""
+    """The tenant's last event: its number, hash and time (0, 64 zeros and null before the first)."""
 
     seq: Annotated[int, Field(ge=0)]
     hash: Sha256Hex
+    at: Time | None
 
 
 class AuditMeta(ListMeta):
-    """A page's meta, and the tenant's head: the newest event of the first page must be it."""
+    """A page's meta, and the tenant's head: the newest event of an unfiltered first page is it (or a later one,
+    while the head lags an append)."""
 
     head: AuditHead
 

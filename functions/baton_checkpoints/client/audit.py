@@ -28,9 +28,9 @@ def event_hash(event: Mapping[str, Any]) -> str:
     return hashlib.sha256(text.encode("utf-8")).hexdigest()
 
 
-def _at(event: Mapping[str, Any]) -> datetime | None:
+def _time(text: Any) -> datetime | None:
     try:
-        return datetime.fromisoformat(str(event.get("at", "")).replace("Z", "+00:00"))
+        return datetime.fromisoformat(str(text).replace("Z", "+00:00")) if text else None
     except ValueError:
         return None
 
@@ -42,7 +42,11 @@ def problems_of(events: Iterable[Mapping[str, Any]], head: Mapping[str, Any], no
     found: list[str] = []
     head_seq, head_hash = int(head.get("seq", 0)), str(head.get("hash", ""))
     if not ordered:
-        return [f"the head names event {head_seq}, and no event is kept"] if head_seq else []
+        head_at = _time(head.get("at"))
+        kept_since = (now or datetime.now(UTC)) - timedelta(days=RETENTION_DAYS - 1)
+        if head_seq and (head_at is None or head_at > kept_since):
+            return [f"the head names event {head_seq}, from {head.get('at')}, and no event is kept"]
+        return []
     for event in ordered:
         if event_hash(event) != event.get("hash"):
             found.append(f"event {event.get('seq')} was altered: its hash is not that of its content")
@@ -59,16 +63,17 @@ def problems_of(events: Iterable[Mapping[str, Any]], head: Mapping[str, Any], no
     newest = ordered[-1]
     if int(newest["seq"]) < head_seq:
         found.append(f"events {int(newest['seq']) + 1} to {head_seq} are missing: the head names event {head_seq}")
-    elif int(newest["seq"]) > head_seq or newest.get("hash") != head_hash:
-        found.append(f"the newest event ({newest['seq']}) is not the head (event {head_seq})")
+    elif int(newest["seq"]) == head_seq and newest.get("hash") != head_hash:
+        found.append(f"the newest event ({newest['seq']}) is not the head's")
+    # (a newer event than the head: the head lags an append, which moves it just after)
     first = ordered[0]
     if int(first["seq"]) == 1 and first.get("prev_hash") != GENESIS:
         found.append("event 1 does not start the chain: its prev_hash is not 64 zeros")
     kept_since = (now or datetime.now(UTC)) - timedelta(days=RETENTION_DAYS - 1)
-    at = _at(first)
-    if int(first["seq"]) > 1 and (at is None or at > kept_since):
+    previous_at = _time(first.get("prev_at"))
+    if int(first["seq"]) > 1 and (previous_at is None or previous_at > kept_since):
         found.append(
-            f"events 1 to {int(first['seq']) - 1} are missing: the oldest kept, event {first['seq']}, is from "
-            f"{first.get('at')}, within the {RETENTION_DAYS} days every event is kept"
+            f"events 1 to {int(first['seq']) - 1} are missing: event {int(first['seq']) - 1} is from "
+            f"{first.get('prev_at')}, within the {RETENTION_DAYS} days every event is kept"
         )
     return found

@@ -126,7 +126,11 @@ export async function render(root, ctx) {
           'p',
           {class: 'audit-summary'},
           `The trail's last event is #${head.seq}. `,
-          linked(events) ? 'Each event on this page names the one before it.' : 'Events on this page are filtered: not consecutive.',
+          linked(events)
+            ? 'Each event on this page names the one before it.'
+            : chosen.action || chosen.from || chosen.to
+              ? 'The page is filtered: its events are not consecutive.'
+              : 'Events on this page do not follow one another: run baton audit verify.',
         )
       : h('p', {class: 'muted'}, values.cursor ? 'No more events.' : 'No event matches.');
     replace(

@@ -91,6 +91,7 @@ def chained(happened: Happened, head: Head, now_ms: int) -> dict[str, Any]:
         "outcome": happened.outcome,
         "details": dict(happened.details),
         "prev_hash": head.hash,
+        "prev_at": format_ms(head.at_ms) if head.seq else None,
     }
     document["hash"] = event_hash(document)
     return document

@@ -1,22 +1,24 @@
-"""A tenant's audit trail (`domain/audit.py`) in its partition `E#<tenant>`: the head (`H`: the last event's number,
-hash and time) and the events (`E#<at>#<seq>`, each its document as written, its action, and a TTL of
-`RETENTION_DAYS`).
+"""A tenant's audit trail (`domain/audit.py`) in its partition `E#<tenant>`: the events (`E#<seq>`, each its document
+as written, its action, its time and a TTL of `RETENTION_DAYS`) and the head (`H`: the last event's number, hash and
+time, which outlives the events' TTL).
 
-**Appending** is one TransactWriteItems: the head moves to the new event on the condition that it still names the
-event the new one follows, and the event is put where nothing is. An append that meets another (the head moved
-meanwhile) reads the head again and chains after it; so the chain never forks and never skips. The transaction's
-`ClientRequestToken` is the event's hash, so the SDK's retry of one whose answer was lost is applied once (DynamoDB
-honours it for ten minutes); an append that finds its own event at the head (moto ignores the token) is done.
+**Appending** never uses a transaction (moto copies every table named in one, stream and all, for each of its items):
+the tenant's newest event is read (one Query of one item), and the next one is put at the next number on the
+condition that nothing is there. Two appends racing for one number: one is refused, reads again and chains after
+the other, so the chain never forks. A put whose answer was lost finds its own event at its number when tried again
+(its hash), and is done: never appended twice. Then the head moves up to it (an UpdateItem that never moves it
+back); a head that failed to move only lags, and the next append moves it.
 
-**Reading** is one Query of the partition's events, newest first, between two times, an action filtered by DynamoDB
-(at most `MAX_PAGE_READS` events read per page); and a GetItem of the head, so that a reader can check that the
-newest event is the chain's last.
+**Reading** is one Query of the events, newest first, times and an action filtered by DynamoDB (at most
+`MAX_PAGE_READS` events read per page), and a GetItem of the head, so that a reader can check that the newest event
+is the chain's last.
 """
 
 from __future__ import annotations
 
 import json
 import random
+import re
 import time
 from dataclasses import asdict
 from typing import TYPE_CHECKING, Any, Final
@@ -26,12 +28,11 @@ from baton_checkpoints.domain.clock import parse_time
 from baton_checkpoints.domain.errors import Unavailable
 from baton_checkpoints.observability import logger
 from baton_checkpoints.store import layout, schema
-from baton_checkpoints.store.cursors import decode_after, encode_after, query_binding
+from baton_checkpoints.store.cursors import MAX_PAGE_READS, decode_after, encode_after, invalid_cursor, query_binding
 from baton_checkpoints.store.errors import UNAVAILABLE_MESSAGE, Failure, classify, translated_errors
 
 if TYPE_CHECKING:
     from mypy_boto3_dynamodb import DynamoDBClient
-    from mypy_boto3_dynamodb.type_defs import TransactWriteItemTypeDef
 
 UNRECORDED: Final = "audit_event_unrecorded"
 """The `defect` field of the ERROR line of an event that could not be appended: a stable value to alarm on."""
@@ -41,14 +42,10 @@ SEQ: Final = "seq"
 HASH: Final = "hash"
 AT: Final = "at"
 MAX_APPEND_ATTEMPTS: Final = 6
-"""Appends one event may try: each attempt lost only to another append of the same tenant that landed."""
+"""Appends one event may try: each attempt lost to another append of the same tenant, or refused for a moment."""
 APPEND_BACKOFF_SECONDS: Final = 0.02
-MAX_PAGE_READS: Final = 1000
-"""Most events one page reads while an action filter drops others."""
 RETENTION_SECONDS: Final = RETENTION_DAYS * 86_400
-LAST_MS: Final = 10**15 - 1
-LAST_SEQ: Final = 10**12 - 1
-"""The largest time and number a sort key holds (15 and 12 digits: past year 30000, and a trillion events)."""
+_POSITION: Final = re.compile(r"E#[0-9]{12}\Z")
 
 
 class AuditTrail:
@@ -70,30 +67,44 @@ class AuditTrail:
             return Head()
         return Head(int(item[SEQ]["N"]), item[HASH]["S"], int(item[AT]["N"]))
 
+    def _latest(self, tenant_id: str) -> Head:
+        """The tenant's newest event as a head (one Query of one item), or its head item when no event is kept."""
+        with translated_errors():
+            found = self._client.query(
+                TableName=self._table,
+                KeyConditionExpression="#pk = :pk AND begins_with(#sk, :events)",
+                ExpressionAttributeNames={"#pk": schema.PK, "#sk": schema.SK},
+                ExpressionAttributeValues={
+                    ":pk": {"S": layout.audit_pk(tenant_id)},
+                    ":events": {"S": layout.AUDIT_EVENT_PREFIX},
+                },
+                ScanIndexForward=False,
+                Limit=1,
+                ConsistentRead=True,
+            ).get("Items", [])
+        if not found:
+            return self.head(tenant_id)
+        document = json.loads(found[0][DOCUMENT]["S"])
+        return Head(int(document["seq"]), str(document["hash"]), parse_time(document["at"]))
+
     def append(self, tenant_id: str, happened: Happened, now_ms: int) -> dict[str, Any]:
-        """Chain `happened` after the tenant's last event (a GetItem and a TransactWriteItems; again after another
-        append landed first, or after an answer was lost); the event's document."""
-        tried: dict[str, Any] | None = None
+        """Chain `happened` after the tenant's newest event (a Query, a PutItem, an UpdateItem of the head); the
+        event's document."""
         for _ in range(MAX_APPEND_ATTEMPTS):
-            head = self.head(tenant_id)
-            if tried is not None and head.hash == tried["hash"]:
-                return tried  # it landed: its answer was lost (or the SDK's retry of it refused)
-            document = chained(happened, head, now_ms)
+            document = chained(happened, self._latest(tenant_id), now_ms)
             try:
-                self._client.transact_write_items(
-                    TransactItems=self._items(tenant_id, head, document),
-                    ClientRequestToken=document["hash"][:36],
-                )
-                return document
+                self._client.put_item(**self._put(tenant_id, document))
             except Exception as exc:
-                if classify(exc) is Failure.DEFECT:
+                failure = classify(exc)
+                if failure is Failure.DEFECT:
                     raise
-                # Another append landed first, this one may have landed, or DynamoDB refused it for a moment (a
-                # throttle cancelling the transaction): the head tells which, and the next try follows it.
-                tried = document
-                time.sleep(random.uniform(0, APPEND_BACKOFF_SECONDS))
-        if tried is not None and self.head(tenant_id).hash == tried["hash"]:
-            return tried
+                if not self._holds(tenant_id, document):
+                    # Another append took the number, or DynamoDB refused this one: read again and chain after what
+                    # is there. (This one landed with every answer lost, or its retry refused: its event is found.)
+                    time.sleep(random.uniform(0, APPEND_BACKOFF_SECONDS))
+                    continue
+            self._move_head(tenant_id, document)
+            return document
         raise Unavailable(UNAVAILABLE_MESSAGE)
 
     def record(self, tenant_id: str, happened: Happened, now_ms: int) -> dict[str, Any] | None:
@@ -114,45 +125,50 @@ class AuditTrail:
             )
             return None
 
-    def _items(self, tenant_id: str, head: Head, document: dict[str, Any]) -> list[TransactWriteItemTypeDef]:
-        pk = layout.audit_pk(tenant_id)
+    def _put(self, tenant_id: str, document: dict[str, Any]) -> dict[str, Any]:
         at_ms = parse_time(document["at"])
-        seq = document["seq"]
-        moved = f"attribute_not_exists(#{SEQ})" if head.seq == 0 else f"#{SEQ} = :previous"
-        values: dict[str, Any] = {
-            ":seq": {"N": str(seq)},
-            ":hash": {"S": document["hash"]},
-            ":at": {"N": str(at_ms)},
+        return {
+            "TableName": self._table,
+            "Item": {
+                schema.PK: {"S": layout.audit_pk(tenant_id)},
+                schema.SK: {"S": layout.audit_event_sk(document["seq"])},
+                DOCUMENT: {"S": json.dumps(document, sort_keys=True, separators=(",", ":"), ensure_ascii=False)},
+                ACTION: {"S": document["action"]},
+                AT: {"N": str(at_ms)},
+                schema.TTL_ATTRIBUTE: {"N": str(at_ms // 1000 + RETENTION_SECONDS)},
+            },
+            "ConditionExpression": f"attribute_not_exists({schema.PK})",
         }
-        if head.seq:
-            values[":previous"] = {"N": str(head.seq)}
-        return [
-            {
-                "Update": {
-                    "TableName": self._table,
-                    "Key": layout.key(pk, layout.AUDIT_HEAD_SK),
-                    "UpdateExpression": f"SET #{SEQ} = :seq, #{HASH} = :hash, #{AT} = :at",
-                    "ConditionExpression": moved,
-                    "ExpressionAttributeNames": {f"#{SEQ}": SEQ, f"#{HASH}": HASH, f"#{AT}": AT},
-                    "ExpressionAttributeValues": values,
-                }
-            },
-            {
-                "Put": {
-                    "TableName": self._table,
-                    "Item": {
-                        schema.PK: {"S": pk},
-                        schema.SK: {"S": layout.audit_event_sk(at_ms, seq)},
-                        DOCUMENT: {
-                            "S": json.dumps(document, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
-                        },
-                        ACTION: {"S": document["action"]},
-                        schema.TTL_ATTRIBUTE: {"N": str(at_ms // 1000 + RETENTION_SECONDS)},
-                    },
-                    "ConditionExpression": f"attribute_not_exists({schema.PK})",
-                }
-            },
-        ]
+
+    def _holds(self, tenant_id: str, document: dict[str, Any]) -> bool:
+        """True when the event at `document`'s number is that very document (its put landed, its answer lost)."""
+        with translated_errors():
+            item = self._client.get_item(
+                TableName=self._table,
+                Key=layout.key(layout.audit_pk(tenant_id), layout.audit_event_sk(document["seq"])),
+                ConsistentRead=True,
+            ).get("Item")
+        return item is not None and json.loads(item[DOCUMENT]["S"]).get("hash") == document["hash"]
+
+    def _move_head(self, tenant_id: str, document: dict[str, Any]) -> None:
+        """Move the head up to `document` (never back). A failure leaves it lagging, which the next append mends: a
+        warning, not the action's failure."""
+        try:
+            self._client.update_item(
+                TableName=self._table,
+                Key=layout.key(layout.audit_pk(tenant_id), layout.AUDIT_HEAD_SK),
+                UpdateExpression=f"SET #{SEQ} = :seq, #{HASH} = :hash, #{AT} = :at",
+                ConditionExpression=f"attribute_not_exists(#{SEQ}) OR #{SEQ} < :seq",
+                ExpressionAttributeNames={f"#{SEQ}": SEQ, f"#{HASH}": HASH, f"#{AT}": AT},
+                ExpressionAttributeValues={
+                    ":seq": {"N": str(document["seq"])},
+                    ":hash": {"S": document["hash"]},
+                    ":at": {"N": str(parse_time(document["at"]))},
+                },
+            )
+        except Exception as exc:
+            if classify(exc) is not Failure.CONDITION_FAILED:  # (refused: a later event's append moved it already)
+                logger().warning("audit head not moved", extra={"tenant_id": tenant_id}, exc_info=True)
 
     def page(
         self,
@@ -164,58 +180,65 @@ class AuditTrail:
         cursor: str | None,
     ) -> tuple[list[dict[str, Any]], str | None]:
         """The tenant's events, newest first, at or after `from_ms` and at or before `to_ms`, of `action` if named:
-        at most `limit`, and the cursor of the next page (None: no more). One Query."""
+        at most `limit`, and the cursor of the next page (None: no more). One Query (more while a filter drops
+        events, within `MAX_PAGE_READS` reads)."""
         binding = query_binding("audit", tenant_id, action, str(from_ms), str(to_ms))
         after = decode_after(cursor, binding)
-        low = layout.audit_event_sk(min(max(0, from_ms or 0), LAST_MS), 0)
-        high = after or layout.audit_event_sk(min(LAST_MS, to_ms if to_ms is not None else LAST_MS), LAST_SEQ)
-        if high < low:
-            return [], None  # an empty range (to before from, or before 1970): DynamoDB refuses BETWEEN on it
+        if after is not None and not _POSITION.match(after):
+            raise invalid_cursor()
+        if from_ms is not None and to_ms is not None and from_ms > to_ms:
+            return [], None
+        names = {"#pk": schema.PK, "#sk": schema.SK}
+        values: dict[str, Any] = {":pk": {"S": layout.audit_pk(tenant_id)}, ":events": {"S": layout.AUDIT_EVENT_PREFIX}}
+        key = "#pk = :pk AND begins_with(#sk, :events)"
+        if after is not None:
+            key = "#pk = :pk AND #sk BETWEEN :events AND :after"
+            values[":after"] = {"S": after}
+        filters = []
+        if action is not None:
+            filters.append("#action = :action")
+            names["#action"] = ACTION
+            values[":action"] = {"S": action}
+        if from_ms is not None:
+            filters.append("#at >= :from")
+            names["#at"] = AT
+            values[":from"] = {"N": str(from_ms)}
+        if to_ms is not None:
+            filters.append("#at <= :to")
+            names["#at"] = AT
+            values[":to"] = {"N": str(to_ms)}
         request: dict[str, Any] = {
             "TableName": self._table,
-            "KeyConditionExpression": "#pk = :pk AND #sk BETWEEN :low AND :high",
-            "ExpressionAttributeNames": {"#pk": schema.PK, "#sk": schema.SK},
-            "ExpressionAttributeValues": {
-                ":pk": {"S": layout.audit_pk(tenant_id)},
-                ":low": {"S": low},
-                ":high": {"S": high},
-            },
+            "KeyConditionExpression": key,
+            "ExpressionAttributeNames": names,
+            "ExpressionAttributeValues": values,
             "ScanIndexForward": False,
             "ConsistentRead": True,
         }
-        if action is not None:
-            request["FilterExpression"] = "#action = :action"
-            request["ExpressionAttributeNames"]["#action"] = ACTION
-            request["ExpressionAttributeValues"][":action"] = {"S": action}
+        if filters:
+            request["FilterExpression"] = " AND ".join(filters)
         documents: list[dict[str, Any]] = []
-        last_read: str | None = None
         reads = 0
+        want = limit + 1
         with translated_errors():
             while True:
-                # Unfiltered, one more than the page shows (to know whether another follows); filtered, what is left
-                # of the page's budget of reads.
-                request["Limit"] = limit + 1 - len(documents) if action is None else MAX_PAGE_READS - reads
+                # One more than the page shows (to know whether another follows); while a filter drops events,
+                # twice as many each round, within the page's budget of reads.
+                request["Limit"] = max(1, min(want, MAX_PAGE_READS - reads))
                 answer = self._client.query(**request)
-                reads += answer.get("ScannedCount", 0)
+                reads += int(answer.get("ScannedCount", len(answer.get("Items", []))))
                 for item in answer.get("Items", []):
                     if item[schema.SK]["S"] == after:
                         continue  # the cursor's own event (BETWEEN includes its bound)
                     documents.append(json.loads(item[DOCUMENT]["S"]))
-                    last_read = item[schema.SK]["S"]
-                    if len(documents) > limit:
-                        break
-                evaluated = answer.get("LastEvaluatedKey")
                 if len(documents) > limit:
                     shown = documents[:limit]
-                    return shown, encode_after(_sk_of(shown[-1]), binding)
+                    return shown, encode_after(layout.audit_event_sk(shown[-1]["seq"]), binding)
+                evaluated = answer.get("LastEvaluatedKey")
                 if evaluated is None:
                     return documents, None
-                last_read = evaluated[schema.SK]["S"]
                 if reads >= MAX_PAGE_READS:
                     # The filter dropped many: the next page goes on below the last event read.
-                    return documents, encode_after(last_read, binding)
+                    return documents, encode_after(evaluated[schema.SK]["S"], binding)
                 request["ExclusiveStartKey"] = evaluated
-
-
-def _sk_of(document: dict[str, Any]) -> str:
-    return layout.audit_event_sk(parse_time(document["at"]), document["seq"])
+                want *= 2

@@ -188,9 +188,9 @@ def audit_pk(tenant_id: str) -> str:
     return f"{AUDIT_PK_PREFIX}{tenant_id}"
 
 
-def audit_event_sk(at_ms: int, seq: int) -> str:
-    """An audit event's sort key: its time, then its number (both only grow along the chain)."""
-    return f"{AUDIT_EVENT_PREFIX}{at_ms:015d}#{seq:012d}"
+def audit_event_sk(seq: int) -> str:
+    """An audit event's sort key: its number (its time grows with it along the chain)."""
+    return f"{AUDIT_EVENT_PREFIX}{seq:012d}"
 
 
 OAUTH_CLIENT_SK: Final = "A"

@@ -140,6 +140,14 @@ def page(watched: Watched) -> Any:
     return watched.page
 
 
+def tenant_key(http: Any, tenant: str, scopes: list[str], agent: str = "admin") -> str:
+    """A key of `tenant` (made with the operator key, `http`'s): its secret."""
+    created = http.post("/v1/keys", json={"tenant_id": tenant, "agent_id": agent, "scopes": scopes})
+    assert created.status_code == 201, created.text
+    secret: str = created.json()["data"]["secret"]
+    return secret
+
+
 def sign_in(page: Any, baton: BatonServe, key: str | None = None) -> None:
     """Open the console and sign in with `key` (the operator key by default); waits for the navigation."""
     page.goto(f"{baton.url}/console")

@@ -9,16 +9,9 @@ from typing import Any
 import httpx
 from playwright.sync_api import expect
 
-from tests.e2e.console.conftest import shot, sign_in
+from tests.e2e.console.conftest import shot, sign_in, tenant_key
 from tests.e2e.server_process import BatonServe
 from tests.proof_counts import record
-
-
-def tenant_key(http: httpx.Client, tenant: str, scopes: list[str], agent: str = "admin") -> str:
-    created = http.post("/v1/keys", json={"tenant_id": tenant, "agent_id": agent, "scopes": scopes})
-    assert created.status_code == 201, created.text
-    secret: str = created.json()["data"]["secret"]
-    return secret
 
 
 def test_the_audit_view_lists_a_tenants_events_and_filters_them(

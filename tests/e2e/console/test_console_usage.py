@@ -12,17 +12,9 @@ from typing import Any
 import httpx
 from playwright.sync_api import expect
 
-from tests.e2e.console.conftest import PHONE, shot, sign_in
+from tests.e2e.console.conftest import PHONE, shot, sign_in, tenant_key
 from tests.e2e.server_process import BatonServe
 from tests.proof_counts import record
-
-
-def tenant_key(http: httpx.Client, tenant: str, scopes: list[str]) -> str:
-    """A key of `tenant` (agent `worker`), made with the operator key."""
-    created = http.post("/v1/keys", json={"tenant_id": tenant, "agent_id": "worker", "scopes": scopes})
-    assert created.status_code == 201, created.text
-    secret: str = created.json()["data"]["secret"]
-    return secret
 
 
 def show_usage(page: Any, tenant: str = "") -> Any:

@@ -16,7 +16,7 @@ from baton_checkpoints.api.resolver import CurrentCall, Wired, context_of, needs
 from baton_checkpoints.api.responses import JSON
 from baton_checkpoints.api.schemas import AuditPage
 from baton_checkpoints.domain.audit import DEFAULT_PAGE, MAX_PAGE, RETENTION_DAYS, Action
-from baton_checkpoints.domain.clock import parse_time
+from baton_checkpoints.domain.clock import format_ms, parse_time
 
 router = Router()
 
@@ -42,8 +42,8 @@ def _time(text: str | None, name: str) -> int | None:
         "deleted, limits changed (by the operator), leases taken over, OAuth grants approved and revoked. Each "
         "records the actor's key id and agent, the time, the request id, the target and the outcome, and carries "
         "the hash of the event before it: `baton audit verify` follows the chain. action filters by one action; "
-        "from and to (RFC 3339) bound the times. `meta.head` is the tenant's last event (the newest event must be "
-        f"it). Events are kept {RETENTION_DAYS} days."
+        "from and to (RFC 3339) bound the times. `meta.head` is the tenant's last event (the newest of an unfiltered "
+        f"first page). Events are kept {RETENTION_DAYS} days."
     ),
     openapi_extensions=needs(operations.events),
     responses=responses({200: ("A page of events", AuditPage)}, (400, *AUTHENTICATED_ERRORS)),
@@ -61,5 +61,10 @@ def get_audit(
     """A page of the tenant's audit events."""
     first, last = _time(from_, "from"), _time(to, "to")
     events, next_cursor, head = operations.events(context_of(call, services), action, first, last, limit, cursor)
-    meta = {"request_id": call.request_id, "next_cursor": next_cursor, "head": {"seq": head.seq, "hash": head.hash}}
+    at = format_ms(head.at_ms) if head.seq else None
+    meta = {
+        "request_id": call.request_id,
+        "next_cursor": next_cursor,
+        "head": {"seq": head.seq, "hash": head.hash, "at": at},
+    }
     return Response(status_code=200, content_type=JSON, body=dumps({"data": events, "meta": meta}))
