@@ -30,7 +30,12 @@ def baton(moto_endpoint: str) -> Iterator[BatonServe]:
     """`baton serve --aws-endpoint <moto>` on a free port, with a fixed operator key."""
     # No reaper here: the suites compare whole tables before and after a request, which a background reaper would
     # change under them; tests/e2e/test_serve_reaper.py runs servers of its own that reap.
-    server = BatonServe("--aws-endpoint", moto_endpoint, "--table", TABLE, "--no-reaper", dev_key=DEV_KEY)
+    # Usage counts are written as a deployed container writes them (every 100 requests or 30 s), not after every
+    # request as `baton serve` does by default: on the session's in-process moto, a write after every request of the
+    # isolation matrix alone held about 0.8 GB more (CI's workers ran out of memory). The suites that check usage
+    # figures exactly run servers of their own.
+    usage = {"BATON_USAGE_FLUSH_REQUESTS": "100"}
+    server = BatonServe("--aws-endpoint", moto_endpoint, "--table", TABLE, "--no-reaper", dev_key=DEV_KEY, env=usage)
     yield server
     # Everything this server printed over the session (under pytest-xdist, this worker's share of it): no secret, no
     # state at INFO, a request id on every line. A failure shows as an error at the last teardown.

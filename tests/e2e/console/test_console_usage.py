@@ -6,14 +6,16 @@ from __future__ import annotations
 
 import re
 import uuid
+from collections.abc import Iterator
 from datetime import UTC, datetime
 from typing import Any
 
 import httpx
+import pytest
 from playwright.sync_api import expect
 
 from tests.e2e.console.conftest import PHONE, shot, sign_in, tenant_key
-from tests.e2e.server_process import BatonServe
+from tests.e2e.server_process import BatonServe, serve_table
 from tests.proof_counts import record
 
 
@@ -30,9 +32,18 @@ def show_usage(page: Any, tenant: str = "") -> Any:
     return answer
 
 
-def test_the_operator_charts_a_tenants_requests_and_reads_every_figure(
-    page: Any, baton: BatonServe, http: httpx.Client
-) -> None:
+@pytest.fixture(scope="module")
+def counted(moto_endpoint: str) -> Iterator[BatonServe]:
+    """A `baton serve` of this module's own, writing each request's counts at its end (its default; the session's
+    server writes them every 100 requests)."""
+    server = serve_table(moto_endpoint, f"baton-e2e-console-usage-{uuid.uuid4().hex[:8]}")
+    yield server
+    server.stop()
+
+
+def test_the_operator_charts_a_tenants_requests_and_reads_every_figure(page: Any, counted: BatonServe) -> None:
+    baton = counted
+    http = httpx.Client(base_url=baton.url, headers={"Authorization": f"Bearer {baton.key}"}, timeout=30)
     # Given a tenant whose key saved three checkpoints and asked who it is
     tenant = f"console-usage-{uuid.uuid4().hex[:12]}"
     secret = tenant_key(http, tenant, ["*"])
