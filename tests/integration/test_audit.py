@@ -146,9 +146,13 @@ def test_appends_racing_from_two_containers_never_fork_the_chain(services: Servi
     actor = Actor("key_" + "b" * 32, "racer")
 
     def append(container: Services, n: int) -> None:
-        for k in range(8):
+        # One event an append, then two (a request that acted on two things: each chained after the other)
+        for k in range(4):
             happened = Happened("limits.changed", actor, f"r-{n}-{k}", {"type": "tenant", "id": tenant})
-            container.audit.append(tenant, happened, now_ms())
+            container.audit.append(tenant, [happened], now_ms())
+        for k in range(4, 8, 2):
+            pair = [Happened("thread.deleted", actor, f"r-{n}-{k}", {"type": "thread", "id": f"t-{j}"}) for j in (1, 2)]
+            container.audit.append(tenant, pair, now_ms())
 
     threads = [threading.Thread(target=append, args=(c, n)) for n, c in enumerate(containers)]
     for thread in threads:
@@ -205,3 +209,34 @@ def test_an_empty_range_answers_no_event(services: Services, engine: str) -> Non
         assert answer.data == [], query
     assert len(trail(admin, **{"from": "0001-01-01T00:00:00Z"}).data) == 1
     proof_counts.record(SUITE, empty_ranges=4)
+
+
+def test_a_prune_that_deletes_threads_records_each_thread_deleted(services: Services, engine: str) -> None:
+    admin = tenant_key(services, f"audit-f-{engine}")
+    # Given three threads, two of them pruned by deletion (with one that never existed), one pruned to its latest
+    for n, thread_id in enumerate(("t-1", "t-2", "t-3"), start=1):
+        for m in (1, 2):
+            checkpoint_id = f"1ef00000-0000-6000-8000-00000000000{m}"
+            assert thread_put(admin, thread_id, checkpoint_id, b"x" * n).status == 201
+    prune = {"thread_ids": ["t-1", "never", "t-2", "t-1"], "strategy": "delete"}
+    pruned = admin.invoke("save_checkpoint", path="/v1/threads:prune", body=prune)
+    assert pruned.status == 200, pruned.raw_body
+    assert pruned.data["pruned_threads"] == 2
+    kept = admin.invoke("save_checkpoint", path="/v1/threads:prune", body={"thread_ids": ["t-3"]})
+    assert kept.status == 200, kept.raw_body
+    # When the trail is read
+    events, head = every_event(admin)
+    # Then each thread the prune deleted has its event, in the order named, from the prune's request; the prune
+    # that kept the latest checkpoint deleted no thread, and a prune again deletes none
+    assert [(e["action"], e["target"]) for e in events] == [
+        ("thread.deleted", {"type": "thread", "id": "t-2"}),
+        ("thread.deleted", {"type": "thread", "id": "t-1"}),
+    ]
+    assert {e["request_id"] for e in events} == {pruned.body["meta"]["request_id"]}
+    assert all(e["details"] == {"agent_id": "worker"} for e in events)
+    assert problems_of(events, head) == []
+    again = admin.invoke("save_checkpoint", path="/v1/threads:prune", body=prune)
+    assert again.status == 200, again.raw_body
+    assert again.data["pruned_threads"] == 0
+    assert every_event(admin)[0] == events
+    proof_counts.record(SUITE, actions=len(events))

@@ -259,6 +259,25 @@ def test_lease_request_counts(api: ApiDriver, counter: CallCounter) -> None:
     assert dict(counter.calls) == {"Query": 1, "UpdateItem": 1}
 
 
+def test_a_take_over_costs_one_more_write_and_its_audit_event(api: ApiDriver, counter: CallCounter) -> None:
+    with time_machine.travel(datetime.now(UTC), tick=False) as clock:
+        checkpoint_id = created(api)
+        assert acquire(api, checkpoint_id, holder="worker-1", ttl=10).status == 201
+        clock.shift(timedelta(seconds=11))
+        counter.reset()
+        # Another holder's lapsed lease that was never released: the plain grant is refused, the take-over fenced
+        # on that lease is granted, and the trail gets its event
+        assert acquire(api, checkpoint_id, holder="worker-2", ttl=10).status == 201
+        assert dict(counter.calls) == {"Query": 1, "UpdateItem": 2}
+        # The trail's newest event read (and its head, while the trail holds no event), the event put, the head moved
+        assert counter.audits in (3, 4)
+        # The same holder again after its own lease lapsed: no take-over, one write
+        clock.shift(timedelta(seconds=11))
+        counter.reset()
+        assert acquire(api, checkpoint_id, holder="worker-2").status == 201
+        assert (dict(counter.calls), counter.audits) == ({"Query": 1, "UpdateItem": 1}, 0)
+
+
 def test_an_idempotent_acquire_replays_its_first_lease_and_writes_once(api: ApiDriver, counter: CallCounter) -> None:
     checkpoint_id = created(api)
     counter.reset()

@@ -20,6 +20,7 @@ import json
 import random
 import re
 import time
+from collections.abc import Sequence
 from dataclasses import asdict
 from typing import TYPE_CHECKING, Any, Final
 
@@ -87,43 +88,64 @@ class AuditTrail:
         document = json.loads(found[0][DOCUMENT]["S"])
         return Head(int(document["seq"]), str(document["hash"]), parse_time(document["at"]))
 
-    def append(self, tenant_id: str, happened: Happened, now_ms: int) -> dict[str, Any]:
-        """Chain `happened` after the tenant's newest event (a Query, a PutItem, an UpdateItem of the head); the
-        event's document."""
-        for _ in range(MAX_APPEND_ATTEMPTS):
-            document = chained(happened, self._latest(tenant_id), now_ms)
-            try:
-                self._client.put_item(**self._put(tenant_id, document))
-            except Exception as exc:
-                failure = classify(exc)
-                if failure is Failure.DEFECT:
-                    raise
-                if not self._holds(tenant_id, document):
-                    # Another append took the number, or DynamoDB refused this one: read again and chain after what
-                    # is there. (This one landed with every answer lost, or its retry refused: its event is found.)
-                    time.sleep(random.uniform(0, APPEND_BACKOFF_SECONDS))
-                    continue
-            self._move_head(tenant_id, document)
-            return document
-        raise Unavailable(UNAVAILABLE_MESSAGE)
+    def append(self, tenant_id: str, happened: Sequence[Happened], now_ms: int) -> list[dict[str, Any]]:
+        """Chain each of `happened`, in order, after the tenant's newest event: a Query, a PutItem each, and an
+        UpdateItem of the head (a Query more each time another append took the next number); their documents."""
+        documents: list[dict[str, Any]] = []
+        self._append_into(documents, tenant_id, happened, now_ms)
+        return documents
 
-    def record(self, tenant_id: str, happened: Happened, now_ms: int) -> dict[str, Any] | None:
-        """Append `happened` after the action it records took place; None when that failed for good (after its
-        retries): then an ERROR line carries the whole event (`defect` `audit_event_unrecorded`), and the action's
-        own answer stands (it happened)."""
+    def _append_into(
+        self, documents: list[dict[str, Any]], tenant_id: str, happened: Sequence[Happened], now_ms: int
+    ) -> None:
+        """`append`, each document added to `documents` once it is in the chain (what a failure leaves appended)."""
+        latest: Head | None = None
         try:
-            return self.append(tenant_id, happened, now_ms)
+            for event in happened:
+                for _ in range(MAX_APPEND_ATTEMPTS):
+                    if latest is None:
+                        latest = self._latest(tenant_id)
+                    document = chained(event, latest, now_ms)
+                    try:
+                        self._client.put_item(**self._put(tenant_id, document))
+                    except Exception as exc:
+                        if classify(exc) is Failure.DEFECT:
+                            raise
+                        if not self._holds(tenant_id, document):
+                            # Another append took the number, or DynamoDB refused this one: read again and chain
+                            # after what is there. (This one landed with every answer lost, or its retry refused:
+                            # its event is found.)
+                            latest = None
+                            time.sleep(random.uniform(0, APPEND_BACKOFF_SECONDS))
+                            continue
+                    latest = Head(int(document["seq"]), str(document["hash"]), parse_time(document["at"]))
+                    documents.append(document)
+                    break
+                else:
+                    raise Unavailable(UNAVAILABLE_MESSAGE)
+        finally:
+            if documents:
+                self._move_head(tenant_id, documents[-1])
+
+    def record(self, tenant_id: str, happened: Sequence[Happened], now_ms: int) -> list[dict[str, Any]]:
+        """Append `happened` after the actions they record took place; the documents appended. Those that could not
+        be (after their retries) are each an ERROR line carrying the whole event (`defect` `audit_event_unrecorded`),
+        and the action's own answer stands (it happened)."""
+        documents: list[dict[str, Any]] = []
+        try:
+            self._append_into(documents, tenant_id, happened, now_ms)
         except Exception:
-            logger().error(
-                "audit event not recorded",
-                extra={
-                    "defect": UNRECORDED,
-                    "tenant_id": tenant_id,
-                    "audit_event": {**asdict(happened), "at_ms": now_ms},
-                },
-                exc_info=True,
-            )
-            return None
+            for event in happened[len(documents) :]:
+                logger().error(
+                    "audit event not recorded",
+                    extra={
+                        "defect": UNRECORDED,
+                        "tenant_id": tenant_id,
+                        "audit_event": {**asdict(event), "at_ms": now_ms},
+                    },
+                    exc_info=True,
+                )
+        return documents
 
     def _put(self, tenant_id: str, document: dict[str, Any]) -> dict[str, Any]:
         at_ms = parse_time(document["at"])

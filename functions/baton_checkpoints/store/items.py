@@ -498,6 +498,8 @@ def grant_record_item(
                 GRANT: {
                     "new": grant.created,
                     **lease_values(grant.lease),
+                    # The holder it took over from, for the audit event of a retry that finds its grant landed.
+                    **({"from": grant.taken_over_from} if grant.taken_over_from is not None else {}),
                 },
                 EXPIRES: ms_to_seconds(expires_ms),
                 schema.TTL_ATTRIBUTE: ttl_epoch(expires_ms),
@@ -568,7 +570,11 @@ def record_from_item(item: Item) -> IdempotencyRecord:
         request_id=values[REQUEST],
         saved=saved,
         expires_ms=seconds_to_ms(values[EXPIRES]),
-        grant=LeaseGrant(lease, created=bool(granted["new"])) if lease is not None and granted is not None else None,
+        grant=(
+            LeaseGrant(lease, created=bool(granted["new"]), taken_over_from=granted.get("from"))
+            if lease is not None and granted is not None
+            else None
+        ),
     )
 
 

@@ -37,6 +37,13 @@ MAX_ATTEMPTS: Final = 5
 """Rounds of a lease operation that keeps meeting a lease changed in between (then 503)."""
 
 _FREE: Final = f"(attribute_not_exists(#{items.LEASE_EXPIRES}) OR #{items.LEASE_EXPIRES} <= :now_s)"
+_NOT_TAKEN_OVER: Final = f"(attribute_not_exists(#{items.LEASE_SECRET}) OR #{items.LEASE_HOLDER} = :holder)"
+"""No other holder's lapsed lease still holds its token (released leases spend theirs): the grant takes none over."""
+_LAPSED_LEASE: Final = (
+    f"#{items.LEASE_COUNTER} = :old_counter AND #{items.LEASE_SECRET} = :old_secret "
+    f"AND #{items.LEASE_EXPIRES} <= :now_s"
+)
+"""The lapsed lease a take-over replaces, unchanged since it was read."""
 _THIS_CHECKPOINT: Final = f"#{schema.GSI1_PK} = :index_pk AND #{items.EXPIRES} > :now_s"
 _GRANT: Final = (
     f"SET #{items.LEASE_HOLDER} = :holder, #{items.LEASE_SECRET} = :secret, #{items.LEASE_EXPIRES} = :lease_expires, "
@@ -76,8 +83,9 @@ class LeaseStore:
     ) -> tuple[LeaseGrant, bool]:
         """A new lease for `holder`, or its live one renewed, and whether this replays an earlier request with the
         same idempotency key; `LeaseHeld` when another holder's lease is live, NotFound when the checkpoint is
-        missing, expired or not the caller's to see. One index Query, then one UpdateItem (two to renew); with an
-        idempotency claim, one consistent BatchGetItem and one TransactWriteItems instead of the UpdateItems."""
+        missing, expired or not the caller's to see. One index Query, then one UpdateItem (two to renew, or to take over
+        another holder's lapsed lease); with an idempotency claim, one consistent BatchGetItem and one
+        TransactWriteItems instead of the UpdateItems."""
         expires_ms = now_ms + ttl_seconds * 1000
         with translated_errors():
             if claim is not None:
@@ -97,9 +105,11 @@ class LeaseStore:
         only_agent: str | None,
     ) -> LeaseGrant:
         key = self._find(tenant_id, checkpoint_id)
+        # A take-over (a lapsed lease of another holder, never released) is a write of its own, fenced on that very
+        # lease: the holder it replaces is known before the write, so a grant whose answer was lost still names it.
+        taken: Lease | None = None
         for _ in range(MAX_ATTEMPTS):
             secret = new_secret()
-            condition = f"{self._visible(only_agent)} AND {_FREE}"
             values: dict[str, Any] = {
                 **self._base_values(tenant_id, checkpoint_id, now_ms, only_agent),
                 ":holder": holder,
@@ -109,10 +119,14 @@ class LeaseStore:
                 ":zero": 0,
                 ":one": 1,
             }
+            if taken is None:
+                condition = f"{self._visible(only_agent)} AND {_FREE} AND {_NOT_TAKEN_OVER}"
+            else:
+                condition = f"{self._visible(only_agent)} AND {_LAPSED_LEASE}"
+                values.update({":old_counter": taken.counter, ":old_secret": taken.secret})
+            previous = taken.holder if taken is not None else None
             try:
-                # The old values of what the grant sets: its counter is one past the old, and an old holder whose
-                # lapsed lease still held its token (never released) is taken over.
-                answer = self._update(key, _GRANT, condition, values, returned="UPDATED_OLD")
+                answer = self._update(key, _GRANT, condition, values, returned="UPDATED_NEW")
             except (_Refused, _Unknown) as failed:
                 current = failed.checkpoint if isinstance(failed, _Refused) else self._current(key, failed.cause)
                 if current is None or not current.is_visible_as(checkpoint_id, now_ms, only_agent):
@@ -120,23 +134,23 @@ class LeaseStore:
                 lease = current.lease
                 if lease is not None and lease.secret == secret:
                     # Our own grant landed and its answer was lost (the AWS SDK retried it, or gave up).
-                    return LeaseGrant(lease, created=True)
+                    return LeaseGrant(lease, created=True, taken_over_from=previous)
                 if isinstance(failed, _Unknown):
                     reraise(failed.cause, Failure.UNAVAILABLE)
+                taken = None
                 if lease is None or not lease.is_live(now_ms):
-                    continue  # the lease ended in between: try again
+                    if lease is not None and lease.secret and lease.holder != holder:
+                        taken = lease  # never released: the next attempt takes it over
+                    continue  # (or the lease ended in between: try again)
                 if not lease.renewable_by(holder, key_id):
                     raise LeaseHeld(format_ms(lease.expires_ms), by_other_holder=True) from None
                 renewed = self._renew(key, tenant_id, checkpoint_id, lease, expires_ms, now_ms, only_agent)
                 if renewed is not None:
                     return LeaseGrant(renewed, created=False)
                 continue  # the lease changed in between: read it again through a new attempt
-            counter = int(answer.get(items.LEASE_COUNTER, {}).get("N", "0")) + 1
-            previous = answer.get(items.LEASE_HOLDER, {}).get("S")
-            taken_over = previous if previous != holder and items.LEASE_SECRET in answer else None
-            return LeaseGrant(
-                Lease(holder, counter, secret, expires_ms, key_id), created=True, taken_over_from=taken_over
-            )
+            counter = int(answer[items.LEASE_COUNTER]["N"])
+            lease = Lease(holder, counter, secret, expires_ms, key_id)
+            return LeaseGrant(lease, created=True, taken_over_from=previous)
         raise Unavailable(UNAVAILABLE_MESSAGE)
 
     def _acquire_once(

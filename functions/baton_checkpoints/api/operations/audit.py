@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
 from baton_checkpoints.api.operations import Context, operation
@@ -39,7 +40,20 @@ def record_by(
 ) -> None:
     """`record` for an actor that is not the request's key (OAuth's endpoints)."""
     happened = Happened(action, actor, request_id, target, outcome, details or {})  # type: ignore[arg-type]
-    services.audit.record(tenant_id, happened, now_ms)
+    services.audit.record(tenant_id, [happened], now_ms)
+
+
+def record_each(
+    context: Context, tenant_id: str, action: str, targets: Sequence[tuple[dict[str, str], dict[str, Any]]]
+) -> None:
+    """`record` of one `action` on each of `targets` (each with its details), chained in one append: the events of
+    one request that acted on several things (a prune that deleted threads)."""
+    if not targets:
+        return
+    actor = Actor(context.caller.key_id, context.caller.agent_id)
+    request_id = context.request_id
+    happened = [Happened(action, actor, request_id, target, "succeeded", details) for target, details in targets]
+    context.services.audit.record(tenant_id, happened, context.now_ms)
 
 
 @operation("audit:read")

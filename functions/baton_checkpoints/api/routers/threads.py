@@ -19,7 +19,7 @@ from pydantic import Field
 
 from baton_checkpoints.api.jsontext import dumps
 from baton_checkpoints.api.openapi import AUTHENTICATED_ERRORS, WRITE_403, CursorParameter, responses
-from baton_checkpoints.api.operations.audit import record
+from baton_checkpoints.api.operations.audit import record, record_each
 from baton_checkpoints.api.paths import ThreadIdParameter, thread_from_path
 from baton_checkpoints.api.resolver import Call, CurrentCall, Wired, context_of, needs
 from baton_checkpoints.api.responses import fitted_json_page, ok, plain
@@ -443,8 +443,12 @@ def prune_threads(
     deadline = time.monotonic() + DELETE_SECONDS
     tenant, agent = _owner(call, agent_id, write=True)
     refs = [ThreadRef(tenant, agent, thread_id) for thread_id in request.thread_ids]
-    pruned, deleted, complete = services.threads.prune(refs, request.strategy, call.now_ms, deadline)
-    answer = ThreadsPruned.model_construct(pruned_threads=pruned, deleted_checkpoints=deleted, complete=complete)
+    pruned = services.threads.prune(refs, request.strategy, call.now_ms, deadline)
+    targets = [({"type": "thread", "id": thread_id}, {"agent_id": agent}) for thread_id in pruned.deleted]
+    record_each(context_of(call, services), tenant, "thread.deleted", targets)
+    answer = ThreadsPruned.model_construct(
+        pruned_threads=pruned.threads, deleted_checkpoints=pruned.checkpoints, complete=pruned.complete
+    )
     return ok(answer, call.request_id)
 
 

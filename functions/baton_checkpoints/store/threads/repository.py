@@ -12,7 +12,7 @@ from baton_checkpoints.domain.threads import Page, PutResult, ThreadCheckpoint
 from baton_checkpoints.store.threads.heads import Heads, pk_of
 from baton_checkpoints.store.threads.items import Head
 from baton_checkpoints.store.threads.reads import Reader
-from baton_checkpoints.store.threads.upkeep import Quota, Upkeep
+from baton_checkpoints.store.threads.upkeep import Pruned, Quota, Upkeep
 from baton_checkpoints.store.threads.writes import Writer
 
 if TYPE_CHECKING:
@@ -70,8 +70,8 @@ class ThreadStore:
         """Delete a thread (`Upkeep.delete`); False when there was no live thread."""
         return self._upkeep.delete(ref, now_ms, deadline)
 
-    def prune(self, refs: Iterable[ThreadRef], strategy: str, now_ms: int, deadline: float) -> tuple[int, int, bool]:
-        """Prune threads (`Upkeep.prune`): (threads pruned, checkpoints deleted, complete)."""
+    def prune(self, refs: Iterable[ThreadRef], strategy: str, now_ms: int, deadline: float) -> Pruned:
+        """Prune threads (`Upkeep.prune`)."""
         return self._upkeep.prune(refs, strategy, now_ms, deadline)
 
     def copy(self, source: ThreadRef, target_id: str, now_ms: int, deadline: float, quota: Quota | None = None) -> int:

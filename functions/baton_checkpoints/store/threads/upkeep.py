@@ -8,17 +8,18 @@ from __future__ import annotations
 import time
 import uuid
 from collections.abc import Callable, Iterable, Iterator, Sequence
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, NamedTuple
 
 from baton_checkpoints.domain.clock import now_ms
-from baton_checkpoints.domain.errors import NotFound, PayloadTooLarge, QuotaExceeded
+from baton_checkpoints.domain.errors import NotFound, PayloadTooLarge, QuotaExceeded, Unavailable
 from baton_checkpoints.domain.thread_puts import ThreadRef
 from baton_checkpoints.domain.threads import MAX_COPY_READ_BYTES, MAX_PRUNE_READ_BYTES, MAX_RUNS_READ_BYTES
+from baton_checkpoints.observability import logger
 from baton_checkpoints.store import dynamo, layout, schema
 from baton_checkpoints.store.attributes import Item, names_in
 from baton_checkpoints.store.batch import batch_get
 from baton_checkpoints.store.dynamo import Reads
-from baton_checkpoints.store.errors import translated_errors
+from baton_checkpoints.store.errors import Failure, classify, translated_errors
 from baton_checkpoints.store.thread_names import (
     DEAD,
     DELETED,
@@ -62,6 +63,19 @@ RUNS_PAGE_ITEMS = 100
 
 Quota = Callable[[int, int], QuotaExceeded | None]
 """The tenant's quotas, asked of a write that stores this many bytes and creates this many threads."""
+
+
+class Pruned(NamedTuple):
+    """What a prune did."""
+
+    threads: int
+    """Live threads among those named."""
+    checkpoints: int
+    """Checkpoints deleted."""
+    complete: bool
+    """False when `keep_latest` stopped at what one prune reads."""
+    deleted: tuple[str, ...] = ()
+    """The ids of the threads `delete` deleted (their audit events)."""
 
 
 class Upkeep:
@@ -112,7 +126,15 @@ class Upkeep:
             was = head_of(answer["Attributes"])
             retried = int(answer.get("ResponseMetadata", {}).get("RetryAttempts", 0)) > 0
             existed = retried or not self._heads.deleted(pk, was)
+        try:
             ended = self._delete_partition(pk, deadline, now_ms, life or was)
+        except Exception as exc:
+            # The thread is deleted already (its head's floor hides it all, and the reaper removes what is left, as
+            # after a deadline): DynamoDB failing the removal of its items now is no failure of the delete.
+            if not isinstance(exc, Unavailable) and classify(exc) is Failure.DEFECT:
+                raise
+            logger().warning("thread items left to the reaper", extra={"thread_pk": pk}, exc_info=True)
+            ended = 0
         return existed, ended
 
     def _delete_partition(self, pk: str, deadline: float, floor_ms: int, life: Head | None) -> int:
@@ -148,18 +170,19 @@ class Upkeep:
                 break  # out of time (pages of tombstones cost reads too): the reaper finishes
         return of_life
 
-    def prune(self, refs: Iterable[ThreadRef], strategy: str, now_ms: int, deadline: float) -> tuple[int, int, bool]:
+    def prune(self, refs: Iterable[ThreadRef], strategy: str, now_ms: int, deadline: float) -> Pruned:
         """Prune each live thread: `delete` removes it, `keep_latest` keeps the latest checkpoint of each namespace
-        (its pending writes and the values it needs); (threads pruned, checkpoints deleted, complete). `keep_latest`
-        reads at most `MAX_PRUNE_READ_BYTES` of checkpoint items over all the threads: past it, what was read is
-        pruned and the answer is not complete (a prune again goes on from there)."""
+        (its pending writes and the values it needs). `keep_latest` reads at most `MAX_PRUNE_READ_BYTES` of checkpoint
+        items over all the threads: past it, what was read is pruned and the answer is not complete (a prune again
+        goes on from there)."""
         threads = 0
         deleted = 0
+        gone: list[str] = []
         reads = Reads(max_bytes=MAX_PRUNE_READ_BYTES)
         with translated_errors():
             for ref in dict.fromkeys(refs):
                 if reads.spent:
-                    return threads, deleted, False
+                    return Pruned(threads, deleted, False, tuple(gone))
                 pk = pk_of(ref)
                 head = self._heads.read(ref, now_ms)
                 if head is None or self._heads.deleted(pk, head):
@@ -167,13 +190,16 @@ class Upkeep:
                 threads += 1
                 if strategy == "delete":
                     # What the delete ended: counting the life first would read all of it, whatever the deadline.
-                    deleted += self._delete(ref, now_ms, deadline, head)[1]
+                    existed, ended = self._delete(ref, now_ms, deadline, head)
+                    deleted += ended
+                    if existed:
+                        gone.append(ref.thread_id)
                     continue
                 pruned, whole = self._keep_latest(pk, head, reads)
                 deleted += pruned
                 if not whole:
-                    return threads, deleted, False
-        return threads, deleted, True
+                    return Pruned(threads, deleted, False, tuple(gone))
+        return Pruned(threads, deleted, True, tuple(gone))
 
     def _keep_latest(self, pk: str, head: Head, reads: Reads) -> tuple[int, bool]:
         """Delete every checkpoint but the latest of each namespace, and the values and write values only they held;
