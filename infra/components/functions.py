@@ -27,6 +27,10 @@ REPO = Path(__file__).resolve().parents[2]
 FUNCTIONS = REPO / "functions"
 # What `baton` ships to Lambda: everything but the local emulator, the CLI and the SDK.
 NOT_DEPLOYED = ("local", "cli", "client")
+SHUTDOWN_LAYER = FUNCTIONS / "layers" / "shutdown"
+"""The `baton-shutdown` external extension (`/opt/extensions/baton-shutdown`): with it, Lambda sends the api
+function SIGTERM before stopping a container, and the function writes the usage counts it holds
+(`handlers/api.py: on_shutdown`)."""
 RUNTIME = lambda_.Runtime.PYTHON_3_13
 PLATFORM = "manylinux2014_aarch64"
 TIMEOUT = Duration.seconds(29)
@@ -123,7 +127,7 @@ def function_code() -> lambda_.Code:
             # jsii hands the options over as one positional object, not as the keywords its stub declares.
             local=cast(ILocalBundling, PipBundling()),
         ),
-        exclude=["**/__pycache__", *(f"baton_checkpoints/{name}" for name in NOT_DEPLOYED)],
+        exclude=["**/__pycache__", "layers", *(f"baton_checkpoints/{name}" for name in NOT_DEPLOYED)],
     )
 
 
@@ -180,6 +184,14 @@ class Functions(Construct):
                 resources=[f"{self.log_group.log_group_arn}"],
             )
         )
+        self.shutdown_layer = lambda_.LayerVersion(
+            self,
+            "ShutdownExtension",
+            code=lambda_.Code.from_asset(str(SHUTDOWN_LAYER), exclude=["**/__pycache__"]),
+            compatible_runtimes=[RUNTIME],
+            compatible_architectures=[lambda_.Architecture.ARM_64],
+            description="baton-shutdown: an external extension waiting for SHUTDOWN, so the api function gets SIGTERM",
+        )
         self.api = lambda_.Function(
             self,
             "Api",
@@ -188,6 +200,7 @@ class Functions(Construct):
             architecture=lambda_.Architecture.ARM_64,
             handler="baton_checkpoints.handlers.api.handler",
             code=function_code(),
+            layers=[self.shutdown_layer],
             memory_size=config.api_memory_mb,
             timeout=TIMEOUT,
             role=self.role,

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import importlib
+import os
 from typing import Any
 
 import pytest
@@ -206,3 +207,21 @@ def test_function_environment_carries_the_stages_tenant_defaults(dev: Synthesize
             {k: v for k, v in variables.items() if isinstance(v, str)} | {"BATON_TABLE_NAME": "t-1"}
         )
         assert settings.tenant_requests_per_minute == int(rate)
+
+
+def test_function_carries_the_shutdown_extension_so_lambda_sends_it_sigterm(synthesized: Synthesized) -> None:
+    # Given the api function and the layer it names
+    _, properties = _function(synthesized)
+    layer = synthesized.stack.functions.shutdown_layer
+    assert properties["Layers"] == [{"Ref": synthesized.logical_id(layer)}]
+    layer_properties = synthesized.resource(layer)["Properties"]
+    assert layer_properties["CompatibleRuntimes"] == ["python3.13"]
+    assert layer_properties["CompatibleArchitectures"] == ["arm64"]
+    # When the layer's asset is staged as Lambda will unpack it under /opt
+    staged = [path for path in synthesized.outdir.glob("asset.*") if (path / "extensions").is_dir()]
+    assert len(staged) == 1, staged
+    files = sorted(str(path.relative_to(staged[0])) for path in staged[0].rglob("*") if path.is_file())
+    # Then it holds the extension's launcher, executable (Lambda starts each file of /opt/extensions), and its
+    # script, nothing else
+    assert files == ["baton-shutdown/extension.py", "extensions/baton-shutdown"]
+    assert os.access(staged[0] / "extensions" / "baton-shutdown", os.X_OK)

@@ -146,7 +146,10 @@ def document(app: BatonResolver) -> str:
     return json.dumps(finish(generated), indent=2, ensure_ascii=False)
 
 
-app = create_app(from_environment())
+lambda_services = from_environment()
+"""The Lambda's services, built by its first request that needs AWS (`handlers/api.py` flushes their usage counts
+when Lambda shuts the container down)."""
+app = create_app(lambda_services)
 """The Lambda's resolver (`handlers/api.py`)."""
 
 

@@ -162,6 +162,11 @@ class OnFirstUse:
             self._built = self._build()
         return self._built
 
+    @property
+    def built(self) -> Services | None:
+        """The services if a request built them (never builds them)."""
+        return self._built
+
 
 def from_environment() -> OnFirstUse:
     """The Lambda's services: settings read from the environment (a missing or invalid variable fails the first

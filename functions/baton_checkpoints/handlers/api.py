@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import gc
 import os
+import signal
+import sys
 import time
 import uuid
 from typing import Any
@@ -12,8 +14,11 @@ from typing import Any
 # entry points for one (milliseconds of each cold start). The deployed function sets it too.
 os.environ.setdefault("PYDANTIC_DISABLE_PLUGINS", "__all__")
 
-from baton_checkpoints.api.app import app
-from baton_checkpoints.observability import log_access, request_logging
+from baton_checkpoints.api.app import app, lambda_services
+from baton_checkpoints.observability import log_access, logger, request_logging
+
+SHUTDOWN_FLUSH_SECONDS = 0.25
+"""What the container's last act may take: Lambda grants the runtime 300 ms between SIGTERM and SIGKILL."""
 
 # What the import built (modules, routes, models, validators) lives as long as the container: kept out of the
 # collector's generations, a collection walks only what requests allocate (`bench/warm.py`: the mean of a thread put
@@ -41,6 +46,31 @@ def handler(event: dict[str, Any], context: Any) -> dict[str, Any]:
         finally:
             _log_access(event, status, (time.perf_counter() - started) * 1000)
             _freeze_after_first_request()
+
+
+def on_shutdown(signum: int, frame: Any) -> None:
+    """Lambda is shutting the container down (SIGTERM, sent because the function has an external extension: the
+    stack's `baton-shutdown` layer): write the usage counts it still holds, within `SHUTDOWN_FLUSH_SECONDS`, and
+    exit. Without this, what an idle container had counted since its last write would be lost with it."""
+    services = lambda_services.built
+    if services is not None:
+        deadline = time.monotonic() + SHUTDOWN_FLUSH_SECONDS
+        try:
+            written = services.usage.flush(deadline)
+        except Exception:
+            logger().warning("usage counts not written at shutdown", exc_info=True)
+        else:
+            logger().info("usage counts written at shutdown", extra={"usage_writes": written})
+    sys.exit(0)
+
+
+def install_shutdown_flush() -> None:
+    """Handle SIGTERM with `on_shutdown` (in Lambda only: `baton serve` and the tests keep their own)."""
+    signal.signal(signal.SIGTERM, on_shutdown)
+
+
+if os.environ.get("AWS_LAMBDA_RUNTIME_API"):
+    install_shutdown_flush()
 
 
 def _freeze_after_first_request() -> None:

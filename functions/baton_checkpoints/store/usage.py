@@ -249,12 +249,22 @@ class UsageMeter:
         finally:
             self.end(counting)
 
-    def flush(self) -> None:
-        """Write everything held now (the tests')."""
+    def flush(self, deadline: float | None = None) -> int:
+        """Write everything held now, one write after another until `deadline` (`time.monotonic()`; None: all):
+        the tests', and the container's last act when Lambda shuts it down. The writes made (what was not written
+        stays held)."""
         with self._lock:
             due, self._held = list(self._held.items()), {}
-        for (tenant_id, day), held in due:
+        written = 0
+        for n, ((tenant_id, day), held) in enumerate(due):
+            if deadline is not None and time.monotonic() >= deadline:
+                with self._lock:
+                    for key, left in due[n:]:
+                        self._held.setdefault(key, left)
+                break
             self._write(tenant_id, day, held)
+            written += 1
+        return written
 
     def _write(self, tenant_id: str, day: str, held: _Held, now: float | None = None) -> None:
         """Add `held` to the day's item: one UpdateItem carrying a token of its own, refused once the item holds it,
