@@ -3183,15 +3183,22 @@ def usage_fault_table(operation: str) -> Iterator[Any]:
         yield pytest.param(kind, phase, duration, id=f"{operation}-{kind.name}-{phase.value}-{duration.value}")
 
 
-@pytest.mark.parametrize(("kind", "phase", "duration"), list(usage_fault_table("Query")))
+@pytest.mark.parametrize(
+    ("operation", "kind", "phase", "duration"),
+    [
+        pytest.param(operation, *fault.values, id=fault.id)
+        for operation in ("GetItem", "Query")  # the tenant's own item, then its days in the range
+        for fault in usage_fault_table(operation)
+    ],
+)
 def test_a_fault_in_a_usage_read_answers_its_figures_or_503_and_writes_nothing(
-    env: MotoAccount, kind: FaultKind, phase: Phase, duration: Duration
+    env: MotoAccount, operation: str, kind: FaultKind, phase: Phase, duration: Duration
 ) -> None:
     ctx = Context(account=env, clock=None)  # type: ignore[arg-type]
     prepare_warm_key(ctx)
     before = snapshot(env.aws)
     with injected(env.services.dynamodb) as injector:
-        fault = injector.arm(Fault("Query", kind, phase, duration))
+        fault = injector.arm(Fault(operation, kind, phase, duration))
         answer = ctx.api.invoke("get_usage", query={})
     proof_counts.record(SUITE, cases=1, usage_cases=1, faults_injected=fault.struck)
     assert fault.struck >= 1, injector.attempts

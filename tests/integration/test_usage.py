@@ -223,3 +223,31 @@ def test_a_day_ended_with_many_tenants_held_writes_them_all_over_the_next_reques
         assert item is not None, tenant
         assert item["r_checkpoints"] == {"N": "1"}
     proof_counts.record(SUITE, rollovers=1)
+
+
+def test_a_read_costs_what_its_range_holds_not_the_tenants_whole_history(services: Services, world: World) -> None:
+    from baton_checkpoints.domain.usage import Counts
+    from baton_checkpoints.store.usage import day_update
+
+    # Given a tenant with a year of usage days
+    tenant = "usage-history"
+    worker = tenant_driver(services, tenant)
+    today = datetime.now(UTC).date()
+    for back in range(365):
+        day = (today - timedelta(days=back)).isoformat()
+        services.dynamodb.update_item(
+            **day_update(services.settings.table_name, tenant, day, Counts({"checkpoints": 1}))
+        )
+    assert usage(worker).status == 200  # (the key read once, and cached)
+    counter = CallCounter()
+    services.dynamodb.meta.events.register("before-call.dynamodb", counter)
+    try:
+        # When a week is read
+        week = usage(worker, **{"from": (today - timedelta(days=6)).isoformat()})
+    finally:
+        services.dynamodb.meta.events.unregister("before-call.dynamodb", counter)
+    # Then it is the tenant's own item and one Query of the week's days: not of the year's
+    assert week.status == 200, week.raw_body
+    assert [d["requests"] for d in week.body["data"]["days"]] == [{"checkpoints": 1}] * 7
+    assert dict(counter.calls) == {"GetItem": 1, "Query": 1}
+    proof_counts.record(SUITE, ranged_reads=1)

@@ -101,29 +101,29 @@ class TenantStore:
             )
         return bucket_of(answer.get("Attributes") or {})
 
-    def usage(self, tenant_id: str) -> tuple[Usage, dict[str, Day]]:
-        """What the tenant stores now (the running totals, as counted so far), and every day it has usage figures
-        for: one Query of its partition (its own item and at most `RETENTION_DAYS` day items: DynamoDB's TTL removes
-        older ones)."""
-        totals = Usage()
+    def usage(self, tenant_id: str, since: str) -> tuple[Usage, dict[str, Day]]:
+        """What the tenant stores now (the running totals, as counted so far), and every day from `since`
+        (`YYYY-MM-DD`) on that it has usage figures for: a GetItem of its own item and one Query of its day items
+        from `since` (at most `RETENTION_DAYS` of them: DynamoDB's TTL removes older ones), so a read costs what
+        its range holds, not the tenant's whole history."""
         days: dict[str, Day] = {}
+        pk = layout.tenant_key(tenant_id)[schema.PK]
         request: dict[str, Any] = {
             "TableName": self._table,
-            "KeyConditionExpression": "#pk = :pk",
-            "ExpressionAttributeNames": {"#pk": schema.PK},
-            "ExpressionAttributeValues": {":pk": layout.tenant_key(tenant_id)[schema.PK]},
+            "KeyConditionExpression": "#pk = :pk AND #sk >= :since",
+            "ExpressionAttributeNames": {"#pk": schema.PK, "#sk": schema.SK},
+            "ExpressionAttributeValues": {":pk": pk, ":since": {"S": f"{layout.USAGE_DAY_PREFIX}{since}"}},
         }
         with translated_errors():
+            own = self._client.get_item(TableName=self._table, Key=layout.tenant_key(tenant_id)).get("Item")
             while True:
                 answer = self._client.query(**request)
                 for item in answer.get("Items", []):
                     day = day_of_item(item)
                     if day is not None:
                         days[day.day] = day
-                    elif item.get(schema.SK, {}).get("S") == layout.TENANT_SK:
-                        totals = bucket_of(item).usage
                 if "LastEvaluatedKey" not in answer:
-                    return totals, days
+                    return (bucket_of(own).usage if own else Usage()), days
                 request["ExclusiveStartKey"] = answer["LastEvaluatedKey"]
 
     def take(self, tenant_id: str, now_us: int, known: Bucket, defaults: Limits) -> Taken:

@@ -66,6 +66,8 @@ RETENTION_SECONDS: Final = RETENTION_DAYS * 86_400
 READS: Final = frozenset({"GetItem", "Query", "BatchGetItem", "TransactGetItems"})
 """The read operations the store makes (it never scans)."""
 WRITES: Final = frozenset({"PutItem", "UpdateItem", "DeleteItem", "BatchWriteItem", "TransactWriteItems"})
+_METERED: Final = READS | WRITES
+"""The operations asked for their consumed capacity (built once: the hook runs before every request)."""
 
 _current: ContextVar[Counts | None] = ContextVar("baton_usage", default=None)
 
@@ -143,7 +145,7 @@ def presigned(upload_bytes: int = 0) -> None:
 
 
 def _ask_capacity(params: dict[str, Any], model: Any, **_: Any) -> None:
-    if _current.get() is not None and model.name in READS | WRITES:
+    if _current.get() is not None and model.name in _METERED:
         params.setdefault("ReturnConsumedCapacity", "TOTAL")
 
 

@@ -11,8 +11,8 @@ TENANT_QUERY = "The query parameter tenant_id"
 @operation("usage:read")
 def usage(context: Context, tenant_id: str | None, first: str | None, last: str | None) -> tuple[str, list[Day]]:
     """The caller's tenant's usage (another's needs `tenants:manage`) on each day from `first` to `last` (UTC
-    dates; `domain/usage.py: day_range` has the defaults and bounds): one Query."""
+    dates; `domain/usage.py: day_range` has the defaults and bounds): a GetItem and one Query."""
     tenant = context.caller.tenant_for(tenant_id, TENANT_QUERY)
     wanted = day_range(first, last, day_of(context.now_ms))
-    totals, days = context.services.tenants.usage(tenant)
+    totals, days = context.services.tenants.usage(tenant, wanted.first.isoformat())
     return tenant, levels(totals, days, wanted.days())
