@@ -149,6 +149,28 @@ export function select(name, options, value) {
   );
 }
 
+/**
+ * A table in its scrolling wrapper: its class, its caption, its columns (a heading each, or [heading, class]) and
+ * its rows (<tr> elements).
+ */
+export function dataTable(className, caption, columns, rows) {
+  const heading = (column) => {
+    const [label, wide] = Array.isArray(column) ? column : [column, null];
+    return h('th', {scope: 'col', class: wide || null}, label);
+  };
+  return h(
+    'div',
+    {class: 'table-wrap'},
+    h(
+      'table',
+      {class: className},
+      h('caption', {class: 'muted'}, caption),
+      h('thead', {}, h('tr', {}, columns.map(heading))),
+      h('tbody', {}, rows),
+    ),
+  );
+}
+
 /** A definition list of [term, description] pairs (descriptions may be nodes). */
 export function facts(pairs) {
   return h(

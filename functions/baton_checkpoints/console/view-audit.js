@@ -3,7 +3,7 @@
 // of the one before it), and `baton audit verify` checks the whole chain.
 
 import {get, query} from './api.js';
-import {field, h, phrase, replace, select, time} from './dom.js';
+import {dataTable, field, h, phrase, replace, select, time} from './dom.js';
 import {errorNote, loading, pager} from './ui.js';
 
 const ACTIONS = [
@@ -45,35 +45,26 @@ function linked(events) {
 
 function table(events) {
   const columns = ['#', 'When', 'Action', 'Actor', 'Target', 'Outcome', 'Details', 'Hash'];
-  return h(
-    'div',
-    {class: 'table-wrap'},
-    h(
-      'table',
-      {class: 'audit-table'},
-      h('caption', {class: 'muted'}, 'Newest first'),
-      h('thead', {}, h('tr', {}, columns.map((name) => h('th', {scope: 'col'}, name)))),
+  return dataTable(
+    'audit-table',
+    'Newest first',
+    columns,
+    events.map((event) =>
       h(
-        'tbody',
+        'tr',
         {},
-        events.map((event) =>
-          h(
-            'tr',
-            {},
-            h('th', {scope: 'row'}, String(event.seq)),
-            h('td', {}, time(event.at)),
-            h('td', {}, h('code', {}, event.action)),
-            h(
-              'td',
-              {title: event.actor.key_id || ''},
-              event.actor.agent_id ? event.actor.agent_id : h('span', {class: 'muted'}, 'Baton'),
-            ),
-            h('td', {}, phrase`${event.target.type} ${event.target.id}`),
-            h('td', {}, h('span', {class: `badge ${event.outcome === 'succeeded' ? 'active' : 'failed'}`}, event.outcome)),
-            h('td', {class: 'audit-details'}, details(event.details)),
-            h('td', {}, short(event.hash)),
-          ),
+        h('th', {scope: 'row'}, String(event.seq)),
+        h('td', {}, time(event.at)),
+        h('td', {}, h('code', {}, event.action)),
+        h(
+          'td',
+          {title: event.actor.key_id || ''},
+          event.actor.agent_id ? event.actor.agent_id : h('span', {class: 'muted'}, 'Baton'),
         ),
+        h('td', {}, phrase`${event.target.type} ${event.target.id}`),
+        h('td', {}, h('span', {class: `badge ${event.outcome === 'succeeded' ? 'active' : 'failed'}`}, event.outcome)),
+        h('td', {class: 'audit-details'}, details(event.details)),
+        h('td', {}, short(event.hash)),
       ),
     ),
   );

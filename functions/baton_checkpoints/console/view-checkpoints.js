@@ -3,7 +3,7 @@
 // deletion. Everything goes through the public API; everything a checkpoint holds is shown as text.
 
 import {del, get, path, post, query} from './api.js';
-import {bytes, duration, facts, field, h, jsonText, phrase, replace, select, time, until} from './dom.js';
+import {bytes, dataTable, duration, facts, field, h, jsonText, phrase, replace, select, time, until} from './dom.js';
 import {jsonTree} from './json-tree.js';
 import {announce, confirmAction, copyButton, errorNote, loading, pager, section} from './ui.js';
 
@@ -252,17 +252,7 @@ function checkpointTable(ctx, summaries) {
     ['Expires', ''],
     ['Lease holder', ''],
   ];
-  return h(
-    'div',
-    {class: 'table-wrap'},
-    h(
-      'table',
-      {class: 'ckpt-list'},
-      h('caption', {class: 'muted'}, 'Newest first'),
-      h('thead', {}, h('tr', {}, headings.map(([label, wide]) => h('th', {scope: 'col', class: wide || null}, label)))),
-      h('tbody', {}, summaries.map((summary) => summaryRow(ctx, summary))),
-    ),
-  );
+  return dataTable('ckpt-list', 'Newest first', headings, summaries.map((summary) => summaryRow(ctx, summary)));
 }
 
 async function renderList(root, ctx) {

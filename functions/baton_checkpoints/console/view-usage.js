@@ -3,7 +3,7 @@
 // words for whoever does not see it). The range, and the tenant for a key that manages tenants, are in the hash.
 
 import {get, query} from './api.js';
-import {bytes, field, h, phrase, replace} from './dom.js';
+import {bytes, dataTable, field, h, phrase, replace} from './dom.js';
 import {errorNote, loading} from './ui.js';
 
 const SVG = 'http://www.w3.org/2000/svg';
@@ -120,33 +120,24 @@ function units(n) {
 function table(days) {
   const columns = ['Date', 'Requests', 'By family', 'Read units', 'Write units', 'S3 requests', 'Presigned URLs',
     'Stored', 'Checkpoints', 'Threads'];
-  return h(
-    'div',
-    {class: 'table-wrap'},
-    h(
-      'table',
-      {class: 'usage-table'},
-      h('caption', {class: 'muted'}, 'Every day of the range, newest first'),
-      h('thead', {}, h('tr', {}, columns.map((name) => h('th', {scope: 'col'}, name)))),
+  return dataTable(
+    'usage-table',
+    'Every day of the range, newest first',
+    columns,
+    [...days].reverse().map((day) =>
       h(
-        'tbody',
+        'tr',
         {},
-        [...days].reverse().map((day) =>
-          h(
-            'tr',
-            {},
-            h('th', {scope: 'row'}, day.date),
-            h('td', {}, String(total(day.requests))),
-            h('td', {}, Object.entries(day.requests).map(([family, n]) => `${family} ${n}`).join(', ') || '—'),
-            h('td', {}, units(day.dynamodb.read_units)),
-            h('td', {}, units(day.dynamodb.write_units)),
-            h('td', {}, String(day.s3.requests)),
-            h('td', {}, String(day.s3.presigned_urls)),
-            h('td', {title: `${day.stored_bytes} bytes`}, bytes(day.stored_bytes)),
-            h('td', {}, String(day.checkpoints)),
-            h('td', {}, String(day.threads)),
-          ),
-        ),
+        h('th', {scope: 'row'}, day.date),
+        h('td', {}, String(total(day.requests))),
+        h('td', {}, Object.entries(day.requests).map(([family, n]) => `${family} ${n}`).join(', ') || '—'),
+        h('td', {}, units(day.dynamodb.read_units)),
+        h('td', {}, units(day.dynamodb.write_units)),
+        h('td', {}, String(day.s3.requests)),
+        h('td', {}, String(day.s3.presigned_urls)),
+        h('td', {title: `${day.stored_bytes} bytes`}, bytes(day.stored_bytes)),
+        h('td', {}, String(day.checkpoints)),
+        h('td', {}, String(day.threads)),
       ),
     ),
   );
