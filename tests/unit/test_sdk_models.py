@@ -3,17 +3,23 @@
 
 from __future__ import annotations
 
+import asyncio
+import json
 import random
 import subprocess
 import sys
 from collections.abc import Iterator
+from datetime import UTC, date, datetime, timedelta, timezone
 from typing import Any
 
 import httpx
 import pytest
 import respx
+from pytest_socket import disable_socket, enable_socket
 
 from baton_checkpoints.client import (
+    AsyncBaton,
+    AuditActor,
     Baton,
     BatonError,
     CheckpointRecord,
@@ -22,8 +28,10 @@ from baton_checkpoints.client import (
     NotFoundError,
     QuotaExceededError,
     RevisionConflictError,
+    S3Usage,
     etag_for,
 )
+from baton_checkpoints.client.audit import GENESIS, event_hash
 from baton_checkpoints.client.errors import ERRORS_BY_CODE, error_from_answer, parse_retry_after
 from baton_checkpoints.client.models import resume_from
 from tests.proof_counts import record
@@ -224,3 +232,202 @@ def test_a_call_without_a_key_is_a_local_error_naming_the_variable(
     assert raised.value.code == "MISSING_API_KEY"
     assert health.call_count == 1
     assert anything.call_count == 0
+
+
+# -- tenants' limits, usage and the audit trail -----------------------------------------------------------------
+
+LIMITS = {
+    "tenant_id": "t-1",
+    "requests_per_minute": None,
+    "burst": 50,
+    "storage_bytes": None,
+    "checkpoints": 10,
+    "effective": {"requests_per_minute": 600, "burst": 50, "storage_bytes": 10**9, "checkpoints": 10},
+}
+
+
+def test_set_limits_sends_every_setting_and_none_as_null(router: respx.MockRouter) -> None:
+    route = router.put("/v1/tenants/t-1/limits").mock(return_value=ok(LIMITS))
+    with Baton(URL, "k") as sdk:
+        # Given settings of which only some are named
+        limits = sdk.set_limits("t-1", burst=50, checkpoints=10)
+        # and the answer's settings passed back with one changed
+        sdk.set_limits("t-1", **{**limits.settings(), "burst": 60})
+        sdk.set_limits("t-1")
+    record(SUITE, cases=3)
+    # Then each body names all four settings (the PUT replaces them all: null is the stage's default)
+    bodies = [json.loads(call.request.content) for call in route.calls]
+    unset = dict.fromkeys(("requests_per_minute", "burst", "storage_bytes", "checkpoints"))
+    assert bodies == [
+        {**unset, "burst": 50, "checkpoints": 10},
+        {**unset, "burst": 60, "checkpoints": 10},
+        unset,
+    ]
+    # and the answer reads into the settings and what applies
+    assert (limits.tenant_id, limits.requests_per_minute, limits.burst, limits.checkpoints) == ("t-1", None, 50, 10)
+    assert (limits.effective.requests_per_minute, limits.effective.storage_bytes) == (600, 10**9)
+    assert limits.raw == LIMITS
+
+
+def test_set_limits_is_repeated_after_a_lost_answer(router: respx.MockRouter) -> None:
+    route = router.put("/v1/tenants/t-1/limits").mock(side_effect=[httpx.ReadError("reset"), ok(LIMITS)])
+    with Baton(URL, "k", sleep=lambda _: None, rng=random.Random(0)) as sdk:
+        limits = sdk.set_limits("t-1", burst=50, checkpoints=10)
+    record(SUITE, cases=1)
+    assert route.call_count == 2
+    assert limits.meta.attempts == 2
+    assert route.calls[0].request.content == route.calls[1].request.content
+
+
+def test_get_limits_encodes_the_tenant(router: respx.MockRouter) -> None:
+    route = router.get("/v1/tenants/a%2Fb/limits").mock(return_value=ok({**LIMITS, "tenant_id": "a/b"}))
+    with Baton(URL, "k") as sdk:
+        limits = sdk.get_limits("a/b")
+    record(SUITE, cases=1)
+    assert route.call_count == 1
+    assert limits.tenant_id == "a/b"
+
+
+def _counts(requests: dict[str, int], s3_requests: int = 0) -> dict[str, Any]:
+    return {
+        "requests": requests,
+        "dynamodb": {"read_units": 1.5, "write_units": 4.0},
+        "s3": {
+            "requests": s3_requests,
+            "bytes_written": 0,
+            "bytes_read": 0,
+            "presigned_urls": 0,
+            "presigned_upload_bytes": 0,
+            "field_of_a_later_release": 1,
+        },
+    }
+
+
+def test_usage_reads_days_and_totals(router: respx.MockRouter) -> None:
+    day = {**_counts({"checkpoints": 3}, 1), "date": "2026-12-03", "stored_bytes": 10, "checkpoints": 2, "threads": 0}
+    data = {"tenant_id": "t-1", "days": [day], "totals": _counts({"checkpoints": 3}, 1)}
+    route = router.get("/v1/usage").mock(return_value=ok(data))
+    # Given dates as `date`s, as strings, and as an aware `datetime` (its UTC date)
+    late = datetime(2026, 12, 3, 23, 30, tzinfo=timezone(timedelta(hours=-2)))
+    with Baton(URL, "k") as sdk:
+        usage = sdk.usage(from_=date(2026, 12, 1), to="2026-12-03", tenant_id="t-1")
+        sdk.usage(to=late)
+        sdk.usage()
+    record(SUITE, cases=3)
+    # Then the query names them `from` and `to`, leaving out what was not given
+    assert [dict(call.request.url.params) for call in route.calls] == [
+        {"from": "2026-12-01", "to": "2026-12-03", "tenant_id": "t-1"},
+        {"to": "2026-12-04"},
+        {},
+    ]
+    # and the answer reads into days and totals
+    assert usage.tenant_id == "t-1"
+    (first,) = usage.days
+    assert (first.date, first.requests, first.stored_bytes, first.checkpoints, first.threads) == (
+        "2026-12-03",
+        {"checkpoints": 3},
+        10,
+        2,
+        0,
+    )
+    assert (first.dynamodb.read_units, first.dynamodb.write_units) == (1.5, 4.0)
+    assert first.s3 == S3Usage(requests=1, bytes_written=0, bytes_read=0, presigned_urls=0, presigned_upload_bytes=0)
+    assert usage.totals.requests == {"checkpoints": 3}
+    assert usage.raw == data
+
+
+def _chain(count: int) -> list[dict[str, Any]]:
+    """A tenant's trail of `count` events, oldest first, each hashed as Baton hashes it."""
+    events: list[dict[str, Any]] = []
+    previous, previous_at = GENESIS, None
+    for seq in range(1, count + 1):
+        event: dict[str, Any] = {
+            "seq": seq,
+            "action": "key.issued",
+            "at": f"2026-12-03T09:00:0{seq}.000Z",
+            "request_id": f"r{seq}",
+            "actor": {"key_id": "key_a", "agent_id": "admin"} if seq > 1 else {"key_id": None, "agent_id": None},
+            "target": {"type": "key", "id": f"key_{seq}"},
+            "outcome": "succeeded",
+            "details": {"scopes": ["*"], "note": "é"},
+            "prev_hash": previous,
+            "prev_at": previous_at,
+        }
+        event["hash"] = event_hash(event)
+        events.append(event)
+        previous, previous_at = event["hash"], event["at"]
+    return events
+
+
+def _serve_trail(router: respx.MockRouter, events: list[dict[str, Any]], page: int) -> respx.Route:
+    """`GET /v1/audit` answering `events` newest first, `page` a page, the head being the newest."""
+    newest = events[-1]
+    head = {"seq": newest["seq"], "hash": newest["hash"], "at": newest["at"]}
+    ordered = events[::-1]
+
+    def answer(request: httpx.Request) -> httpx.Response:
+        start = int(request.url.params.get("cursor", "0"))
+        end = start + min(page, int(request.url.params.get("limit", "50")))
+        cursor = str(end) if end < len(ordered) else None
+        meta = {"request_id": "r", "next_cursor": cursor, "head": head}
+        return httpx.Response(200, json={"data": ordered[start:end], "meta": meta})
+
+    return router.get("/v1/audit").mock(side_effect=answer)
+
+
+def test_an_audit_page_keeps_each_event_as_sent_and_the_head(router: respx.MockRouter) -> None:
+    events = _chain(3)
+    route = _serve_trail(router, events, page=2)
+    with Baton(URL, "k") as sdk:
+        page = sdk.list_audit(action="key.issued", from_="2026-12-03T09:00:00Z", to=datetime(2026, 12, 4, tzinfo=UTC))
+        every = list(sdk.iter_audit(page_size=2))
+        with pytest.raises(ValueError, match="time zone"):
+            sdk.list_audit(from_=datetime(2026, 12, 3))  # a naive time: refused before anything is sent
+    record(SUITE, cases=3)
+    assert dict(route.calls[0].request.url.params) == {
+        "action": "key.issued",
+        "from": "2026-12-03T09:00:00Z",
+        "to": "2026-12-04T00:00:00+00:00",
+    }
+    assert route.call_count == 3
+    # The page: newest first, typed, with the event as sent and the tenant's head
+    assert [event.seq for event in page.items] == [3, 2]
+    assert page.next_cursor == "2"
+    newest = page.items[0]
+    assert (newest.action, newest.actor, newest.target, newest.outcome) == (
+        "key.issued",
+        AuditActor(key_id="key_a", agent_id="admin"),
+        {"type": "key", "id": "key_3"},
+        "succeeded",
+    )
+    assert (newest.prev_hash, newest.prev_at, newest.hash) == (events[1]["hash"], events[1]["at"], events[2]["hash"])
+    assert newest.raw == events[2]
+    assert (page.head.seq, page.head.hash, page.head.at) == (3, events[2]["hash"], events[2]["at"])
+    # The iteration follows next_cursor to the oldest
+    assert [event.seq for event in every] == [3, 2, 1]
+    assert every[-1].actor == AuditActor()
+
+
+def test_verify_audit_reads_every_page_and_finds_an_altered_event(router: respx.MockRouter) -> None:
+    events = _chain(5)
+    _serve_trail(router, events, page=2)
+    with Baton(URL, "k") as sdk:
+        whole = sdk.verify_audit(page_size=2)
+    altered = _chain(5)
+    altered[2]["details"] = {"scopes": ["checkpoints:read"], "note": "é"}
+    router.routes.clear()
+    _serve_trail(router, altered, page=2)
+
+    async def scenario() -> list[str]:
+        async with AsyncBaton(URL, "k") as sdk:
+            return await sdk.verify_audit()
+
+    # asyncio's event loop opens a socketpair to wake itself: sockets for the loop only (respx answers every request)
+    enable_socket()
+    try:
+        broken = asyncio.run(scenario())
+    finally:
+        disable_socket()
+    record(SUITE, cases=2)
+    assert whole == []
+    assert broken == ["event 3 was altered: its hash is not that of its content"]

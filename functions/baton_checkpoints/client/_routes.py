@@ -4,11 +4,13 @@ and how its answer becomes a typed result. Shared by `Baton` and `AsyncBaton`, w
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
+from datetime import UTC, date, datetime
 from typing import Any
 from urllib.parse import quote
 
 from baton_checkpoints.client._core import Answer, Call, data_of, new_idempotency_key, next_cursor_of
 from baton_checkpoints.client.models import (
+    AuditPage,
     BlobInfo,
     CheckpointRecord,
     CheckpointSummary,
@@ -28,12 +30,18 @@ from baton_checkpoints.client.models import (
     ResumeResult,
     SaveResult,
     Source,
+    TenantLimits,
+    TenantUsage,
+    audit_event_from,
+    audit_head_from,
     build,
     created_blob_from,
     key_from,
+    limits_from,
     record_from,
     resume_from,
     summary_from,
+    usage_from,
 )
 
 _UNSET: Any = object()
@@ -394,6 +402,100 @@ def whoami() -> Call[Identity]:
         return build(Identity, data, answer.meta, scopes=scopes, effective_scopes=effective)
 
     return Call(method="GET", path="/v1/whoami", repeatable=True, parse=parse)
+
+
+def get_limits(tenant_id: str) -> Call[TenantLimits]:
+    """`GET /v1/tenants/{tenant_id}/limits` (`tenants:manage`): the tenant's settings and what applies."""
+    return Call(
+        method="GET",
+        path=f"/v1/tenants/{segment(tenant_id)}/limits",
+        repeatable=True,
+        parse=lambda answer: limits_from(data_of(answer), answer.meta),
+    )
+
+
+def set_limits(
+    tenant_id: str,
+    *,
+    requests_per_minute: int | None = None,
+    burst: int | None = None,
+    storage_bytes: int | None = None,
+    checkpoints: int | None = None,
+) -> Call[TenantLimits]:
+    """`PUT /v1/tenants/{tenant_id}/limits` (`tenants:manage`): the body replaces every setting, so each is sent,
+    None as `null` (the stage's default; the server reads a setting left out the same way). Repeatable: sending the
+    same settings twice sets the same thing (each request appends its own `limits.changed` audit event)."""
+    body = {
+        "requests_per_minute": requests_per_minute,
+        "burst": burst,
+        "storage_bytes": storage_bytes,
+        "checkpoints": checkpoints,
+    }
+    return Call(
+        method="PUT",
+        path=f"/v1/tenants/{segment(tenant_id)}/limits",
+        body=body,
+        has_body=True,
+        repeatable=True,
+        parse=lambda answer: limits_from(data_of(answer), answer.meta),
+    )
+
+
+DayInput = date | str
+TimeInput = datetime | str
+
+
+def _day(value: DayInput | None) -> str | None:
+    """A `YYYY-MM-DD` query value: a `date` as written, a `datetime` by its UTC date (naive: as written), a string
+    as given."""
+    if value is None or isinstance(value, str):
+        return value
+    if isinstance(value, datetime):
+        return (value.astimezone(UTC) if value.tzinfo is not None else value).date().isoformat()
+    return value.isoformat()
+
+
+def _time(value: TimeInput | None, name: str) -> str | None:
+    """An RFC 3339 query value: a string as given, a `datetime` with its zone (a naive one is refused here, as the
+    server would refuse a time without a zone)."""
+    if value is None or isinstance(value, str):
+        return value
+    if value.tzinfo is None:
+        raise ValueError(f"{name} must carry a time zone (e.g. datetime.now(UTC)), not a naive datetime.")
+    return value.isoformat()
+
+
+def usage(
+    *, from_: DayInput | None = None, to: DayInput | None = None, tenant_id: str | None = None
+) -> Call[TenantUsage]:
+    """`GET /v1/usage?from&to[&tenant_id]` (`usage:read`; another tenant's needs `tenants:manage`)."""
+    return Call(
+        method="GET",
+        path="/v1/usage",
+        params=_optional(**{"from": _day(from_), "to": _day(to), "tenant_id": tenant_id}),
+        repeatable=True,
+        parse=lambda answer: usage_from(data_of(answer), answer.meta),
+    )
+
+
+def list_audit(
+    *,
+    action: str | None = None,
+    from_: TimeInput | None = None,
+    to: TimeInput | None = None,
+    limit: int | None = None,
+    cursor: str | None = None,
+) -> Call[AuditPage]:
+    """`GET /v1/audit` (`audit:read`): one page of the caller's tenant's events, newest first, and its head."""
+
+    def parse(answer: Answer) -> AuditPage:
+        items = [audit_event_from(item) for item in data_of(answer)]
+        meta = answer.body.get("meta") if isinstance(answer.body, Mapping) else None
+        head = audit_head_from(meta.get("head") if isinstance(meta, Mapping) else None)
+        return AuditPage(items=items, next_cursor=next_cursor_of(answer), meta=answer.meta, head=head)
+
+    params = {"action": action, "from": _time(from_, "from_"), "to": _time(to, "to"), "limit": limit, "cursor": cursor}
+    return Call(method="GET", path="/v1/audit", params=_optional(**params), repeatable=True, parse=parse)
 
 
 def health() -> Call[Health]:

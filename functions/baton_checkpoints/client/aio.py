@@ -15,7 +15,8 @@ import httpx
 
 from baton_checkpoints.client import _routes as routes
 from baton_checkpoints.client._core import Call, ClientCore, RetryPolicy, adrive, default_headers, resolve_settings
-from baton_checkpoints.client._routes import ResourceInput, SourceInput
+from baton_checkpoints.client._routes import DayInput, ResourceInput, SourceInput, TimeInput
+from baton_checkpoints.client.audit import problems_of
 from baton_checkpoints.client.blobs import (
     CHUNK_SIZE,
     DownloadSink,
@@ -27,6 +28,8 @@ from baton_checkpoints.client.blobs import (
 )
 from baton_checkpoints.client.errors import error_from_answer
 from baton_checkpoints.client.models import (
+    AuditEvent,
+    AuditPage,
     BlobInfo,
     CheckpointRecord,
     CheckpointSummary,
@@ -44,6 +47,8 @@ from baton_checkpoints.client.models import (
     RawResponse,
     ResumeResult,
     SaveResult,
+    TenantLimits,
+    TenantUsage,
 )
 
 T = TypeVar("T")
@@ -425,6 +430,100 @@ class AsyncBaton:
     async def whoami(self) -> Identity:
         """The calling key: its tenant, agent, scopes and expiry (`GET /v1/whoami`, any valid key)."""
         return await self._run(routes.whoami())
+
+    # -- tenants, usage and audit ----------------------------------------------------------------------------------
+
+    async def get_limits(self, tenant_id: str) -> TenantLimits:
+        """A tenant's limit settings (None: the stage's default) and what applies (`effective`); needs
+        `tenants:manage`."""
+        return await self._run(routes.get_limits(tenant_id))
+
+    async def set_limits(
+        self,
+        tenant_id: str,
+        *,
+        requests_per_minute: int | None = None,
+        burst: int | None = None,
+        storage_bytes: int | None = None,
+        checkpoints: int | None = None,
+    ) -> TenantLimits:
+        """Set a tenant's limits (`tenants:manage`): the rate limit (`requests_per_minute`, `burst`) and the quotas
+        (`storage_bytes`, `checkpoints`: live checkpoints and threads). Returns the limits as set.
+
+        The request replaces every setting: one not given, or given as None, goes back to the stage's default; it
+        is not left as it was. To change one and keep the others, pass back what `get_limits` read:
+        `set_limits(tenant, **{**(await baton.get_limits(tenant)).settings(), "burst": 50})` (two requests, not
+        atomic). Repeated after a lost answer (setting the same values twice sets the same thing; the audit trail
+        then holds a `limits.changed` event per request that arrived). Every container applies new limits within 10
+        seconds.
+        """
+        return await self._run(
+            routes.set_limits(
+                tenant_id,
+                requests_per_minute=requests_per_minute,
+                burst=burst,
+                storage_bytes=storage_bytes,
+                checkpoints=checkpoints,
+            )
+        )
+
+    async def usage(
+        self, *, from_: DayInput | None = None, to: DayInput | None = None, tenant_id: str | None = None
+    ) -> TenantUsage:
+        """The tenant's usage day by day (UTC) from `from_` to `to` (`datetime.date`s or `YYYY-MM-DD`; by default
+        the 30 days ending today; at most 100 days), and the totals; `tenant_id` names another tenant (needs
+        `tenants:manage`). Needs `usage:read`."""
+        return await self._run(routes.usage(from_=from_, to=to, tenant_id=tenant_id))
+
+    async def list_audit(
+        self,
+        *,
+        action: str | None = None,
+        from_: TimeInput | None = None,
+        to: TimeInput | None = None,
+        limit: int | None = None,
+        cursor: str | None = None,
+    ) -> AuditPage:
+        """One page of the key's tenant's audit trail, newest first (`limit` 1 to 100, default 50), and the
+        tenant's `head`; `action` keeps one action, `from_` and `to` bound the times (RFC 3339 strings, or
+        `datetime`s with a zone). Needs `audit:read`."""
+        return await self._run(routes.list_audit(action=action, from_=from_, to=to, limit=limit, cursor=cursor))
+
+    async def iter_audit(
+        self,
+        *,
+        action: str | None = None,
+        from_: TimeInput | None = None,
+        to: TimeInput | None = None,
+        page_size: int | None = None,
+    ) -> AsyncIterator[AuditEvent]:
+        """Every event of the key's tenant's audit trail (filtered as `list_audit`), newest first, page after
+        page."""
+        cursor: str | None = None
+        while True:
+            page = await self.list_audit(action=action, from_=from_, to=to, limit=page_size, cursor=cursor)
+            for item in page.items:
+                yield item
+            if page.next_cursor is None:
+                return
+            cursor = page.next_cursor
+
+    async def verify_audit(self, *, page_size: int = 100) -> list[str]:
+        """Check the hash chain of the key's tenant's whole audit trail, as `baton audit verify` does: read every
+        page (the head from the first), recompute each event's hash from the event as sent, and check that each
+        names the one before it and that the newest is the head. The problems found, empty when the chain is
+        whole. Needs `audit:read`."""
+        events: list[Mapping[str, Any]] = []
+        head: Mapping[str, Any] | None = None
+        cursor: str | None = None
+        while True:
+            page = await self.list_audit(limit=page_size, cursor=cursor)
+            if head is None:
+                head = page.head.raw  # the first page's: no event newer than it was read
+            events.extend(event.raw for event in page.items)
+            if page.next_cursor is None:
+                return problems_of(events, head)
+            cursor = page.next_cursor
 
     # -- service ---------------------------------------------------------------------------------------------------
 

@@ -306,6 +306,136 @@ class KeyDeleted(Result):
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
+class EffectiveLimits:
+    """A tenant's limits as enforced: its own settings, the stage's defaults where it has none."""
+
+    requests_per_minute: int
+    burst: int
+    storage_bytes: int
+    checkpoints: int
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class TenantLimits(Result):
+    """A tenant's limit settings (`GET`/`PUT /v1/tenants/{tenant_id}/limits`): each an integer, or None for the
+    stage's default; `effective` is what applies."""
+
+    tenant_id: str
+    requests_per_minute: int | None = None
+    """The rate limit's refill, per minute (a token bucket)."""
+    burst: int | None = None
+    """The rate limit's bucket: requests at once."""
+    storage_bytes: int | None = None
+    """The quota of bytes stored."""
+    checkpoints: int | None = None
+    """The quota of live checkpoints and threads."""
+    effective: EffectiveLimits
+
+    def settings(self) -> dict[str, int | None]:
+        """The four settings as `set_limits` takes them: `set_limits(tenant, **{**limits.settings(), "burst": 50})`
+        changes one and keeps the others."""
+        return {
+            "requests_per_minute": self.requests_per_minute,
+            "burst": self.burst,
+            "storage_bytes": self.storage_bytes,
+            "checkpoints": self.checkpoints,
+        }
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class DynamoDBUsage:
+    """DynamoDB capacity units consumed serving a tenant's requests, as DynamoDB reported them."""
+
+    read_units: float
+    write_units: float
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class S3Usage:
+    """S3 requests Baton made serving a tenant's requests, their bytes, and the presigned URLs it handed out."""
+
+    requests: int
+    bytes_written: int
+    bytes_read: int
+    presigned_urls: int
+    presigned_upload_bytes: int
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class UsageCounts:
+    """What was counted over a day or a range: admitted requests by route family (`checkpoints`, `keys`, `mcp`…),
+    DynamoDB units, S3."""
+
+    requests: Mapping[str, int]
+    dynamodb: DynamoDBUsage
+    s3: S3Usage
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class UsageDay(UsageCounts):
+    """One day (UTC): what was counted, and what the tenant stored at the day's end (today: now)."""
+
+    date: str
+    """`YYYY-MM-DD` (`datetime.date.fromisoformat` reads it)."""
+    stored_bytes: int
+    checkpoints: int
+    threads: int
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class TenantUsage(Result):
+    """A tenant's usage (`GET /v1/usage`): day by day, oldest first, and `totals`, the counted figures summed over
+    the range (not the stored ones, which are levels)."""
+
+    tenant_id: str
+    days: tuple[UsageDay, ...]
+    totals: UsageCounts
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class AuditActor:
+    """Who acted: the key's id and agent (None: Baton itself, ending a grant whose token was used twice)."""
+
+    key_id: str | None = None
+    agent_id: str | None = None
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class AuditEvent(Result):
+    """One management action of a tenant's audit trail, chained to the event before it. `raw` is the event exactly
+    as sent: `hash` is the SHA-256 of it without `hash` (`client.audit.event_hash`), so a check hashes `raw`."""
+
+    seq: int
+    action: str
+    """`key.issued`, `key.revoked`, `subject.purged`, `thread.deleted`, `limits.changed`, `lease.taken_over`,
+    `grant.approved` or `grant.revoked`."""
+    at: str
+    request_id: str
+    actor: AuditActor
+    target: Mapping[str, str]
+    """What the action was on, e.g. `{"type": "key", "id": "key_…"}`."""
+    outcome: str
+    """`succeeded`, or `partial` (a purge that stopped before the end)."""
+    details: Mapping[str, Any]
+    prev_hash: str
+    """The `hash` of the event before (64 zeros for the first)."""
+    prev_at: str | None = None
+    """The time of the event before (None for the first)."""
+    hash: str
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class AuditHead:
+    """The tenant's last event (`meta.head`): its number, hash and time (0, 64 zeros and None before the first).
+    `raw` is the head as sent (what `client.audit.problems_of` takes)."""
+
+    seq: int
+    hash: str
+    at: str | None = None
+    raw: Mapping[str, Any] = field(default_factory=dict, compare=False, repr=False)
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
 class Health(Result):
     """`GET /v1/health`."""
 
@@ -329,6 +459,13 @@ class Page(Generic[T]):
     items: list[T]
     next_cursor: str | None
     meta: ResponseMeta = field(default=_NO_META, compare=False, repr=False)
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class AuditPage(Page[AuditEvent]):
+    """One page of a tenant's audit trail (newest first) and the tenant's `head` when the page was read."""
+
+    head: AuditHead
 
 
 R = TypeVar("R", bound=Result)
@@ -436,3 +573,72 @@ def key_from(data: Mapping[str, Any], meta: ResponseMeta = _NO_META) -> KeyInfo:
     """A `KeyInfo` (or a `CreatedKey` when the answer carries the secret)."""
     cls: type[KeyInfo] = CreatedKey if "secret" in data else KeyInfo
     return build(cls, data, meta, scopes=tuple(data.get("scopes") or ()))
+
+
+def limits_from(data: Mapping[str, Any], meta: ResponseMeta) -> TenantLimits:
+    """A `TenantLimits` with its `EffectiveLimits`."""
+    effective = data["effective"]
+    return build(
+        TenantLimits,
+        data,
+        meta,
+        effective=EffectiveLimits(
+            requests_per_minute=effective["requests_per_minute"],
+            burst=effective["burst"],
+            storage_bytes=effective["storage_bytes"],
+            checkpoints=effective["checkpoints"],
+        ),
+    )
+
+
+def _counts(data: Mapping[str, Any]) -> dict[str, Any]:
+    """The counted figures of a day or of the totals, as `UsageCounts` fields."""
+    dynamodb, s3 = data["dynamodb"], data["s3"]
+    return {
+        "requests": dict(data.get("requests") or {}),
+        "dynamodb": DynamoDBUsage(read_units=dynamodb["read_units"], write_units=dynamodb["write_units"]),
+        "s3": S3Usage(
+            requests=s3["requests"],
+            bytes_written=s3["bytes_written"],
+            bytes_read=s3["bytes_read"],
+            presigned_urls=s3["presigned_urls"],
+            presigned_upload_bytes=s3["presigned_upload_bytes"],
+        ),
+    }
+
+
+def usage_from(data: Mapping[str, Any], meta: ResponseMeta) -> TenantUsage:
+    """A `TenantUsage`: its days and totals."""
+    days = tuple(
+        UsageDay(
+            date=day["date"],
+            stored_bytes=day["stored_bytes"],
+            checkpoints=day["checkpoints"],
+            threads=day["threads"],
+            **_counts(day),
+        )
+        for day in data.get("days") or ()
+    )
+    return build(TenantUsage, data, meta, days=days, totals=UsageCounts(**_counts(data["totals"])))
+
+
+def audit_event_from(data: Mapping[str, Any]) -> AuditEvent:
+    """An `AuditEvent`; its `raw` is `data` itself, untouched (the chain's hash is of it)."""
+    actor = data.get("actor")
+    return build(
+        AuditEvent,
+        data,
+        _NO_META,
+        actor=AuditActor(key_id=actor.get("key_id"), agent_id=actor.get("agent_id"))
+        if isinstance(actor, Mapping)
+        else AuditActor(),
+        target=dict(data.get("target") or {}),
+        details=dict(data.get("details") or {}),
+    )
+
+
+def audit_head_from(data: Any) -> AuditHead:
+    """The `AuditHead` of a page's `meta.head` (the head before the first event when there is none)."""
+    if not isinstance(data, Mapping):
+        return AuditHead(seq=0, hash="0" * 64, at=None, raw={})
+    return AuditHead(seq=int(data.get("seq", 0)), hash=str(data.get("hash", "")), at=data.get("at"), raw=data)
