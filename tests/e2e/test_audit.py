@@ -36,10 +36,16 @@ def served(moto_endpoint: str) -> Iterator[tuple[BatonServe, str]]:
     server.stop()
 
 
-def verify(server: BatonServe, secret: str) -> subprocess.CompletedProcess[str]:
+def verify(server: BatonServe, secret: str, *options: str) -> subprocess.CompletedProcess[str]:
     env = {**os.environ, "BATON_URL": server.url, "BATON_API_KEY": secret}
     return subprocess.run(
-        [str(BATON), "audit", "verify"], cwd=REPO, env=env, capture_output=True, text=True, timeout=60, check=False
+        [str(BATON), "audit", "verify", *options],
+        cwd=REPO,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=False,
     )
 
 
@@ -119,8 +125,11 @@ def test_audit_events_appear_for_each_action_and_verify_finds_a_removed_one(
     )["Items"]
     fourth = next(item for item in found if item["sk"]["S"] == "E#000000000004")
     dynamodb.delete_item(TableName=table, Key={"pk": fourth["pk"], "sk": fourth["sk"]})
-    # Then `baton audit verify` says so, and fails
+    # Then `baton audit verify` says so, and fails; so does the operator's check of that customer's trail
     broken = verify(server, admin_secret)
     assert broken.returncode == 5, (broken.stdout, broken.stderr)
     assert "events 4 to 4 are missing" in broken.stderr
-    record(SUITE, actions=len(events), verifications=2)
+    by_operator = verify(server, server.key, "--tenant", tenant)
+    assert by_operator.returncode == 5, (by_operator.stdout, by_operator.stderr)
+    assert f"baton: audit trail of {tenant}: events 4 to 4 are missing" in by_operator.stderr
+    record(SUITE, actions=len(events), verifications=3)

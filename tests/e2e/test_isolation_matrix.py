@@ -80,7 +80,7 @@ G_LIST, G_REVOKE = "GET /v1/oauth/grants", "DELETE /v1/oauth/grants/{grant_id}"
 L_GET, L_PUT = "GET /v1/tenants/{tenant_id}/limits", "PUT /v1/tenants/{tenant_id}/limits"
 """A tenant's limits, read and set by the operator alone (`tenants:manage`; `*` does not grant it)."""
 A_GET = "GET /v1/audit"
-"""A tenant's audit trail: its own (`audit:read`, which `*` grants), never another's."""
+"""A tenant's audit trail: its own (`audit:read`, which `*` grants); another's with `tenants:manage` too."""
 U_GET = "GET /v1/usage"
 """A tenant's usage by day: its own (`usage:read`, which `*` grants); another's with `tenants:manage` alone."""
 LIMIT_SETTINGS = ("requests_per_minute", "burst", "storage_bytes", "checkpoints")
@@ -644,7 +644,7 @@ def visible(world: World, caller: str, route: str, params: dict[str, Any] | None
         return victim
     if caller == "operator" and route in ("POST /v1/keys", "GET /v1/keys", "DELETE /v1/keys/{key_id}"):
         return victim if (params or {}).get("tenant_id") == world.victim or route == "POST /v1/keys" else set()
-    if caller == "operator" and route in (G_LIST, G_REVOKE, U_GET):
+    if caller == "operator" and route in (G_LIST, G_REVOKE, U_GET, A_GET):
         return victim if (params or {}).get("tenant_id") == world.victim else set()
     return set()  # refused callers see nothing; the operator's checkpoints live in its own tenant
 
@@ -1105,25 +1105,45 @@ def whole_trail(at_least: int) -> Callable[[Any], str | None]:
 
 
 def audit_cases_for(caller: str, w: World) -> list[Case]:
-    """GET /v1/audit, called by `caller`: a key with `audit:read` (`*` grants it) reads its own tenant's trail and
-    no other (there is no way to name one); a key without it is refused. The victim's trail holds its keys' issuing
-    (the set-up's), so the tenant's own `*` key reads a whole stretch of it, and no one else sees any of it."""
+    """GET /v1/audit, called by `caller`: a key with `audit:read` (`*` grants it) reads its own tenant's trail, naming
+    it or not; naming another tenant is 403 without `tenants:manage`; the operator reads the victim's; a key without
+    `audit:read` is refused. The victim's trail holds its keys' issuing (the set-up's), so the tenant's own `*` key
+    and the operator read a whole stretch of it, and no one else sees any of it."""
     if caller in REFUSED:
         return [Case(A_GET, "GET", "/v1/audit", (401,), "UNAUTHENTICATED")]
     if caller in ("missing_scope", "other_agent"):
         secrets = ("missing_scope:read_only", "missing_scope:write_only") if caller == "missing_scope" else (None,)
         return [
-            Case(A_GET, "GET", "/v1/audit", (403,), "FORBIDDEN", secret_of=secret, answer_check=lacks("audit:read"))
+            Case(A_GET, "GET", "/v1/audit", (403,), "FORBIDDEN", params=params, secret_of=secret,
+                 answer_check=lacks("audit:read"))
             for secret in secrets
-        ]
+            for params in (None, {"tenant_id": w.victim})
+        ]  # fmt: skip
     if caller == "own_wildcard":
-        return [Case(A_GET, "GET", "/v1/audit", (200,), params={"limit": 100}, check=whole_trail(5))]
+        return [
+            Case(A_GET, "GET", "/v1/audit", (200,), params={"limit": 100}, check=whole_trail(5)),
+            Case(A_GET, "GET", "/v1/audit", (200,), params={"limit": 100, "tenant_id": w.victim}, check=whole_trail(5)),
+            Case(A_GET, "GET", "/v1/audit", (403,), "FORBIDDEN", params={"tenant_id": w.other},
+                 answer_check=lacks_tenants_manage),
+        ]  # fmt: skip
     # Another tenant's `*` key, the operator: their own tenants' trails, which hold nothing of the victim's but the
     # subject id they themselves purged in their own tenant (the matrix sends each caller the victim's subject)
     own = (w.purge_subject,)
-    return [
+    cases = [
         Case(A_GET, "GET", "/v1/audit", (200,), params={"limit": 100}, check=whole_trail(0), own_markers=own),
         Case(A_GET, "GET", "/v1/audit", (200,), params={"limit": 1, "action": "key.issued"}, paginate=True),
+    ]
+    if caller == "other_tenant":
+        return [
+            *cases,
+            Case(A_GET, "GET", "/v1/audit", (403,), "FORBIDDEN", params={"tenant_id": w.victim},
+                 answer_check=lacks_tenants_manage),
+        ]  # fmt: skip
+    assert caller == "operator", caller
+    return [
+        *cases,
+        Case(A_GET, "GET", "/v1/audit", (200,), params={"limit": 100, "tenant_id": w.victim}, check=whole_trail(5)),
+        Case(A_GET, "GET", "/v1/audit", (400,), "VALIDATION_ERROR", params={"tenant_id": "Not A Tenant"}),
     ]
 
 

@@ -91,7 +91,7 @@ ANSWERED = (
     "GET /v1/audit 200",
 )
 """Answers of routes without real resources that the run must have seen: the console's page, an unknown file of the
-console, a tenant's usage (the fuzz key's own, or any tenant's: it holds tenants:manage) and audit trail (its own),
+console, a tenant's usage and audit trail (the fuzz key's own, or any tenant's: it holds tenants:manage),
 the calling key's identity (its refusal without a key is the `ignored_auth` check's, which every operation that needs
 a key gets, and the isolation matrix's), OAuth's discovery documents, the page for an unknown client and the token
 endpoint's OAuth error."""

@@ -240,3 +240,32 @@ def test_a_prune_that_deletes_threads_records_each_thread_deleted(services: Serv
     assert again.data["pruned_threads"] == 0
     assert every_event(admin)[0] == events
     proof_counts.record(SUITE, actions=len(events))
+
+
+def test_the_operator_reads_a_customers_trail_and_a_tenant_reads_no_other(
+    api: ApiDriver, services: Services, engine: str
+) -> None:
+    tenant, other = f"audit-g-{engine}", f"audit-h-{engine}"
+    admin, stranger = tenant_key(services, tenant), tenant_key(services, other)
+    # Given a customer's trail of three events
+    for n in range(3):
+        assert admin.invoke("create_key", body={"agent_id": f"a{n}", "scopes": ["checkpoints:read"]}).status == 201
+    # When the integrator's operator key names the customer, page by page
+    first = trail(api, tenant_id=tenant, limit="2")
+    assert first.status == 200, first.raw_body
+    following = trail(api, tenant_id=tenant, limit="2", cursor=first.body["meta"]["next_cursor"])
+    # Then it reads the customer's trail, the same as the customer does
+    events = first.data + following.data
+    assert [e["seq"] for e in events] == [3, 2, 1]
+    assert events == every_event(admin)[0]
+    assert problems_of(events, first.body["meta"]["head"]) == []
+    # And a page's cursor serves that tenant's trail only
+    forged = trail(api, limit="2", cursor=first.body["meta"]["next_cursor"])
+    assert forged.status == 400, forged.raw_body
+    assert forged.error["details"]["errors"][0]["pointer"] == "/cursor"
+    # And a tenant's key without tenants:manage names no other tenant (its own, it may)
+    refused = trail(stranger, tenant_id=tenant)
+    assert refused.status == 403, refused.raw_body
+    assert "tenants:manage" in refused.error["message"]
+    assert trail(admin, tenant_id=tenant).data == trail(admin).data
+    proof_counts.record(SUITE, operator_reads=2)

@@ -3,7 +3,8 @@ hash chain (`client/audit.py`): exit 0 when it is whole, 5 when an event was rem
 
 from __future__ import annotations
 
-from typing import Any
+from collections.abc import Mapping
+from typing import Annotated, Any
 
 import typer
 
@@ -23,32 +24,41 @@ VERIFY_EPILOG = """\
 
   baton audit verify --json
 
-  Needs a key with audit:read. Reads every kept event (100 a request) and the head, recomputes each event's hash,
-  and checks that each names the one before it and that the newest is the head. Exit 0: whole; 5: an event was
-  removed, altered or inserted (each problem on stderr).
+  baton audit verify --tenant customer-42
+
+  Needs a key with audit:read (and tenants:manage for --tenant). Reads every kept event (100 a request) and the
+  head, recomputes each event's hash, and checks that each names the one before it and that the newest is the
+  head. Exit 0: whole; 5: an event was removed, altered or inserted (each problem on stderr).
 """
 
 
+TenantOption = Annotated[
+    str | None,
+    typer.Option("--tenant", help="Another tenant's trail (needs a key with tenants:manage: an operator's)."),
+]
+
+
 @audit_app.command("verify", epilog=VERIFY_EPILOG)
-def verify(url: UrlOption = None, api_key: ApiKeyOption = None, as_json: JsonOption = False) -> None:
-    """Check the hash chain of the key's tenant's audit trail."""
+def verify(
+    url: UrlOption = None, api_key: ApiKeyOption = None, tenant: TenantOption = None, as_json: JsonOption = False
+) -> None:
+    """Check the hash chain of the key's tenant's audit trail (or, for an operator, another tenant's)."""
     from baton_checkpoints.client.audit import problems_of
 
-    events: list[dict[str, Any]] = []
-    head: dict[str, Any] = {}
+    events: list[Mapping[str, Any]] = []
+    head: Mapping[str, Any] | None = None
     cursor: str | None = None
     with session(url, api_key) as baton:
-        tenant = baton.whoami().tenant_id
+        tenant = tenant or baton.whoami().tenant_id
         while True:
-            params: dict[str, Any] = {"limit": 100, **({"cursor": cursor} if cursor else {})}
-            page = baton.request("GET", "/v1/audit", params=params)
-            meta = page.raw.get("meta") or {}
-            if not head:
-                head = dict(meta.get("head") or {})  # the first page's: no event newer than it was read
-            events += list(page.data or [])
-            cursor = meta.get("next_cursor")
-            if not cursor:
+            page = baton.list_audit(limit=100, cursor=cursor, tenant_id=tenant)
+            if head is None:
+                head = page.head.raw  # the first page's: no event newer than it was read
+            events += [event.raw for event in page.items]
+            cursor = page.next_cursor
+            if cursor is None:
                 break
+    head = head or {}
     problems = problems_of(events, head)
     seqs = sorted(int(e["seq"]) for e in events)
     if as_json:

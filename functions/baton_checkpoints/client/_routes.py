@@ -485,8 +485,10 @@ def list_audit(
     to: TimeInput | None = None,
     limit: int | None = None,
     cursor: str | None = None,
+    tenant_id: str | None = None,
 ) -> Call[AuditPage]:
-    """`GET /v1/audit` (`audit:read`): one page of the caller's tenant's events, newest first, and its head."""
+    """`GET /v1/audit` (`audit:read`): one page of the caller's tenant's events (another's needs `tenants:manage`),
+    newest first, and its head."""
 
     def parse(answer: Answer) -> AuditPage:
         items = [audit_event_from(item) for item in data_of(answer)]
@@ -494,7 +496,14 @@ def list_audit(
         head = audit_head_from(meta.get("head") if isinstance(meta, Mapping) else None)
         return AuditPage(items=items, next_cursor=next_cursor_of(answer), meta=answer.meta, head=head)
 
-    params = {"action": action, "from": _time(from_, "from_"), "to": _time(to, "to"), "limit": limit, "cursor": cursor}
+    params = {
+        "action": action,
+        "from": _time(from_, "from_"),
+        "to": _time(to, "to"),
+        "limit": limit,
+        "cursor": cursor,
+        "tenant_id": tenant_id,
+    }
     return Call(method="GET", path="/v1/audit", params=_optional(**params), repeatable=True, parse=parse)
 
 

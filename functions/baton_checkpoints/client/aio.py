@@ -483,11 +483,14 @@ class AsyncBaton:
         to: TimeInput | None = None,
         limit: int | None = None,
         cursor: str | None = None,
+        tenant_id: str | None = None,
     ) -> AuditPage:
         """One page of the key's tenant's audit trail, newest first (`limit` 1 to 100, default 50), and the
         tenant's `head`; `action` keeps one action, `from_` and `to` bound the times (RFC 3339 strings, or
-        `datetime`s with a zone). Needs `audit:read`."""
-        return await self._run(routes.list_audit(action=action, from_=from_, to=to, limit=limit, cursor=cursor))
+        `datetime`s with a zone); `tenant_id` names another tenant (needs `tenants:manage`). Needs `audit:read`."""
+        return await self._run(
+            routes.list_audit(action=action, from_=from_, to=to, limit=limit, cursor=cursor, tenant_id=tenant_id)
+        )
 
     async def iter_audit(
         self,
@@ -496,28 +499,31 @@ class AsyncBaton:
         from_: TimeInput | None = None,
         to: TimeInput | None = None,
         page_size: int | None = None,
+        tenant_id: str | None = None,
     ) -> AsyncIterator[AuditEvent]:
         """Every event of the key's tenant's audit trail (filtered as `list_audit`), newest first, page after
         page."""
         cursor: str | None = None
         while True:
-            page = await self.list_audit(action=action, from_=from_, to=to, limit=page_size, cursor=cursor)
+            page = await self.list_audit(
+                action=action, from_=from_, to=to, limit=page_size, cursor=cursor, tenant_id=tenant_id
+            )
             for item in page.items:
                 yield item
             if page.next_cursor is None:
                 return
             cursor = page.next_cursor
 
-    async def verify_audit(self, *, page_size: int = 100) -> list[str]:
+    async def verify_audit(self, *, page_size: int = 100, tenant_id: str | None = None) -> list[str]:
         """Check the hash chain of the key's tenant's whole audit trail, as `baton audit verify` does: read every
         page (the head from the first), recompute each event's hash from the event as sent, and check that each
         names the one before it and that the newest is the head. The problems found, empty when the chain is
-        whole. Needs `audit:read`."""
+        whole; `tenant_id` names another tenant's (needs `tenants:manage`). Needs `audit:read`."""
         events: list[Mapping[str, Any]] = []
         head: Mapping[str, Any] | None = None
         cursor: str | None = None
         while True:
-            page = await self.list_audit(limit=page_size, cursor=cursor)
+            page = await self.list_audit(limit=page_size, cursor=cursor, tenant_id=tenant_id)
             if head is None:
                 head = page.head.raw  # the first page's: no event newer than it was read
             events.extend(event.raw for event in page.items)

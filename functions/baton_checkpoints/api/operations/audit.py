@@ -59,14 +59,16 @@ def record_each(
 @operation("audit:read")
 def events(
     context: Context,
+    tenant_id: str | None,
     action: str | None,
     from_ms: int | None,
     to_ms: int | None,
     limit: int,
     cursor: str | None,
 ) -> tuple[list[dict[str, Any]], str | None, Head]:
-    """A page of the caller's tenant's events, newest first, and its head (a GetItem and one Query)."""
-    tenant = context.caller.tenant_id
+    """A page of the caller's tenant's events (another's needs `tenants:manage`), newest first, and its head (a
+    GetItem and one Query)."""
+    tenant = context.caller.tenant_for(tenant_id, "The query parameter tenant_id")
     head = context.services.audit.head(tenant)
     found, next_cursor = context.services.audit.page(tenant, action, from_ms, to_ms, limit, cursor)
     return found, next_cursor, head

@@ -15,6 +15,7 @@ from baton_checkpoints.api.operations.inputs import Named
 from baton_checkpoints.api.resolver import CurrentCall, Wired, context_of, needs
 from baton_checkpoints.api.responses import JSON
 from baton_checkpoints.api.schemas import AuditPage
+from baton_checkpoints.domain import limits
 from baton_checkpoints.domain.audit import DEFAULT_PAGE, MAX_PAGE, RETENTION_DAYS, Action
 from baton_checkpoints.domain.clock import format_ms, parse_time
 
@@ -43,7 +44,8 @@ def _time(text: str | None, name: str) -> int | None:
         "records the actor's key id and agent, the time, the request id, the target and the outcome, and carries "
         "the hash of the event before it: `baton audit verify` follows the chain. action filters by one action; "
         "from and to (RFC 3339) bound the times. `meta.head` is the tenant's last event (the newest of an unfiltered "
-        f"first page). Events are kept {RETENTION_DAYS} days."
+        f"first page). Events are kept {RETENTION_DAYS} days. tenant_id names another tenant (needs tenants:manage): "
+        "an integrator's operator key reads each customer's trail."
     ),
     openapi_extensions=needs(operations.events),
     responses=responses({200: ("A page of events", AuditPage)}, (400, *AUTHENTICATED_ERRORS)),
@@ -57,10 +59,12 @@ def get_audit(
     to: TimeParameter = None,
     limit: Annotated[int, Query(ge=1, le=MAX_PAGE)] = DEFAULT_PAGE,
     cursor: CursorParameter = None,
+    tenant_id: Annotated[str | None, Query(pattern=limits.IDENTIFIER_PATTERN)] = None,
 ) -> Response[str]:
     """A page of the tenant's audit events."""
     first, last = _time(from_, "from"), _time(to, "to")
-    events, next_cursor, head = operations.events(context_of(call, services), action, first, last, limit, cursor)
+    context = context_of(call, services)
+    events, next_cursor, head = operations.events(context, tenant_id, action, first, last, limit, cursor)
     at = format_ms(head.at_ms) if head.seq else None
     meta = {
         "request_id": call.request_id,
