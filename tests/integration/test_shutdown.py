@@ -144,3 +144,18 @@ def test_a_flush_stops_at_its_deadline_and_keeps_what_it_did_not_write(services:
     for tenant in ("usage-late-1", "usage-late-2"):
         item = container.dynamodb.get_item(TableName=table, Key=layout.usage_day_key(tenant, day), ConsistentRead=True)
         assert item["Item"]["r_checkpoints"] == {"N": "1"}
+
+
+def test_a_flush_interrupting_the_thread_that_holds_the_counts_gives_up_at_its_deadline(services: Services) -> None:
+    table = services.settings.table_name
+    container = services_on(table)
+    meter = UsageMeter(container.dynamodb, table, 100, 30)
+    with meter.request("usage-interrupted", "checkpoints", day_of(now_ms())):
+        pass
+    # A SIGTERM handled while this very thread is adding a request's counts (holding them): the flush waits no
+    # longer than its deadline, writes nothing and keeps everything, instead of waiting on itself forever
+    with meter._lock:
+        started = time.monotonic()
+        assert meter.flush(time.monotonic() + 0.05) == 0
+        assert time.monotonic() - started < 1
+    assert meter.flush() == 1

@@ -254,9 +254,14 @@ class UsageMeter:
     def flush(self, deadline: float | None = None) -> int:
         """Write everything held now, one write after another until `deadline` (`time.monotonic()`; None: all):
         the tests', and the container's last act when Lambda shuts it down. The writes made (what was not written
-        stays held)."""
-        with self._lock:
+        stays held). With a deadline it waits for the counts no longer than that: a signal handler runs in the
+        thread it interrupted, which may hold them."""
+        if not self._lock.acquire(timeout=-1 if deadline is None else max(0.0, deadline - time.monotonic())):
+            return 0
+        try:
             due, self._held = list(self._held.items()), {}
+        finally:
+            self._lock.release()
         written = 0
         for n, ((tenant_id, day), held) in enumerate(due):
             if deadline is not None and time.monotonic() >= deadline:
