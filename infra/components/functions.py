@@ -30,8 +30,11 @@ NOT_DEPLOYED = ("local", "cli", "client")
 SHUTDOWN_LAYER = FUNCTIONS / "layers" / "shutdown"
 """The `baton-shutdown` external extension (`/opt/extensions/baton-shutdown`): with it, Lambda sends the api
 function SIGTERM before stopping a container, and the function writes the usage counts it holds
-(`handlers/api.py: on_shutdown`)."""
+(`handlers/api.py: on_shutdown`). It costs a cold start without SnapStart the extension's start (Lambda starts the
+runtime once extensions have registered: a Python without `site` importing `http.client`)."""
 RUNTIME = lambda_.Runtime.PYTHON_3_13
+"""The Python 3.12 and later managed runtimes wait for the next event in a thread of their own, so a SIGTERM reaches
+the handler's Python code between requests (on 3.8 to 3.11 it does not: the shutdown flush would never run)."""
 PLATFORM = "manylinux2014_aarch64"
 TIMEOUT = Duration.seconds(29)
 """Below API Gateway's 30 s, so a slow request ends in the function's own answer, not the gateway's."""

@@ -269,3 +269,29 @@ def test_the_operator_reads_a_customers_trail_and_a_tenant_reads_no_other(
     assert "tenants:manage" in refused.error["message"]
     assert trail(admin, tenant_id=tenant).data == trail(admin).data
     proof_counts.record(SUITE, operator_reads=2)
+
+
+def test_a_prune_that_fails_partway_records_the_threads_it_deleted(services: Services, engine: str) -> None:
+    from tests.integration.faults import THROTTLING, Duration, Fault, Phase, injected
+
+    admin = tenant_key(services, f"audit-i-{engine}")
+    for thread_id in ("t-1", "t-2"):
+        assert thread_put(admin, thread_id, "1ef00000-0000-6000-8000-000000000001", b"x").status == 201
+    prune = {"thread_ids": ["t-1", "t-2"], "strategy": "delete"}
+    # When the prune deletes t-1, then DynamoDB keeps refusing t-2's delete (its hiding write, the prune's second
+    # UpdateItem)
+    with injected(services.dynamodb) as injector:
+        fault = injector.arm(Fault("UpdateItem", THROTTLING, Phase.BEFORE, Duration.EVERY, skip=1))
+        failed = admin.invoke("save_checkpoint", path="/v1/threads:prune", body=prune)
+    assert fault.struck >= 1, injector.attempts
+    # Then the answer is a 503, and t-1's deletion is in the trail all the same (a retry skips t-1: it is gone)
+    assert failed.status == 503, failed.raw_body
+    assert [e["target"]["id"] for e in every_event(admin)[0]] == ["t-1"]
+    # And the retry deletes t-2, whose event follows
+    again = admin.invoke("save_checkpoint", path="/v1/threads:prune", body=prune)
+    assert again.status == 200, again.raw_body
+    assert again.data["pruned_threads"] == 1
+    events, head = every_event(admin)
+    assert [e["target"]["id"] for e in events] == ["t-2", "t-1"]
+    assert problems_of(events, head) == []
+    proof_counts.record(SUITE, actions=len(events))

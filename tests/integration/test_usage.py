@@ -240,14 +240,23 @@ def test_a_read_costs_what_its_range_holds_not_the_tenants_whole_history(service
         )
     assert usage(worker).status == 200  # (the key read once, and cached)
     counter = CallCounter()
-    services.dynamodb.meta.events.register("before-call.dynamodb", counter)
+    scanned: list[int] = []
+
+    def count_scanned(parsed: dict[str, Any], **_: Any) -> None:
+        scanned.append(int(parsed.get("ScannedCount", 0)))
+
+    events = services.dynamodb.meta.events
+    events.register("before-call.dynamodb", counter)
+    events.register("after-call.dynamodb.Query", count_scanned)
     try:
         # When a week is read
         week = usage(worker, **{"from": (today - timedelta(days=6)).isoformat()})
     finally:
-        services.dynamodb.meta.events.unregister("before-call.dynamodb", counter)
+        events.unregister("before-call.dynamodb", counter)
+        events.unregister("after-call.dynamodb.Query", count_scanned)
     # Then it is the tenant's own item and one Query of the week's days: not of the year's
     assert week.status == 200, week.raw_body
     assert [d["requests"] for d in week.body["data"]["days"]] == [{"checkpoints": 1}] * 7
     assert dict(counter.calls) == {"GetItem": 1, "Query": 1}
+    assert scanned == [7]  # the week's day items: not the year's
     proof_counts.record(SUITE, ranged_reads=1)

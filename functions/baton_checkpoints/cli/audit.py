@@ -3,8 +3,7 @@ hash chain (`client/audit.py`): exit 0 when it is whole, 5 when an event was rem
 
 from __future__ import annotations
 
-from collections.abc import Mapping
-from typing import Annotated, Any
+from typing import Annotated
 
 import typer
 
@@ -45,20 +44,9 @@ def verify(
     """Check the hash chain of the key's tenant's audit trail (or, for an operator, another tenant's)."""
     from baton_checkpoints.client.audit import problems_of
 
-    events: list[Mapping[str, Any]] = []
-    head: Mapping[str, Any] | None = None
-    cursor: str | None = None
     with session(url, api_key) as baton:
         tenant = tenant or baton.whoami().tenant_id
-        while True:
-            page = baton.list_audit(limit=100, cursor=cursor, tenant_id=tenant)
-            if head is None:
-                head = page.head.raw  # the first page's: no event newer than it was read
-            events += [event.raw for event in page.items]
-            cursor = page.next_cursor
-            if cursor is None:
-                break
-    head = head or {}
+        events, head = baton.read_audit_trail(tenant_id=tenant)
     problems = problems_of(events, head)
     seqs = sorted(int(e["seq"]) for e in events)
     if as_json:

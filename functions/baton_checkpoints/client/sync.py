@@ -485,22 +485,30 @@ class Baton:
                 return
             cursor = page.next_cursor
 
-    def verify_audit(self, *, page_size: int = 100, tenant_id: str | None = None) -> list[str]:
-        """Check the hash chain of the key's tenant's whole audit trail, as `baton audit verify` does: read every
-        page (the head from the first), recompute each event's hash from the event as sent, and check that each
-        names the one before it and that the newest is the head. The problems found, empty when the chain is
-        whole; `tenant_id` names another tenant's (needs `tenants:manage`). Needs `audit:read`."""
+    def read_audit_trail(
+        self, *, page_size: int = 100, tenant_id: str | None = None
+    ) -> tuple[list[Mapping[str, Any]], Mapping[str, Any]]:
+        """The key's tenant's whole audit trail (another tenant's with `tenant_id`: needs `tenants:manage`): every
+        event as sent, newest first, and the head as the first page answered it (no event newer than it was read).
+        Needs `audit:read`."""
         events: list[Mapping[str, Any]] = []
         head: Mapping[str, Any] | None = None
         cursor: str | None = None
         while True:
             page = self.list_audit(limit=page_size, cursor=cursor, tenant_id=tenant_id)
             if head is None:
-                head = page.head.raw  # the first page's: no event newer than it was read
+                head = page.head.raw
             events.extend(event.raw for event in page.items)
             if page.next_cursor is None:
-                return problems_of(events, head)
+                return events, head
             cursor = page.next_cursor
+
+    def verify_audit(self, *, page_size: int = 100, tenant_id: str | None = None) -> list[str]:
+        """Check the hash chain of the key's tenant's whole audit trail (`read_audit_trail`), as `baton audit
+        verify` does: recompute each event's hash from the event as sent, and check that each names the one before
+        it and that the newest is the head. The problems found, empty when the chain is whole."""
+        events, head = self.read_audit_trail(page_size=page_size, tenant_id=tenant_id)
+        return problems_of(events, head)
 
     # -- service ---------------------------------------------------------------------------------------------------
 

@@ -6,6 +6,7 @@ import gc
 import os
 import signal
 import sys
+import threading
 import time
 import uuid
 from typing import Any
@@ -50,18 +51,35 @@ def handler(event: dict[str, Any], context: Any) -> dict[str, Any]:
 
 def on_shutdown(signum: int, frame: Any) -> None:
     """Lambda is shutting the container down (SIGTERM, sent because the function has an external extension: the
-    stack's `baton-shutdown` layer): write the usage counts it still holds, within `SHUTDOWN_FLUSH_SECONDS`, and
-    exit. Without this, what an idle container had counted since its last write would be lost with it."""
+    stack's `baton-shutdown` layer): write the usage counts it still holds, for at most `SHUTDOWN_FLUSH_SECONDS`,
+    and end the process. Without this, what an idle container had counted since its last write would be lost with
+    it. The writes run in a thread of their own, abandoned at the deadline: a handler runs in the thread it
+    interrupted, whose locks (the meter's, the HTTP pool's) it must never wait on."""
     services = lambda_services.built
     if services is not None:
         deadline = time.monotonic() + SHUTDOWN_FLUSH_SECONDS
-        try:
-            written = services.usage.flush(deadline)
-        except Exception:
-            logger().warning("usage counts not written at shutdown", exc_info=True)
-        else:
-            logger().info("usage counts written at shutdown", extra={"usage_writes": written})
-    sys.exit(0)
+
+        def flush() -> None:
+            try:
+                written = services.usage.flush(deadline)
+            except Exception:
+                logger().warning("usage counts not written at shutdown", exc_info=True)
+            else:
+                logger().info("usage counts written at shutdown", extra={"usage_writes": written})
+
+        writer = threading.Thread(target=flush, name="baton-shutdown-flush", daemon=True)
+        writer.start()
+        writer.join(SHUTDOWN_FLUSH_SECONDS)
+        if writer.is_alive():
+            logger().warning("usage counts not all written at shutdown: out of time")
+    sys.stdout.flush()
+    sys.stderr.flush()
+    _exit(0)
+
+
+_exit = os._exit
+"""How the process ends after a shutdown flush: at once (the runtime's own threads would hold it; SIGKILL follows
+anyway). Tests put something else here."""
 
 
 def install_shutdown_flush() -> None:

@@ -254,10 +254,10 @@ class UsageMeter:
     def flush(self, deadline: float | None = None) -> int:
         """Write everything held now, one write after another until `deadline` (`time.monotonic()`; None: all):
         the tests', and the container's last act when Lambda shuts it down. The writes made (what was not written
-        stays held). With a deadline it waits for the counts no longer than that: a signal handler runs in the
-        thread it interrupted, which may hold them."""
+        stays held). With a deadline it waits for the counts no longer than that (then TimeoutError): a signal
+        handler runs in the thread it interrupted, which may hold them."""
         if not self._lock.acquire(timeout=-1 if deadline is None else max(0.0, deadline - time.monotonic())):
-            return 0
+            raise TimeoutError("the usage counts are held by another thread until past the deadline")
         try:
             due, self._held = list(self._held.items()), {}
         finally:

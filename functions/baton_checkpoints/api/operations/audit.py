@@ -23,8 +23,20 @@ def record(
 ) -> None:
     """Append the caller's `action` on `target` to `tenant_id`'s trail (the tenant whose thing it was: an operator's
     change of another tenant's limits or keys is in that tenant's trail)."""
+    record_each(context, tenant_id, action, [(target, details or {})], outcome)
+
+
+def record_each(
+    context: Context,
+    tenant_id: str,
+    action: str,
+    targets: Sequence[tuple[dict[str, str], dict[str, Any]]],
+    outcome: str = "succeeded",
+) -> None:
+    """`record` of one `action` on each of `targets` (each with its details), chained in one append: the events of
+    one request that acted on several things (a prune that deleted threads)."""
     actor = Actor(context.caller.key_id, context.caller.agent_id)
-    record_by(context.services, tenant_id, actor, context.request_id, context.now_ms, action, target, details, outcome)
+    _append(context.services, tenant_id, actor, context.request_id, context.now_ms, action, targets, outcome)
 
 
 def record_by(
@@ -36,24 +48,27 @@ def record_by(
     action: str,
     target: dict[str, str],
     details: dict[str, Any] | None = None,
-    outcome: str = "succeeded",
 ) -> None:
     """`record` for an actor that is not the request's key (OAuth's endpoints)."""
-    happened = Happened(action, actor, request_id, target, outcome, details or {})  # type: ignore[arg-type]
-    services.audit.record(tenant_id, [happened], now_ms)
+    _append(services, tenant_id, actor, request_id, now_ms, action, [(target, details or {})], "succeeded")
 
 
-def record_each(
-    context: Context, tenant_id: str, action: str, targets: Sequence[tuple[dict[str, str], dict[str, Any]]]
+def _append(
+    services: Services,
+    tenant_id: str,
+    actor: Actor,
+    request_id: str,
+    now_ms: int,
+    action: str,
+    targets: Sequence[tuple[dict[str, str], dict[str, Any]]],
+    outcome: str,
 ) -> None:
-    """`record` of one `action` on each of `targets` (each with its details), chained in one append: the events of
-    one request that acted on several things (a prune that deleted threads)."""
-    if not targets:
-        return
-    actor = Actor(context.caller.key_id, context.caller.agent_id)
-    request_id = context.request_id
-    happened = [Happened(action, actor, request_id, target, "succeeded", details) for target, details in targets]
-    context.services.audit.record(tenant_id, happened, context.now_ms)
+    if targets:
+        happened = [
+            Happened(action, actor, request_id, target, outcome, details)  # type: ignore[arg-type]
+            for target, details in targets
+        ]
+        services.audit.record(tenant_id, happened, now_ms)
 
 
 @operation("audit:read")

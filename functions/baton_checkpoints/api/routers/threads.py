@@ -443,9 +443,13 @@ def prune_threads(
     deadline = time.monotonic() + DELETE_SECONDS
     tenant, agent = _owner(call, agent_id, write=True)
     refs = [ThreadRef(tenant, agent, thread_id) for thread_id in request.thread_ids]
-    pruned = services.threads.prune(refs, request.strategy, call.now_ms, deadline)
-    targets = [({"type": "thread", "id": thread_id}, {"agent_id": agent}) for thread_id in pruned.deleted]
-    record_each(context_of(call, services), tenant, "thread.deleted", targets)
+    deleted: list[str] = []
+    try:
+        pruned = services.threads.prune(refs, request.strategy, call.now_ms, deadline, deleted)
+    finally:
+        # Every thread it deleted, even when a later one's delete failed (its retry skips the deleted ones)
+        targets = [({"type": "thread", "id": thread_id}, {"agent_id": agent}) for thread_id in deleted]
+        record_each(context_of(call, services), tenant, "thread.deleted", targets)
     answer = ThreadsPruned.model_construct(
         pruned_threads=pruned.threads, deleted_checkpoints=pruned.checkpoints, complete=pruned.complete
     )

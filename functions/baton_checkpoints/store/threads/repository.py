@@ -70,9 +70,11 @@ class ThreadStore:
         """Delete a thread (`Upkeep.delete`); False when there was no live thread."""
         return self._upkeep.delete(ref, now_ms, deadline)
 
-    def prune(self, refs: Iterable[ThreadRef], strategy: str, now_ms: int, deadline: float) -> Pruned:
-        """Prune threads (`Upkeep.prune`)."""
-        return self._upkeep.prune(refs, strategy, now_ms, deadline)
+    def prune(
+        self, refs: Iterable[ThreadRef], strategy: str, now_ms: int, deadline: float, deleted: list[str] | None = None
+    ) -> Pruned:
+        """Prune threads (`Upkeep.prune`); the ids of those it deleted are added to `deleted`."""
+        return self._upkeep.prune(refs, strategy, now_ms, deadline, deleted)
 
     def copy(self, source: ThreadRef, target_id: str, now_ms: int, deadline: float, quota: Quota | None = None) -> int:
         """Copy a thread into its owner's thread `target_id` (`Upkeep.copy`); the checkpoints copied."""

@@ -74,8 +74,6 @@ class Pruned(NamedTuple):
     """Checkpoints deleted."""
     complete: bool
     """False when `keep_latest` stopped at what one prune reads."""
-    deleted: tuple[str, ...] = ()
-    """The ids of the threads `delete` deleted (their audit events)."""
 
 
 class Upkeep:
@@ -170,19 +168,22 @@ class Upkeep:
                 break  # out of time (pages of tombstones cost reads too): the reaper finishes
         return of_life
 
-    def prune(self, refs: Iterable[ThreadRef], strategy: str, now_ms: int, deadline: float) -> Pruned:
-        """Prune each live thread: `delete` removes it, `keep_latest` keeps the latest checkpoint of each namespace
-        (its pending writes and the values it needs). `keep_latest` reads at most `MAX_PRUNE_READ_BYTES` of checkpoint
-        items over all the threads: past it, what was read is pruned and the answer is not complete (a prune again
-        goes on from there)."""
+    def prune(
+        self, refs: Iterable[ThreadRef], strategy: str, now_ms: int, deadline: float, deleted: list[str] | None = None
+    ) -> Pruned:
+        """Prune each live thread: `delete` removes it (its id added to `deleted` as soon as it is, so that a caller
+        knows what was deleted even when a later thread's delete fails), `keep_latest` keeps the latest checkpoint of
+        each namespace (its pending writes and the values it needs). `keep_latest` reads at most
+        `MAX_PRUNE_READ_BYTES` of checkpoint items over all the threads: past it, what was read is pruned and the
+        answer is not complete (a prune again goes on from there)."""
         threads = 0
-        deleted = 0
-        gone: list[str] = []
+        checkpoints = 0
+        gone = deleted if deleted is not None else []
         reads = Reads(max_bytes=MAX_PRUNE_READ_BYTES)
         with translated_errors():
             for ref in dict.fromkeys(refs):
                 if reads.spent:
-                    return Pruned(threads, deleted, False, tuple(gone))
+                    return Pruned(threads, checkpoints, False)
                 pk = pk_of(ref)
                 head = self._heads.read(ref, now_ms)
                 if head is None or self._heads.deleted(pk, head):
@@ -191,15 +192,15 @@ class Upkeep:
                 if strategy == "delete":
                     # What the delete ended: counting the life first would read all of it, whatever the deadline.
                     existed, ended = self._delete(ref, now_ms, deadline, head)
-                    deleted += ended
+                    checkpoints += ended
                     if existed:
                         gone.append(ref.thread_id)
                     continue
                 pruned, whole = self._keep_latest(pk, head, reads)
-                deleted += pruned
+                checkpoints += pruned
                 if not whole:
-                    return Pruned(threads, deleted, False, tuple(gone))
-        return Pruned(threads, deleted, True, tuple(gone))
+                    return Pruned(threads, checkpoints, False)
+        return Pruned(threads, checkpoints, True)
 
     def _keep_latest(self, pk: str, head: Head, reads: Reads) -> tuple[int, bool]:
         """Delete every checkpoint but the latest of each namespace, and the values and write values only they held;
