@@ -25,6 +25,11 @@ class StageConfig:
     api_memory_mb: int = 1024
     reserved_concurrency: int | None = None
     provisioned_concurrency: int | None = None
+    snap_start: bool = False
+    """SnapStart on the api function's published versions (`handlers/snapstart.py`): a new container resumes from a
+    snapshot taken after its imports and set-up, instead of running them. It charges for the snapshot's cache while
+    a version is live (by memory, at least 3 hours) and for each restore (by memory); see docs/operations.md. Lambda
+    allows no provisioned concurrency beside it."""
     cors_origins: tuple[str, ...] = ()
     alarm_email: str | None = None
     error_rate_threshold_percent: float = 1.0
@@ -60,6 +65,7 @@ STAGES: dict[str, StageConfig] = {
         log_retention=logs.RetentionDays.THREE_MONTHS,
         throttle_rate=1000,
         throttle_burst=2000,
+        snap_start=True,
         error_rate_threshold_percent=1.0,
         p99_latency_threshold_ms=1000,
     ),
@@ -89,11 +95,25 @@ def _optional_int(value: Any, key: str) -> int | None:
     return number
 
 
+def _optional_bool(value: Any, key: str) -> bool | None:
+    if value is None or value == "":
+        return None
+    if isinstance(value, bool):
+        return value
+    text = str(value).strip().lower()
+    if text in ("true", "1", "yes", "on"):
+        return True
+    if text in ("false", "0", "no", "off"):
+        return False
+    raise ConfigError(f"-c {key} must be true or false, got {value!r}")
+
+
 def stage_config(context: dict[str, Any]) -> StageConfig:
     """The stage chosen by the context (`stage`, default `dev`) with its overrides applied.
 
     Overrides: `cors_origins` (comma-separated), `alarm_email`, `event_bus_name` (an existing bus for the change
-    events), `reserved_concurrency`, `provisioned_concurrency`, and a tenant's default limits:
+    events), `reserved_concurrency`, `provisioned_concurrency`, `snap_start` (true or false), and a tenant's default
+    limits:
     `tenant_requests_per_minute`, `tenant_burst`, `tenant_storage_bytes`, `tenant_checkpoints`.
     """
     name = str(context.get("stage") or "dev")
@@ -121,8 +141,16 @@ def stage_config(context: dict[str, Any]) -> StageConfig:
                 raise ConfigError(f"-c {key} must be from {least:,} to {most:,}")
             tenant_defaults[key] = value
     config = replace(config, **tenant_defaults)
-    return replace(
+    snap_start = _optional_bool(context.get("snap_start"), "snap_start")
+    config = replace(
         config,
         reserved_concurrency=_optional_int(context.get("reserved_concurrency"), "reserved_concurrency"),
         provisioned_concurrency=_optional_int(context.get("provisioned_concurrency"), "provisioned_concurrency"),
+        snap_start=config.snap_start if snap_start is None else snap_start,
     )
+    if config.snap_start and config.provisioned_concurrency:
+        raise ConfigError(
+            "-c provisioned_concurrency cannot be used with SnapStart (Lambda allows one or the other): "
+            "add -c snap_start=false"
+        )
+    return config

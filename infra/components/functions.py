@@ -211,6 +211,7 @@ class Functions(Construct):
             logging_format=lambda_.LoggingFormat.JSON,
             tracing=lambda_.Tracing.ACTIVE,
             reserved_concurrent_executions=config.reserved_concurrency,
+            snap_start=lambda_.SnapStartConf.ON_PUBLISHED_VERSIONS if config.snap_start else None,
             environment={
                 environment_name("table_name"): table.table_name,
                 environment_name("bucket_name"): bucket.bucket_name,

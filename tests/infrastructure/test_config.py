@@ -58,3 +58,21 @@ def test_a_tenants_default_limits_come_from_the_context() -> None:
         stage_config({"tenant_requests_per_minute": "many"})
     with pytest.raises(ConfigError, match="tenant_requests_per_minute must be from 1 to 6,000,000"):
         stage_config({"tenant_requests_per_minute": "10000000"})
+
+
+def test_snap_start_is_on_in_prod_off_in_dev_and_either_may_be_asked() -> None:
+    assert stage_config({"stage": "prod"}).snap_start is True
+    assert stage_config({"stage": "dev"}).snap_start is False
+    assert stage_config({"stage": "prod", "snap_start": "false"}).snap_start is False
+    assert stage_config({"stage": "dev", "snap_start": "true"}).snap_start is True
+
+
+def test_snap_start_must_be_true_or_false_and_excludes_provisioned_concurrency() -> None:
+    with pytest.raises(ConfigError) as raised:
+        stage_config({"snap_start": "sometimes"})
+    assert "snap_start" in str(raised.value)
+    # Lambda allows SnapStart or provisioned concurrency on a version, not both: the app says so before a deploy fails
+    with pytest.raises(ConfigError) as both:
+        stage_config({"stage": "prod", "provisioned_concurrency": "2"})
+    assert "snap_start=false" in str(both.value)
+    assert stage_config({"stage": "prod", "provisioned_concurrency": "2", "snap_start": "false"}).snap_start is False

@@ -225,3 +225,23 @@ def test_function_carries_the_shutdown_extension_so_lambda_sends_it_sigterm(synt
     # script, nothing else
     assert files == ["baton-shutdown/extension.py", "extensions/baton-shutdown"]
     assert os.access(staged[0] / "extensions" / "baton-shutdown", os.X_OK)
+
+
+def test_prod_snapshots_the_functions_published_versions_which_the_alias_and_the_api_use(prod: Synthesized) -> None:
+    # Given prod's api function
+    function_id, properties = _function(prod)
+    # Then SnapStart is on for its published versions, the alias the API invokes points at the published version,
+    # and the hooks it runs are registered by the handler's module (tests/integration/test_snapstart.py)
+    assert properties["SnapStart"] == {"ApplyOn": "PublishedVersions"}
+    version_id, version = prod.only("AWS::Lambda::Version")
+    assert version["Properties"]["FunctionName"] == {"Ref": function_id}
+    assert _alias(prod)["FunctionVersion"] == {"Fn::GetAtt": [version_id, "Version"]}
+    _, integration = prod.only("AWS::ApiGatewayV2::Integration")
+    assert integration["Properties"]["IntegrationUri"] == {"Ref": prod.logical_id(prod.stack.functions.alias)}
+
+
+@pytest.mark.parametrize("name", ["dev", "overrides"])
+def test_snap_start_is_off_unless_the_stage_asks(request: pytest.FixtureRequest, name: str) -> None:
+    synthesized: Synthesized = request.getfixturevalue(name)
+    _, properties = _function(synthesized)
+    assert "SnapStart" not in properties

@@ -68,7 +68,7 @@ class Buckets(Protocol):
     def take(self, tenant_id: str, now_us: int, known: Bucket, defaults: Limits) -> Taken: ...
 
 
-_ANCHOR_NS: Final = time.time_ns() - time.monotonic_ns()
+_anchor_ns = time.time_ns() - time.monotonic_ns()
 """The wall clock when the container started, less its monotonic clock then."""
 
 
@@ -76,7 +76,14 @@ def container_clock_us() -> int:
     """Microseconds since the epoch, as the container's wall clock read at its start and its monotonic clock since:
     every container of a stage keeps the same time (NTP at their start), and no step of the wall clock afterwards
     (nor a test's frozen or travelling clock) moves a bucket."""
-    return (time.monotonic_ns() + _ANCHOR_NS) // 1000
+    return (time.monotonic_ns() + _anchor_ns) // 1000
+
+
+def reanchor() -> None:
+    """Read the wall clock again as the container's start: after a SnapStart restore, the process resumes with the
+    monotonic clock and the anchor of the moment it was snapshotted, minutes or days before."""
+    global _anchor_ns
+    _anchor_ns = time.time_ns() - time.monotonic_ns()
 
 
 class RateLimiter:

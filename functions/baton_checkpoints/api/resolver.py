@@ -397,6 +397,16 @@ class BatonResolver(APIGatewayHttpResolver):
             )
         return raw
 
+    def prepare_routes(self) -> None:
+        """Build now what each route's first request would (its annotations evaluated, its dependants and body field,
+        how it is called): SnapStart's snapshot holds them (`handlers/snapstart.py`)."""
+        for route in self._static_routes + self._dynamic_routes:
+            if route.openapi_extensions:
+                self._evaluate_annotations(route.func)
+                route.dependant  # noqa: B018 (built on first use: now)
+                route.body_field  # noqa: B018
+                self._direct(route)
+
     def allowed_methods(self, path: str) -> list[str]:
         """The methods registered for `path` (empty when no route has that path)."""
         routes = self._static_routes + self._dynamic_routes

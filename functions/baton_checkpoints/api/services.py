@@ -96,6 +96,13 @@ class Services:
         object.__setattr__(self, "usage", usage)
         watch(self.dynamodb)
 
+    def drop_connections(self) -> None:
+        """Close the AWS clients' pooled connections (the next requests open new ones): after a SnapStart restore,
+        those of the snapshot lead nowhere."""
+        self.dynamodb.close()
+        if self.objects is not None:
+            self.objects.drop_connections()
+
     @cached_property
     def oauth(self) -> OAuthStore:
         """OAuth clients, codes, tokens and grants (for `/mcp`), on the same table and client: made by the first

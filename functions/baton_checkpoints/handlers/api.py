@@ -89,6 +89,8 @@ def install_shutdown_flush() -> None:
 
 if os.environ.get("AWS_LAMBDA_RUNTIME_API"):
     install_shutdown_flush()
+    # SnapStart's hooks (run only when the function's versions are snapshotted; registering them costs nothing)
+    from baton_checkpoints.handlers import snapstart  # noqa: F401
 
 
 def _freeze_after_first_request() -> None:

@@ -71,6 +71,11 @@ class ObjectStore:
             self._client = self._make_client()
         return self._client
 
+    def drop_connections(self) -> None:
+        """Close the client's pooled connections, if it was made (the next request opens new ones)."""
+        if self._client is not None:
+            self._client.close()
+
     def put_state(self, tenant_id: str, body: bytes) -> str:
         """Write one write's spilled state as a new object (pending until the reaper sees it referenced); its key."""
         key = layout.state_object(tenant_id, uuid.uuid4().hex)

@@ -1,0 +1,56 @@
+"""SnapStart's runtime hooks for the api function (`snapshot_restore_py`, which the Python managed runtime runs).
+
+Lambda initializes a SnapStart function once, when a version is published, snapshots the process, and starts each
+new container from that snapshot: what the first request would build is built before the snapshot, and what must
+differ between containers is made anew after each restore.
+
+- **Before the snapshot** (`prepare`): the modules a first request of any route would import, the services and
+  their AWS clients (the settings come from the function's environment), and each route's resolved annotations.
+  No request is made to AWS.
+- **After a restore** (`restore`): `random` is seeded again (its state is the snapshot's in every container; ids,
+  secrets, lease tokens and request tags come from `secrets` and `uuid4`, which read the kernel's random source, and
+  need nothing), the rate limiter's clock is anchored again (the snapshot's anchor is as old as the snapshot), and
+  the AWS clients' pooled connections are dropped (they lead nowhere).
+"""
+
+from __future__ import annotations
+
+import importlib
+import random
+from typing import Final
+
+from snapshot_restore_py import register_after_restore, register_before_snapshot
+
+from baton_checkpoints.api import ratelimit
+from baton_checkpoints.api.app import app, lambda_services
+
+DEFERRED: Final = (
+    "baton_checkpoints.api.mcp.protocol",
+    "baton_checkpoints.api.oauth_endpoints",
+    "baton_checkpoints.api.origin",
+    "baton_checkpoints.domain.oauth",
+    "baton_checkpoints.domain.opencheckpoint",
+    "baton_checkpoints.store.oauth",
+    "baton_checkpoints.store.client_documents",
+)
+"""The modules the routes import on their first use, off a save's cold start: in the snapshot, every one of them."""
+
+
+@register_before_snapshot
+def prepare() -> None:
+    """Build, before the snapshot, what the first request of each route would."""
+    for name in DEFERRED:
+        importlib.import_module(name)
+    services = lambda_services()
+    services.oauth  # noqa: B018 (made on first use: now)
+    app.prepare_routes()
+
+
+@register_after_restore
+def restore() -> None:
+    """Make anew, after a restore, what must differ between the containers of one snapshot."""
+    random.seed()
+    ratelimit.reanchor()
+    services = lambda_services.built
+    if services is not None:
+        services.drop_connections()
