@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import shutil
 import subprocess
 import sys
@@ -25,8 +26,9 @@ from infra.nag import acknowledge, logical_id
 
 REPO = Path(__file__).resolve().parents[2]
 FUNCTIONS = REPO / "functions"
-# What `baton` ships to Lambda: everything but the local emulator, the CLI and the SDK.
-NOT_DEPLOYED = ("local", "cli", "client")
+# What `baton` ships to Lambda: everything but the local emulator, the CLI, the SDK and the LangGraph saver (an
+# import-linter contract keeps the deployed code from importing them).
+NOT_DEPLOYED = ("local", "cli", "client", "langgraph")
 SHUTDOWN_LAYER = FUNCTIONS / "layers" / "shutdown"
 """The `baton-shutdown` external extension (`/opt/extensions/baton-shutdown`): with it, Lambda sends the api
 function SIGTERM before stopping a container, and the function writes the usage counts it holds
@@ -110,6 +112,7 @@ class PipBundling:
         for unused in UNUSED_IN_LAMBDA:
             for path in Path(output_dir).glob(unused):
                 path.unlink()
+        shutil.rmtree(Path(output_dir) / "bin", ignore_errors=True)  # the packages' console scripts: never run
         target = Path(output_dir) / "baton_checkpoints"
         shutil.copytree(
             FUNCTIONS / "baton_checkpoints",
@@ -117,7 +120,41 @@ class PipBundling:
             ignore=shutil.ignore_patterns("__pycache__", "*.pyc", *NOT_DEPLOYED),
             dirs_exist_ok=True,
         )
+        compile_bytecode(Path(output_dir))
         return True
+
+
+def runtime_python() -> str | None:
+    """An interpreter of the runtime's Python version on this machine, or None: `python3.13` on the PATH, else one
+    that pyenv installed (whose shim on the PATH answers only for the versions pyenv has selected)."""
+    version = RUNTIME.name.removeprefix("python")
+    pyenv_root = Path(os.environ.get("PYENV_ROOT") or Path.home() / ".pyenv")
+    candidates = [
+        shutil.which(RUNTIME.name),
+        *sorted(map(str, pyenv_root.glob(f"versions/{version}*/bin/{RUNTIME.name}"))),
+    ]
+    check = f"import sys; sys.exit(sys.version_info[:2] != ({version.replace('.', ', ')}))"
+    for candidate in candidates:
+        if candidate and subprocess.run([candidate, "-c", check], capture_output=True, check=False).returncode == 0:
+            return candidate
+    return None
+
+
+def compile_bytecode(output_dir: Path) -> bool:
+    """Compile every module of the asset for the runtime's Python, so that a cold start reads bytecode instead of
+    compiling each module it imports (Lambda's code directory is read-only: what is compiled there is lost with the
+    container). The bytecode is checked against nothing (`unchecked-hash`): the asset's files never change, and the
+    zip's normalized times would make time-checked bytecode look stale. Only an interpreter of that very version can
+    write it: without one on the PATH, the asset ships sources alone (docs/operations.md says what that costs)."""
+    python = runtime_python()
+    if python is None:
+        print(f"baton: no {RUNTIME.name} on the PATH: the asset ships without bytecode", file=sys.stderr)
+        return False
+    subprocess.run(
+        [python, "-m", "compileall", "-q", "-j", "0", "--invalidation-mode", "unchecked-hash", str(output_dir)],
+        check=True,
+    )
+    return True
 
 
 def function_code() -> lambda_.Code:

@@ -2,7 +2,7 @@
 
 `baton keys create --table ...` is the other way in: it writes a key record straight into a table with the
 operator's own AWS credentials. That is how the first operator key of a deployment is made (no key exists yet to
-call `POST /v1/keys` with). Only that form imports the server's code (pydantic models, boto3), and only when it runs.
+call `POST /v1/keys` with). Only that form imports the server's code (pydantic models, botocore), and only when it runs.
 """
 
 from __future__ import annotations
@@ -10,7 +10,7 @@ from __future__ import annotations
 import json
 import sys
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Annotated, Protocol, TextIO
+from typing import TYPE_CHECKING, Annotated, Protocol, TextIO, cast
 
 import typer
 
@@ -31,9 +31,11 @@ from baton_checkpoints.cli.common import (
 )
 
 if TYPE_CHECKING:
+    from mypy_boto3_dynamodb import DynamoDBClient
+
     from baton_checkpoints.domain.access import KeyRecord
 
-SERVER_MODULES = ("pydantic", "boto3", "rfc8785", "aws_lambda_powertools", "orjson", "cachetools", "jsonschema")
+SERVER_MODULES = ("pydantic", "botocore", "rfc8785", "aws_lambda_powertools", "orjson", "cachetools", "jsonschema")
 """What `keys create --table` imports of the server extra (its validation, the key store)."""
 OPERATOR_SCOPES = "*,tenants:manage"
 TABLE_FORM = "Direct to a table (--table: the first operator key, with AWS credentials)"
@@ -110,15 +112,16 @@ def create_key(args: TableKeyRequest, out: TextIO | None = None) -> int:
 
 def _write_key(args: TableKeyRequest, record: KeyRecord) -> str | None:
     """Store `record` in the table with the caller's AWS credentials; None, or what went wrong and what to do."""
-    import boto3
+    import botocore.session
     from botocore.exceptions import BotoCoreError, ClientError, NoCredentialsError, NoRegionError
 
     from baton_checkpoints.domain.errors import Unavailable
     from baton_checkpoints.store.keys import KeyStore
 
     try:
-        client = boto3.session.Session().client("dynamodb", region_name=args.region, endpoint_url=args.aws_endpoint)
-        KeyStore(client, args.table).put(record)
+        session = botocore.session.Session()  # credentials and profile as the AWS CLI reads them
+        client = session.create_client("dynamodb", region_name=args.region, endpoint_url=args.aws_endpoint)
+        KeyStore(cast("DynamoDBClient", client), args.table).put(record)
     except NoRegionError:
         return "no AWS region: pass --region (the stack's region) or set AWS_REGION."
     except NoCredentialsError:
