@@ -32,7 +32,6 @@ from baton_checkpoints.store.leases import LeaseStore
 from baton_checkpoints.store.objects import ObjectStore
 from baton_checkpoints.store.purge import SubjectPurger
 from baton_checkpoints.store.tenants import TenantStore
-from baton_checkpoints.store.threads import ThreadStore
 from baton_checkpoints.store.usage import Counting as Counting  # the resolver holds the request being counted
 from baton_checkpoints.store.usage import UsageMeter, watch
 
@@ -41,6 +40,7 @@ if TYPE_CHECKING:
 
     from baton_checkpoints.store.client_documents import ClientDocuments
     from baton_checkpoints.store.oauth import OAuthStore
+    from baton_checkpoints.store.threads import ThreadStore
 
 
 @dataclass(frozen=True)
@@ -63,8 +63,6 @@ class Services:
     """Checkpoints' leases, on the same table and client."""
     purger: SubjectPurger = field(init=False)
     """Deletes a subject's items page by page, on the same table and client."""
-    threads: ThreadStore = field(init=False)
-    """LangGraph threads, on the same table, client and bucket."""
     tenants: TenantStore = field(init=False)
     """Tenants' own items: their limits and their rate limit's buckets."""
     limiter: RateLimiter = field(init=False)
@@ -81,9 +79,6 @@ class Services:
         )
         object.__setattr__(self, "leases", LeaseStore(self.dynamodb, self.settings.table_name))
         object.__setattr__(self, "purger", SubjectPurger(self.dynamodb, self.settings.table_name))
-        object.__setattr__(
-            self, "threads", ThreadStore(self.dynamodb, self.settings.table_name, self.objects, self.blobs)
-        )
         object.__setattr__(self, "tenants", TenantStore(self.dynamodb, self.settings.table_name))
         object.__setattr__(self, "limiter", RateLimiter(self.tenants, default_limits(self.settings)))
         object.__setattr__(self, "audit", AuditTrail(self.dynamodb, self.settings.table_name))
@@ -102,6 +97,14 @@ class Services:
         self.dynamodb.close()
         if self.objects is not None:
             self.objects.drop_connections()
+
+    @cached_property
+    def threads(self) -> ThreadStore:
+        """LangGraph threads, on the same table, client and bucket: made by the first thread request (their modules
+        stay off a checkpoint save's cold start)."""
+        from baton_checkpoints.store.threads import ThreadStore
+
+        return ThreadStore(self.dynamodb, self.settings.table_name, self.objects, self.blobs)
 
     @cached_property
     def oauth(self) -> OAuthStore:

@@ -32,6 +32,7 @@ DEFERRED: Final = (
     "baton_checkpoints.domain.opencheckpoint",
     "baton_checkpoints.store.oauth",
     "baton_checkpoints.store.client_documents",
+    "baton_checkpoints.store.threads",
 )
 """The modules the routes import on their first use, off a save's cold start: in the snapshot, every one of them."""
 
@@ -43,6 +44,7 @@ def prepare() -> None:
         importlib.import_module(name)
     services = lambda_services()
     services.oauth  # noqa: B018 (made on first use: now)
+    services.threads  # noqa: B018
     app.prepare_routes()
 
 
