@@ -32,7 +32,6 @@ from baton_checkpoints.api.routers import (
     resume,
     subjects,
     tenants,
-    threads,
     usage,
 )
 from baton_checkpoints.api.services import Services, from_environment
@@ -57,7 +56,8 @@ def create_app(services: Callable[[], Services]) -> BatonResolver:
     app.include_router(leases.router)
     app.include_router(subjects.router)
     app.include_router(resume.router)
-    app.include_router(threads.router)
+    # Thread routes (LangGraph's checkpointer) import their own models and the thread planner: not for a save.
+    app.include_router_when_asked("baton_checkpoints.api.routers.threads", "/v1/threads")
     app.include_router(mcp.router)
     app.include_router(oauth.router)
     app.include_router(grants.router)
@@ -142,6 +142,7 @@ def document(app: BatonResolver) -> str:
         security_schemes={"bearer": HTTPBearer(description="An API key: Authorization: Bearer <key>")},
         security=[{"bearer": []}],
     )
+    app.include_deferred_routers()
     generated = json.loads(app.get_openapi_json_schema(title="Baton", version=__version__))
     return json.dumps(finish(generated), indent=2, ensure_ascii=False)
 

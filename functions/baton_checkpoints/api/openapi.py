@@ -243,9 +243,12 @@ def finish(document: dict[str, Any]) -> dict[str, Any]:
     - a header parameter is a string (or absent), never null, and is named as the contract writes it;
     - `state` is any JSON value but null, with integers canonical JSON carries, and an OpenCheckpoint 0.1 document
       when the save's `format` says so;
-    - the servers are named: the origin the document was read from, `make serve`'s, and a deployed stack's.
+    - the servers are named: the origin the document was read from, `make serve`'s, and a deployed stack's;
+    - the paths are in the order of their names, whatever order the routers were included in (some are included by
+      their first request: `BatonResolver.include_router_when_asked`).
     """
     document["servers"] = [dict(server) for server in SERVERS]
+    document["paths"] = dict(sorted(document.get("paths", {}).items()))
     for operations in document.get("paths", {}).values():
         for operation in operations.values():
             answers = operation.get("responses", {})

@@ -14,6 +14,8 @@ with `Wired` from `api/services.py`), which powertools' `Depends` fills in.
 # evaluating them from strings each time costs more than the dependency itself.
 
 import functools
+import importlib
+import threading
 import typing
 import uuid
 from collections.abc import Callable, Mapping
@@ -151,6 +153,27 @@ class BatonResolver(APIGatewayHttpResolver):
         self._directs: dict[Route, _Direct | None] = {}
         self._counting: Counting | None = None
         """The usage of the request being served, counted from its admission (`store/usage.py`)."""
+        self._deferred: list[tuple[str, tuple[str, ...]]] = []
+        """Routers not imported yet: each module's name and the path prefixes its routes answer."""
+        self._deferred_lock = threading.Lock()
+
+    def include_router_when_asked(self, module: str, *prefixes: str) -> None:
+        """Include the router of `module` when the first request whose path holds one of `prefixes` arrives
+        (or the OpenAPI document is asked for, or SnapStart prepares): its module, and the models and modules it
+        imports, stay off the cold start of every other route. Its routes answer exactly as if included now."""
+        self._deferred.append((module, prefixes))
+
+    def include_deferred_routers(self, path: str | None = None) -> None:
+        """Include the deferred routers whose prefixes `path` holds (None: all of them)."""
+        if not self._deferred:
+            return
+        with self._deferred_lock:
+            for entry in list(self._deferred):
+                module, prefixes = entry
+                # (`in`, not a prefix test: a stage's name may come first; including a router early is harmless)
+                if path is None or any(prefix in path for prefix in prefixes):
+                    self.include_router(importlib.import_module(module).router)
+                    self._deferred.remove(entry)
 
     def resolve(self, event: Mapping[str, Any], context: Any) -> dict[str, Any]:
         """Resolve one event; `last_call` then tells who asked what, however far the request got.
@@ -160,6 +183,8 @@ class BatonResolver(APIGatewayHttpResolver):
         (`api/encoding.py`)."""
         self.last_call = None
         self._counting = None
+        if self._deferred:
+            self.include_deferred_routers(str(event.get("rawPath") or event.get("path") or ""))
         try:
             result = super().resolve(event, context)
         finally:
@@ -398,8 +423,10 @@ class BatonResolver(APIGatewayHttpResolver):
         return raw
 
     def prepare_routes(self) -> None:
-        """Build now what each route's first request would (its annotations evaluated, its dependants and body field,
-        how it is called): SnapStart's snapshot holds them (`handlers/snapstart.py`)."""
+        """Build now what each route's first request would (the deferred routers included, each route's annotations
+        evaluated, its dependants and body field, how it is called): SnapStart's snapshot holds them
+        (`handlers/snapstart.py`)."""
+        self.include_deferred_routers()
         for route in self._static_routes + self._dynamic_routes:
             if route.openapi_extensions:
                 self._evaluate_annotations(route.func)
@@ -409,6 +436,7 @@ class BatonResolver(APIGatewayHttpResolver):
 
     def allowed_methods(self, path: str) -> list[str]:
         """The methods registered for `path` (empty when no route has that path)."""
+        self.include_deferred_routers(path)
         routes = self._static_routes + self._dynamic_routes
         return sorted({r.method for r in routes if r.rule.match(path)})
 
