@@ -163,6 +163,10 @@ class BatonResolver(APIGatewayHttpResolver):
         imports, stay off the cold start of every other route. Its routes answer exactly as if included now."""
         self._deferred.append((module, prefixes))
 
+    def deferred_routers(self) -> list[str]:
+        """The modules of the routers not included yet."""
+        return [module for module, _ in self._deferred]
+
     def include_deferred_routers(self, path: str | None = None) -> None:
         """Include the deferred routers whose prefixes `path` holds (None: all of them)."""
         if not self._deferred:
