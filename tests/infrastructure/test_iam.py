@@ -376,6 +376,7 @@ _IAM_FOR_CALL = {
     "delete_item": {"dynamodb:DeleteItem"},
     "batch_write_item": {"dynamodb:BatchWriteItem"},
     "transact_write_items": {"dynamodb:PutItem", "dynamodb:UpdateItem", "dynamodb:DeleteItem"},
+    "close": set(),  # no request: closes the client's pooled connections (after a SnapStart restore)
 }
 
 
