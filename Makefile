@@ -162,8 +162,8 @@ soak: $(STAMP)
 	BATON_SOAK_SECONDS=$(SOAK_SECONDS) $(BIN)/pytest tests/e2e/test_soak.py -q -s
 
 # The benchmark measures the LangGraph DynamoDB savers in environments of their own (their dependencies conflict
-# with each other): created here on first use from pinned requirements. BENCH_ARGS passes options to bench/run.py
-# (--reps N, --runs N, --saves N, --quick, --check).
+# with each other): created here on first use from pinned requirements. BENCH_ARGS passes options to bench/run.py,
+# run as the module `bench.run` from here (--reps N, --runs N, --saves N, --quick, --check).
 BENCH_ARGS ?=
 BENCH_PEERS := bench/.venv-peer-aws/.installed bench/.venv-peer-amazon/.installed
 
@@ -173,7 +173,7 @@ bench/.venv-peer-%/.installed: bench/requirements-peer-%.txt
 	touch $@
 
 bench: $(STAMP) $(BENCH_PEERS)
-	$(BIN)/python bench/run.py $(BENCH_ARGS)
+	$(BIN)/python -m bench.run $(BENCH_ARGS)
 
 openapi: $(STAMP)
 	$(BIN)/python -m baton_checkpoints.api.openapi_export docs/openapi.json

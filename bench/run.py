@@ -3,30 +3,33 @@
 Steps, in one run (a few minutes on a 2-core machine, progress printed; the first `make bench` also spends about
 75 s creating the peers' environments):
 
-1. A metered moto server on 127.0.0.1 (`meter.py`, DynamoDB and S3); Baton's table from
-   `baton_checkpoints.store.schema.ensure_table` and its bucket from `baton_checkpoints.store.schema.ensure_bucket`; an
-   API key from
-   `baton keys create`.
-2. Baton's answers recorded from that moto for the stubbed measurements (`replay.py`).
-3. Side by side (`sidebyside.py`): Baton, `langgraph-checkpoint-amazon-dynamodb` and `langgraph-checkpoint-aws`
+1. A metered moto server on 127.0.0.1 (`harness/meter.py`, DynamoDB and S3); Baton's table from
+   `baton_checkpoints.store.schema.ensure_table` and its bucket from `baton_checkpoints.store.schema.ensure_bucket`;
+   an API key from `baton keys create` (`harness/baton_setup.py`).
+2. Baton's answers recorded from that moto for the stubbed measurements (`harness/replay.py`).
+3. Side by side (`harness/sidebyside.py`): Baton, `langgraph-checkpoint-amazon-dynamodb` and `langgraph-checkpoint-aws`
    (without and with gzip, both with their S3 offload), each in its own process and environment, on the same seeded
    states (1, 4, 32, 256 KB, 2 MB): own CPU, DynamoDB and S3 requests, item and object bytes, write and read units
    and the cost at on-demand prices of a first save, a second save and a read of the latest.
    Then one LangGraph graph run step by step on `BatonSaver` and on both peers' `DynamoDBSaver`
-   (`langgraph_steps.py`), from conversations of 6, 34 and 309 KB: DynamoDB requests, refused conditional writes,
-   write and read units, stored bytes, S3 requests, HTTPS round trips and $ per million graph steps.
-   Then a steady tenant's run of saves and its stream reaped in the deployed batches (`steady.py`): the DynamoDB
-   requests rate limiting and usage metering add per API request.
-4. Baton's own CPU with AWS stubbed (`warm.py`: saves, and a LangGraph graph step's put against a bare botocore
-   PutItem of the same item), and its whole cold request against a boto3 baseline (`coldstart.py`).
-5. `bench/report.md` with every figure, every budget's verdict and the headlines, and `bench/report.png` (drawn by
-   `plot.py` in the aws saver's environment, which carries matplotlib).
+   (`harness/langgraph_steps.py`), from conversations of 6, 34 and 309 KB: DynamoDB requests, refused conditional
+   writes, write and read units, stored bytes, S3 requests, HTTPS round trips and $ per million graph steps.
+   Then a steady tenant's run of saves and its stream reaped in the deployed batches (`harness/steady.py`): the
+   DynamoDB requests rate limiting and usage metering add per API request.
+4. Baton's own CPU with AWS stubbed (`harness/warm.py`: saves, and a LangGraph graph step's put against a bare
+   botocore PutItem of the same item), and its whole cold request against a boto3 baseline (`harness/coldstart.py`).
+5. `bench/report.md` with every figure, every budget's verdict and the headlines (`report/reporting.py`), and
+   `bench/report.png` (drawn by `report/plot.py` in the aws saver's environment, which carries matplotlib).
+
+Each child that runs the bench's own code (`python -m bench.harness.warm`, say, or `-c` code importing `bench`) has
+the repository's root on its `PYTHONPATH` (`bench.paths.with_repo_path`): the repository's .venv installs Baton, not
+`bench`, and a peer's installs neither.
 
 The peers' environments (`bench/.venv-peer-aws`, `bench/.venv-peer-amazon`) are made by `make bench` from
 `bench/requirements-peer-*.txt`; a missing one is reported as not measured. `--check` exits 1 when a budget is
-missed. Usage: `python bench/run.py [--reps N] [--big-reps N] [--runs N] [--saves N] [--quick] [--check]`
-(`--quick`: 3 repetitions per figure, 2 for 2 MB states, 3 cold-start runs, 60 stubbed saves, 3 turns of the
-LangGraph graph).
+missed. Usage, from the repository's root: `python -m bench.run [--reps N] [--big-reps N] [--runs N] [--saves N]
+[--quick] [--check]` (`--quick`: 3 repetitions per figure, 2 for 2 MB states, 3 cold-start runs, 60 stubbed saves,
+3 turns of the LangGraph graph).
 """
 
 from __future__ import annotations
@@ -39,30 +42,21 @@ import sys
 import time
 from dataclasses import asdict
 from datetime import UTC, datetime
-from pathlib import Path
 from typing import Any
 
-BENCH = Path(__file__).resolve().parent
-REPO = BENCH.parent
-sys.path.insert(0, str(BENCH))
+from bench.billing import capacity
+from bench.harness import baton_setup, coldstart, langgraph_steps, replay, sidebyside, warm
+from bench.harness import steady as steady_run
+from bench.harness.meter import MeteredMotoServer
+from bench.paths import BENCH, REPO, RESULTS
+from bench.report import reporting
 
-import capacity  # noqa: E402
-import coldstart  # noqa: E402
-import langgraph_steps  # noqa: E402
-import replay  # noqa: E402
-import reporting  # noqa: E402
-import sidebyside  # noqa: E402
-import steady as steady_run  # noqa: E402
-import warm  # noqa: E402
-from meter import MeteredMotoServer  # noqa: E402
-
-RESULTS = BENCH / "results"
 REPORT = BENCH / "report.md"
 README = REPO / "README.md"
 README_SECTION = "## Benchmark"
 PLOT = BENCH / reporting.PLOT_NAME
-BATON_TABLE = "baton-bench"
-BATON_BUCKET = next(spec.bucket for spec in sidebyside.CLIENTS if spec.name == "baton")
+BATON_TABLE = baton_setup.TABLE
+BATON_BUCKET = next(spec.bucket for spec in sidebyside.CLIENTS if spec.name == "baton" and spec.bucket)
 PLOT_PYTHON = BENCH / ".venv-peer-aws" / "bin" / "python"
 
 _started = time.perf_counter()
@@ -71,18 +65,6 @@ _started = time.perf_counter()
 def progress(message: str) -> None:
     """A line on the terminal, with the time since the start."""
     print(f"[{time.perf_counter() - _started:6.1f} s] {message}", flush=True)
-
-
-def issue_key(endpoint: str) -> str:
-    """A Baton API key in the benchmark's table, through `baton keys create` (its public command)."""
-    command = [sys.executable, "-m", "baton_checkpoints.cli.main", "keys", "create", "--table", BATON_TABLE]
-    command += ["--tenant", "bench", "--agent", "bench", "--scopes", "*", "--aws-endpoint", endpoint]
-    command += ["--region", "us-east-1"]
-    done = subprocess.run(command, capture_output=True, text=True, env=sidebyside.client_env(), check=False)
-    if done.returncode != 0:
-        raise RuntimeError(f"baton keys create failed:\n{done.stderr[-2000:]}")
-    secret: str = json.loads(done.stdout)["secret"]
-    return secret
 
 
 def run_child(command: list[str], what: str, env: dict[str, str] | None = None) -> str:
@@ -123,20 +105,13 @@ def main(argv: list[str] | None = None) -> int:
     endpoint = server.start()
     try:
         progress(f"metered moto server at {endpoint}")
-        import boto3
-
-        from baton_checkpoints.store.aws import s3_client
-        from baton_checkpoints.store.schema import ensure_bucket, ensure_table
-
-        ensure_table(boto3.client("dynamodb", endpoint_url=endpoint, region_name="us-east-1"), BATON_TABLE)
-        ensure_bucket(s3_client(endpoint), BATON_BUCKET)
-        secret = issue_key(endpoint)
+        secret = baton_setup.prepare(endpoint, BATON_TABLE, BATON_BUCKET)
         recording_path = RESULTS / "recording.json"
         recording: replay.Recording | None = None
         try:
             run_child(
                 [
-                    *(sys.executable, str(BENCH / "replay.py"), "record", "--endpoint", endpoint),
+                    *(sys.executable, "-m", "bench.harness.replay", "record", "--endpoint", endpoint),
                     *("--table", BATON_TABLE, "--secret", secret, "--out", str(recording_path)),
                 ],
                 "recording Baton's DynamoDB answers",
@@ -148,18 +123,19 @@ def main(argv: list[str] | None = None) -> int:
             progress(f"could not record Baton's answers ({_last(exc)}); side by side next")
         side = sidebyside.measure(server.meter, endpoint, secret, args.reps, progress=progress, big_reps=args.big_reps)
         sizes = ", ".join(f"{size // 1000} KB" for size in langgraph_steps.SIZES)
-        progress(f"one LangGraph graph, {args.turns} turns, on each saver at {sizes} (bench/langgraph_steps.py)")
+        where = "bench/harness/langgraph_steps.py"
+        progress(f"one LangGraph graph, {args.turns} turns, on each saver at {sizes} ({where})")
         graph_steps = langgraph_steps.measure(server.meter, endpoint, secret, args.turns, progress=progress)
-        progress(f"a steady run of {args.steady} saves and its stream (bench/steady.py)")
+        progress(f"a steady run of {args.steady} saves and its stream (bench/harness/steady.py)")
         steady_json = RESULTS / "steady.json"
         try:
             run_child(
                 [
-                    *(sys.executable, str(BENCH / "steady.py"), "--endpoint", endpoint, "--table", BATON_TABLE),
+                    *(sys.executable, "-m", "bench.harness.steady", "--endpoint", endpoint, "--table", BATON_TABLE),
                     *("--bucket", BATON_BUCKET, "--secret", secret, "--saves", str(args.steady)),
                     *("--json", str(steady_json)),
                 ],
-                "steady.py",
+                "bench.harness.steady",
             )
             steady = json.loads(steady_json.read_text(encoding="utf-8"))
         except RuntimeError as exc:
@@ -181,10 +157,10 @@ def main(argv: list[str] | None = None) -> int:
         try:
             run_child(
                 [
-                    *(sys.executable, str(BENCH / "warm.py"), "--recording", str(recording_path)),
+                    *(sys.executable, "-m", "bench.harness.warm", "--recording", str(recording_path)),
                     *("--saves", str(args.saves), "--json", str(warm_json)),
                 ],
-                "warm.py",
+                "bench.harness.warm",
             )
             warm_figures = warm.from_json(json.loads(warm_json.read_text(encoding="utf-8")))
             print(warm.summary(warm_figures), flush=True)
@@ -202,16 +178,17 @@ def main(argv: list[str] | None = None) -> int:
     plotted = False
     if PLOT_PYTHON.exists():
         try:
-            run_child([str(PLOT_PYTHON), str(BENCH / "plot.py"), str(RESULTS / "sidebyside.json"), str(PLOT)], "plot")
+            plot = [str(PLOT_PYTHON), "-m", "bench.report.plot", str(RESULTS / "sidebyside.json"), str(PLOT)]
+            run_child(plot, "plot")
             plotted = True
         except RuntimeError as exc:
             notes.append(f"the plot could not be drawn: {_last(exc)}")
     else:
         notes.append(f"no plot: {PLOT_PYTHON} is missing (make bench creates it)")
-    progress("the shipped codec's figures (bench/codec_study.py)")
+    progress("the shipped codec's figures (bench/studies/codec_study.py)")
     codec = codec_table()
     if codec is None:
-        notes.append("the shipped codec's figures are missing: `bench/codec_study.py` could not report them")
+        notes.append("the shipped codec's figures are missing: `bench/studies/codec_study.py` could not report them")
     sections = (langgraph_steps.table(graph_steps), *((codec,) if codec else ()))
     report = reporting.render(when, figures, cold, warm_figures, recording, notes, plotted, sections, steady)
     REPORT.write_text(report, encoding="utf-8")
@@ -235,17 +212,17 @@ def _last(exc: Exception) -> str:
 
 
 def codec_table() -> str | None:
-    """The shipped codec on the seeded states, from `bench/codec_study.py` (another study's figures), if it runs."""
-    if not (BENCH / "codec_study.py").exists():
+    """The shipped codec on the seeded states, from `bench/studies/codec_study.py` (another study's figures), if it
+    runs."""
+    if not (BENCH / "studies" / "codec_study.py").exists():
         return None
-    path = os.pathsep.join(filter(None, [str(BENCH), os.environ.get("PYTHONPATH")]))
-    script = "import codec_study as s; print(s.chosen_table(s.chosen_figures()))"
+    script = "from bench.studies import codec_study as s; print(s.chosen_table(s.chosen_figures()))"
     try:
         done = subprocess.run(
             [sys.executable, "-c", script],
             capture_output=True,
             text=True,
-            env={**sidebyside.client_env(), "PYTHONPATH": path},
+            env=sidebyside.client_env(),
             timeout=120,
             check=False,
         )
@@ -254,8 +231,8 @@ def codec_table() -> str | None:
     if done.returncode != 0 or not done.stdout.strip():
         return None
     intro = (
-        "The codec Baton ships (`baton_checkpoints.store.codec`), measured by `bench/codec_study.py` on the seeded "
-        "states:"
+        "The codec Baton ships (`baton_checkpoints.store.codec`), measured by `bench/studies/codec_study.py` on the "
+        "seeded states:"
     )
     return f"## The state codec\n\n{intro}\n\n{done.stdout.strip()}"
 

@@ -91,7 +91,7 @@ def log_access(
     The line has the shape of the service logger's other lines (level, location, message, timestamp, service, the
     request's ids, the X-Ray trace id when there is one; keys without a value left out) and goes to the same stream,
     but is written here rather than through `logging`: a record, its caller's frame and powertools' formatter cost
-    about 0.1 ms per request (`bench/warm.py`: an eighth of a LangGraph thread put's own CPU), for a line whose
+    about 0.1 ms per request (`bench/harness/warm.py`: an eighth of a LangGraph thread put's own CPU), for a line whose
     keys are fixed.
     """
     log = logger()

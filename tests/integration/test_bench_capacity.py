@@ -1,8 +1,8 @@
 """The benchmark's capacity figures against what DynamoDB itself bills, on DynamoDB Local.
 
-`bench/item_size.py` saves the bench's seeded 32 KB conversation through the api handler on in-process moto and
-counts its write units with `bench/capacity.py`'s rules (moto's ConsumedCapacity is not DynamoDB's). Here the same
-save (same state, same route, a key of the same tenant and agent) is made on DynamoDB Local with
+`bench/studies/item_size.py` saves the bench's seeded 32 KB conversation through the api handler on in-process moto
+and counts its write units with `bench/billing/capacity.py`'s rules (moto's ConsumedCapacity is not DynamoDB's).
+Here the same save (same state, same route, a key of the same tenant and agent) is made on DynamoDB Local with
 `ReturnConsumedCapacity`: DynamoDB's bill must be the figure the bench reports. Then the saved item itself is written
 and read again directly, each way the bench's meter prices (a put that creates its index entry, one over itself, a
 transactional one, consistent and eventually consistent reads), and each bill must be what `capacity.py` says.
@@ -12,38 +12,31 @@ from __future__ import annotations
 
 import contextlib
 import io
-import sys
-from pathlib import Path
 from types import ModuleType
 from typing import Any
 
 import pytest
+from bench.billing import capacity
+from bench.harness import clients, states
+from bench.studies import item_size
 
 from baton_checkpoints.api.services import Services
 from tests.integration.conftest import DYNAMODB_LOCAL, TABLE, put_key
 from tests.integration.driver import CapacityMeter
 
-BENCH = Path(__file__).resolve().parents[2] / "bench"
 SECRET = "btn_test_bench_capacity_secret_01"
 
 
 @pytest.fixture(scope="module")
 def bench() -> dict[str, ModuleType]:
-    """The bench's modules, imported as `bench/run.py` imports them (from the bench folder)."""
-    sys.path.insert(0, str(BENCH))
-    try:
-        import capacity
-        import clients
-        import item_size
-        import states
-    finally:
-        sys.path.remove(str(BENCH))
+    """The bench's modules these tests use."""
     return {"capacity": capacity, "clients": clients, "item_size": item_size, "states": states}
 
 
 @pytest.fixture(scope="module")
 def figures(bench: dict[str, ModuleType]) -> Any:
-    """What `bench/item_size.py` reports for its 32 KB conversation (measured on moto, in a child interpreter)."""
+    """What `bench/studies/item_size.py` reports for its 32 KB conversation (measured on moto, in a child
+    interpreter)."""
     return bench["item_size"].measure_item()
 
 
@@ -54,7 +47,8 @@ def consumed(answer: dict[str, Any]) -> float:
 
 
 def saved_item(aws: Any, capacity: ModuleType) -> dict[str, Any]:
-    """The checkpoint's item: the table's largest (the other is the key's record), as `bench/item_size.py` picks it."""
+    """The checkpoint's item: the table's largest (the other is the key's record), as `bench/studies/item_size.py`
+    picks it."""
     found: dict[str, Any] = max(aws.scan(TableName=TABLE, ConsistentRead=True)["Items"], key=capacity.item_bytes)
     return found
 

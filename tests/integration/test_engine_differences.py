@@ -194,7 +194,7 @@ def test_a_transaction_of_items_of_the_same_cost_is_billed_as_one_by_dynamodb_lo
     # DynamoDB's rule bills each item twice its units: 6 and 14. DynamoDB Local 3.3.1 bills each distinct cost once
     # (2 and 8): a transaction's figure is its to trust only when its items' costs differ, so the cost tests assert
     # DynamoDB Local's figure for single writes, batches and such transactions, and count the rest by the rules
-    # (`baton_checkpoints.store.sizes`, `bench/capacity.py`). moto says nothing of a transaction.
+    # (`baton_checkpoints.store.sizes`, `bench/billing/capacity.py`). moto says nothing of a transaction.
     if engine == DYNAMODB_LOCAL:
         assert [alike["ConsumedCapacity"][0]["CapacityUnits"], mixed["ConsumedCapacity"][0]["CapacityUnits"]] == [2, 8]
     else:

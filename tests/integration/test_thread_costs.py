@@ -14,7 +14,7 @@ from typing import Any
 
 import ormsgpack
 import pytest
-from bench.states import conversation_state
+from bench.harness.states import conversation_state
 
 from baton_checkpoints.store import sizes
 from tests.integration.conftest import measured

@@ -11,7 +11,7 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
-from bench.states import conversation_state
+from bench.harness.states import conversation_state
 
 from baton_checkpoints.domain.checkpoints import (
     CheckpointKey,

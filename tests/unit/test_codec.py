@@ -21,7 +21,7 @@ from typing import Any
 import brotli
 import pytest
 import zstandard
-from bench.states import conversation_state, task_state
+from bench.harness.states import conversation_state, task_state
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -154,7 +154,7 @@ def test_a_state_that_does_not_shrink_enough_is_stored_as_text() -> None:
 def test_the_shipped_dictionary_is_the_pinned_one() -> None:
     data = codec.DICTIONARY.read_bytes()
     assert hashlib.sha256(data).hexdigest() == codec.DICTIONARY_SHA256
-    # The id written by bench/train_dictionary.py ("BAT" and dictionary number 1)
+    # The id written by bench/tools/train_dictionary.py ("BAT" and dictionary number 1)
     assert zstandard.ZstdCompressionDict(data).dict_id() == 0x4241_5401
 
 

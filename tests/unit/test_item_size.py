@@ -2,20 +2,12 @@
 
 from __future__ import annotations
 
-import sys
-from pathlib import Path
-
-BENCH = Path(__file__).resolve().parents[2] / "bench"
+from bench.studies import item_size
 
 
 def test_a_32_kb_conversation_is_stored_in_at_most_a_third_of_its_canonical_size() -> None:
     # Given the benchmark's seeded 32 KB agent conversation (real text from the Python documentation), saved once
     # through the api handler on in-process moto in a child interpreter (no socket is opened)
-    sys.path.insert(0, str(BENCH))
-    try:
-        import item_size
-    finally:
-        sys.path.remove(str(BENCH))
     # When the items the save added are sized as DynamoDB bills them
     figures = item_size.measure_item()
     # Then the whole item, keys and attributes included, is at most a third of the canonical JSON, the state

@@ -1,9 +1,8 @@
 """The store's sizes and write units agree with the benchmark's independent implementation of DynamoDB's rules.
 
-`baton_checkpoints.store.sizes` is what the store and the cost tests use; `bench/capacity.py` is the benchmark's own
-reading of
-the same documented rules, written apart so that it can judge Baton and the peers alike. Two readings that agree
-on every case below are unlikely to share a mistake.
+`baton_checkpoints.store.sizes` is what the store and the cost tests use; `bench/billing/capacity.py` is the
+benchmark's own reading of the same documented rules, written apart so that it can judge Baton and the peers alike.
+Two readings that agree on every case below are unlikely to share a mistake.
 """
 
 from __future__ import annotations
@@ -11,7 +10,7 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
-from bench import capacity
+from bench.billing import capacity
 
 from baton_checkpoints.store import schema, sizes
 

@@ -231,8 +231,8 @@ class BatonResolver(APIGatewayHttpResolver):
         two validation ones, and a route's only dependencies are `CurrentCall` and `Wired`. The chain around such a
         route (frames, the headers' and cookies' normalization for routes that read neither, a debug message
         formatting the arguments, dependency solving that reads annotations again) cost about a tenth of a warm
-        request (`bench/warm.py`). So such a route is called here, validated by the same powertools functions the
-        chain calls (`_call_direct`); a route with anything else (a middleware, a header or cookie parameter, a
+        request (`bench/harness/warm.py`). So such a route is called here, validated by the same powertools functions
+        the chain calls (`_call_direct`); a route with anything else (a middleware, a header or cookie parameter, a
         `Request` parameter, another dependency) goes through the chain, and so does every route while a dependency
         other than `wired` is overridden."""
         if route in self._directs:

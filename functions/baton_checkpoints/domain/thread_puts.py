@@ -46,8 +46,8 @@ HELD_VALUE_BYTES: Final = 8_192
 """Most bytes (stored: packed when that pays) of large values new in a checkpoint that ride in its own item, so that
 a graph step's put is one write; the rest get items of their own. Not more: a `put_writes` after the put rewrites
 the item, which DynamoDB bills whole (at a 34 KB state, holding up to 32 KB made a step cost 29 write units where an
-item of its own costs 17: bench/langgraph_steps.py). Never more than the item has room for besides its pending writes
-(`ITEM_ROOM_BYTES`)."""
+item of its own costs 17: bench/harness/langgraph_steps.py). Never more than the item has room for besides its
+pending writes (`ITEM_ROOM_BYTES`)."""
 
 MAX_INLINE_WRITE_BYTES: Final = 128_000
 """Most bytes of pending writes a checkpoint's item holds itself; more go to items of their own."""

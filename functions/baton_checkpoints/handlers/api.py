@@ -22,10 +22,10 @@ SHUTDOWN_FLUSH_SECONDS = 0.25
 """What the container's last act may take: Lambda grants the runtime 300 ms between SIGTERM and SIGKILL."""
 
 # What the import built (modules, routes, models, validators) lives as long as the container: kept out of the
-# collector's generations, a collection walks only what requests allocate (`bench/warm.py`: the mean of a thread put
-# 1.43 -> 1.34 ms, from fewer and shorter pauses). What the first request builds (the AWS clients and their models,
-# the validators pydantic builds on first use) is frozen after it, once (the mean 1.44 -> 1.35 ms again): only that
-# request's cyclic garbage not collected yet stays, once, with it; refcounting frees everything else as before.
+# collector's generations, a collection walks only what requests allocate (`bench/harness/warm.py`: the mean of a
+# thread put 1.43 -> 1.34 ms, from fewer and shorter pauses). What the first request builds (the AWS clients and their
+# models, the validators pydantic builds on first use) is frozen after it, once (the mean 1.44 -> 1.35 ms again): only
+# that request's cyclic garbage not collected yet stays, once, with it; refcounting frees everything else as before.
 gc.freeze()
 _first_request_frozen = False
 

@@ -8,7 +8,7 @@ a migration: items keep the byte they were written with, and every byte ever wri
 | `\\x01` | Brotli, text mode (written until issue 7; decoded only)                                         |
 | `\\x02` | zstd, dictionary #1 (`state.zdict`, SHA-256 pinned below), content size and checksum; any level |
 
-Why zstd with a dictionary: `bench/codec_study.py` prints every candidate (zlib; Brotli text mode, qualities 4
+Why zstd with a dictionary: `bench/studies/codec_study.py` prints every candidate (zlib; Brotli text mode, qualities 4
 to 10; zstd levels 1-9 with no dictionary and with dictionaries of 16, 32, 64, 110 and 256 KB) on the
 benchmark's seeded states. Ratio is packed / canonical bytes; times are medians on a shared 2-core machine:
 
@@ -32,7 +32,7 @@ per save on average, as much as ~6 ms of arm64 Lambda time at 1,769 MB (on-deman
 nothing more (384 KB and 512 KB measured: 0.294 and 0.293). The level is not part of the format: `LEVEL` can
 change without a new codec byte, and a LangGraph thread's values over 16 KB are packed at `BIG_LEVEL` (3; see
 `BIG_VALUE_BYTES` why). Small states gain most: a 1 KB state packs to 0.36, against 0.59 for zstd alone and 0.49
-for Brotli q6. The dictionary is trained offline by `bench/train_dictionary.py` on agent-state JSON whose text is
+for Brotli q6. The dictionary is trained offline by `bench/tools/train_dictionary.py` on agent-state JSON whose text is
 disjoint from the benchmark's, but like it English about programming: on a conversation of other text (release notes,
 licence prose) it packs 32 KB to 0.320 (zstd 6 alone: 0.360, Brotli q6: 0.344).
 

@@ -141,7 +141,7 @@ Chosen on cost (on-demand prices, us-east-1): a save pays a write unit per KB of
 state pays an S3 PUT and, when the reaper marks it attached, a second PUT-class request, $5 a million each: as
 much as 16 write units. Below 16 KB in the item the state stays there (one request, no S3 latency on the save or
 the read); above it, every KB more would cost a write unit on every save. A 32 KB agent conversation packs to
-about 10 KB and stays inline; a 64 KB one packs to about 19 KB and is spilled (`bench/spill_study.py` prints the
+about 10 KB and stays inline; a 64 KB one packs to about 19 KB and is spilled (`bench/studies/spill_study.py` prints the
 figures for the benchmark's states)."""
 INLINE_LIMIT_BYTES: Final = 350_000
 """Without a bucket (a deployment that has none), the most a state may take in an item: DynamoDB's 400 KB

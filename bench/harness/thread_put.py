@@ -24,11 +24,12 @@ import json
 import re
 from dataclasses import dataclass
 from functools import cache
-from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-BENCH = Path(__file__).resolve().parent
-REPO = BENCH.parent
+from bench.paths import REPO
+
+if TYPE_CHECKING:
+    from langchain_core.runnables import RunnableConfig
 
 SIZES = (6_000, 34_000)
 """Bytes of the conversation (`messages`, canonical JSON) at the measured step: the LangGraph budgets' 6 and 34 KB."""
@@ -57,8 +58,8 @@ def graph_step(size: int) -> GraphStep:
     """The put of step `STEP` of `langgraph_steps.py`'s graph run from its seeded `size`-byte conversation."""
     from langgraph.checkpoint.memory import InMemorySaver
 
-    import langgraph_steps
     from baton_checkpoints.langgraph.threads import put_body
+    from bench.harness import langgraph_steps
 
     puts: list[tuple[Any, ...]] = []
 
@@ -75,7 +76,9 @@ def graph_step(size: int) -> GraphStep:
     config, checkpoint, metadata, new_versions = next(p for p in puts if p[2].get("step") == STEP)
     if "messages" not in new_versions:
         raise RuntimeError(f"the graph's step {STEP} no longer writes messages: choose another step")
-    root_config = {"configurable": {k: v for k, v in config["configurable"].items() if k != "checkpoint_id"}}
+    root_config: RunnableConfig = {
+        "configurable": {k: v for k, v in config["configurable"].items() if k != "checkpoint_id"}
+    }
     every = dict(checkpoint["channel_versions"])
     return GraphStep(
         size=size,

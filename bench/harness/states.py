@@ -16,7 +16,7 @@ Both are deterministic for a given `(target_bytes, seed)` and, from a couple of 
 bytes under `target_bytes` of canonical JSON (sorted keys, no spaces, UTF-8: what RFC 8785 produces for the
 strings and integers used here).
 
-Run `python bench/states.py` to print the sizes and compression ratios of a few states.
+Run `python -m bench.harness.states` to print the sizes and compression ratios of a few states.
 """
 
 from __future__ import annotations
@@ -242,7 +242,7 @@ def task_state(target_bytes: int = 16_000, seed: int = 7) -> dict[str, Any]:
 
 def main() -> None:
     """Print the size of a few states and how well a generic compressor (zlib 6) packs them (a quick look at what
-    the benchmark stores; Baton's own codec is studied by `bench/codec_study.py`)."""
+    the benchmark stores; Baton's own codec is studied by `bench/studies/codec_study.py`)."""
     import zlib
 
     for name, make in (("conversation", conversation_state), ("task", task_state)):

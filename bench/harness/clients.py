@@ -1,9 +1,9 @@
 """One measured client per process: Baton's api handler, or a LangGraph DynamoDB saver, driven over stdin/stdout.
 
-`python bench/clients.py <client> --endpoint URL --table NAME [--secret S] [--bucket B] [--sizes 1000,...]` runs in
-the client's own environment
-(Baton from the repository's .venv, each saver from its bench environment: their dependencies conflict) and
-answers one JSON line per command line:
+`python -m bench.harness.clients <client> --endpoint URL --table NAME [--secret S] [--bucket B] [--sizes 1000,...]`
+runs in the client's own environment (Baton from the repository's .venv, each saver from its bench environment:
+their dependencies conflict; the repository's root on `PYTHONPATH`, `bench.paths.with_repo_path`) and answers one
+JSON line per command line:
 
     {"cmd": "save", "key": "...", "size": 4000, "step": 1}   -> {"ok": true, "cpu_ms": ..., "detail": ...}
     {"cmd": "read", "key": "...", "size": 4000}              -> {"ok": true, "cpu_ms": ..., "detail": ...}
@@ -15,9 +15,8 @@ is a moto server in another process, so its time is left out, and everything thi
 (routing, validation, serializing, compressing, botocore's signing and parsing) is in. Everything else (building
 the state, the event, the checkpoint dict) happens before the clock starts.
 
-Baton is driven through its public entry points only: `baton_checkpoints.handlers.api.handler` with an API Gateway HTTP
-API
-(payload 2.0) event built from `events/`, configured by its environment variables. The savers through their
+Baton is driven through its public entry points only: `baton_checkpoints.handlers.api.handler` with an API Gateway
+HTTP API (payload 2.0) event built from `events/`, configured by its environment variables. The savers through their
 documented synchronous API. With `--bucket`, Baton spills big states to that bucket (`BATON_BUCKET_NAME`, on the
 same endpoint) and the aws saver offloads checkpoints over 350 KB to it (`s3_offload_config`); the amazon saver
 has no offload.
@@ -34,14 +33,10 @@ import platform
 import sys
 import time
 from importlib import metadata
-from pathlib import Path
 from typing import Any
 
-BENCH = Path(__file__).resolve().parent
-REPO = BENCH.parent
-sys.path.insert(0, str(BENCH))
-
-from states import canonical_size, conversation_state  # noqa: E402
+from bench.harness.states import canonical_size, conversation_state
+from bench.paths import REPO
 
 SEED = 7
 REGION = "us-east-1"
@@ -68,7 +63,8 @@ def canonical(state: dict[str, Any]) -> bytes:
 
 
 def _template(name: str) -> dict[str, Any]:
-    return json.loads((REPO / "events" / f"{name}.json").read_text(encoding="utf-8"))
+    template: dict[str, Any] = json.loads((REPO / "events" / f"{name}.json").read_text(encoding="utf-8"))
+    return template
 
 
 def save_body(subject: str, state: dict[str, Any]) -> str:

@@ -8,7 +8,7 @@ with
 added
 to the table (`capacity.py`), index entries included.
 
-`python bench/item_size.py` prints the figures as JSON; `measure_item()` runs that in a child interpreter (the
+`python -m bench.studies.item_size` prints the figures as JSON; `measure_item()` runs that in a child interpreter (the
 handler keeps its settings and client for the life of a process; a test process must not inherit them).
 """
 
@@ -21,10 +21,10 @@ import os
 import subprocess
 import sys
 from dataclasses import dataclass
-from pathlib import Path
 from typing import Any
 
-BENCH = Path(__file__).resolve().parent
+from bench.paths import with_repo_path
+
 STATE_BYTES = 32_000
 SEED = 7
 TABLE = "baton-item-size"
@@ -63,12 +63,11 @@ def _measure_here(state_bytes: int, seed: int) -> ItemFigures:
         }
     )
     os.environ.pop("BATON_AWS_ENDPOINT_URL", None)
-    sys.path.insert(0, str(BENCH))
     from moto import mock_aws
 
-    import capacity
-    from clients import save_event
-    from states import canonical_size, conversation_state
+    from bench.billing import capacity
+    from bench.harness.clients import save_event
+    from bench.harness.states import canonical_size, conversation_state
 
     with mock_aws():
         import boto3
@@ -131,9 +130,10 @@ def _scan(client: Any) -> list[dict[str, Any]]:
 def measure_item(state_bytes: int = STATE_BYTES, seed: int = SEED) -> ItemFigures:
     """Measure in a fresh interpreter (this one's Python) and return the figures."""
     done = subprocess.run(
-        [sys.executable, str(Path(__file__).resolve()), str(state_bytes), str(seed)],
+        [sys.executable, "-m", "bench.studies.item_size", str(state_bytes), str(seed)],
         capture_output=True,
         text=True,
+        env=with_repo_path(os.environ),
         check=False,
     )
     if done.returncode != 0:

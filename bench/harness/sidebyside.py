@@ -1,11 +1,12 @@
 """Baton and the two LangGraph DynamoDB savers, side by side: the same states, the same moto, one run.
 
-Every client runs in its own process (`clients.py`), from its own environment: Baton from the repository's .venv,
-`langgraph-checkpoint-amazon-dynamodb` 0.1.3 from `bench/.venv-peer-amazon` (its `aioboto3` pins a botocore that
-`langgraph-checkpoint-aws` cannot use), `langgraph-checkpoint-aws` 1.2.6 from `bench/.venv-peer-aws` (twice: without
-and with its gzip option, both with its S3 offload, which stores a checkpoint over 350 KB in a bucket). All talk to
-one moto server in this process (`meter.py`), which meters every DynamoDB and S3 request. Baton and each aws saver
-have a bucket of their own on that server; the amazon saver has no offload (it fails past DynamoDB's 400 KB item).
+Every client runs in its own process (`python -m bench.harness.clients`), from its own environment: Baton from the
+repository's .venv, `langgraph-checkpoint-amazon-dynamodb` 0.1.3 from `bench/.venv-peer-amazon` (its `aioboto3` pins
+a botocore that `langgraph-checkpoint-aws` cannot use), `langgraph-checkpoint-aws` 1.2.6 from `bench/.venv-peer-aws`
+(twice: without and with its gzip option, both with its S3 offload, which stores a checkpoint over 350 KB in a
+bucket). All talk to one moto server in this process (`meter.py`), which meters every DynamoDB and S3 request.
+Baton and each aws saver have a bucket of their own on that server; the amazon saver has no offload (it fails past
+DynamoDB's 400 KB item).
 
 For each state size, each repetition and each client (in an order that rotates every repetition), on a fresh
 thread or subject: a first save (the create), a second save over it (the steady state an agent pays: for a
@@ -30,10 +31,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import IO, Any
 
-from meter import Meter
+from bench.harness.meter import Meter
+from bench.paths import BENCH, REPO, RESULTS, with_repo_path
 
-BENCH = Path(__file__).resolve().parent
-REPO = BENCH.parent
 SIZES = (1_000, 4_000, 32_000, 256_000, 2_000_000)
 REPS = 30
 BIG_STATE = 1_000_000
@@ -113,7 +113,8 @@ class Worker:
     def __init__(self, spec: ClientSpec, endpoint: str, secret: str, sizes: tuple[int, ...], log: IO[str]) -> None:
         command = [
             str(spec.python),
-            str(BENCH / "clients.py"),
+            "-m",
+            "bench.harness.clients",
             spec.name,
             "--endpoint",
             endpoint,
@@ -153,7 +154,8 @@ class Worker:
 
 
 def client_env() -> dict[str, str]:
-    """Dummy credentials and a region (moto accepts any; nothing real must ever be signed), no Baton settings."""
+    """Dummy credentials and a region (moto accepts any; nothing real must ever be signed), no Baton settings, and the
+    repository's root on `PYTHONPATH` (a child runs `python -m bench...`, in the repository's .venv or a peer's)."""
     env = {k: v for k, v in os.environ.items() if not k.startswith(("AWS_", "BATON_"))}
     env.update(
         {
@@ -165,7 +167,7 @@ def client_env() -> dict[str, str]:
             "AWS_SHARED_CREDENTIALS_FILE": os.devnull,
         }
     )
-    return env
+    return with_repo_path(env)
 
 
 @dataclass
@@ -250,7 +252,7 @@ def measure(
     reps: int = REPS,
     sizes: tuple[int, ...] = SIZES,
     progress: Any = print,
-    log_path: Path = BENCH / "results" / "clients.log",
+    log_path: Path = RESULTS / "clients.log",
     big_reps: int = BIG_REPS,
 ) -> SideBySide:
     """Start every client whose environment exists, run the repetitions (`big_reps` at most for states of

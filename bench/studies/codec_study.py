@@ -1,10 +1,10 @@
 """Which codec Baton stores checkpoint states with: every candidate on the benchmark's seeded states.
 
-For each candidate and each state (`conversation_state` and `task_state` of `bench/states.py`, seed 7, at 1, 4,
+For each candidate and each state (`conversation_state` and `task_state` of `bench/harness/states.py`, seed 7, at 1, 4,
 32 and 256 KB of canonical JSON) it prints the ratio (compressed bytes / canonical bytes; the ratio counts no
 codec byte) and the median encode and decode times in µs. Candidates: zlib 6 for reference, Brotli in text mode
 at qualities 4 to 9 (and 10, what Baton used before), zstd levels 1 to 9 without a dictionary and with
-dictionaries of 16, 32, 64, 110 and 256 KB trained by `bench/train_dictionary.py` (the 256 KB one is the shipped
+dictionaries of 16, 32, 64, 110 and 256 KB trained by `bench/tools/train_dictionary.py` (the 256 KB one is the shipped
 `state.zdict`, checked byte for byte).
 
 A last column gives each codec's ratio at 32 KB on a conversation built the same way from text neither the
@@ -17,13 +17,14 @@ measures the cold costs (`import zstandard`, the first encode and decode) in fre
 `chosen_figures()` returns the figures of the codec Baton ships (`baton_checkpoints.store.codec`), for the benchmark
 report.
 
-Usage: `python bench/codec_study.py [--quick] [--threads] [--cold]` (about 40 s on a 2-core machine; `--quick` 15 s).
-Timings come from a shared machine: compare them within one run, not across runs.
+Usage: `python -m bench.studies.codec_study [--quick] [--threads] [--cold]` (about 40 s on a 2-core machine;
+`--quick` 15 s). Timings come from a shared machine: compare them within one run, not across runs.
 """
 
 from __future__ import annotations
 
 import argparse
+import os
 import statistics
 import subprocess
 import sys
@@ -38,8 +39,9 @@ from functools import cache
 from pathlib import Path
 from typing import Any
 
-import states
 from baton_checkpoints.domain.canonical import canonical_json
+from bench.harness import states
+from bench.paths import with_repo_path
 
 SIZES = (1_000, 4_000, 32_000, 256_000)
 SHAPES: dict[str, Callable[[int, int], dict[str, Any]]] = {
@@ -85,7 +87,7 @@ def state_text(shape: str, target: int) -> bytes:
 
 @contextmanager
 def other_text() -> Iterator[None]:
-    """While inside, `bench/states.py` draws its passages from `OTHER_TEXT` instead of the Python reference."""
+    """While inside, `bench/harness/states.py` draws its passages from `OTHER_TEXT` instead of the Python reference."""
     root = Path(sysconfig.get_paths()["stdlib"])
     paragraphs = tuple(
         block.strip("\n")
@@ -108,7 +110,8 @@ def other_conversation() -> bytes:
         return canonical_json(states.conversation_state(32_000, SEED))
 
 
-def _median_us(call: Callable[[], object], repeats: int) -> float:
+def _median_us(call: Callable[..., object], repeats: int) -> float:
+    """Median µs of `call()` (`...`: a lambda binding a loop's variable as a default argument, called with none)."""
     call()  # warm: a first call builds contexts and tables
     times = []
     for _ in range(repeats):
@@ -133,8 +136,8 @@ def measure(candidate: Candidate, text: bytes, repeats: int) -> Measured:
 
 def dictionaries() -> dict[int, bytes]:
     """The dictionaries under study, trained on one corpus; the shipped one must be among them, byte for byte."""
-    import train_dictionary
     from baton_checkpoints.store import codec
+    from bench.tools import train_dictionary
 
     samples = train_dictionary.training_samples()
     built = {size: train_dictionary.build(size, samples) for size in DICTIONARY_SIZES}
@@ -282,7 +285,6 @@ def thread_study(calls: int = 100, rounds: int = 7) -> str:
 
 _COLD = """
 import time, sys
-sys.path.insert(0, {bench!r})
 {prelude}
 started = time.perf_counter()
 {action}
@@ -292,16 +294,17 @@ print((time.perf_counter() - started) * 1000)
 
 def _fresh_ms(action: str, prelude: str = "", runs: int = 5) -> float:
     """Median milliseconds `action` takes in fresh interpreters, after `prelude`."""
-    bench = str(Path(__file__).resolve().parent)
-    script = _COLD.format(bench=bench, prelude=prelude, action=action)
+    script = _COLD.format(prelude=prelude, action=action)
     found = []
     for _ in range(runs):
-        done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, check=True)
+        done = subprocess.run(
+            [sys.executable, "-c", script], capture_output=True, text=True, env=with_repo_path(os.environ), check=True
+        )
         found.append(float(done.stdout.strip().splitlines()[-1]))
     return statistics.median(found)
 
 
-_PACK_32K = "from baton_checkpoints.store import codec; from states import conversation_state; "
+_PACK_32K = "from baton_checkpoints.store import codec; from bench.harness.states import conversation_state; "
 _PACK_32K += "from baton_checkpoints.domain.canonical "
 _PACK_32K += "import canonical_json; text = canonical_json(conversation_state(32_000, 7))"
 

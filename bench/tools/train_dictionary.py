@@ -1,6 +1,6 @@
 """Rebuild `functions/baton_checkpoints/store/state.zdict`, the zstd dictionary Baton compresses checkpoint states with.
 
-Usage: `python bench/train_dictionary.py` rewrites the file and prints its SHA-256 (the value pinned as
+Usage: `python -m bench.tools.train_dictionary` rewrites the file and prints its SHA-256 (the value pinned as
 `DICTIONARY_SHA256` in `baton/store/codec.py`); `--check` rebuilds it in memory and exits 1 unless it equals the
 shipped file byte for byte. About 8 s on a 2-core machine: 7 s to build the corpus (mostly parsing the standard
 library's sources), 0.1 s to train.
@@ -17,7 +17,7 @@ stores it) in the shapes agent frameworks write:
   scratchpads.
 
 Where the text comes from, and why it is disjoint from what the benchmark measures: the benchmark's states
-(`bench/states.py`) take every passage from `pydoc_data.topics`, the Python Language Reference shipped with the
+(`bench/harness/states.py`) take every passage from `pydoc_data.topics`, the Python Language Reference shipped with the
 interpreter, and draw them with small integer seeds. This corpus takes its prose from the docstrings of the
 standard library's own modules, classes and functions, its code from the bodies of standard-library functions,
 and a few lines from `this` (the Zen of Python), all read with `ast` from the interpreter's `Lib/` (the `test`
@@ -27,7 +27,7 @@ manual, but a few quote it; so any passage sharing a 48-character run of text (w
 are this script's own, none of the benchmark's; its generator is seeded with a string, not the benchmark's
 integers. What the two share is what every agent state shares, the key names the frameworks use, and what
 this corpus and the benchmark share besides: English about programming. Agents that talk about anything else
-gain less from the dictionary than the benchmark shows; `bench/codec_study.py` measures how much less on text
+gain less from the dictionary than the benchmark shows; `bench/studies/codec_study.py` measures how much less on text
 neither has seen.
 
 The corpus deals every docstring paragraph once (305 states, 2 MB): a passage dealt many times would look
@@ -56,9 +56,11 @@ import time
 from collections.abc import Callable, Iterator
 from functools import cache
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
-OUTPUT = Path(__file__).resolve().parents[1] / "functions" / "baton_checkpoints" / "store" / "state.zdict"
+from bench.paths import REPO
+
+OUTPUT = REPO / "functions" / "baton_checkpoints" / "store" / "state.zdict"
 PYTHON = (3, 11, 7)
 ZSTANDARD = "0.25.0"
 
@@ -323,7 +325,7 @@ def _anthropic_thread(w: _Writer, budget: int) -> dict[str, Any]:
                 blocks.append({"type": "text", "text": w.passage(30, 200)})
             blocks.append({"type": "tool_use", "id": tool_id, "name": tool, "input": w.arguments(tool)})
             messages.append({"role": "assistant", "content": blocks})
-            result = {"type": "tool_result", "tool_use_id": tool_id, "content": w.answer()}
+            result: dict[str, Any] = {"type": "tool_result", "tool_use_id": tool_id, "content": w.answer()}
             if rng.random() < 0.1:
                 result["is_error"] = True
             messages.append({"role": "user", "content": [result]})
@@ -484,9 +486,10 @@ def build(dict_size: int = DICT_SIZE, samples: list[bytes] | None = None) -> byt
     """The dictionary's bytes (zstd format: magic, id, entropy tables, content)."""
     import zstandard
 
+    corpus = samples if samples is not None else training_samples()
     trained = zstandard.train_dictionary(
         dict_size,
-        samples if samples is not None else training_samples(),
+        cast("list[bytes | bytearray | memoryview[int]]", corpus),  # a list of bytes (lists are invariant)
         k=TRAIN_K,
         d=TRAIN_D,
         dict_id=DICT_ID,

@@ -5,7 +5,7 @@ PUT, COPY, POST and LIST requests $0.005 a thousand ($5 a million), GET, HEAD an
 thousand ($0.4 a million), DELETE requests free. Storage (per GB-month, in either service) is left out: it depends
 on how long a checkpoint lives, not on a save.
 
-No dependencies: `plot.py` imports it from the peers' environment.
+No dependencies: `bench.report.plot` imports it in the peers' environment.
 """
 
 from __future__ import annotations

@@ -1,23 +1,25 @@
 """Cold start counted whole: a fresh interpreter imports Baton's api handler and handles one save, AWS stubbed.
 
 Each sample is a new interpreter (`python -c`) that times, from the start of the import to the handler's answer,
-`import baton_checkpoints.handlers.api` followed by one plain save of a 4 KB conversation state (`bench/states.py`).
-Baton
-creates its DynamoDB client at its first request, so that request pays for loading boto3 and creating the client:
-a cold request pays both, and both are in the figure. DynamoDB is stubbed by replaying answers moto gave to the same
-requests (`replay.py`), at botocore's `before-send`: botocore still serializes, signs and parses.
+`import baton_checkpoints.handlers.api` followed by one plain save of a 4 KB conversation state
+(`bench/harness/states.py`). Baton creates its DynamoDB client at its first request, so that request pays for loading
+boto3 and creating the client: a cold request pays both, and both are in the figure. DynamoDB is stubbed by
+replaying answers moto gave to the same requests (`replay.py`), at botocore's `before-send`: botocore still
+serializes, signs and parses. The child finds `bench` through `PYTHONPATH` (`bench.paths.with_repo_path`), and
+imports its harness before its clock starts.
 
-The baseline (`bench/baseline_boto3.py`) is the least a Python function talking to DynamoDB pays: it imports boto3,
-creates a DynamoDB client at import, and its handler makes one stubbed GetItem. Both children run the same harness
-before their clock starts (loading the recording, building the event), alternate, and flip order every round, so a
-slow moment of this shared machine lands on both sides; medians are compared. Interpreter start-up, which Lambda
-pays for every function alike, is left out (the whole process's wall time is shown beside it).
+The baseline (`bench/harness/baseline_boto3.py`) is the least a Python function talking to DynamoDB pays: it imports
+boto3, creates a DynamoDB client at import, and its handler makes one stubbed GetItem. Both children run the same
+harness before their clock starts (loading the recording, building the event), alternate, and flip order every
+round, so a slow moment of this shared machine lands on both sides; medians are compared. Interpreter start-up,
+which Lambda pays for every function alike, is left out (the whole process's wall time is shown beside it).
 
 Each child also timestamps its request's phases (the import, loading boto3, creating the client, each stubbed call,
 Baton's own work between them), and a few `-X importtime` runs of the whole cold request show which packages the
 time goes to: that is what says what to fix.
 
-Usage: `python bench/coldstart.py --recording FILE [--runs N] [--check]` (the recording comes from `run.py`).
+Usage: `python -m bench.harness.coldstart --recording FILE [--runs N] [--check]` (the recording comes from
+`bench/run.py`).
 """
 
 from __future__ import annotations
@@ -35,14 +37,15 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-BENCH_DIR = Path(__file__).resolve().parent
-BASELINE_MODULE = "baseline_boto3"
+from bench.paths import RESULTS, with_repo_path
+
+BASELINE_MODULE = "bench.harness.baseline_boto3"
 # Rounds are cheap (~1 s for the pair) and this 2-core machine is shared: more rounds, steadier medians.
 RUNS = 15
 PROFILE_RUNS = 3
 # Bytecode caches of the measured interpreters live here (gitignored), not in the source or venv trees: every
 # module then runs from a .pyc, as an installed package does, whatever PYTHONDONTWRITEBYTECODE says.
-PYCACHE_DIR = BENCH_DIR / "results" / "pycache"
+PYCACHE_DIR = RESULTS / "pycache"
 
 
 @dataclass(frozen=True)
@@ -94,13 +97,12 @@ TARGETS = (
 
 _CHILD = """\
 import importlib, json, sys, time
-bench, module, recording, request, watched = sys.argv[1], sys.argv[2], sys.argv[3], sys.argv[4] == "1", sys.argv[5:]
-sys.path.insert(0, bench)
-import replay
-from clients import save_event, states_for
+module, recording, request, watched = sys.argv[1], sys.argv[2], sys.argv[3] == "1", sys.argv[4:]
+from bench.harness import replay
+from bench.harness.clients import save_event, states_for
 loaded = replay.load(__import__("pathlib").Path(recording))
 calls = loaded["requests"][f"{replay.COLD_SIZE}/1"]
-if module == "baseline_boto3":
+if module == BASELINE_MODULE:
     calls = [c for c in calls if c["operation"] == "GetItem"][:1]
 stub = replay.Replay(script=calls)
 watch = replay.install_after_import(stub, ("boto3",))
@@ -128,7 +130,7 @@ report = {
     "marks": sorted(((label, (at - started) * 1000) for label, at in marks), key=lambda m: m[1]),
 }
 sys.stdout.write("\\n" + json.dumps(report) + "\\n")
-"""
+""".replace("BASELINE_MODULE", repr(BASELINE_MODULE))
 
 _PROFILE_MARK = "@@bench-cold-request-starts@@"
 _PROFILE_CHILD = _CHILD
@@ -141,8 +143,10 @@ def child_env(recording: dict[str, Any] | None = None) -> dict[str, str]:
     credentials botocore would walk its provider chain up to the instance metadata endpoint while creating the
     client, and the figures would measure this machine's network instead. The values are dummies.
     """
-    # PYTHONPATH stays when someone sets it on purpose (to measure another checkout of Baton, say).
+    # PYTHONPATH stays when someone sets it on purpose (to measure another checkout of Baton, say), after the
+    # repository's root (where the child finds `bench`).
     env = {k: v for k, v in os.environ.items() if k == "PYTHONPATH" or not k.startswith(("AWS_", "PYTHON", "BATON_"))}
+    env = with_repo_path(env)
     env.update(
         {
             "AWS_ACCESS_KEY_ID": "bench",
@@ -334,7 +338,6 @@ def sample(samples: Samples, recording_path: Path, recording: dict[str, Any]) ->
         sys.executable,
         "-c",
         _CHILD,
-        str(BENCH_DIR),
         samples.module,
         str(recording_path),
         "1" if samples.request else "0",
@@ -369,7 +372,6 @@ def import_profile(module: str, recording_path: Path, recording: dict[str, Any],
             "importtime",
             "-c",
             _PROFILE_CHILD,
-            str(BENCH_DIR),
             module,
             str(recording_path),
             "1",

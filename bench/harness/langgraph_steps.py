@@ -14,7 +14,7 @@ on a fresh thread: the first invocation's input is a conversation of `states.py`
 tool calls), sized so that `messages` holds `size` bytes of canonical JSON when the first invocation stops, which
 is where the measured steps (the second invocation's) start; they append to it as before.
 
-Each saver runs in a process of its own (`python bench/langgraph_steps.py client <client> ...`), in its own
+Each saver runs in a process of its own (`python -m bench.harness.langgraph_steps client <client> ...`), in its own
 environment: `DynamoDBSaver` (aws) from `bench/.venv-peer-aws` (with its S3 offload, as `sidebyside.py` runs it),
 `DynamoDBSaver` (amazon-dynamodb) from `bench/.venv-peer-amazon` (which has no offload), `BatonSaver` from the
 repository's .venv with its HTTP requests served in that process by Baton's api handler
@@ -39,10 +39,10 @@ A graph step is a superstep: the `put_writes` of its tasks (made against the pre
 the checkpoint it ends with (`metadata.step`). The `get_tuple` at the start of each invocation is reported apart.
 Figures per step are the second invocation's totals (the resume and the loop after it) over its steps. Requests
 refused by design are the conditional writes DynamoDB refused (`ConditionalCheckFailed`, as the meter saw the
-answers); dollars are on-demand prices (`prices.py`) of the write and read units and the S3 requests.
+answers); dollars are on-demand prices (`bench/billing/prices.py`) of the write and read units and the S3 requests.
 
-`python bench/langgraph_steps.py --quick` runs the comparison alone on a metered moto of its own and prints the table
-(`bench/run.py` renders the same table into `bench/report.md`).
+`python -m bench.harness.langgraph_steps --quick` runs the comparison alone on a metered moto of its own and prints
+the table (`bench/run.py` renders the same table into `bench/report.md`).
 """
 
 from __future__ import annotations
@@ -66,14 +66,12 @@ from importlib import metadata
 from pathlib import Path
 from typing import IO, TYPE_CHECKING, Annotated, Any, TypedDict
 
-BENCH = Path(__file__).resolve().parent
-REPO = BENCH.parent
-sys.path.insert(0, str(BENCH))
+from bench.paths import BENCH, REPO, RESULTS
 
 if TYPE_CHECKING:
     from langchain_core.runnables import RunnableConfig
 
-    from meter import Meter, Operation
+    from bench.harness.meter import Meter, Operation
 
 SEED = 7
 TURNS = 4
@@ -103,7 +101,7 @@ class AgentState(TypedDict):
 def message(node: str, turn: int, seed: int = SEED) -> dict[str, Any]:
     """The message `node` appends on `turn`: 1-2 KB of the documentation's text (`states.py`), the same for a given
     (seed, node, turn) in every process and on every rerun."""
-    from states import FILE_PATHS, _Text
+    from bench.harness.states import FILE_PATHS, _Text
 
     text = _Text(random.Random(f"{seed}/{node}/{turn}"))
     if node == "agent":
@@ -172,7 +170,7 @@ def build_graph(turns: int, checkpointer: Any, pace: Callable[[RunnableConfig], 
 
 def _canonical_size(value: Any) -> int:
     """Bytes of `value` as canonical JSON (`states.py`'s measure of a state)."""
-    from states import canonical_size
+    from bench.harness.states import canonical_size
 
     return canonical_size(value)
 
@@ -181,7 +179,7 @@ def seeded_messages(size: int, seed: int = SEED) -> list[dict[str, Any]]:
     """The conversation the first invocation starts from: `states.py`'s seeded chat thread (user and assistant
     turns, tool calls and their answers, ending with the user's request), cut so that `messages` holds about `size`
     bytes of canonical JSON once the first invocation has appended its two messages (the agent's, the tool's)."""
-    from states import conversation_state
+    from bench.harness.states import conversation_state
 
     appended = _canonical_size([message("agent", 1, seed), message("tools", 1, seed)]) - 1
     want = size - appended
@@ -372,7 +370,7 @@ def aws_saver(endpoint: str, table: str, gzip: bool, bucket: str | None) -> Any:
     """`langgraph-checkpoint-aws`'s `DynamoDBSaver` on a table of its CloudFormation sample's schema, with its S3
     offload to `bucket` (a checkpoint over 350 KB goes to an object), as `clients.py`'s `AwsSaver` builds it for the
     side-by-side tables."""
-    from clients import AwsSaver
+    from bench.harness.clients import AwsSaver
 
     return AwsSaver(endpoint, table, gzip=gzip, bucket=bucket).saver
 
@@ -380,7 +378,7 @@ def aws_saver(endpoint: str, table: str, gzip: bool, bucket: str | None) -> Any:
 def amazon_saver(endpoint: str, table: str) -> Any:
     """`langgraph-checkpoint-amazon-dynamodb`'s `DynamoDBSaver`, creating its own table (`deploy=True`), as
     `clients.py`'s `AmazonSaver` builds it for the side-by-side tables (it has no S3 offload)."""
-    from clients import AmazonSaver
+    from bench.harness.clients import AmazonSaver
 
     return AmazonSaver(endpoint, table).saver
 
@@ -586,7 +584,7 @@ def run_one(
     """Run one client's graph to the end on a fresh thread from the conversation of `size` bytes, metering each
     saver call it announces."""
     thread = f"lg-steps-{spec.name}-{size}-{os.getpid()}"
-    command = [str(spec.python), str(Path(__file__).resolve()), "client", spec.name, "--endpoint", endpoint]
+    command = [str(spec.python), "-m", "bench.harness.langgraph_steps", "client", spec.name, "--endpoint", endpoint]
     command += ["--table", spec.table, "--turns", str(turns), "--thread", thread, "--size", str(size)]
     if instant_nodes:
         command.append("--instant-nodes")
@@ -643,7 +641,7 @@ def measure(
     secret: str,
     turns: int = TURNS,
     env: dict[str, str] | None = None,
-    log_path: Path = BENCH / "results" / "langgraph_steps.log",
+    log_path: Path = RESULTS / "langgraph_steps.log",
     progress: Callable[[str], None] = print,
     sizes: Sequence[int] = SIZES,
     instant_nodes: bool = False,
@@ -653,7 +651,7 @@ def measure(
     `instant_nodes`: nodes return at once instead of waiting for the put of the checkpoint they run on."""
     log_path.parent.mkdir(parents=True, exist_ok=True)
     if env is None:
-        from sidebyside import client_env
+        from bench.harness.sidebyside import client_env
 
         env = client_env()
     missing = {spec.name: f"no interpreter at {spec.python}" for spec in CLIENTS if not spec.python.exists()}
@@ -716,7 +714,7 @@ def _step_totals(calls: list[CallFigures]) -> dict[str, Any]:
 def summarize(runs: dict[str, ClientRun], missing: dict[str, str], turns: int) -> dict[str, Any]:
     """Per client: each step's totals, the means over the second invocation's steps and what a million such steps
     cost, the reads at each invocation's start, the whole run's totals."""
-    from prices import per_million
+    from bench.billing.prices import per_million
 
     clients: dict[str, Any] = {}
     for name, run in runs.items():
@@ -1035,7 +1033,8 @@ def table(summary: dict[str, Any]) -> str:
     lines = [
         "## LangGraph graph steps",
         "",
-        "One LangGraph graph (`bench/langgraph_steps.py`) run on each saver against the same metered moto: an agent",
+        "One LangGraph graph (`bench/harness/langgraph_steps.py`) run on each saver against the same metered moto: "
+        "an agent",
         "loop of three nodes (agent → tools → human), each appending a 1-2 KB message of real text to a `messages`",
         f"channel (`operator.add`; seed {seed}, the same messages on every saver), and three small channels. It runs",
         "once per state size, on a fresh thread whose first input is a seeded conversation of real text (`states.py`:",
@@ -1065,7 +1064,8 @@ def table(summary: dict[str, Any]) -> str:
         "state: without the step that resumes it, where LangGraph sends the resume value in a `put_writes` of its own",
         "on every saver). Refused",
         "by design: conditional writes DynamoDB refused (`ConditionalCheckFailed`, counted by the meter). $ per",
-        "million supersteps: write and read request units and S3 requests at on-demand prices (`bench/prices.py`;",
+        "million supersteps: write and read request units and S3 requests at on-demand prices "
+        "(`bench/billing/prices.py`;",
         "storage is not per step). Stored bytes: the table's growth (each written item's new size minus its old, as",
         "DynamoDB sizes items). Each saver call is metered alone (calls are serialized).",
         "",
@@ -1121,24 +1121,17 @@ def main() -> int:
     turns = QUICK_TURNS if args.quick else args.turns
     sizes = [int(size) for size in args.sizes.split(",")]
 
-    import boto3
-
-    import run as bench_run
-    from meter import MeteredMotoServer
-    from sidebyside import client_env
+    from bench.harness import baton_setup
+    from bench.harness.meter import MeteredMotoServer
+    from bench.harness.sidebyside import client_env
 
     os.environ.update({k: v for k, v in client_env().items() if k.startswith("AWS_")})
     server = MeteredMotoServer()
     endpoint = server.start()
     try:
-        from baton_checkpoints.store.aws import s3_client
-        from baton_checkpoints.store.schema import ensure_bucket, ensure_table
-
-        ensure_table(boto3.client("dynamodb", endpoint_url=endpoint, region_name=REGION), bench_run.BATON_TABLE)
         baton = CLIENTS_BY_NAME["baton"]
         assert baton.bucket is not None
-        ensure_bucket(s3_client(endpoint), baton.bucket)
-        secret = bench_run.issue_key(endpoint)
+        secret = baton_setup.prepare(endpoint, baton.table, baton.bucket)
         summary = measure(server.meter, endpoint, secret, turns, sizes=sizes, instant_nodes=args.instant_nodes)
     finally:
         server.stop()

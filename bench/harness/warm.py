@@ -18,7 +18,7 @@ after the first request, as in a warm container).
   everything the put wrote, timed alternately; every timed put's DynamoDB requests are counted (`before-call`) and
   must be `THREAD_PUT_REQUESTS`, else the run fails.
 
-Usage: `python bench/warm.py --recording FILE [--saves N] [--json OUT]`.
+Usage: `python -m bench.harness.warm --recording FILE [--saves N] [--json OUT]`.
 """
 
 from __future__ import annotations
@@ -43,13 +43,9 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
 
-BENCH = Path(__file__).resolve().parent
-sys.path.insert(0, str(BENCH))
-
-import capacity  # noqa: E402
-import replay  # noqa: E402
-import thread_put  # noqa: E402
-from clients import save_event, states_for  # noqa: E402
+from bench.billing import capacity
+from bench.harness import replay, thread_put
+from bench.harness.clients import save_event, states_for
 
 SAVES = 600
 MIN_SAVES = 60
@@ -72,7 +68,8 @@ KEY_READ = "GetItem of the API key"
 """How the request counter names a read of the API key (its 60-s cache lapsed), apart from the measured requests."""
 
 
-def _cpu_us(fn: Callable[[], Any]) -> float:
+def _cpu_us(fn: Callable[..., Any]) -> float:
+    """CPU µs of `fn()` (`...`: a lambda binding a loop's variable as a default argument, called with none)."""
     started = time.process_time_ns()
     fn()
     return (time.process_time_ns() - started) / 1000
@@ -220,17 +217,17 @@ class Harness:
         import botocore.client
 
         seen: list[tuple[Any, str, dict[str, Any]]] = []
-        original = botocore.client.BaseClient._make_api_call
+        original = botocore.client.BaseClient._make_api_call  # type: ignore[attr-defined]
 
         def spy(client: Any, operation: str, params: dict[str, Any]) -> Any:
             seen.append((client, operation, params))
             return original(client, operation, params)
 
-        botocore.client.BaseClient._make_api_call = spy  # type: ignore[method-assign]
+        botocore.client.BaseClient._make_api_call = spy  # type: ignore[attr-defined]
         try:
             self.handle(event, (200, 201))
         finally:
-            botocore.client.BaseClient._make_api_call = original  # type: ignore[method-assign]
+            botocore.client.BaseClient._make_api_call = original  # type: ignore[attr-defined]
         client, operation, params = seen[-1]
         return [functools.partial(original, client, operation, copy.deepcopy(params)) for _ in range(copies)]
 
@@ -418,7 +415,7 @@ def thread_put_floor(client: Any) -> Callable[[dict[str, Any], list[tuple[str, d
     from baton_checkpoints.store import codec
     from baton_checkpoints.store.threads.items import packed_document
 
-    original = botocore.client.BaseClient._make_api_call
+    original = botocore.client.BaseClient._make_api_call  # type: ignore[attr-defined]
 
     def floor(event: dict[str, Any], requests: list[tuple[str, dict[str, Any]]]) -> None:
         body = PutCheckpointRequest.model_validate(parse_document(event["body"]).value)
@@ -452,7 +449,7 @@ def measure_thread_put(harness: Harness, size: int, puts: int, profile: bool) ->
         runs.put(chain.child())
     client = made[-1][0]
     item = thread_put.one_item([(operation, params) for _, operation, params in made])
-    original = botocore.client.BaseClient._make_api_call
+    original = botocore.client.BaseClient._make_api_call  # type: ignore[attr-defined]
     put_items = [
         functools.partial(
             original, client, "PutItem", {"TableName": harness.recording["table"], "Item": copy.deepcopy(item)}

@@ -1,6 +1,6 @@
 """Where a big state should live: in the item (packed) or in the bucket, by what each costs a save.
 
-For the benchmark's seeded conversation and task states (`bench/states.py`, seed 7) from 8 KB to 3 MB it prints
+For the benchmark's seeded conversation and task states (`bench/harness/states.py`, seed 7) from 8 KB to 3 MB it prints
 the canonical bytes, the stored form (packed by `baton_checkpoints.store.codec` when that pays), the write units a save
 would
 pay with the state in the item, and the cost of one save either way at on-demand prices (us-east-1): in the item,
@@ -9,7 +9,7 @@ for the object and one PUT-class request when the reaper tags it attached ($5 a 
 units each). A read pays 4 KB read units ($0.125 a million, consistent) in the item, or one read unit and one S3
 GET ($0.4 a million). `baton_checkpoints.store.items.SPILL_ABOVE_BYTES` is where the two meet.
 
-Usage: `python bench/spill_study.py`.
+Usage: `python -m bench.studies.spill_study`.
 """
 
 from __future__ import annotations
@@ -17,14 +17,9 @@ from __future__ import annotations
 import json
 import math
 import sys
-from pathlib import Path
 
-BENCH = Path(__file__).resolve().parent
-sys.path.insert(0, str(BENCH))
-sys.path.insert(0, str(BENCH.parent / "functions"))
-
-from baton_checkpoints.store import items  # noqa: E402
-from states import conversation_state, task_state  # noqa: E402
+from baton_checkpoints.store import items
+from bench.harness.states import conversation_state, task_state
 
 WRITE_UNIT = 0.625e-6
 READ_UNIT = 0.125e-6

@@ -2,10 +2,11 @@
 
 Four panels, state size on a log scale from 1 KB to 2 MB: write units per save, bytes stored per save (the items
 and any S3 object), and the cost in requests of a million saves and of a million reads at on-demand prices
-(`prices.py`: write and read units, S3 PUT and GET requests).
+(`bench/billing/prices.py`: write and read units, S3 PUT and GET requests).
 
 Runs in `bench/.venv-peer-aws` (where the benchmark installs matplotlib, so that the repository's own environment
-does not carry it): `python bench/plot.py RESULTS.json OUT.png`, RESULTS being what `sidebyside.py` summarized.
+does not carry it), the repository's root on `PYTHONPATH`: `python -m bench.report.plot RESULTS.json OUT.png`,
+RESULTS being what `bench/harness/sidebyside.py` summarized.
 """
 
 from __future__ import annotations
@@ -15,9 +16,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
-
-import prices
+from bench.billing import prices
 
 STYLES = {
     "baton": {"color": "#1f6feb", "marker": "o", "linewidth": 2.5},

@@ -13,7 +13,7 @@ something else imports `botocore.handlers`, through a small import hook that als
 
 This module imports only the standard library at the top: cold-start children import it before their clock.
 
-`python bench/replay.py record --endpoint URL --table NAME --secret S --out FILE` is what `run.py` starts.
+`python -m bench.harness.replay record --endpoint URL --table NAME --secret S --out FILE` is what `run.py` starts.
 """
 
 from __future__ import annotations
@@ -34,7 +34,6 @@ from pathlib import Path
 from types import ModuleType
 from typing import Any
 
-BENCH = Path(__file__).resolve().parent
 SIZES = (4_000, 32_000)
 COLD_SIZE = 4_000
 """The state size of the cold request (the warm overhead's size too): big enough to be compressed."""
@@ -56,8 +55,8 @@ def subject(size: int) -> str:
 
 def refusal_bodies() -> dict[str, str]:
     """Two save bodies of about 3 MB: an oversized state (413), and the same with an invalid `kind` (400)."""
-    from clients import save_body
-    from states import conversation_state
+    from bench.harness.clients import save_body
+    from bench.harness.states import conversation_state
 
     oversized = save_body(REFUSAL_SUBJECT, conversation_state(target_bytes=REFUSAL_STATE_BYTES, seed=7))
     return {"oversized": oversized, "invalid": oversized.replace('"kind": "conversation"', '"kind": "conversatio"', 1)}
@@ -73,8 +72,8 @@ def record(endpoint: str, table: str, secret: str) -> Recording:
     """
     import botocore.handlers
 
-    import thread_put
-    from clients import lookup_event, save_event, states_for
+    from bench.harness import thread_put
+    from bench.harness.clients import lookup_event, save_event, states_for
 
     calls: list[dict[str, Any]] = []
     sent: list[bytes] = []
@@ -149,17 +148,17 @@ def made_calls() -> Iterator[list[tuple[Any, str, dict[str, Any]]]]:
     import botocore.client
 
     seen: list[tuple[Any, str, dict[str, Any]]] = []
-    original = botocore.client.BaseClient._make_api_call
+    original = botocore.client.BaseClient._make_api_call  # type: ignore[attr-defined]
 
     def spy(client: Any, operation: str, params: dict[str, Any]) -> Any:
         seen.append((client, operation, copy.deepcopy(params)))
         return original(client, operation, params)
 
-    botocore.client.BaseClient._make_api_call = spy  # type: ignore[method-assign]
+    botocore.client.BaseClient._make_api_call = spy  # type: ignore[attr-defined]
     try:
         yield seen
     finally:
-        botocore.client.BaseClient._make_api_call = original  # type: ignore[method-assign]
+        botocore.client.BaseClient._make_api_call = original  # type: ignore[attr-defined]
 
 
 # -- replaying (in measured children) ---------------------------------------------------------------------------------
@@ -231,7 +230,8 @@ class Replay:
         else:
             raise RuntimeError(f"no recorded answer for {operation}")
         body = base64.b64decode(call["body"])
-        return AWSResponse(request.url, call["status"], HeadersDict(call["headers"]), _Raw(body))
+        # botocore reads the headers as any mapping (its stubs ask for `HTTPHeaders`, what urllib3 answers with).
+        return AWSResponse(request.url, call["status"], HeadersDict(call["headers"]), _Raw(body))  # type: ignore[arg-type]
 
     def answer(self, calls: list[dict[str, Any]]) -> None:
         """Add recorded calls to the answers (a later one replaces an earlier one of the same operation)."""
@@ -313,7 +313,6 @@ def main() -> int:
     parser.add_argument("--secret", required=True)
     parser.add_argument("--out", required=True, type=Path)
     args = parser.parse_args()
-    sys.path.insert(0, str(BENCH))
     sys.stdout = sys.stderr  # Baton's access log
     recording = record(args.endpoint, args.table, args.secret)
     args.out.parent.mkdir(parents=True, exist_ok=True)

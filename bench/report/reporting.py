@@ -13,11 +13,9 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
-import coldstart
-import prices
-import replay
-import warm
-from sidebyside import size_label
+from bench.billing import prices
+from bench.harness import coldstart, replay, warm
+from bench.harness.sidebyside import size_label
 
 READS = ("GetItem", "Query", "Scan", "BatchGetItem", "TransactGetItems")
 PLOT_NAME = "report.png"
@@ -805,7 +803,9 @@ def _listing(figures: Figures, subjects: tuple[int, ...] = (1, 5, 20, 100), limi
     ]
     for count in subjects:
         for size in sizes:
-            item = int(figures.value("baton", size, "update", "item_bytes"))
+            item_bytes = figures.value("baton", size, "update", "item_bytes")
+            assert item_bytes is not None, f"no item bytes for Baton's {size}-byte second save"
+            item = int(item_bytes)
             before = max(1, math.ceil(min(count, limit + 1) * LSI_ENTRY_BYTES / 4096))
             now = max(1, math.ceil(count * item / 4096))
             extra = now - before
@@ -830,7 +830,7 @@ def _side_by_side(figures: Figures, plot: bool) -> list[str]:
     lines = [
         "## Side by side: Baton and the LangGraph DynamoDB savers",
         "",
-        "The same seeded conversation states (`bench/states.py`, seed 7), the same moto server, "
+        "The same seeded conversation states (`bench/harness/states.py`, seed 7), the same moto server, "
         f"{_reps_text(figures)} per figure, each on a fresh thread (LangGraph) or subject (Baton): "
         "a first save, a second save over it, a read of the latest. Big states: Baton spills a state whose stored "
         "form is over 16 KB to its bucket (one PutObject before the UpdateItem, one GetObject after the GetItem); "
@@ -888,7 +888,7 @@ def _costs(figures: Figures) -> list[str]:
         "What a million second saves and a million reads of the latest cost in requests, at on-demand prices "
         f"(us-east-1): DynamoDB ${prices.WRITE_UNIT * 1e6:g} a million write units and ${prices.READ_UNIT * 1e6:g} a "
         f"million read units, S3 ${prices.S3_PUT * 1e6:g} a million PUT-class requests and ${prices.S3_GET * 1e6:g} a "
-        "million GET-class requests (`bench/prices.py`; storage left out). Save / read:",
+        "million GET-class requests (`bench/billing/prices.py`; storage left out). Save / read:",
         "",
         "| state | " + " | ".join(labels) + " |",
         "|---|" + "---|" * len(labels),
@@ -923,7 +923,8 @@ def _warm(figures: warm.WarmFigures) -> list[str]:
         "",
         "The whole api handler on a warm container (routing, validation, the save, botocore serializing the request "
         "and parsing the answer, the access log), DynamoDB answered by a replay of what moto answered to the same "
-        "request (`bench/replay.py`). CPU time (`time.process_time`), a second save over an existing checkpoint. "
+        "request (`bench/harness/replay.py`). CPU time (`time.process_time`), a second save over an existing "
+        "checkpoint. "
         "(Before 2026-12-01 the warm figure timed only the domain's parse and plan, 0.22 ms then; botocore's "
         "validation, serialization and parsing of the one call and the resolver are part of every save.)",
         "",
@@ -969,7 +970,8 @@ def _thread_put_section(puts: list[warm.ThreadPutFigures]) -> list[str]:
         "### A LangGraph thread put",
         "",
         "`POST /v1/threads/{thread_id}/checkpoints` with the body `BatonSaver` sends for one graph step "
-        "(`bench/thread_put.py`): the put of the checkpoint `tools` ends in `bench/langgraph_steps.py`'s graph, run "
+        "(`bench/harness/thread_put.py`): the put of the checkpoint `tools` ends in "
+        "`bench/harness/langgraph_steps.py`'s graph, run "
         "on LangGraph's in-memory saver from its seeded conversation: `messages` new (msgpack, by LangGraph's "
         "serializer), a few small channels new, the others carried from the parent. Each timed put is a child of "
         "the one before it on a thread whose head this container touched moments ago (its steady state: no read, "
@@ -1024,7 +1026,8 @@ def _cold(cold: coldstart.ColdStart) -> list[str]:
         f"Each in {cold.runs} fresh interpreters (plus one discarded warm-up), alternating: from the start of the "
         "import to the answer (interpreter start-up left out; wall time of the whole process beside it). Baton: "
         f"`import baton_checkpoints.handlers.api`, then one plain save of a {coldstart_state()} state; the baseline "
-        "(`bench/baseline_boto3.py`): `import boto3`, a DynamoDB client, one GetItem. DynamoDB answered by a replay "
+        "(`bench/harness/baseline_boto3.py`): `import boto3`, a DynamoDB client, one GetItem. DynamoDB answered by a "
+        "replay "
         "at botocore's `before-send`, for both. Lambda-like environment: dummy credentials in environment variables, "
         "no AWS config files, instance metadata disabled; every module from a .pyc.",
         "",
@@ -1052,8 +1055,8 @@ def _cold(cold: coldstart.ColdStart) -> list[str]:
         ]
     if cold.profile is not None:
         profile, baseline = cold.profile, cold.baseline_profile
-        base = baseline.packages if baseline is not None else {}
-        added = sorted(profile.packages, key=lambda p: profile.packages[p] - base.get(p, 0.0), reverse=True)
+        base_packages = baseline.packages if baseline is not None else {}
+        added = sorted(profile.packages, key=lambda p: profile.packages[p] - base_packages.get(p, 0.0), reverse=True)
         lines += [
             "",
             f"What the cold request imports, by package, against the baseline (`-X importtime` self time, medians of "
@@ -1063,8 +1066,8 @@ def _cold(cold: coldstart.ColdStart) -> list[str]:
             "| package | Baton's cold request | baseline | added |",
             "|---|---|---|---|",
             *(
-                f"| `{name}` | {profile.packages[name]:.1f} ms | {base.get(name, 0.0):.1f} ms | "
-                f"{profile.packages[name] - base.get(name, 0.0):+.1f} ms |"
+                f"| `{name}` | {profile.packages[name]:.1f} ms | {base_packages.get(name, 0.0):.1f} ms | "
+                f"{profile.packages[name] - base_packages.get(name, 0.0):+.1f} ms |"
                 for name in added[:14]
             ),
             "",
@@ -1106,11 +1109,12 @@ def _how(figures: Figures) -> list[str]:
         "- **S3 requests** reach the same moto server, path-style; the meter counts them by operation (method, path "
         "and query tell it: PUT of a key is a PutObject, GET a GetObject, HEAD a HeadObject, PUT `?tagging` a "
         "PutObjectTagging) with the bytes sent and received and the bytes each written object stores. Costs are "
-        "those counts and the units at on-demand prices (`bench/prices.py`).",
-        "- **Requests, bytes and units** come from the moto server's own metering (`bench/meter.py`): every request's "
+        "those counts and the units at on-demand prices (`bench/billing/prices.py`).",
+        "- **Requests, bytes and units** come from the moto server's own metering (`bench/harness/meter.py`): every "
+        "request's "
         "operation and body sizes, and the old and new image of every item a write touched and the whole items a read "
         "read, fetched through moto's API outside the client's clock. Units follow DynamoDB's documented rules "
-        "(`bench/capacity.py`): item size = names + values; a write costs ceil(max(old, new) / 1 KB) per item, "
+        "(`bench/billing/capacity.py`): item size = names + values; a write costs ceil(max(old, new) / 1 KB) per item, "
         "transactions twice; each index entry (from DescribeTable: projected attributes + keys + 100 B) costs a put "
         "when created or when its projected attributes change, a delete when removed, both when its key changes; "
         "consistent reads ceil(size / 4 KB), eventual half; a Query sums the items it reads before rounding.",

@@ -2,7 +2,7 @@
 
 It imports boto3 and creates a DynamoDB client at import, as a minimal Lambda handler module would, and its handler
 makes one GetItem. Baton's whole cold request (import and first save) is measured as a ratio to this import plus one
-handled request, in the same run, with DynamoDB stubbed the same way for both (see `bench/coldstart.py`).
+handled request, in the same run, with DynamoDB stubbed the same way for both (see `bench/harness/coldstart.py`).
 """
 
 from typing import Any

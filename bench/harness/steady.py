@@ -7,7 +7,7 @@ are the DynamoDB requests of each side, by kind: the api's takes of the tenant's
 usage counts (`CountUsage`, every 100 requests), and the reaper's count of each batch (`TransactWriteItems`, one per
 batch for every tenant in it, its days' figures included).
 
-Usage: `python bench/steady.py --endpoint URL --table T --bucket B --secret S --saves N --json OUT` (run by
+Usage: `python -m bench.harness.steady --endpoint URL --table T --bucket B --secret S --saves N --json OUT` (run by
 `bench/run.py` in a process of its own: it sets the environment Baton's handlers read).
 """
 
@@ -16,13 +16,9 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import sys
 from collections import Counter
 from pathlib import Path
 from typing import Any
-
-BENCH = Path(__file__).resolve().parent
-sys.path.insert(0, str(BENCH))
 
 SAVES = 400
 
@@ -32,8 +28,8 @@ def measure(endpoint: str, table: str, bucket: str, secret: str, saves: int) -> 
     import boto3
     import botocore.handlers
 
-    from clients import save_event
-    from replay import named
+    from bench.harness.clients import save_event
+    from bench.harness.replay import named
 
     os.environ.update({"BATON_TABLE_NAME": table, "BATON_BUCKET_NAME": bucket, "BATON_AWS_ENDPOINT_URL": endpoint})
     made: Counter[str] = Counter()

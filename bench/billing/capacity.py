@@ -18,13 +18,14 @@ would bill. The rules (Amazon DynamoDB Developer Guide, "Item sizes and formats"
   transactional twice. A Query or Scan sums the sizes of every item it reads (before any filter) and rounds once;
   GetItem and each key of a BatchGetItem round per item.
 
-Run `python bench/capacity.py` for a self-check against the Developer Guide's worked examples.
+Run `python -m bench.billing.capacity` for a self-check against the Developer Guide's worked examples.
 """
 
 from __future__ import annotations
 
 import base64
 import math
+from collections.abc import Mapping
 from dataclasses import dataclass
 from decimal import Decimal
 from typing import Any
@@ -116,7 +117,7 @@ class Table:
     indexes: tuple[Index, ...]
 
     @classmethod
-    def from_description(cls, description: dict[str, Any]) -> Table:
+    def from_description(cls, description: Mapping[str, Any]) -> Table:
         """Read the shape from a DescribeTable answer's `Table`."""
 
         def key_names(schema: list[dict[str, str]]) -> tuple[str, ...]:

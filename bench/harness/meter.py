@@ -3,9 +3,9 @@
 The benchmark's clients (Baton's handler, each LangGraph saver) run in their own processes and talk to this server
 over HTTP like to DynamoDB. A WSGI middleware in front of moto records each request: its operation, bytes in and
 out, and, read through moto's own API before and after the request is served, the old and new image of every item
-it writes and the full items it reads. `capacity.py` turns those into what DynamoDB would bill, with the indexes
-taken from DescribeTable. The extra reads happen in this process while the client waits on its socket, so they
-never count in the client's CPU time.
+it writes and the full items it reads. `bench.billing.capacity` turns those into what DynamoDB would bill, with the
+indexes taken from DescribeTable. The extra reads happen in this process while the client waits on its socket, so
+they never count in the client's CPU time.
 
 S3 requests reach the same server, path-style (`/<bucket>/<key>`, as Baton's client and any client of a loopback
 endpoint address them), signed for the `s3` service. Each is counted by operation (told by its method, its path and
@@ -27,8 +27,8 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
-import capacity
-from capacity import Item, ItemWrite, Table
+from bench.billing import capacity
+from bench.billing.capacity import Item, ItemWrite, Table
 
 StartResponse = Callable[..., Any]
 TARGET_PREFIX = "DynamoDB_20120810."
@@ -302,7 +302,7 @@ class Meter:
         """Call moto's own API directly (not metered, not over the network), signed like the metered request."""
         from werkzeug.test import EnvironBuilder
 
-        headers = {"X-Amz-Target": TARGET_PREFIX + operation, "Content-Type": "application/x-amz-json-1.0"}
+        headers = [("X-Amz-Target", TARGET_PREFIX + operation), ("Content-Type", "application/x-amz-json-1.0")]
         builder = EnvironBuilder(path="/", method="POST", headers=headers, data=json.dumps(payload))
         environ = builder.get_environ()
         for name in _COPIED_HEADERS:
