@@ -95,24 +95,33 @@ def test_the_extension_registers_for_shutdown_alone_and_ends_with_it(
     proof_counts.record(SUITE, extension_runs=1)
 
 
+def lambda_container(services: Services, monkeypatch: pytest.MonkeyPatch) -> tuple[Services, UsageMeter]:
+    """A container as the Lambda's own (`handlers/api.py: lambda_services`, built), counting usage on the stage's
+    policy (written at 100 requests, or after 30 s and another request: never, if it idles until Lambda stops it)."""
+    from baton_checkpoints.handlers import api as api_handler
+
+    table = services.settings.table_name
+    container = services_on(table)
+    meter = UsageMeter(container.dynamodb, table, 100, 30)
+    object.__setattr__(container, "usage", meter)
+    built = OnFirstUse(lambda: container)
+    built()
+    monkeypatch.setattr(api_handler, "lambda_services", built)
+    return container, meter
+
+
 def test_sigterm_writes_the_usage_counts_the_container_holds(
     services: Services, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     from baton_checkpoints.handlers import api as api_handler
 
-    # Given a container that counted 7 requests of a tenant, on the stage's policy (written at 100, or after 30 s
-    # and another request: never, if it idles until Lambda stops it)
+    # Given a container that counted 7 requests of a tenant (and would not write them before its 100th)
+    container, meter = lambda_container(services, monkeypatch)
     table = services.settings.table_name
-    container = services_on(table)
-    meter = UsageMeter(container.dynamodb, table, 100, 30)
-    object.__setattr__(container, "usage", meter)
     day = day_of(now_ms())
     for _ in range(7):
         with meter.request("usage-shutdown", "checkpoints", day):
             pass
-    built = OnFirstUse(lambda: container)
-    built()
-    monkeypatch.setattr(api_handler, "lambda_services", built)
     key = layout.usage_day_key("usage-shutdown", day)
     assert "Item" not in container.dynamodb.get_item(TableName=table, Key=key, ConsistentRead=True)
     # When Lambda sends SIGTERM (the handler that Lambda's runtime installs at import)
@@ -169,13 +178,7 @@ def test_a_shutdown_whose_writes_hang_ends_the_process_at_its_deadline(
     from baton_checkpoints.handlers import api as api_handler
 
     # Given a container whose counts are held by the thread SIGTERM interrupts (mid-request, say)
-    table = services.settings.table_name
-    container = services_on(table)
-    meter = UsageMeter(container.dynamodb, table, 100, 30)
-    object.__setattr__(container, "usage", meter)
-    built = OnFirstUse(lambda: container)
-    built()
-    monkeypatch.setattr(api_handler, "lambda_services", built)
+    _, meter = lambda_container(services, monkeypatch)
     exits: list[int] = []
     monkeypatch.setattr(api_handler, "_exit", exits.append)
     # When the handler runs, the flush waits at most its deadline, and the process ends all the same
