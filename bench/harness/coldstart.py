@@ -2,11 +2,13 @@
 
 Each sample is a new interpreter (`python -c`) that times, from the start of the import to the handler's answer,
 `import baton_checkpoints.handlers.api` followed by one plain save of a 4 KB conversation state
-(`bench/harness/states.py`). Baton creates its DynamoDB client at its first request, so that request pays for loading
-boto3 and creating the client: a cold request pays both, and both are in the figure. DynamoDB is stubbed by
-replaying answers moto gave to the same requests (`replay.py`), at botocore's `before-send`: botocore still
-serializes, signs and parses. The child finds `bench` through `PYTHONPATH` (`bench.paths.with_repo_path`), and
-imports its harness before its clock starts.
+(`bench/harness/states.py`). A second target times the same request without the lean path (`eager_api.py`: its
+import also loads what the handler leaves to the first request that needs it: the thread routes, the thread store,
+powertools' whole event handler), to show what that path saves. Baton creates its DynamoDB client at its first
+request, so that request pays for loading boto3 and creating the client: a cold request pays both, and both are in
+the figure. DynamoDB is stubbed by replaying answers moto gave to the same requests (`replay.py`), at botocore's
+`before-send`: botocore still serializes, signs and parses. The child finds `bench` through `PYTHONPATH`
+(`bench.paths.with_repo_path`), and imports its harness before its clock starts.
 
 The baseline (`bench/harness/baseline_boto3.py`) is the least a Python function talking to DynamoDB pays: it imports
 boto3, creates a DynamoDB client at import, and its handler makes one stubbed GetItem. Both children run the same
@@ -88,8 +90,16 @@ WATCHED = (
 # its user agent, which loads no more than botocore/__init__.py.
 FORBIDDEN = ("boto3", "botocore.session", "botocore.client", "aws_xray_sdk", "moto")
 
+LEAN_LABEL = "api handler: import + first save"
+EAGER_LABEL = "api handler without the lean path: import + first save"
+EAGER_MODULE = "bench.harness.eager_api"
+"""The api handler with what the lean path defers loaded by its import (`eager_api.py`): the thread routes, the
+thread store and powertools' whole event handler. Its figure beside the handler's own is what the lean path saves."""
+
 TARGETS = (
-    Target("api handler: import + first save", "baton_checkpoints.handlers.api", 1.3, FORBIDDEN, request=True),
+    # The first target is the headline's, and the one whose imports are profiled.
+    Target(LEAN_LABEL, "baton_checkpoints.handlers.api", 1.3, FORBIDDEN, request=True),
+    Target(EAGER_LABEL, EAGER_MODULE, 1.3, FORBIDDEN, request=True),
     # Not written yet at the time of writing; measured as soon as the module exists. It talks to AWS on every
     # invocation, so it may create its client at import: only the X-Ray SDK and moto are ruled out.
     Target("reaper handler: import", "baton_checkpoints.handlers.reaper", 1.1, ("aws_xray_sdk", "moto"), request=False),
@@ -306,6 +316,12 @@ class ColdStart:
     absent: list[Target]
     profile: ImportProfile | None = None
     baseline_profile: ImportProfile | None = None
+    eager_profile: ImportProfile | None = None
+    """The cold request without the lean path (`EAGER_MODULE`), profiled as the first target's."""
+
+    def target(self, label: str) -> Samples | None:
+        """The measured target of that label, if it was measured."""
+        return next((samples for samples in self.targets if samples.label == label), None)
 
     def ratio(self, samples: Samples) -> float:
         """Median measured span of `samples` over the baseline's whole (import, client, one call)."""
@@ -416,6 +432,8 @@ def measure(recording_path: Path, runs: int = RUNS, profile: bool = True, progre
     if profile and targets and targets[0].request:
         result.profile = import_profile(targets[0].module, recording_path, recording, PROFILE_RUNS)
         result.baseline_profile = import_profile(BASELINE_MODULE, recording_path, recording, PROFILE_RUNS)
+        if any(t.module == EAGER_MODULE for t in targets):
+            result.eager_profile = import_profile(EAGER_MODULE, recording_path, recording, PROFILE_RUNS)
     return result
 
 

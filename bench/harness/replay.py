@@ -34,7 +34,9 @@ from pathlib import Path
 from types import ModuleType
 from typing import Any
 
-SIZES = (4_000, 32_000)
+SIZES = (4_000, 32_000, 1_000)
+"""The state sizes whose saves and lookup are recorded. The cold size first: the first request of all reads the API
+key, and the cold request replays exactly that one (`{COLD_SIZE}/1`)."""
 COLD_SIZE = 4_000
 """The state size of the cold request (the warm overhead's size too): big enough to be compressed."""
 REFUSAL_STATE_BYTES = 3_010_000
@@ -66,7 +68,9 @@ def record(endpoint: str, table: str, secret: str) -> Recording:
     """Drive Baton's handler against `endpoint` and keep every DynamoDB request and answer, per handled request.
 
     Requests, in order: for each size, a first save (a create; the first of all also reads the API key, as a cold
-    container does), a second save (an update: the steady state), and a lookup; then the two refusals; then, for
+    container does), a second save (an update: the steady state), a lookup, and a bare UpdateItem, on Baton's own
+    client, setting every attribute of the item the lookup read back (`bare_update`: what the second save wrote,
+    as a plain write asking nothing back); then the two refusals; then, for
     each of `thread_put.SIZES`, a LangGraph graph step's put on a thread: its root, a child (the steady state) and a
     bare PutItem of what the child wrote, in one item (`thread_put.py`).
     """
@@ -111,7 +115,13 @@ def record(endpoint: str, table: str, secret: str) -> Recording:
         first, second = states_for(size)
         for step, state in ((1, first), (2, second)):
             handle(f"{size}/{step}", save_event(secret, subject(size), state, f"record-{size}-{step}"), (200, 201))
-        handle(f"{size}/read", lookup_event(secret, subject(size), f"record-{size}-read"), (200,))
+        with made_calls() as made:
+            handle(f"{size}/read", lookup_event(secret, subject(size), f"record-{size}-read"), (200,))
+        client, _, read = next(call for call in reversed(made) if call[1] == "GetItem")
+        item = client.get_item(TableName=table, Key=read["Key"], ConsistentRead=True)["Item"]
+        calls[:] = []
+        client.update_item(**bare_update(table, read["Key"], item))
+        requests[f"{size}/update-item"], calls[:] = list(calls), []
     for name, body in refusal_bodies().items():
         event = save_event(secret, REFUSAL_SUBJECT, {}, f"record-{name}")
         event["body"] = body
@@ -128,6 +138,20 @@ def record(endpoint: str, table: str, secret: str) -> Recording:
         client.put_item(TableName=table, Item=item)
         requests[thread_name(size, "put-item")], calls[:] = list(calls), []
     return {"secret": secret, "table": table, "requests": requests}
+
+
+def bare_update(table: str, key: dict[str, Any], item: dict[str, Any]) -> dict[str, Any]:
+    """The parameters of a bare UpdateItem of `item` (botocore's form, as a GetItem answers it): its key, and one
+    plain `SET` of every other attribute, in name order; no condition, nothing asked back. The baseline a plain
+    save is judged against (`warm.py`): the same item written by the least an UpdateItem can be."""
+    names = sorted(name for name in item if name not in key)
+    return {
+        "TableName": table,
+        "Key": copy.deepcopy(key),
+        "UpdateExpression": "SET " + ", ".join(f"#a{i} = :v{i}" for i in range(len(names))),
+        "ExpressionAttributeNames": {f"#a{i}": name for i, name in enumerate(names)},
+        "ExpressionAttributeValues": {f":v{i}": copy.deepcopy(item[name]) for i, name in enumerate(names)},
+    }
 
 
 def thread_subject(size: int) -> str:

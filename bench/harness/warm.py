@@ -1,4 +1,5 @@
-"""Baton's own CPU on a warm container, AWS stubbed: saves of 4 and 32 KB, refusing an oversized state, thread puts.
+"""Baton's own CPU on a warm container, AWS stubbed: saves and lookups of 1, 4 and 32 KB against bare botocore calls,
+refusing an oversized state, thread puts.
 
 Runs in its own process (the repository's .venv), started by `run.py`. Baton is driven only through its public
 entry point, `baton_checkpoints.handlers.api.handler`, with API Gateway events; DynamoDB is stubbed by replaying the
@@ -10,6 +11,15 @@ after the first request, as in a warm container).
 * Warm overhead of a 4 KB save: median CPU time (`time.process_time`) of the whole handler, and its ratio to the
   least any JSON API does with the same body, a bare `json.loads` + `hashlib.sha256`, timed alternately.
 * Own CPU of a 32 KB save: the same, and a cProfile of it grouped by package: where the time goes.
+* A plain save against a bare botocore UpdateItem of the same item, at 1, 4 and 32 KB: alternating with each timed
+  save, a bare `update_item` on Baton's own DynamoDB client (botocore's `_make_api_call`, as every operation of the
+  client) that SETs every attribute of the item the save writes (`replay.bare_update`: the item as the recorded
+  lookup read it back after the same save; no condition, nothing asked back), answered by the replay of moto's
+  answer to that very UpdateItem. Budget: the save at most `BUDGET_SAVE_UPDATE_RATIO` times it.
+* A lookup (`GET /v1/checkpoints?subject_id=...&kind=...`) against a bare botocore GetItem of the same key, at 1, 4
+  and 32 KB: the whole handler alternating with a bare `get_item` of the key Baton's lookup reads (as consistent as
+  Baton's), both answered by the replay of moto's answer to the recorded lookup's GetItem. Budget:
+  `BUDGET_LOOKUP_RATIO` times.
 * Refusing a 3 MB state (413) against refusing a body of the same size with an invalid `kind` (400): the state's
   size must be known without compressing it.
 * Own CPU of a LangGraph thread put (`POST /v1/threads/{id}/checkpoints`) of a graph step at a 6 KB and a 34 KB
@@ -39,13 +49,14 @@ import time
 import zlib
 from collections import defaultdict
 from collections.abc import Callable
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
 from bench.billing import capacity
 from bench.harness import replay, thread_put
-from bench.harness.clients import save_event, states_for
+from bench.harness.clients import canonical as clients_canonical
+from bench.harness.clients import lookup_event, save_event, states_for
 
 SAVES = 600
 MIN_SAVES = 60
@@ -54,8 +65,14 @@ SECONDS_PER_SIZE = 3.0
 PROFILED_SAVES = 100
 WARM_SIZE = 4_000
 CPU_SIZE = 32_000
+SMALL_SIZE = 1_000
+LOOKUP_SIZES = (1_000, 4_000, 32_000)
 BUDGET_WARM_MS = 1.0
 BUDGET_CPU_32_MS = 2.0
+BUDGET_SAVE_UPDATE_RATIO = 2.0
+"""A plain save's own CPU in the handler, at most this times a bare botocore UpdateItem of the same item."""
+BUDGET_LOOKUP_RATIO = 1.5
+"""A lookup's own CPU in the handler, at most this times a bare botocore GetItem of the same key."""
 REFUSAL_RUNS = 11
 BUDGET_REFUSAL_RATIO = 1.5
 BUDGET_THREAD_PUT_RATIO = 2.0
@@ -97,6 +114,11 @@ class SaveFigures:
     replayed as everywhere here): the part of the save that is botocore's, whatever Baton does."""
     profile: list[tuple[str, float]]
     """(package or module, CPU ms per save) from cProfile, largest first (cProfile's own overhead inflates all)."""
+    update_item_median_ms: float = 0.0
+    """A bare UpdateItem of the item the save writes, on Baton's client, timed in the same alternation
+    (`replay.bare_update`; 0.0 in figures written before it was measured)."""
+    item_bytes: int = 0
+    """That item, by DynamoDB's rules."""
 
     @property
     def ratio(self) -> float:
@@ -107,6 +129,40 @@ class SaveFigures:
     def beside_call_ms(self) -> float:
         """What the save costs beyond its DynamoDB request: powertools, pydantic, Baton's parse, plan and codec."""
         return self.median_ms - self.call_median_ms
+
+    @property
+    def update_ratio(self) -> float:
+        """The save over the bare UpdateItem of the same item (the judged figure; 0.0 when not measured)."""
+        return self.median_ms / self.update_item_median_ms if self.update_item_median_ms else 0.0
+
+
+@dataclass(frozen=True)
+class LookupFigures:
+    """The handler's CPU time on a lookup of the latest state of one size, AWS stubbed, against a bare botocore
+    GetItem of the same key timed alternately."""
+
+    state_bytes: int
+    item_bytes: int
+    """The item the lookup reads, by DynamoDB's rules."""
+    body_bytes: int
+    """The lookup's answer (its JSON body)."""
+    lookups: int
+    median_ms: float
+    p90_ms: float
+    get_item_median_ms: float
+    """A bare GetItem of the same key on Baton's client (botocore serializes, signs and parses it; replayed)."""
+    calls_per_lookup: dict[str, float]
+    profile: list[tuple[str, float]]
+
+    @property
+    def ratio(self) -> float:
+        """The lookup over the bare GetItem."""
+        return self.median_ms / self.get_item_median_ms
+
+    @property
+    def beside_get_ms(self) -> float:
+        """What the lookup costs beyond a GetItem of its item."""
+        return self.median_ms - self.get_item_median_ms
 
 
 @dataclass(frozen=True)
@@ -203,10 +259,32 @@ class Harness:
         """Answer DynamoDB as it answered the recorded request `name` (the API key's read, as always)."""
         self.stub.answer(self.recording["requests"][name])
 
-    def event(self, state: dict[str, Any], body: str | None = None) -> dict[str, Any]:
-        """A fresh save event (Lambda hands each invocation its own)."""
+    def lookup(self, size: int) -> dict[str, Any]:
+        """A fresh lookup event of the `size` state's subject (whose recorded lookup the replay answers with)."""
         self.count += 1
-        event = save_event(self.secret, replay.subject(CPU_SIZE), state, f"warm-{self.count}")
+        return lookup_event(self.secret, replay.subject(size), f"warm-{self.count}")
+
+    def stored(self, size: int) -> tuple[Any, dict[str, Any], dict[str, Any]]:
+        """Baton's DynamoDB client, the parameters of its lookup's GetItem of the `size` state, and the item that
+        GetItem reads (the item as the recorded second save of that size left it), in botocore's form."""
+        import botocore.client
+
+        # A take of the tenant's rate-limit share, when one falls on a lookup, is answered as the saves' are: by the
+        # answer of an UpdateItem (the second save's), which reads as a full bucket.
+        self.answer_as_recorded(f"{size}/2")
+        self.answer_as_recorded(f"{size}/read")
+        with replay.made_calls() as made:
+            self.handle(self.lookup(size), (200,))
+        client, _, params = next(call for call in reversed(made) if call[1] == "GetItem")
+        original = botocore.client.BaseClient._make_api_call  # type: ignore[attr-defined]
+        item: dict[str, Any] = original(client, "GetItem", copy.deepcopy(params))["Item"]
+        return client, params, item
+
+    def event(self, state: dict[str, Any], body: str | None = None, size: int = CPU_SIZE) -> dict[str, Any]:
+        """A fresh save event (Lambda hands each invocation its own), to the subject of the recorded saves of
+        `size`."""
+        self.count += 1
+        event = save_event(self.secret, replay.subject(size), state, f"warm-{self.count}")
         if body is not None:
             event["body"] = body
         return event
@@ -239,45 +317,144 @@ class Harness:
 
 
 def measure_save(harness: Harness, size: int, saves: int, profile: bool) -> SaveFigures:
-    """Median CPU of `saves` steady-state saves of a `size` state, alternating with a bare parse + hash."""
-    harness.answer_as_recorded(f"{size}/2")
+    """Median CPU of `saves` steady-state saves of a `size` state, alternating with a bare parse + hash of the same
+    body and a bare botocore UpdateItem of the item the save writes, on Baton's client (`replay.bare_update`)."""
+    import botocore.client
+
+    client, read, item = harness.stored(size)
+    save_answers = harness.recording["requests"][f"{size}/2"]
+    update_answers = harness.recording["requests"][f"{size}/update-item"]
+    original = botocore.client.BaseClient._make_api_call  # type: ignore[attr-defined]
+    update = replay.bare_update(harness.recording["table"], read["Key"], item)
+    harness.stub.answer(update_answers)
+    if "Attributes" in original(client, "UpdateItem", copy.deepcopy(update)):
+        raise RuntimeError(f"the bare UpdateItem of the {size}-byte item was not answered by its own recording")
+    made: list[str] = []
+
+    def ours(event: dict[str, Any]) -> float:
+        harness.stub.answer(save_answers)
+        before = len(harness.stub.calls)
+        spent = _cpu_us(lambda: harness.handle(event, (200, 201)))
+        made.extend(harness.stub.calls[before:])
+        return spent
+
+    def theirs(call: Callable[[], Any]) -> float:
+        harness.stub.answer(update_answers)
+        return _cpu_us(call)
+
+    def updates(count: int) -> list[Callable[[], Any]]:
+        return [functools.partial(original, client, "UpdateItem", copy.deepcopy(update)) for _ in range(count)]
+
     state = states_for(size)[1]
-    template = harness.event(state)
+    template = harness.event(state, size=size)  # (the subject of the item the bare UpdateItem writes)
     body = template["body"].encode("utf-8")
     warm_up = [copy.deepcopy(template) for _ in range(30)]
     started = time.process_time()
-    for event in warm_up:  # warm caches (pydantic validators, the allocator, the key cache) before timing
-        harness.handle(event, (200, 201))
+    for event, call in zip(warm_up, updates(len(warm_up)), strict=True):
+        # warm caches (pydantic validators, the allocator, the key cache) before timing
+        ours(event)
         bare_save(body)
+        theirs(call)
     each = (time.process_time() - started) / len(warm_up)
     saves = max(MIN_SAVES, min(saves, int(SECONDS_PER_SIZE / each)))
+    harness.stub.answer(save_answers)
     requests_alone = harness.last_request(copy.deepcopy(template), saves)
-    harness.stub.calls.clear()
-    ours: list[float] = []
+    made.clear()
+    mine: list[float] = []
     bare: list[float] = []
+    plain: list[float] = []
     events = [copy.deepcopy(template) for _ in range(saves)]
-    for i, event in enumerate(events):
+    for i, (event, call) in enumerate(zip(events, updates(saves), strict=True)):
         # Alternate which goes first, so that neither always runs on caches the other just warmed.
         if i % 2:
-            ours.append(_cpu_us(lambda e=event: harness.handle(e, (200, 201))))
+            mine.append(ours(event))
             bare.append(_cpu_us(lambda: bare_save(body)))
+            plain.append(theirs(call))
         else:
+            plain.append(theirs(call))
             bare.append(_cpu_us(lambda: bare_save(body)))
-            ours.append(_cpu_us(lambda e=event: harness.handle(e, (200, 201))))
+            mine.append(ours(event))
     calls: dict[str, float] = defaultdict(float)
-    for operation in harness.stub.calls:
+    for operation in made:
         calls[operation] += 1 / saves
+    harness.stub.answer(save_answers)
     alone = [_cpu_us(request) for request in requests_alone]
     return SaveFigures(
         state_bytes=len(json.dumps(state, ensure_ascii=False, separators=(",", ":"), sort_keys=True).encode()),
         body_bytes=len(body),
         saves=saves,
-        median_ms=statistics.median(ours) / 1000,
-        p90_ms=statistics.quantiles(ours, n=10)[-1] / 1000,
+        median_ms=statistics.median(mine) / 1000,
+        p90_ms=statistics.quantiles(mine, n=10)[-1] / 1000,
         bare_median_ms=statistics.median(bare) / 1000,
         calls_per_save=dict(calls),
         call_median_ms=statistics.median(alone) / 1000,
         profile=profile_save(harness, template, max(20, min(PROFILED_SAVES, int(1.0 / each)))) if profile else [],
+        update_item_median_ms=statistics.median(plain) / 1000,
+        item_bytes=capacity.item_bytes(item),
+    )
+
+
+def measure_lookup(harness: Harness, size: int, lookups: int, profile: bool) -> LookupFigures:
+    """Median CPU of `lookups` lookups of the `size` state, alternating with a bare botocore GetItem of the same
+    key on Baton's client; both answered by the replay of the recorded lookup's GetItem."""
+    import botocore.client
+
+    client, read, item = harness.stored(size)  # (also answers GetItem as the recorded lookup was answered)
+    original = botocore.client.BaseClient._make_api_call  # type: ignore[attr-defined]
+    get = {"TableName": read["TableName"], "Key": read["Key"], "ConsistentRead": bool(read.get("ConsistentRead"))}
+    made: list[str] = []
+    answers: list[dict[str, Any]] = []
+
+    def ours(event: dict[str, Any]) -> float:
+        before = len(harness.stub.calls)
+        started = time.process_time_ns()
+        answers.append(harness.handler(event, None))
+        spent = (time.process_time_ns() - started) / 1000
+        made.extend(harness.stub.calls[before:])
+        if answers[-1]["statusCode"] != 200:
+            raise RuntimeError(f"warm lookup answered {answers[-1]['statusCode']}: {answers[-1].get('body')!s:.500}")
+        return spent
+
+    def gets(count: int) -> list[Callable[[], Any]]:
+        return [functools.partial(original, client, "GetItem", copy.deepcopy(get)) for _ in range(count)]
+
+    warm_up = [harness.lookup(size) for _ in range(30)]
+    started = time.process_time()
+    for event, call in zip(warm_up, gets(len(warm_up)), strict=True):
+        ours(event)
+        call()
+    each = (time.process_time() - started) / len(warm_up)
+    lookups = max(MIN_SAVES, min(lookups, int(SECONDS_PER_SIZE / each)))
+    made.clear()
+    answers.clear()
+    mine: list[float] = []
+    bare: list[float] = []
+    events = [harness.lookup(size) for _ in range(lookups)]
+    for i, (event, call) in enumerate(zip(events, gets(lookups), strict=True)):
+        # Alternate which goes first, so that neither always runs on caches the other just warmed.
+        if i % 2:
+            mine.append(ours(event))
+            bare.append(_cpu_us(call))
+        else:
+            bare.append(_cpu_us(call))
+            mine.append(ours(event))
+    calls: dict[str, float] = defaultdict(float)
+    for operation in made:
+        calls[operation] += 1 / lookups
+    profiled: list[tuple[str, float]] = []
+    if profile:
+        count = max(20, min(PROFILED_SAVES, int(1.0 / each)))
+        profiled = profile_requests(harness, [harness.lookup(size) for _ in range(count)], (200,))
+    return LookupFigures(
+        state_bytes=len(clients_canonical(states_for(size)[1])),
+        item_bytes=capacity.item_bytes(item),
+        body_bytes=len(str(answers[-1].get("body") or "").encode()),
+        lookups=lookups,
+        median_ms=statistics.median(mine) / 1000,
+        p90_ms=statistics.quantiles(mine, n=10)[-1] / 1000,
+        get_item_median_ms=statistics.median(bare) / 1000,
+        calls_per_lookup=dict(calls),
+        profile=profiled,
     )
 
 
@@ -534,6 +711,14 @@ class WarmFigures:
     cpu: SaveFigures
     refusal: RefusalFigures
     threads: list[ThreadPutFigures]
+    small: SaveFigures | None = None
+    """The save of a 1 KB state (None in figures written before it was measured)."""
+    lookups: list[LookupFigures] = field(default_factory=list)
+
+    @property
+    def saves(self) -> list[SaveFigures]:
+        """Every measured save, smallest state first."""
+        return [save for save in (self.small, self.warm, self.cpu) if save is not None]
 
 
 def measure(recording: replay.Recording, saves: int = SAVES) -> WarmFigures:
@@ -541,10 +726,12 @@ def measure(recording: replay.Recording, saves: int = SAVES) -> WarmFigures:
     sys.stdout = sys.stderr  # Baton's access log is written (its cost counts) but not into our answer
     harness = Harness(recording)
     return WarmFigures(
-        warm=measure_save(harness, WARM_SIZE, saves, profile=False),
+        warm=measure_save(harness, WARM_SIZE, saves, profile=True),
         cpu=measure_save(harness, CPU_SIZE, saves, profile=True),
         refusal=measure_refusal(harness),
         threads=[measure_thread_put(harness, size, saves, profile=True) for size in thread_put.SIZES],
+        small=measure_save(harness, SMALL_SIZE, saves, profile=True),
+        lookups=[measure_lookup(harness, size, saves, profile=True) for size in LOOKUP_SIZES],
     )
 
 
@@ -557,11 +744,16 @@ def from_json(document: dict[str, Any]) -> WarmFigures:
     def thread(values: dict[str, Any]) -> ThreadPutFigures:
         return ThreadPutFigures(**{**values, "profile": [tuple(p) for p in values["profile"]]})
 
+    def lookup(values: dict[str, Any]) -> LookupFigures:
+        return LookupFigures(**{**values, "profile": [tuple(p) for p in values["profile"]]})
+
     return WarmFigures(
         save(document["warm"]),
         save(document["cpu"]),
         RefusalFigures(**document["refusal"]),
         [thread(values) for values in document.get("threads", [])],
+        save(document["small"]) if document.get("small") else None,
+        [lookup(values) for values in document.get("lookups", [])],
     )
 
 
@@ -578,6 +770,25 @@ def summary(figures: WarmFigures) -> str:
             f"{save.call_median_ms:.3f} ms, everything else {save.beside_call_ms:.3f} ms"
         )
         lines.extend(f"    {ms:7.3f} ms  {name}" for name, ms in save.profile[:8])
+    for save in figures.saves:
+        if not save.update_item_median_ms:
+            continue
+        verdict = "ok" if save.update_ratio <= BUDGET_SAVE_UPDATE_RATIO else "OVER BUDGET"
+        lines.append(
+            f"plain save of a {save.state_bytes} B state against a bare UpdateItem of the same item "
+            f"({save.item_bytes} B): {save.median_ms:.3f} ms vs {save.update_item_median_ms:.3f} ms CPU, "
+            f"{save.update_ratio:.2f}x, budget <= {BUDGET_SAVE_UPDATE_RATIO:g}x: {verdict}; its own UpdateItem alone "
+            f"{save.call_median_ms:.3f} ms"
+        )
+    for lookup in figures.lookups:
+        verdict = "ok" if lookup.ratio <= BUDGET_LOOKUP_RATIO else "OVER BUDGET"
+        calls = ", ".join(f"{n:g} {op}" for op, n in lookup.calls_per_lookup.items())
+        lines.append(
+            f"lookup of a {lookup.state_bytes} B state against a bare GetItem of the same key ({lookup.item_bytes} B "
+            f"item): {lookup.median_ms:.3f} ms vs {lookup.get_item_median_ms:.3f} ms CPU, {lookup.ratio:.2f}x, "
+            f"budget <= {BUDGET_LOOKUP_RATIO:g}x: {verdict}; calls per lookup: {calls}"
+        )
+        lines.extend(f"    {ms:7.3f} ms  {name}" for name, ms in lookup.profile[:8])
     refusal = figures.refusal
     verdict = "ok" if refusal.ratio <= BUDGET_REFUSAL_RATIO else "OVER BUDGET"
     lines.append(

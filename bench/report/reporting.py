@@ -47,6 +47,8 @@ class Verdict:
     measured: str
     status: str
     """"met", "missed" or "not measured here"."""
+    reason: str = ""
+    """Why it is missed, from this run's own figures ("": the reason `MISS_REASONS` records for the figure)."""
 
 
 class Figures:
@@ -423,6 +425,7 @@ def verdicts(
                 met[cpu.median_ms <= warm.BUDGET_CPU_32_MS],
             )
         )
+        found += _against_botocore(warm_figures)
         found += _thread_puts(warm_figures)
     if cold is not None:
         for samples in cold.targets:
@@ -435,6 +438,9 @@ def verdicts(
                     f"{cold.baseline.median_cpu_ms:.0f} ms; elapsed {cold.ratio(samples):.2f}×, "
                     f"medians of {cold.runs})",
                     met[cold.cpu_ratio(samples) <= budget],
+                    {coldstart.EAGER_LABEL: _eager_reason, coldstart.LEAN_LABEL: _lean_reason}.get(
+                        samples.label, lambda _: ""
+                    )(cold),
                 )
             )
             if samples.must_not_load:
@@ -475,6 +481,139 @@ def verdicts(
         )
     )
     return found
+
+
+SAVE_FIGURE = "own CPU of a plain save against a bare botocore UpdateItem"
+SAVE_BUDGET = (
+    f"≤ {warm.BUDGET_SAVE_UPDATE_RATIO:g} × a bare botocore UpdateItem of the same item (same process, interleaved)"
+)
+LOOKUP_FIGURE = "own CPU of a lookup against a bare botocore GetItem"
+LOOKUP_BUDGET = f"≤ {warm.BUDGET_LOOKUP_RATIO:g} × a bare botocore GetItem of the same key (same process, interleaved)"
+
+
+def _against_botocore(warm_figures: warm.WarmFigures) -> list[Verdict]:
+    """A plain save against a bare UpdateItem of the same item, and a lookup against a bare GetItem of the same
+    key, per state size; a miss says where the rest of the time goes, from this run's figures."""
+    met = {True: "met", False: "missed"}
+    found = []
+    saves = [save for save in warm_figures.saves if save.update_item_median_ms]
+    if not saves:
+        found.append(Verdict(SAVE_FIGURE, SAVE_BUDGET, "not in this run's `warm.py` figures", "not measured here"))
+    for save in saves:
+        found.append(
+            Verdict(
+                f"{SAVE_FIGURE}: a {save.state_bytes / 1000:.0f} KB state, AWS calls stubbed",
+                SAVE_BUDGET,
+                f"{save.update_ratio:.2f}× ({save.median_ms:.3f} ms vs {save.update_item_median_ms:.3f} ms CPU, "
+                f"medians of {save.saves} interleaved pairs; the item {save.item_bytes:,} B); Baton's own "
+                f"UpdateItem alone {save.call_median_ms:.3f} ms, everything else {save.beside_call_ms:.3f} ms",
+                met[save.update_ratio <= warm.BUDGET_SAVE_UPDATE_RATIO],
+                _save_reason(save),
+            )
+        )
+    if not warm_figures.lookups:
+        found.append(Verdict(LOOKUP_FIGURE, LOOKUP_BUDGET, "not in this run's `warm.py` figures", "not measured here"))
+    for lookup in warm_figures.lookups:
+        found.append(
+            Verdict(
+                f"{LOOKUP_FIGURE}: a {lookup.state_bytes / 1000:.0f} KB state, AWS calls stubbed",
+                LOOKUP_BUDGET,
+                f"{lookup.ratio:.2f}× ({lookup.median_ms:.3f} ms vs {lookup.get_item_median_ms:.3f} ms CPU, medians "
+                f"of {lookup.lookups} interleaved pairs; the item {lookup.item_bytes:,} B); everything beside the "
+                f"GetItem {lookup.beside_get_ms:.3f} ms",
+                met[lookup.ratio <= warm.BUDGET_LOOKUP_RATIO],
+                _lookup_reason(lookup),
+            )
+        )
+    return found
+
+
+def _where_it_goes(profile: list[tuple[str, float]], median_ms: float, count: int = 6) -> str:
+    """The largest packages of a cProfile (own time by package), each scaled to the median: "`x` ≈0.21 ms, ..."."""
+    total = sum(ms for _, ms in profile)
+    if not total:
+        return "not profiled in this run"
+    return ", ".join(f"`{name}` ≈{median_ms * ms / total:.2f} ms" for name, ms in profile[:count])
+
+
+def _save_reason(save: warm.SaveFigures) -> str:
+    """Why a plain save misses its budget against a bare UpdateItem: the split this run measured."""
+    bare = save.update_item_median_ms
+    own = save.call_median_ms
+    rest = save.median_ms - own
+    return (
+        f"Measured in this run: the whole handler {save.median_ms:.3f} ms against {bare:.3f} ms for the bare "
+        f"UpdateItem of the same {save.item_bytes:,} B item. Baton's own UpdateItem, made alone on the same client, "
+        f"costs {own:.3f} ms, {own / bare:.2f}× the bare one (which sets the same attributes with no condition and "
+        "asks nothing back, where Baton's carries its condition, its `if_not_exists` expressions and asks for the "
+        f"item back), so the request alone takes {own / bare / warm.BUDGET_SAVE_UPDATE_RATIO:.0%} of the budget. "
+        f"Everything else is {rest:.3f} ms ({rest / bare:.2f}× the bare UpdateItem, where the budget leaves "
+        f"{max(0.0, warm.BUDGET_SAVE_UPDATE_RATIO - own / bare):.2f}×): powertools' routing and OpenAPI validation, "
+        "the key check, the strict parse and pydantic's model, the codec, Baton's plan and item mapping, the answer "
+        "and the access line. Where the whole save's CPU goes (cProfile, own time by package, scaled to the median; "
+        "the profiler inflates code made of many small Python calls, botocore's above all): "
+        f"{_where_it_goes(save.profile, save.median_ms)}."
+    )
+
+
+def _lookup_reason(lookup: warm.LookupFigures) -> str:
+    """Why a lookup misses its budget against a bare GetItem: the split this run measured."""
+    bare = lookup.get_item_median_ms
+    rest = lookup.beside_get_ms
+    return (
+        f"Measured in this run: the whole handler {lookup.median_ms:.3f} ms against {bare:.3f} ms for the bare "
+        f"GetItem of the same key ({lookup.item_bytes:,} B item, answered by the same replay as Baton's). "
+        f"Everything beside the GetItem is {rest:.3f} ms ({rest / bare:.2f}× the GetItem, where the budget leaves "
+        f"{warm.BUDGET_LOOKUP_RATIO - 1:.2f}×): the key check, powertools' routing and its validation of the "
+        f"query, decompressing the stored state, and writing the {lookup.body_bytes:,} B answer and the access line. "
+        "Where the whole lookup's CPU goes (cProfile, own time by package, scaled to the median; the profiler "
+        "inflates code made of many small Python calls, botocore's above all): "
+        f"{_where_it_goes(lookup.profile, lookup.median_ms)}."
+    )
+
+
+def _eager_reason(cold: coldstart.ColdStart) -> str:
+    """What the cold request costs without the lean path, against with it: what the lean path saves."""
+    eager = cold.target(coldstart.EAGER_LABEL)
+    lean = cold.target(coldstart.LEAN_LABEL)
+    if eager is None or lean is None:
+        return ""
+    added = eager.median_cpu_ms - lean.median_cpu_ms
+    text = (
+        "This row is Baton's cold request as it was before the lean path (the thread routes included, the thread "
+        "store imported and powertools' whole event handler loaded by the import), measured beside the lean one to "
+        f"show what the lean path saves, not as a way Baton runs: {added:.0f} ms CPU "
+        f"({cold.cpu_ratio(eager):.2f}× → {cold.cpu_ratio(lean):.2f}× the baseline; the import alone "
+        f"{eager.median_import_ms:.0f} ms → {lean.median_import_ms:.0f} ms). "
+    )
+    if cold.eager_profile is not None and cold.profile is not None:
+        heaviest = cold.eager_profile.heaviest(6, unless_in=cold.profile)
+        text += "Its heaviest modules the lean request does not load (`-X importtime` self time): " + ", ".join(
+            f"`{name}` {own:.1f} ms" for name, own, _ in heaviest
+        )
+        text += ". "
+    return text + f"Why the lean request itself misses: see **cold start: {coldstart.LEAN_LABEL}**."
+
+
+def _lean_reason(cold: coldstart.ColdStart) -> str:
+    """Where the cold request's time goes beyond the baseline's, from this run's import profile, then the reason
+    `MISS_REASONS` records (what would meet the budget)."""
+    lean = cold.target(coldstart.LEAN_LABEL)
+    recorded = next(text for prefix, text in MISS_REASONS if prefix == "cold start: api handler")
+    if lean is None or cold.profile is None:
+        return recorded
+    base = cold.baseline_profile.packages if cold.baseline_profile is not None else {}
+    packages = cold.profile.packages
+    added = sorted(packages, key=lambda name: packages[name] - base.get(name, 0.0), reverse=True)[:6]
+    return (
+        f"Measured in this run: {lean.median_cpu_ms:.0f} ms CPU against the baseline's "
+        f"{cold.baseline.median_cpu_ms:.0f} ms, {lean.median_cpu_ms - cold.baseline.median_cpu_ms:.0f} ms more "
+        f"(the budget allows {(lean.budget or 0.0) - 1:.0%} more: "
+        f"{((lean.budget or 0.0) - 1) * cold.baseline.median_cpu_ms:.0f} ms). The packages it imports beyond the "
+        "baseline's (`-X importtime` self time, the tool adds a little): "
+        + ", ".join(f"`{name}` {packages[name] - base.get(name, 0.0):+.1f} ms" for name in added)
+        + f". {recorded}"
+    )
 
 
 THREAD_PUT_FIGURE = "own CPU of a LangGraph thread put in the handler"
@@ -750,13 +889,14 @@ MISS_REASONS = (
         "cold start: api handler",
         "Importing botocore and creating its DynamoDB client is by itself about the whole baseline (boto3 only adds "
         "a few ms on top of botocore; see the phases in the cold start section), so 1.3× leaves about 0.3 of the "
-        "baseline for everything else a cold request does. Importing pydantic alone takes more than that (~75 ms "
-        "with pydantic-core and annotated-types), powertools' event handler ~40 ms (its package also loads AppSync "
-        "and asyncio), and Baton's models and routes ~60 ms, most of it pydantic building validators. Reaching 1.3× "
-        "means an API layer without pydantic and powertools on the cold path, against the design's choice of both, "
-        "or SnapStart on the deployed function, which snapshots the init phase (imports and client) and is not "
-        "measurable here. Cut so far: pydantic's plugin scan (`PYDANTIC_DISABLE_PLUGINS`), boto3 (botocore "
-        "directly), the X-Ray SDK and Tracer.",
+        "baseline for everything else a cold request does. Importing pydantic with pydantic-core and annotated-types "
+        "takes about that alone, and Baton's own modules (its models and routes, most of it pydantic building "
+        "validators) more than all of it. Reaching 1.3× means an API layer without pydantic and powertools on the "
+        "cold path, against the design's choice of both, or SnapStart on the deployed function (on in prod), which "
+        "snapshots the init phase (imports and client) and is not measurable here. Cut so far: pydantic's plugin "
+        "scan (`PYDANTIC_DISABLE_PLUGINS`), boto3 (botocore directly), the X-Ray SDK and Tracer, and the lean path: "
+        "the thread routes and the thread store left to the first request that needs them, powertools' unused "
+        "resolvers (and asyncio with them) never imported (the row without it shows what that saves).",
     ),
 )
 """Why each missed budget is missed, and what would meet it: the report names every miss and its reason."""
@@ -769,7 +909,7 @@ def _misses(found: list[Verdict]) -> list[str]:
         return []
     lines = ["## Budgets missed, and why", ""]
     for verdict in missed:
-        reason = next(
+        reason = verdict.reason or next(
             (text for prefix, text in MISS_REASONS if verdict.figure.startswith(prefix)), "no reason recorded"
         )
         lines.append(f"- **{verdict.figure}** ({verdict.measured}; budget {verdict.budget}): {reason}")
@@ -959,8 +1099,52 @@ def _warm(figures: warm.WarmFigures) -> list[str]:
             for name, ms in profile[:12]
         ]
     lines.append("")
+    lines += _botocore_section(figures)
     if figures.threads:
         lines += _thread_put_section(figures.threads)
+    return lines
+
+
+def _botocore_section(figures: warm.WarmFigures) -> list[str]:
+    """A plain save beside a bare UpdateItem of the same item, a lookup beside a bare GetItem of the same key."""
+    saves = [save for save in figures.saves if save.update_item_median_ms]
+    if not saves and not figures.lookups:
+        return []
+    lines = [
+        "### A save and a lookup against bare botocore",
+        "",
+        "Each timed save alternates (order flipped every pair) with a bare botocore UpdateItem on Baton's own "
+        "DynamoDB client of the item that save writes: the item as the recorded lookup read it back after the same "
+        "save, every attribute but the key in one plain `SET`, no condition, nothing asked back "
+        "(`replay.bare_update`), answered by the replay of moto's answer to that very UpdateItem. Each timed lookup "
+        "(`GET /v1/checkpoints`, the whole handler) alternates with a bare botocore GetItem of the key it reads (as "
+        "consistent), answered by the same replay as Baton's. CPU time, medians.",
+        "",
+        "| state | saves | save (median) | bare UpdateItem of the same item | ratio | Baton's own UpdateItem alone "
+        "| everything else | item |",
+        "|---|---|---|---|---|---|---|---|",
+    ]
+    lines += [
+        f"| {save.state_bytes:,} B | {save.saves} | {save.median_ms:.3f} ms | {save.update_item_median_ms:.3f} ms | "
+        f"{save.update_ratio:.2f}× | {save.call_median_ms:.3f} ms | {save.beside_call_ms:.3f} ms | "
+        f"{save.item_bytes:,} B |"
+        for save in saves
+    ]
+    if figures.lookups:
+        lines += [
+            "",
+            "| state | lookups | lookup (median) | bare GetItem of the same key | ratio | everything else | item | "
+            "answer | p90 | DynamoDB calls per lookup |",
+            "|---|---|---|---|---|---|---|---|---|---|",
+        ]
+        for lookup in figures.lookups:
+            calls = ", ".join(f"{n:g} {op}" for op, n in lookup.calls_per_lookup.items()) or "none"
+            lines.append(
+                f"| {lookup.state_bytes:,} B | {lookup.lookups} | {lookup.median_ms:.3f} ms | "
+                f"{lookup.get_item_median_ms:.3f} ms | {lookup.ratio:.2f}× | {lookup.beside_get_ms:.3f} ms | "
+                f"{lookup.item_bytes:,} B | {lookup.body_bytes:,} B | {lookup.p90_ms:.3f} ms | {calls} |"
+            )
+    lines.append("")
     return lines
 
 
@@ -1025,7 +1209,10 @@ def _cold(cold: coldstart.ColdStart) -> list[str]:
         "",
         f"Each in {cold.runs} fresh interpreters (plus one discarded warm-up), alternating: from the start of the "
         "import to the answer (interpreter start-up left out; wall time of the whole process beside it). Baton: "
-        f"`import baton_checkpoints.handlers.api`, then one plain save of a {coldstart_state()} state; the baseline "
+        f"`import baton_checkpoints.handlers.api`, then one plain save of a {coldstart_state()} state; without the "
+        f"lean path: the same, but importing `{coldstart.EAGER_MODULE}`, which after the handler includes the "
+        "deferred thread routes, imports the thread store and loads powertools' whole event handler before the "
+        "import ends (what the lean path leaves to the first request that needs it); the baseline "
         "(`bench/harness/baseline_boto3.py`): `import boto3`, a DynamoDB client, one GetItem. DynamoDB answered by a "
         "replay "
         "at botocore's `before-send`, for both. Lambda-like environment: dummy credentials in environment variables, "
@@ -1080,6 +1267,22 @@ def _cold(cold: coldstart.ColdStart) -> list[str]:
                 for name, own, total in profile.heaviest(14, unless_in=baseline)
             ),
         ]
+        if cold.eager_profile is not None:
+            eager = cold.eager_profile
+            kept_off = [m for m in eager.modules if m not in profile.modules]
+            lines += [
+                "",
+                f"What the lean path keeps off the cold request: the modules the request without it "
+                f"(`{coldstart.EAGER_MODULE}`) imports and the lean one does not, {len(kept_off)} of them, "
+                f"{sum(eager.modules[m][0] for m in kept_off):.0f} ms of `-X importtime` self time; the heaviest:",
+                "",
+                "| module | self | cumulative |",
+                "|---|---|---|",
+                *(
+                    f"| `{name}` | {own:.1f} ms | {total:.1f} ms |"
+                    for name, own, total in eager.heaviest(12, unless_in=profile)
+                ),
+            ]
     lines.append("")
     return lines
 

@@ -1,0 +1,58 @@
+"""Baton's api handler without its lean cold path: what the lean path defers, loaded by the import.
+
+The second target of `coldstart.py` ("without the lean path"). Importing this module imports
+`baton_checkpoints.handlers.api` and then, before the import ends (so inside the cold request's clock), everything
+the lean path leaves to the first request that needs it:
+
+* the deferred routers (the thread routes, their models and the thread planner:
+  `BatonResolver.include_router_when_asked`), included as the first /v1/threads request would include them
+  (`include_deferred_routers()`);
+* the thread store (`baton_checkpoints.store.threads`, which `Services.threads` builds on first use);
+* powertools' whole `event_handler` package, as its own `__init__.py` loads it: every module it imports its
+  re-exports from (AppSync, AppSync events, Bedrock agents, VPC Lattice, ... and asyncio with them), named by
+  `baton_checkpoints.api.lazy_event_handler.exports` from that very file.
+
+Then the handler's `gc.freeze()` again, as if the handler's own import had loaded all of it. Its `handler` is the api
+handler itself: the request is the same, only the import differs. The cold request's figure with this module beside
+the one with the handler's own is what the lean path saves.
+"""
+
+from __future__ import annotations
+
+import gc
+import importlib
+import importlib.util
+from pathlib import Path
+
+from baton_checkpoints.api import lazy_event_handler
+from baton_checkpoints.api.app import app
+from baton_checkpoints.handlers.api import handler
+
+__all__ = ["handler", "loaded"]
+
+THREAD_STORE = "baton_checkpoints.store.threads"
+
+
+def powertools_modules() -> list[str]:
+    """The modules powertools' `event_handler/__init__.py` imports its re-exports from, in its order."""
+    spec = importlib.util.find_spec(lazy_event_handler.PACKAGE)
+    if spec is None or spec.origin is None:
+        raise RuntimeError(f"{lazy_event_handler.PACKAGE} is not installed")
+    where = lazy_event_handler.exports(Path(spec.origin).read_text(encoding="utf-8"))
+    return list(dict.fromkeys(where.values()))
+
+
+def load_what_the_lean_path_defers() -> list[str]:
+    """Include the deferred routers, import the thread store and powertools' whole event handler; the modules
+    imported, in order."""
+    deferred = app.deferred_routers()
+    app.include_deferred_routers()
+    modules = [*deferred, THREAD_STORE, *powertools_modules()]
+    for module in modules[len(deferred) :]:
+        importlib.import_module(module)
+    gc.freeze()
+    return modules
+
+
+loaded = load_what_the_lean_path_defers()
+"""What this import loaded beyond the handler's own import."""
