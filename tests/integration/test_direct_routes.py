@@ -47,6 +47,31 @@ CASES: dict[str, tuple[str, dict[str, Any]]] = {
         },
     ),
     "a thread read of nothing": ("get_checkpoint", {"path": "/v1/threads/thread-1/checkpoints/latest"}),
+    # Routes that read headers (since they too are called directly)
+    "a save with an empty Idempotency-Key": (
+        "save_checkpoint",
+        {"body": {"subject_id": "s", "kind": "task_state", "state": {}}, "headers": {"idempotency-key": ""}},
+    ),
+    "a save with an Idempotency-Key too long": (
+        "save_checkpoint",
+        {"body": {"subject_id": "s", "kind": "task_state", "state": {}}, "headers": {"idempotency-key": "k" * 300}},
+    ),
+    "a delete with a Lease-Token too long": (
+        "delete_checkpoint",
+        {"path": "/v1/checkpoints/ckpt_" + "0" * 32, "headers": {"lease-token": "t" * 300}},
+    ),
+    "a delete with an If-Match that is no tag": (
+        "delete_checkpoint",
+        {"path": "/v1/checkpoints/ckpt_" + "0" * 32, "headers": {"if-match": "no tag"}},
+    ),
+    "a delete of an id of the wrong shape, with If-Match": (
+        "delete_checkpoint",
+        {"path": "/v1/checkpoints/not-an-id", "headers": {"if-match": 'W/"x:1"'}},
+    ),
+    "a lookup with If-None-Match": (
+        "lookup_checkpoint",
+        {"query": {"subject_id": "nobody", "kind": "task_state"}, "headers": {"if-none-match": 'W/"x:1"'}},
+    ),
     "a thread page with a filter that is not an object": (
         "list_subject_checkpoints",
         {"path": THREAD, "query": {"filter": "[1]"}},
@@ -81,3 +106,12 @@ def test_a_route_called_directly_answers_as_through_the_middleware_chain(
         chained = api.invoke(event_name, **overrides)
     # Then both answers are the same
     assert _comparable(direct) == _comparable(chained)
+
+
+def test_the_routes_that_read_headers_are_called_directly_too() -> None:
+    from baton_checkpoints.api.app import app
+
+    routes = {(route.method, route.rule.pattern): route for route in app._static_routes + app._dynamic_routes}
+    save = next(r for (method, rule), r in routes.items() if method == "POST" and rule == "^/v1/checkpoints$")
+    assert save.dependant.header_params, "the save reads Idempotency-Key, If-Match and Lease-Token"
+    assert app._direct(save) is not None

@@ -18,7 +18,7 @@ import importlib
 import threading
 import typing
 import uuid
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, replace
 from typing import Annotated, Any, Final
 
@@ -26,7 +26,11 @@ from aws_lambda_powertools.event_handler import APIGatewayHttpResolver, Depends,
 from aws_lambda_powertools.event_handler.api_gateway import ResponseBuilder, Route
 from aws_lambda_powertools.event_handler.api_gateway import _find_request_param_name as _request_param_name
 from aws_lambda_powertools.event_handler.middlewares import openapi_validation as validation
+from aws_lambda_powertools.event_handler.openapi.compat import is_scalar_field
 from aws_lambda_powertools.event_handler.openapi.exceptions import RequestValidationError
+from aws_lambda_powertools.utilities.data_classes.common import CaseInsensitiveDict
+from pydantic import BaseModel
+from pydantic._internal._utils import lenient_issubclass  # (what powertools itself judges these parameters with)
 
 from baton_checkpoints.api.encoding import fit_for_lambda, within_lambda_limit
 from baton_checkpoints.api.operations import Context, Operation, authorize
@@ -137,6 +141,22 @@ class _Direct:
 
     call: str | None
     services: str | None
+    scalar_queries: tuple[Any, ...] = ()
+    """Its query parameters powertools treats as scalars, and those that are models (`model_queries`): what
+    `_normalize_multi_params` would find out again on every request from their annotations, found once. The same
+    for its header parameters."""
+    model_queries: tuple[Any, ...] = ()
+    scalar_headers: tuple[Any, ...] = ()
+    model_headers: tuple[Any, ...] = ()
+
+
+def _kinds(params: Sequence[Any]) -> tuple[tuple[Any, ...], tuple[Any, ...]]:
+    """The parameters powertools' `_normalize_multi_params` treats as scalars, and those it treats as models."""
+    scalars = tuple(param for param in params if is_scalar_field(param))
+    models = tuple(
+        param for param in params if param not in scalars and lenient_issubclass(param.field_info.annotation, BaseModel)
+    )
+    return scalars, models
 
 
 class BatonResolver(APIGatewayHttpResolver):
@@ -229,12 +249,12 @@ class BatonResolver(APIGatewayHttpResolver):
 
         Every Baton route is called the same way: the gate has run, there are no middlewares besides powertools'
         two validation ones, and a route's only dependencies are `CurrentCall` and `Wired`. The chain around such a
-        route (frames, the headers' and cookies' normalization for routes that read neither, a debug message
-        formatting the arguments, dependency solving that reads annotations again) cost about a tenth of a warm
-        request (`bench/harness/warm.py`). So such a route is called here, validated by the same powertools functions
-        the chain calls (`_call_direct`); a route with anything else (a middleware, a header or cookie parameter, a
-        `Request` parameter, another dependency) goes through the chain, and so does every route while a dependency
-        other than `wired` is overridden."""
+        route (frames, the cookies' normalization for routes that read none, a debug message formatting the
+        arguments, dependency solving that reads annotations again, each parameter's kind found again from its
+        annotation) cost about a tenth of a warm request (`bench/harness/warm.py`). So such a route is called here,
+        validated by the same powertools functions the chain calls, in the same order (`_call_direct`); a route with
+        anything else (a middleware, a cookie parameter, a `Request` parameter, another dependency) goes through the
+        chain, and so does every route while a dependency other than `wired` is overridden."""
         if route in self._directs:
             return self._directs[route]
         direct = None
@@ -243,7 +263,6 @@ class BatonResolver(APIGatewayHttpResolver):
             not route.middlewares
             and not self._router_middlewares
             and route.enable_validation is not False
-            and not dependant.header_params
             and not dependant.cookie_params
             and _request_param_name(route.func) is None
         ):
@@ -252,7 +271,16 @@ class BatonResolver(APIGatewayHttpResolver):
                 for node in depends.build_dependency_tree(route.func).dependencies
             }
             if set(given) <= {current_call, wired}:
-                direct = _Direct(call=given.get(current_call), services=given.get(wired))
+                scalar_queries, model_queries = _kinds(dependant.query_params)
+                scalar_headers, model_headers = _kinds(dependant.header_params)
+                direct = _Direct(
+                    call=given.get(current_call),
+                    services=given.get(wired),
+                    scalar_queries=scalar_queries,
+                    model_queries=model_queries,
+                    scalar_headers=scalar_headers,
+                    model_headers=model_headers,
+                )
         self._directs[route] = direct
         return direct
 
@@ -263,12 +291,24 @@ class BatonResolver(APIGatewayHttpResolver):
         dependant = route.dependant
         values, errors = validation._request_params_to_args(dependant.path_params, route_arguments)
         if dependant.query_params:
-            query = validation._normalize_multi_params(
-                event.resolved_query_string_parameters,
-                dependant.query_params,
-                multi_value_params=validation._get_multi_value_query_params(event),
-            )
+            # powertools' `_normalize_multi_params`, with each parameter's kind found once (`_direct`)
+            query = event.resolved_query_string_parameters
+            multi_value = validation._get_multi_value_query_params(event)
+            for param in direct.scalar_queries:
+                validation._process_scalar_param(query, param, multi_value)
+            for param in direct.model_queries:
+                validation._process_model_param(query, param, multi_value)
             found, wrong = validation._request_params_to_args(dependant.query_params, query)
+            values.update(found)
+            errors += wrong
+        if dependant.header_params:
+            headers = event.resolved_headers_field
+            multi_value = CaseInsensitiveDict(event.get("multiValueHeaders"))
+            for param in direct.scalar_headers:
+                validation._process_scalar_param(headers, param, multi_value)
+            for param in direct.model_headers:
+                validation._process_model_param(headers, param, multi_value)
+            found, wrong = validation._request_params_to_args(dependant.header_params, headers)
             values.update(found)
             errors += wrong
         if dependant.body_params:
