@@ -47,6 +47,7 @@ _CONTEXT_KEYS = (
     "event_bus_name",
     "reserved_concurrency",
     "provisioned_concurrency",
+    "snap_start",
     *TENANT_DEFAULTS,
 )
 """Every context key `stage_config` reads (a key missing here would be accepted by the CLI and silently ignored)."""

@@ -39,7 +39,7 @@ def powertools_modules() -> list[str]:
     if spec is None or spec.origin is None:
         raise RuntimeError(f"{lazy_event_handler.PACKAGE} is not installed")
     where = lazy_event_handler.exports(Path(spec.origin).read_text(encoding="utf-8"))
-    return list(dict.fromkeys(where.values()))
+    return list(dict.fromkeys(module for module, _ in where.values()))
 
 
 def load_what_the_lean_path_defers() -> list[str]:

@@ -133,7 +133,11 @@ def runtime_python() -> str | None:
         shutil.which(RUNTIME.name),
         *sorted(map(str, pyenv_root.glob(f"versions/{version}*/bin/{RUNTIME.name}"))),
     ]
-    check = f"import sys; sys.exit(sys.version_info[:2] != ({version.replace('.', ', ')}))"
+    # (a pre-release's bytecode has another magic number: the runtime would ignore it)
+    check = (
+        f"import sys; sys.exit(sys.version_info[:2] != ({version.replace('.', ', ')}) "
+        "or sys.version_info.releaselevel != 'final')"
+    )
     for candidate in candidates:
         if candidate and subprocess.run([candidate, "-c", check], capture_output=True, check=False).returncode == 0:
             return candidate
@@ -157,6 +161,17 @@ def compile_bytecode(output_dir: Path) -> bool:
     return True
 
 
+def bytecode_tag() -> str:
+    """What bytecode the asset will hold: the runtime Python's magic number, or none. Part of the asset's hash, so that
+    an asset bundled without bytecode is bundled again once this machine can compile it (and the other way)."""
+    python = runtime_python()
+    if python is None:
+        return "sources only"
+    magic = "import importlib.util; print(importlib.util.MAGIC_NUMBER.hex())"
+    done = subprocess.run([python, "-c", magic], capture_output=True, text=True, check=True)
+    return "bytecode " + done.stdout.strip()
+
+
 def function_code() -> lambda_.Code:
     """The api function's asset; bundled locally, never in a container."""
     return lambda_.Code.from_asset(
@@ -164,6 +179,9 @@ def function_code() -> lambda_.Code:
         bundling=BundlingOptions(
             # Required by the API, never used: local bundling always answers (and raises if pip fails).
             image=DockerImage.from_registry("baton-local-bundling-only"),
+            # Never read either: the bundling options are part of the asset's hash, and so is whether it can hold
+            # bytecode (an asset bundled without is bundled again once this machine can compile it).
+            environment={"BATON_BYTECODE": bytecode_tag()},
             # jsii hands the options over as one positional object, not as the keywords its stub declares.
             local=cast(ILocalBundling, PipBundling()),
         ),

@@ -40,6 +40,7 @@ OVERRIDES: dict[str, Any] = {
     "alarm_email": "ops@example.com",
     "reserved_concurrency": 50,
     "provisioned_concurrency": 2,
+    "snap_start": "false",  # (off on dev already; provisioned concurrency excludes it)
 }
 """Every context override the app accepts, set at once (on the dev stage)."""
 

@@ -76,3 +76,26 @@ def test_snap_start_must_be_true_or_false_and_excludes_provisioned_concurrency()
         stage_config({"stage": "prod", "provisioned_concurrency": "2"})
     assert "snap_start=false" in str(both.value)
     assert stage_config({"stage": "prod", "provisioned_concurrency": "2", "snap_start": "false"}).snap_start is False
+
+
+def test_the_app_hands_stage_config_every_context_key_it_reads() -> None:
+    from infra.app import _CONTEXT_KEYS
+
+    # Given a context that records what stage_config asks of it
+    asked: set[str] = set()
+
+    class Recording(dict[str, object]):
+        def get(self, key: str, default: object = None) -> object:  # type: ignore[override]
+            asked.add(key)
+            return super().get(key, default)
+
+        def __getitem__(self, key: str) -> object:
+            asked.add(key)
+            return super().__getitem__(key)
+
+    stage_config(
+        Recording(stage="prod", alarm_email="ops@example.com", event_bus_name="bus", cors_origins="https://a.b")
+    )
+    # Then the app reads each of those keys from the CDK context (one missing would be accepted and ignored)
+    assert asked <= set(_CONTEXT_KEYS), sorted(asked - set(_CONTEXT_KEYS))
+    assert "snap_start" in asked

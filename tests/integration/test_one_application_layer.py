@@ -57,6 +57,7 @@ def route_error(answer: Result) -> dict[str, Any]:
 def test_each_tool_checks_the_scope_and_authority_its_routes_declare() -> None:
     # Given the app's routes (their metadata, which the gate judges) and the tool catalogue
     app = create_app(lambda: None)  # type: ignore[arg-type,return-value]
+    app.include_deferred_routers()
     routes = {
         (r.method, r.openapi_path): r.openapi_extensions or {} for r in [*app._static_routes, *app._dynamic_routes]
     }

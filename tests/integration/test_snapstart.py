@@ -90,6 +90,7 @@ def _restore_twice(restore: Any) -> list[dict[str, Any]]:
 def test_two_containers_restored_from_one_snapshot_draw_different_ids(hooks: Any) -> None:
     # Given a process prepared as Lambda prepares the snapshot
     hooks.prepare()
+    kept = random.getstate()
     random.seed(1234)  # whatever `random` holds at the snapshot, every restored container holds it too
     # When two containers resume from it, each running the after-restore hooks
     first, second = _restore_twice(hooks.restore)
@@ -98,6 +99,7 @@ def test_two_containers_restored_from_one_snapshot_draw_different_ids(hooks: Any
     # (Ids and secrets come from the kernel's random source, so they differ even without the hook. `random` would
     # not after a snapshot's restore; a fork cannot show that: Python seeds `random` again in a forked child itself)
     bare_first, bare_second = _restore_twice(None)
+    random.setstate(kept)  # (this process's own `random`, as it was)
     assert bare_first["checkpoint_id"] != bare_second["checkpoint_id"]
     assert bare_first["lease_secret"] != bare_second["lease_secret"]
     proof_counts.record(SUITE, restores=4)
@@ -107,6 +109,7 @@ def test_restore_anchors_the_rate_limiters_clock_again_and_the_clients_still_ser
     hooks: Any, services: Services, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     hooks.prepare()
+    monkeypatch.setattr(ratelimit, "_anchor_ns", ratelimit._anchor_ns)  # (put back after the test)
     # Given a snapshot taken a day before its restore (the monotonic clock resumes where it stopped)
     before = ratelimit.container_clock_us()
     day_ns = 86_400 * 10**9

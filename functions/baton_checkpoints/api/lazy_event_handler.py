@@ -23,13 +23,13 @@ from typing import Any, Final
 PACKAGE: Final = "aws_lambda_powertools.event_handler"
 
 
-def exports(init_source: str) -> dict[str, str]:
-    """The names a package's `__init__.py` re-exports, and the module each comes from."""
-    found: dict[str, str] = {}
+def exports(init_source: str) -> dict[str, tuple[str, str]]:
+    """The names a package's `__init__.py` re-exports: for each, the module it comes from and its name there."""
+    found: dict[str, tuple[str, str]] = {}
     for node in ast.parse(init_source).body:
         if isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
             for alias in node.names:
-                found[alias.asname or alias.name] = node.module
+                found[alias.asname or alias.name] = (node.module, alias.name)
     return found
 
 
@@ -51,7 +51,8 @@ def install() -> bool:
     def read(name: str) -> Any:
         if name not in where:
             raise AttributeError(f"module {PACKAGE!r} has no attribute {name!r}")
-        value = getattr(importlib.import_module(where[name]), name)
+        module, original = where[name]
+        value = getattr(importlib.import_module(module), original)
         setattr(package, name, value)
         return value
 

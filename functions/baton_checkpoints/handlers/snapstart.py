@@ -5,8 +5,9 @@ new container from that snapshot: what the first request would build is built be
 differ between containers is made anew after each restore.
 
 - **Before the snapshot** (`prepare`): the modules a first request of any route would import, the services and
-  their AWS clients (the settings come from the function's environment), and each route's resolved annotations.
-  No request is made to AWS.
+  their AWS clients, DynamoDB's and S3's (the settings come from the function's environment), and each route's
+  resolved annotations. No request is made to DynamoDB or S3 (botocore may read the function's credentials from
+  Lambda's own endpoint, as at any first request).
 - **After a restore** (`restore`): `random` is seeded again (its state is the snapshot's in every container; ids,
   secrets, lease tokens and request tags come from `secrets` and `uuid4`, which read the kernel's random source, and
   need nothing), the rate limiter's clock is anchored again (the snapshot's anchor is as old as the snapshot), and
@@ -45,6 +46,8 @@ def prepare() -> None:
     services = lambda_services()
     services.oauth  # noqa: B018 (made on first use: now)
     services.threads  # noqa: B018
+    if services.objects is not None:
+        services.objects.client  # noqa: B018 (the S3 client, made by the first request that needs it: now)
     app.prepare_routes()
 
 
