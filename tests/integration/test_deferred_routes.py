@@ -1,21 +1,27 @@
-"""Routers included by their first request (`BatonResolver.include_router_when_asked`): the thread routes stay off a
-fresh container until a request names them, and then answer as if they had been there from the start; a wrong
-method on their paths, the OpenAPI document and SnapStart's preparation include them as well."""
+"""Routers included by their first request (`BatonResolver.include_router_when_asked`): every family but the
+checkpoints' stays off a fresh container until a request names one of its routes, which then answers as if it had
+been there from the start; a wrong method on their paths, the OpenAPI document and SnapStart's preparation include
+them as well."""
 
 from __future__ import annotations
 
 import copy
+import importlib
 import json
+import re
 import uuid
 from typing import Any
 
-from baton_checkpoints.api.app import create_app, document
+import pytest
+
+from baton_checkpoints.api.app import DEFERRED_ROUTERS, create_app, document
 from baton_checkpoints.api.resolver import BatonResolver
 from baton_checkpoints.api.services import Services
 from tests.integration.conftest import OPERATOR_SECRET
 from tests.integration.driver import ApiDriver, load_event
 
 THREADS = "baton_checkpoints.api.routers.threads"
+DEFERRED = [f"baton_checkpoints.api.routers.{module}" for module, *_ in DEFERRED_ROUTERS]
 
 
 def fresh(services: Services) -> BatonResolver:
@@ -34,24 +40,55 @@ def ask(app: BatonResolver, method: str, path: str) -> tuple[int, dict[str, Any]
     event["rawQueryString"] = ""
     event.pop("queryStringParameters", None)
     answer = app.resolve(event, None)
-    return int(answer["statusCode"]), json.loads(answer["body"])
+    text = answer.get("body") or ""
+    return int(answer["statusCode"]), json.loads(text) if text.startswith("{") else {"body": text}
 
 
 def test_a_fresh_container_includes_the_thread_routes_at_their_first_request(
     api: ApiDriver, services: Services
 ) -> None:
     app = fresh(services)
-    assert app.deferred_routers() == [THREADS]
-    # A checkpoint route leaves them out
-    status, listed = ask(app, "GET", "/v1/whoami")
-    assert status == 200, listed
-    assert app.deferred_routers() == [THREADS]
+    assert app.deferred_routers() == DEFERRED
+    # A checkpoint route leaves every other family out
+    status, found = ask(app, "GET", f"/v1/checkpoints/ckpt_{'0' * 32}")
+    assert status == 404, found
+    assert app.deferred_routers() == DEFERRED
     # A thread route's first request includes them, and is answered by them (its thread is unknown: 404 of the
     # route, not of an unknown path)
     status, body = ask(app, "GET", f"/v1/threads/t-{uuid.uuid4().hex[:8]}/checkpoint")
-    assert app.deferred_routers() == []
+    assert THREADS not in app.deferred_routers()
     assert status == 404
     assert body["error"]["code"] == "NOT_FOUND", body
+    assert "No route matches" not in body["error"]["message"]
+
+
+def _concrete(pattern: str) -> str:
+    return re.sub(r"<[^>]+>", "x-1", pattern)
+
+
+@pytest.mark.parametrize(
+    ("module", "method", "path"),
+    [
+        pytest.param(module, method, _concrete(rule), id=f"{method} {rule}")
+        for module, *_ in DEFERRED_ROUTERS
+        for rule, method in sorted(
+            (key[0], method)
+            for key in importlib.import_module(f"baton_checkpoints.api.routers.{module}").router._routes
+            for method in key[1]
+        )
+    ],
+)
+def test_every_deferred_route_is_found_by_its_first_request(
+    api: ApiDriver, services: Services, module: str, method: str, path: str
+) -> None:
+    # Given a fresh container, which has not included the route's router
+    app = fresh(services)
+    # When the route is asked for first (without a body: refusals are fine, an unknown route is not)
+    status, body = ask(app, method, path)
+    # Then its router is included and the route answers
+    assert f"baton_checkpoints.api.routers.{module}" not in app.deferred_routers()
+    if status >= 400:
+        assert "No route matches" not in json.dumps(body), body
 
 
 def test_a_wrong_method_on_a_thread_path_is_a_405_from_a_fresh_container(api: ApiDriver, services: Services) -> None:

@@ -10,6 +10,7 @@ import os
 import random
 import time
 import uuid
+from functools import cached_property
 from typing import Any
 
 import pytest
@@ -53,6 +54,10 @@ def test_prepare_builds_what_a_first_request_would_without_calling_aws(hooks: An
         services.dynamodb.meta.events.unregister("before-call.dynamodb")
     assert calls == []
     assert all(name in sys.modules for name in hooks.DEFERRED)
+    # every repository the services make on first use is made (a new one cannot be left out of the snapshot)
+    lazy = {name for name, value in vars(Services).items() if isinstance(value, cached_property)}
+    assert set(hooks.LAZY_SERVICES) == lazy
+    assert lazy <= set(vars(services))
     assert hooks.lambda_services.built is services
 
 

@@ -15,25 +15,9 @@ from aws_lambda_powertools.event_handler.openapi.exceptions import RequestUnsupp
 
 from baton_checkpoints import __version__
 from baton_checkpoints.api.errors import INTERNAL_MESSAGE, headers_of, status_of, validation_failed
-from baton_checkpoints.api.resolver import CALL_CONTEXT, PUBLIC, BatonResolver
+from baton_checkpoints.api.resolver import API_ROOT, CALL_CONTEXT, PUBLIC, BatonResolver
 from baton_checkpoints.api.responses import JSON, error
-from baton_checkpoints.api.routers import (
-    audit,
-    blobs,
-    checkpoints,
-    console,
-    grants,
-    history,
-    keys,
-    leases,
-    mcp,
-    meta,
-    oauth,
-    resume,
-    subjects,
-    tenants,
-    usage,
-)
+from baton_checkpoints.api.routers import checkpoints, meta
 from baton_checkpoints.api.services import Services, from_environment
 from baton_checkpoints.domain.errors import (
     BatonError,
@@ -41,6 +25,26 @@ from baton_checkpoints.domain.errors import (
     UnknownRoute,
     UnsupportedMediaType,
 )
+
+DEFERRED_ROUTERS: tuple[tuple[str, ...], ...] = (
+    ("keys", "/v1/keys", "/v1/whoami"),
+    ("blobs", "/v1/blobs"),
+    ("history", "/revisions", "/restore"),
+    ("leases", "/lease"),
+    ("subjects", "/v1/subjects/"),
+    ("resume", "/v1/resume"),
+    ("threads", "/v1/threads"),
+    ("mcp", "/mcp"),
+    ("oauth", "/.well-known/", "/oauth/"),
+    ("grants", "/v1/oauth/"),
+    ("tenants", "/v1/tenants/"),
+    ("usage", "/v1/usage"),
+    ("audit", "/v1/audit"),
+    ("console", "/console", API_ROOT),
+)
+"""The routers `create_app` leaves to their first request, in the order they are included when all are (the
+document, SnapStart): each module under `api/routers`, then what the paths of its routes hold (`API_ROOT`: the API's
+own address)."""
 
 
 def create_app(services: Callable[[], Services]) -> BatonResolver:
@@ -50,21 +54,11 @@ def create_app(services: Callable[[], Services]) -> BatonResolver:
     app.include_router(meta.router)
     _add_document_route(app)
     app.include_router(checkpoints.router)
-    app.include_router(keys.router)
-    app.include_router(blobs.router)
-    app.include_router(history.router)
-    app.include_router(leases.router)
-    app.include_router(subjects.router)
-    app.include_router(resume.router)
-    # Thread routes (LangGraph's checkpointer) import their own models and the thread planner: not for a save.
-    app.include_router_when_asked("baton_checkpoints.api.routers.threads", "/v1/threads")
-    app.include_router(mcp.router)
-    app.include_router(oauth.router)
-    app.include_router(grants.router)
-    app.include_router(tenants.router)
-    app.include_router(usage.router)
-    app.include_router(audit.router)
-    app.include_router(console.router)
+    # Every other family's routes are included by the first request that names them: a container's first save or
+    # lookup imports none of their modules and models (the thread routes, LangGraph's, bring the thread planner;
+    # MCP, OAuth and the console their own modules). Each entry: the router's module, and what its paths hold.
+    for module, *prefixes in DEFERRED_ROUTERS:
+        app.include_router_when_asked(f"baton_checkpoints.api.routers.{module}", *prefixes)
     _add_error_map(app)
     return app
 

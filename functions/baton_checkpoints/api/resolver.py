@@ -150,6 +150,18 @@ class _Direct:
     model_headers: tuple[Any, ...] = ()
 
 
+API_ROOT: Final = "/"
+"""A deferred router's "prefix" that stands for the API's own address (`/`, or a stage's name alone)."""
+
+
+def _holds(path: str, prefix: str) -> bool:
+    """True when a request for `path` may be for a route whose path holds `prefix`. (`in`, not a prefix test: a
+    stage's name may come first; including a router early is harmless, only late is not.)"""
+    if prefix == API_ROOT:
+        return path.rstrip("/").count("/") <= 1
+    return prefix in path
+
+
 def _kinds(params: Sequence[Any]) -> tuple[tuple[Any, ...], tuple[Any, ...]]:
     """The parameters powertools' `_normalize_multi_params` treats as scalars, and those it treats as models."""
     scalars = tuple(param for param in params if is_scalar_field(param))
@@ -194,8 +206,7 @@ class BatonResolver(APIGatewayHttpResolver):
         with self._deferred_lock:
             for entry in list(self._deferred):
                 module, prefixes = entry
-                # (`in`, not a prefix test: a stage's name may come first; including a router early is harmless)
-                if path is None or any(prefix in path for prefix in prefixes):
+                if path is None or any(_holds(path, prefix) for prefix in prefixes):
                     self.include_router(importlib.import_module(module).router)
                     self._deferred.remove(entry)
 

@@ -22,15 +22,10 @@ from baton_checkpoints.api.auth import Authenticator
 from baton_checkpoints.api.ratelimit import RateLimiter
 from baton_checkpoints.domain.tenancy import Limits
 from baton_checkpoints.settings import Settings, load_settings
-from baton_checkpoints.store.audit import AuditTrail
 from baton_checkpoints.store.aws import dynamodb_client, s3_client
-from baton_checkpoints.store.blobs import BlobStore
 from baton_checkpoints.store.checkpoints import CheckpointStore
-from baton_checkpoints.store.history import HistoryStore
 from baton_checkpoints.store.keys import KeyStore
-from baton_checkpoints.store.leases import LeaseStore
 from baton_checkpoints.store.objects import ObjectStore
-from baton_checkpoints.store.purge import SubjectPurger
 from baton_checkpoints.store.tenants import TenantStore
 from baton_checkpoints.store.usage import Counting as Counting  # the resolver holds the request being counted
 from baton_checkpoints.store.usage import UsageMeter, watch
@@ -38,14 +33,24 @@ from baton_checkpoints.store.usage import UsageMeter, watch
 if TYPE_CHECKING:
     from mypy_boto3_dynamodb import DynamoDBClient
 
+    from baton_checkpoints.store.audit import AuditTrail
+    from baton_checkpoints.store.blobs import BlobStore
     from baton_checkpoints.store.client_documents import ClientDocuments
+    from baton_checkpoints.store.history import HistoryStore
+    from baton_checkpoints.store.leases import LeaseStore
     from baton_checkpoints.store.oauth import OAuthStore
+    from baton_checkpoints.store.purge import SubjectPurger
     from baton_checkpoints.store.threads import ThreadStore
 
 
 @dataclass(frozen=True)
 class Services:
-    """The repositories and the authenticator of one container."""
+    """The repositories and the authenticator of one container.
+
+    What every request may need is made with them; the other repositories (blobs, history, leases, the purger, the
+    audit trail, threads, OAuth) by the first request that uses each: their modules stay off the cold start of a
+    save or a lookup. All are made from the fields given here, so whoever builds services cannot wire them apart.
+    """
 
     settings: Settings
     dynamodb: DynamoDBClient
@@ -54,34 +59,16 @@ class Services:
     authenticator: Authenticator
     objects: ObjectStore | None
     """The blob bucket (None where the deployment has none: then no state is spilled and no blob stored)."""
-    blobs: BlobStore = field(init=False)
-    """Blob records and their presigned requests, on the same table, client and bucket (made from the fields
-    above, so whoever builds services cannot wire them apart)."""
-    history: HistoryStore = field(init=False)
-    """Kept revisions of the checkpoints (restores save through `checkpoints`)."""
-    leases: LeaseStore = field(init=False)
-    """Checkpoints' leases, on the same table and client."""
-    purger: SubjectPurger = field(init=False)
-    """Deletes a subject's items page by page, on the same table and client."""
     tenants: TenantStore = field(init=False)
     """Tenants' own items: their limits and their rate limit's buckets."""
     limiter: RateLimiter = field(init=False)
     """This container's share of each tenant's rate limit (`api/ratelimit.py`)."""
-    audit: AuditTrail = field(init=False)
-    """Tenants' audit trails (`store/audit.py`)."""
     usage: UsageMeter = field(init=False)
     """What this container counted of its tenants' usage and has not yet written (`store/usage.py`)."""
 
     def __post_init__(self) -> None:
-        object.__setattr__(self, "blobs", BlobStore(self.dynamodb, self.settings.table_name, self.objects))
-        object.__setattr__(
-            self, "history", HistoryStore(self.dynamodb, self.settings.table_name, self.objects, self.checkpoints)
-        )
-        object.__setattr__(self, "leases", LeaseStore(self.dynamodb, self.settings.table_name))
-        object.__setattr__(self, "purger", SubjectPurger(self.dynamodb, self.settings.table_name))
         object.__setattr__(self, "tenants", TenantStore(self.dynamodb, self.settings.table_name))
         object.__setattr__(self, "limiter", RateLimiter(self.tenants, default_limits(self.settings)))
-        object.__setattr__(self, "audit", AuditTrail(self.dynamodb, self.settings.table_name))
         usage = UsageMeter(
             self.dynamodb,
             self.settings.table_name,
@@ -99,9 +86,43 @@ class Services:
             self.objects.drop_connections()
 
     @cached_property
+    def blobs(self) -> BlobStore:
+        """Blob records and their presigned requests, on the same table, client and bucket."""
+        from baton_checkpoints.store.blobs import BlobStore
+
+        return BlobStore(self.dynamodb, self.settings.table_name, self.objects)
+
+    @cached_property
+    def history(self) -> HistoryStore:
+        """Kept revisions of the checkpoints (restores save through `checkpoints`)."""
+        from baton_checkpoints.store.history import HistoryStore
+
+        return HistoryStore(self.dynamodb, self.settings.table_name, self.objects, self.checkpoints)
+
+    @cached_property
+    def leases(self) -> LeaseStore:
+        """Checkpoints' leases, on the same table and client."""
+        from baton_checkpoints.store.leases import LeaseStore
+
+        return LeaseStore(self.dynamodb, self.settings.table_name)
+
+    @cached_property
+    def purger(self) -> SubjectPurger:
+        """Deletes a subject's items page by page, on the same table and client."""
+        from baton_checkpoints.store.purge import SubjectPurger
+
+        return SubjectPurger(self.dynamodb, self.settings.table_name)
+
+    @cached_property
+    def audit(self) -> AuditTrail:
+        """Tenants' audit trails (`store/audit.py`)."""
+        from baton_checkpoints.store.audit import AuditTrail
+
+        return AuditTrail(self.dynamodb, self.settings.table_name)
+
+    @cached_property
     def threads(self) -> ThreadStore:
-        """LangGraph threads, on the same table, client and bucket: made by the first thread request (their modules
-        stay off a checkpoint save's cold start)."""
+        """LangGraph threads, on the same table, client and bucket."""
         from baton_checkpoints.store.threads import ThreadStore
 
         return ThreadStore(self.dynamodb, self.settings.table_name, self.objects, self.blobs)

@@ -37,6 +37,9 @@ DEFERRED: Final = (
 )
 """The modules the routes import on their first use, off a save's cold start: in the snapshot, every one of them."""
 
+LAZY_SERVICES: Final = ("blobs", "history", "leases", "purger", "audit", "threads", "oauth", "client_documents")
+"""The repositories `Services` makes on their first use."""
+
 
 @register_before_snapshot
 def prepare() -> None:
@@ -44,8 +47,8 @@ def prepare() -> None:
     for name in DEFERRED:
         importlib.import_module(name)
     services = lambda_services()
-    services.oauth  # noqa: B018 (made on first use: now)
-    services.threads  # noqa: B018
+    for made_on_first_use in LAZY_SERVICES:
+        getattr(services, made_on_first_use)  # now, instead
     if services.objects is not None:
         services.objects.client  # noqa: B018 (the S3 client, made by the first request that needs it: now)
     app.prepare_routes()
