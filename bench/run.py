@@ -6,7 +6,8 @@ Steps, in one run (a few minutes on a 2-core machine, progress printed; the firs
 1. A metered moto server on 127.0.0.1 (`harness/meter.py`, DynamoDB and S3); Baton's table from
    `baton_checkpoints.store.schema.ensure_table` and its bucket from `baton_checkpoints.store.schema.ensure_bucket`;
    an API key from `baton keys create` (`harness/baton_setup.py`).
-2. Baton's answers recorded from that moto for the stubbed measurements (`harness/replay.py`).
+2. Baton's answers recorded from that moto for the stubbed measurements (`harness/replay.py`), and each LangGraph
+   saver's put of one graph step, each in its own environment (`harness/peer_puts.py`).
 3. Side by side (`harness/sidebyside.py`): Baton, `langgraph-checkpoint-amazon-dynamodb` and `langgraph-checkpoint-aws`
    (without and with gzip, both with their S3 offload), each in its own process and environment, on the same seeded
    states (1, 4, 32, 256 KB, 2 MB): own CPU, DynamoDB and S3 requests, item and object bytes, write and read units
@@ -17,7 +18,9 @@ Steps, in one run (a few minutes on a 2-core machine, progress printed; the firs
    Then a steady tenant's run of saves and its stream reaped in the deployed batches (`harness/steady.py`): the
    DynamoDB requests rate limiting and usage metering add per API request.
 4. Baton's own CPU with AWS stubbed (`harness/warm.py`: saves, and a LangGraph graph step's put against a bare
-   botocore PutItem of the same item), and its whole cold request against a boto3 baseline (`harness/coldstart.py`).
+   botocore PutItem of the same item); the same put, Baton's handler and `BatonSaver.put` together, against each
+   peer's `put` of the same checkpoint, AWS stubbed alike, interleaved (`harness/peer_puts.py`); and its whole cold
+   request against a boto3 baseline (`harness/coldstart.py`).
 5. `bench/report.md` with every figure, every budget's verdict and the headlines (`report/reporting.py`), and
    `bench/report.png` (drawn by `report/plot.py` in the aws saver's environment, which carries matplotlib).
 
@@ -28,8 +31,9 @@ the repository's root on its `PYTHONPATH` (`bench.paths.with_repo_path`): the re
 The peers' environments (`bench/.venv-peer-aws`, `bench/.venv-peer-amazon`) are made by `make bench` from
 `bench/requirements-peer-*.txt`; a missing one is reported as not measured. `--check` exits 1 when a budget is
 missed. Usage, from the repository's root: `python -m bench.run [--reps N] [--big-reps N] [--runs N] [--saves N]
-[--quick] [--check]` (`--quick`: 3 repetitions per figure, 2 for 2 MB states, 3 cold-start runs, 60 stubbed saves,
-3 turns of the LangGraph graph).
+[--quick] [--check]` (`--quick`: 3 repetitions per figure, 2 for 2 MB states, 3 cold-start runs, 60 stubbed saves
+and puts against the peers', 3 turns of the LangGraph graph). `--saves` also bounds the puts timed against the
+peers' (`peer_puts.PUTS` at most).
 """
 
 from __future__ import annotations
@@ -45,7 +49,7 @@ from datetime import UTC, datetime
 from typing import Any
 
 from bench.billing import capacity
-from bench.harness import baton_setup, coldstart, langgraph_steps, replay, sidebyside, warm
+from bench.harness import baton_setup, coldstart, langgraph_steps, peer_puts, replay, sidebyside, warm
 from bench.harness import steady as steady_run
 from bench.harness.meter import MeteredMotoServer
 from bench.paths import BENCH, REPO, RESULTS
@@ -117,10 +121,15 @@ def main(argv: list[str] | None = None) -> int:
                 "recording Baton's DynamoDB answers",
             )
             recording = replay.load(recording_path)
-            progress("recorded Baton's DynamoDB answers for the stubbed runs; side by side next")
+            progress("recorded Baton's DynamoDB answers for the stubbed runs")
         except RuntimeError as exc:
             notes.append(f"Baton's own CPU with AWS stubbed and its cold request were not measured: {_last(exc)}")
-            progress(f"could not record Baton's answers ({_last(exc)}); side by side next")
+            progress(f"could not record Baton's answers ({_last(exc)})")
+        peer_recordings, peers_missing = peer_puts.record_peers(endpoint)
+        progress(
+            f"recorded the peers' LangGraph put ({', '.join(peer_recordings) or 'none'}; "
+            "bench/harness/peer_puts.py); side by side next"
+        )
         side = sidebyside.measure(server.meter, endpoint, secret, args.reps, progress=progress, big_reps=args.big_reps)
         sizes = ", ".join(f"{size // 1000} KB" for size in langgraph_steps.SIZES)
         where = "bench/harness/langgraph_steps.py"
@@ -151,6 +160,7 @@ def main(argv: list[str] | None = None) -> int:
 
     warm_figures: warm.WarmFigures | None = None
     cold: coldstart.ColdStart | None = None
+    peer_figures: peer_puts.PeerPutFigures | None = None
     if recording is not None:
         progress("Baton's own CPU with AWS stubbed")
         warm_json = RESULTS / "warm.json"
@@ -166,6 +176,15 @@ def main(argv: list[str] | None = None) -> int:
             print(warm.summary(warm_figures), flush=True)
         except RuntimeError as exc:
             notes.append(f"Baton's own CPU with AWS stubbed was not measured: {_last(exc)}")
+        progress("the LangGraph put against the peers' put, AWS stubbed alike (bench/harness/peer_puts.py)")
+        try:
+            peer_figures = peer_puts.measure(
+                recording_path, peer_recordings, min(args.saves, peer_puts.PUTS), peers_missing, progress
+            )
+            print(peer_puts.summary(peer_figures), flush=True)
+            (RESULTS / "peer_puts.json").write_text(json.dumps(asdict(peer_figures), indent=1), encoding="utf-8")
+        except RuntimeError as exc:
+            notes.append(f"the LangGraph put against the peers' put was not measured: {_last(exc)}")
         progress("the whole cold request, in fresh interpreters")
         try:
             cold = coldstart.measure(recording_path, args.runs, progress=progress)
@@ -190,16 +209,19 @@ def main(argv: list[str] | None = None) -> int:
     if codec is None:
         notes.append("the shipped codec's figures are missing: `bench/studies/codec_study.py` could not report them")
     sections = (langgraph_steps.table(graph_steps), *((codec,) if codec else ()))
-    report = reporting.render(when, figures, cold, warm_figures, recording, notes, plotted, sections, steady)
+    report = reporting.render(
+        when, figures, cold, warm_figures, recording, notes, plotted, sections, steady, peer_figures
+    )
     REPORT.write_text(report, encoding="utf-8")
     if update_readme(figures, when):
         progress(f"updated the {README_SECTION!r} section of README.md")
     progress(f"wrote {REPORT.relative_to(REPO)}" + (f" and {PLOT.relative_to(REPO)}" if plotted else ""))
 
-    missed = [v for v in reporting.verdicts(figures, cold, warm_figures, recording, steady) if v.status == "missed"]
+    found = reporting.verdicts(figures, cold, warm_figures, recording, steady, peer_figures)
+    missed = [v for v in found if v.status == "missed"]
     for verdict in missed:
         print(f"budget missed: {verdict.figure}: {verdict.measured} (budget {verdict.budget})", file=sys.stderr)
-    incomplete = recording is None or warm_figures is None or cold is None
+    incomplete = recording is None or warm_figures is None or cold is None or peer_figures is None
     if incomplete:
         print("some figures were not measured: see the report's oddities", file=sys.stderr)
     return 1 if (missed or incomplete) and args.check else 0

@@ -13,6 +13,9 @@ something else imports `botocore.handlers`, through a small import hook that als
 
 This module imports only the standard library at the top: cold-start children import it before their clock.
 
+`Recorder` is how `record` keeps the answers; `peer_puts.py` records the LangGraph savers' puts with it too and
+answers them with a `Replay`, the same way.
+
 `python -m bench.harness.replay record --endpoint URL --table NAME --secret S --out FILE` is what `run.py` starts.
 """
 
@@ -79,26 +82,8 @@ def record(endpoint: str, table: str, secret: str) -> Recording:
     from bench.harness import thread_put
     from bench.harness.clients import lookup_event, save_event, states_for
 
-    calls: list[dict[str, Any]] = []
-    sent: list[bytes] = []
-
-    def keep_request(request: Any, **_: Any) -> None:
-        body = request.body
-        sent.append(body if isinstance(body, bytes) else str(body or "").encode("utf-8"))
-
-    def keep(http_response: Any, model: Any, **_: Any) -> None:
-        calls.append(
-            {
-                "operation": named(model.name, sent[-1] if sent else b""),
-                "request": sent.pop().decode("utf-8") if sent else "",
-                "status": http_response.status_code,
-                "headers": {k.lower(): v for k, v in http_response.headers.items()},
-                "body": base64.b64encode(http_response.content).decode("ascii"),
-            }
-        )
-
-    botocore.handlers.BUILTIN_HANDLERS.append(("before-send.dynamodb", keep_request))
-    botocore.handlers.BUILTIN_HANDLERS.append(("after-call.dynamodb", keep))
+    recorder = Recorder()
+    recorder.install(botocore.handlers.BUILTIN_HANDLERS)
     os.environ["BATON_TABLE_NAME"] = table
     os.environ["BATON_AWS_ENDPOINT_URL"] = endpoint
     from baton_checkpoints.handlers.api import handler
@@ -109,7 +94,7 @@ def record(endpoint: str, table: str, secret: str) -> Recording:
         answer = handler(event, None)
         if answer["statusCode"] not in expected:
             raise RuntimeError(f"recording {name}: {answer['statusCode']} {str(answer.get('body'))[:500]}")
-        requests[name], calls[:] = list(calls), []
+        requests[name] = recorder.take()
 
     for size in SIZES:
         first, second = states_for(size)
@@ -119,9 +104,9 @@ def record(endpoint: str, table: str, secret: str) -> Recording:
             handle(f"{size}/read", lookup_event(secret, subject(size), f"record-{size}-read"), (200,))
         client, _, read = next(call for call in reversed(made) if call[1] == "GetItem")
         item = client.get_item(TableName=table, Key=read["Key"], ConsistentRead=True)["Item"]
-        calls[:] = []
+        recorder.take()
         client.update_item(**bare_update(table, read["Key"], item))
-        requests[f"{size}/update-item"], calls[:] = list(calls), []
+        requests[f"{size}/update-item"] = recorder.take()
     for name, body in refusal_bodies().items():
         event = save_event(secret, REFUSAL_SUBJECT, {}, f"record-{name}")
         event["body"] = body
@@ -136,8 +121,45 @@ def record(endpoint: str, table: str, secret: str) -> Recording:
         client = made[-1][0]
         item = thread_put.one_item([(operation, params) for _, operation, params in made])
         client.put_item(TableName=table, Item=item)
-        requests[thread_name(size, "put-item")], calls[:] = list(calls), []
+        requests[thread_name(size, "put-item")] = recorder.take()
     return {"secret": secret, "table": table, "requests": requests}
+
+
+class Recorder:
+    """Keeps every request's body and the raw HTTP answer of each call a botocore client made (`install`): the
+    calls a `Replay` answers with later. Installed through `botocore.handlers.BUILTIN_HANDLERS`, so every session
+    created afterwards records (Baton's client, a LangGraph saver's, `peer_puts.py`)."""
+
+    def __init__(self) -> None:
+        self.calls: list[dict[str, Any]] = []
+        self._sent: list[bytes] = []
+
+    def install(self, handlers: list[tuple[str, Any]], services: tuple[str, ...] = ("dynamodb",)) -> None:
+        """Record the calls of `services` of every botocore session created from now on."""
+        for service in services:
+            handlers.append((f"before-send.{service}", self._request))
+            handlers.append((f"after-call.{service}", self._answer))
+
+    def take(self) -> list[dict[str, Any]]:
+        """The calls recorded since the last take."""
+        calls, self.calls = self.calls, []
+        return calls
+
+    def _request(self, request: Any, **_: Any) -> None:
+        body = request.body
+        self._sent.append(body if isinstance(body, bytes) else str(body or "").encode("utf-8"))
+
+    def _answer(self, http_response: Any, model: Any, **_: Any) -> None:
+        sent = self._sent.pop() if self._sent else b""
+        self.calls.append(
+            {
+                "operation": named(model.name, sent),
+                "request": sent.decode("utf-8"),
+                "status": http_response.status_code,
+                "headers": {k.lower(): v for k, v in http_response.headers.items()},
+                "body": base64.b64encode(http_response.content).decode("ascii"),
+            }
+        )
 
 
 def bare_update(table: str, key: dict[str, Any], item: dict[str, Any]) -> dict[str, Any]:

@@ -14,13 +14,19 @@ value's own item first).
 
 `one_item` is the baseline's item: everything a put wrote, in one item, as a saver that stores a checkpoint in one
 PutItem would write it.
+
+`captured_put` keeps LangGraph's own arguments to that put (config, checkpoint, metadata, new versions) and
+`put_args` re-aims them at a thread and a parent: what `peer_puts.py` hands `BatonSaver.put` and each peer's `put`
+(it imports nothing of Baton, so the peers' environments use it too).
 """
 
 from __future__ import annotations
 
 import base64
 import copy
+import hashlib
 import json
+import random
 import re
 from dataclasses import dataclass
 from functools import cache
@@ -30,6 +36,7 @@ from bench.paths import REPO
 
 if TYPE_CHECKING:
     from langchain_core.runnables import RunnableConfig
+    from langgraph.checkpoint.base import ChannelVersions, Checkpoint, CheckpointMetadata
 
 SIZES = (6_000, 34_000)
 """Bytes of the conversation (`messages`, canonical JSON) at the measured step: the LangGraph budgets' 6 and 34 KB."""
@@ -54,11 +61,14 @@ class GraphStep:
 
 
 @cache
-def graph_step(size: int) -> GraphStep:
-    """The put of step `STEP` of `langgraph_steps.py`'s graph run from its seeded `size`-byte conversation."""
+def captured_put(size: int) -> tuple[RunnableConfig, Checkpoint, CheckpointMetadata, ChannelVersions]:
+    """The arguments LangGraph gave `put` at step `STEP` of `langgraph_steps.py`'s graph run on its in-memory saver
+    from its seeded `size`-byte conversation: config, checkpoint, metadata, new versions (kept by a copy; shared
+    by every caller, never to be changed). The channel versions' random part (LangGraph's `get_next_version`) is
+    drawn from a generator seeded here, so every process, in any environment, captures the same values; only the
+    checkpoint's id and time differ. Imports nothing of Baton: the peers' environments capture it too."""
     from langgraph.checkpoint.memory import InMemorySaver
 
-    from baton_checkpoints.langgraph.threads import put_body
     from bench.harness import langgraph_steps
 
     puts: list[tuple[Any, ...]] = []
@@ -72,18 +82,62 @@ def graph_step(size: int) -> GraphStep:
 
     saver = Capturing()
     graph = langgraph_steps.build_graph(langgraph_steps.QUICK_TURNS, saver)
-    graph.invoke(langgraph_steps.first_input(size), {"configurable": {"thread_id": f"capture-{size}"}})
+    kept = random.getstate()
+    random.seed(f"{langgraph_steps.SEED}/capture/{size}")
+    try:
+        graph.invoke(langgraph_steps.first_input(size), {"configurable": {"thread_id": f"capture-{size}"}})
+    finally:
+        random.setstate(kept)
     config, checkpoint, metadata, new_versions = next(p for p in puts if p[2].get("step") == STEP)
     if "messages" not in new_versions:
         raise RuntimeError(f"the graph's step {STEP} no longer writes messages: choose another step")
+    return config, checkpoint, metadata, new_versions
+
+
+def put_args(
+    size: int, thread: str, parent: str | None, clock_seq: int
+) -> tuple[RunnableConfig, Checkpoint, CheckpointMetadata, ChannelVersions]:
+    """`captured_put(size)` re-aimed: on `thread`, a child of the checkpoint `parent` (none: the thread's first),
+    a new checkpoint id (`uuid6` with `clock_seq`, later than every id made before it). The checkpoint is a new
+    dict sharing the captured values (as LangGraph's checkpoints of successive steps share their messages)."""
+    from langgraph.checkpoint.base.id import uuid6
+
+    config, checkpoint, metadata, new_versions = captured_put(size)
+    configurable = {**config["configurable"], "thread_id": thread}
+    if parent is None:
+        configurable.pop("checkpoint_id", None)
+    else:
+        configurable["checkpoint_id"] = parent
+    aimed: RunnableConfig = {**config, "configurable": configurable}
+    return aimed, {**checkpoint, "id": str(uuid6(clock_seq=clock_seq))}, metadata, new_versions
+
+
+def fingerprint(size: int) -> str:
+    """A digest of what `captured_put(size)` puts but its id and time: equal in every process that captured the
+    same step (`peer_puts.py` checks that every side puts the same checkpoint)."""
+    _, checkpoint, metadata, new_versions = captured_put(size)
+    kept = {k: v for k, v in checkpoint.items() if k not in ("id", "ts")}
+    text = json.dumps([kept, metadata, new_versions], sort_keys=True, default=repr)
+    return hashlib.sha256(text.encode("utf-8")).hexdigest()
+
+
+@cache
+def graph_step(size: int) -> GraphStep:
+    """The put of step `STEP` of `langgraph_steps.py`'s graph run from its seeded `size`-byte conversation."""
+    from langgraph.checkpoint.memory import InMemorySaver
+
+    from baton_checkpoints.langgraph.threads import put_body
+
+    config, checkpoint, metadata, new_versions = captured_put(size)
+    serde = InMemorySaver().serde
     root_config: RunnableConfig = {
         "configurable": {k: v for k, v in config["configurable"].items() if k != "checkpoint_id"}
     }
     every = dict(checkpoint["channel_versions"])
     return GraphStep(
         size=size,
-        root=put_body(root_config, checkpoint, metadata, every, saver.serde),
-        step=put_body(config, checkpoint, metadata, new_versions, saver.serde),
+        root=put_body(root_config, checkpoint, metadata, every, serde),
+        step=put_body(config, checkpoint, metadata, new_versions, serde),
     )
 
 

@@ -14,7 +14,7 @@ from datetime import datetime
 from typing import Any
 
 from bench.billing import prices
-from bench.harness import coldstart, replay, warm
+from bench.harness import coldstart, peer_puts, replay, warm
 from bench.harness.sidebyside import size_label
 
 READS = ("GetItem", "Query", "Scan", "BatchGetItem", "TransactGetItems")
@@ -319,6 +319,7 @@ def verdicts(
     warm_figures: warm.WarmFigures | None,
     recording: dict[str, Any] | None,
     steady: dict[str, Any] | None = None,
+    peer_figures: peer_puts.PeerPutFigures | None = None,
 ) -> list[Verdict]:
     """Every budget of performance.md, judged on this run's figures."""
     found: list[Verdict] = []
@@ -427,6 +428,7 @@ def verdicts(
         )
         found += _against_botocore(warm_figures)
         found += _thread_puts(warm_figures)
+    found += _peer_puts(peer_figures, warm_figures)
     if cold is not None:
         for samples in cold.targets:
             budget = samples.budget or 0.0
@@ -645,6 +647,176 @@ def _thread_puts(warm_figures: warm.WarmFigures) -> list[Verdict]:
     return found
 
 
+PEER_PUT_FIGURE = "own CPU of a LangGraph put, Baton's handler + `BatonSaver.put`, against a peer's `put`"
+PEER_PUT_BUDGET = (
+    f"≤ {peer_puts.BUDGET_RATIO:g} × the peer's `put` of the same checkpoint (AWS stubbed alike, medians, interleaved "
+    "rounds)"
+)
+
+
+def _peer_puts(peer_figures: peer_puts.PeerPutFigures | None, warm_figures: warm.WarmFigures | None) -> list[Verdict]:
+    """Baton's whole put (handler + client) against each judged peer's `put`, per conversation size."""
+    if peer_figures is None:
+        return [
+            Verdict(
+                PEER_PUT_FIGURE, PEER_PUT_BUDGET, "not measured in this run (see the oddities)", "not measured here"
+            )
+        ]
+    found = []
+    for size in peer_figures.sizes:
+        for peer in peer_puts.JUDGED:
+            label = peer_figures.labels.get(peer, peer)
+            figure = f"{PEER_PUT_FIGURE}: a graph step at a {size.size // 1000} KB conversation, against {label}"
+            if peer not in size.peers:
+                why = peer_figures.missing.get(peer, "not in this run's figures")
+                found.append(Verdict(figure, PEER_PUT_BUDGET, f"{label} not measured: {why}", "not measured here"))
+                continue
+            ratio = size.ratio(peer)
+            found.append(
+                Verdict(
+                    figure,
+                    PEER_PUT_BUDGET,
+                    f"{ratio:.2f}× (Baton {size.baton_ms:.3f} ms = handler {size.handler.median_ms:.3f} ms + client "
+                    f"{size.client.median_ms:.3f} ms, against {size.peers[peer].median_ms:.3f} ms CPU; medians of "
+                    f"{size.handler.puts} puts each; requests per put, asserted: Baton's handler "
+                    f"{' + '.join(size.baton_requests)}, the peer {' + '.join(size.peer_requests[peer])})",
+                    {True: "met", False: "missed"}[ratio <= peer_puts.BUDGET_RATIO],
+                    _peer_put_reason(size, peer, label, warm_figures),
+                )
+            )
+    return found
+
+
+def _thread_put_of(warm_figures: warm.WarmFigures | None, size: int) -> warm.ThreadPutFigures | None:
+    """The thread-put figures of a conversation size, if this run measured them."""
+    if warm_figures is None:
+        return None
+    return next((put for put in warm_figures.threads if put.size == size), None)
+
+
+def _peer_put_reason(size: peer_puts.SizeFigures, peer: str, label: str, warm_figures: warm.WarmFigures | None) -> str:
+    """Why Baton's whole put misses against a peer's: the split this run measured, and where Baton's time goes."""
+    theirs = size.peers[peer].median_ms
+    handler, client = size.handler.median_ms, size.client.median_ms
+    text = (
+        f"Measured in this run: Baton's put costs {size.baton_ms:.3f} ms of CPU against {theirs:.3f} ms for {label}'s "
+        f"`put` ({' + '.join(size.peer_requests[peer])}: unconditional writes of the whole checkpoint as LangGraph's "
+        f"serializer packs it, straight from the agent's process), {size.baton_ms - theirs:.3f} ms more where the "
+        "budget allows none. The "
+        f"handler alone is {handler / theirs:.2f}× the peer's whole put ({handler:.3f} ms), `BatonSaver.put` in the "
+        f"agent's process {client / theirs:.2f}× ({client:.3f} ms). "
+    )
+    thread = _thread_put_of(warm_figures, size.size)
+    if thread is not None:
+        text += (
+            f"The handler's own DynamoDB requests ({' + '.join(thread.requests)}), made alone on its client, take "
+            f"{thread.requests_alone_ms:.3f} ms ({thread.requests_alone_ms / theirs:.2f}× the peer's put) and its "
+            f"floor (the strict parse, validation, packing and the same requests, none of the pipeline) "
+            f"{thread.floor_ms:.3f} ms ({thread.floor_ms / theirs:.2f}×): see the thread put's own budget. "
+        )
+    return (
+        text
+        + "Where the handler's time goes (cProfile, own time by package, scaled to its median; the profiler inflates "
+        f"code made of many small Python calls, botocore's above all): {_where_it_goes(size.handler_profile, handler)}"
+        f". Where the client's goes: {_where_it_goes(size.client_profile, client)}."
+    )
+
+
+def _peer_put_section(figures: peer_puts.PeerPutFigures, warm_figures: warm.WarmFigures | None) -> list[str]:
+    """The LangGraph put against the peers' `put`, side by side, and where Baton's CPU goes."""
+    versions = "; ".join(
+        f"{figures.labels.get(name, name)}: "
+        + ", ".join(f"`{package}` {version}" for package, version in found.items())
+        for name, found in figures.versions.items()
+    )
+    lines = [
+        "## The LangGraph put against the peers' `put`",
+        "",
+        "One graph step's checkpoint, as LangGraph hands it to `put` (the checkpoint `tools` ends in "
+        "`bench/harness/langgraph_steps.py`'s graph, captured on LangGraph's in-memory saver, the same one the "
+        "thread put above sends; every side captures it in its own process and the run fails unless all put the "
+        "same), put by Baton and by each peer, each a child of the put before it; CPU time (`time.process_time`) of "
+        "each side's own process around the one call (`bench/harness/peer_puts.py`). Baton's put is both its halves: "
+        "`BatonSaver.put` in the agent's process (LangGraph's serializer, the body, the SDK's retry core, httpx's "
+        "request and the answer's parse), its HTTP exchange stubbed at httpx's transport, which answers with the "
+        "handler's answer to an earlier put of the step (the connection, TLS and HTTP framing left out, as they are "
+        "on the peers' side); then the api handler on the event of the very body the client sent, in the thread "
+        "put's steady state, DynamoDB answered by the replay of what moto answered to Baton. Each peer: its saver "
+        "with the options the graph steps give it (the aws saver with its S3 offload, unused at these sizes), every "
+        "DynamoDB and S3 request answered at botocore's `before-send` by the replay of what moto answered to the "
+        "same saver's put of the same step, recorded in the same run; no moto work in any timed region. Every timed "
+        "put's requests are counted (botocore `before-call`) and asserted. Each side in its own process and "
+        f"environment, interleaved: {figures.rounds} rounds, in each every process makes {figures.batch} puts "
+        "(Baton: the client's, then the handler's of the same bodies) in an order that rotates every round, after "
+        "one discarded batch each. Medians over every round; Baton's whole put is the sum of its halves' medians. "
+        "(The handler's median here comes from puts made back to back, as each peer's are; the thread put above "
+        "alternates each put with its baselines, which cools its caches: the two differ by that.)",
+        "",
+        f"Versions: {versions}.",
+        "",
+        "| conversation | side | CPU per put (median) | p90 | puts | requests per put (asserted) | Baton / this side |",
+        "|---|---|---|---|---|---|---|",
+    ]
+    for size in figures.sizes:
+        conversation = f"{size.size // 1000} KB (`messages` {size.messages_bytes:,} B, body {size.body_bytes:,} B)"
+        keys = f" ({size.key_reads} also read the API key)" if size.key_reads else ""
+        rows: list[tuple[str, float, peer_puts.Timing | None, str, str]] = [
+            ("Baton: api handler", size.handler.median_ms, size.handler, " + ".join(size.baton_requests) + keys, ""),
+            ("Baton: `BatonSaver.put` (client side)", size.client.median_ms, size.client, "none (HTTP stubbed)", ""),
+            ("**Baton: the whole put**", size.baton_ms, None, "", ""),
+        ]
+        for peer, timing in size.peers.items():
+            ratio = size.ratio(peer)
+            judged = peer in peer_puts.JUDGED
+            mark = ("✅" if ratio <= peer_puts.BUDGET_RATIO else "❌") if judged else "(not judged: an option)"
+            rows.append(
+                (
+                    f"{figures.labels.get(peer, peer)} `put`",
+                    timing.median_ms,
+                    timing,
+                    " + ".join(size.peer_requests[peer]),
+                    f"{ratio:.2f}× {mark}",
+                )
+            )
+        for side, median, spread, requests, ratio_text in rows:
+            p90 = f"{spread.p90_ms:.3f} ms" if spread else "—"
+            puts = str(spread.puts) if spread else "—"
+            lines.append(
+                f"| {conversation} | {side} | {median:.3f} ms | {p90} | {puts} | {requests or '—'} | "
+                f"{ratio_text or '—'} |"
+            )
+    if figures.missing:
+        lines += ["", *(f"- {figures.labels.get(n, n)} not measured: {why}" for n, why in figures.missing.items())]
+    for size in figures.sizes:
+        if not size.handler_profile and not size.client_profile:
+            continue
+        handler = _scaled(size.handler_profile, size.handler.median_ms)
+        client = _scaled(size.client_profile, size.client.median_ms)
+        names = sorted(set(handler) | set(client), key=lambda n: handler.get(n, 0.0) + client.get(n, 0.0), reverse=True)
+        lines += [
+            "",
+            f"Where Baton's put at a {size.size // 1000} KB conversation spends its CPU ({peer_puts.PROFILED} puts "
+            "profiled apart from the timed ones; cProfile's own time summed by package, each half's shares scaled to "
+            "its median; the profiler inflates code made of many small Python calls against C code):",
+            "",
+            "| package | api handler ≈ | `BatonSaver.put` ≈ | together ≈ |",
+            "|---|---|---|---|",
+        ]
+        lines += [
+            f"| `{name}` | {handler.get(name, 0.0):.3f} ms | {client.get(name, 0.0):.3f} ms | "
+            f"{handler.get(name, 0.0) + client.get(name, 0.0):.3f} ms |"
+            for name in names[:14]
+        ]
+    lines.append("")
+    return lines
+
+
+def _scaled(profile: list[tuple[str, float]], median_ms: float) -> dict[str, float]:
+    """A cProfile by package with each package's share scaled to the median (ms)."""
+    total = sum(ms for _, ms in profile)
+    return {name: median_ms * ms / total for name, ms in profile} if total else {}
+
+
 def _save_counts(figures: Figures, accepted: list[int], scope: str) -> list[Verdict]:
     """The budgets on what one save and one lookup cost, judged on the sizes Baton accepted."""
     met = {True: "met", False: "missed"}
@@ -794,6 +966,7 @@ def render(
     plot: bool,
     sections: tuple[str, ...] = (),
     steady: dict[str, Any] | None = None,
+    peer_figures: peer_puts.PeerPutFigures | None = None,
 ) -> str:
     """The report as Markdown; `sections` (Markdown, each with its heading) go before the method."""
     lines = [
@@ -818,15 +991,17 @@ def render(
             )
         lines.append("")
     lines += ["## Budgets", "", "| figure | budget | measured | verdict |", "|---|---|---|---|"]
-    for v in verdicts(figures, cold, warm_figures, recording, steady):
+    for v in verdicts(figures, cold, warm_figures, recording, steady, peer_figures):
         mark = {"met": "✅ met", "missed": "❌ **missed**"}.get(v.status, v.status)
         lines.append(f"| {v.figure} | {v.budget} | {v.measured} | {mark} |")
     lines.append("")
-    lines += _misses(verdicts(figures, cold, warm_figures, recording, steady))
+    lines += _misses(verdicts(figures, cold, warm_figures, recording, steady, peer_figures))
     if figures is not None:
         lines += _side_by_side(figures, plot)
     if warm_figures is not None:
         lines += _warm(warm_figures)
+    if peer_figures is not None:
+        lines += _peer_put_section(peer_figures, warm_figures)
     if cold is not None:
         lines += _cold(cold)
     if figures is not None:
