@@ -48,10 +48,12 @@ def from_attr(attr: AttributeValue) -> Any:
     if kind == "S":
         return raw
     if kind == "N":
+        if raw.isdecimal():  # most of Baton's numbers (revisions, sizes, times): no Decimal needed
+            return int(raw)
         number = Decimal(raw)
         return int(number) if number == number.to_integral_value() and "." not in raw else number
     if kind == "B":
-        return bytes(raw)
+        return raw if type(raw) is bytes else bytes(raw)
     if kind == "BOOL":
         return bool(raw)
     if kind == "NULL":

@@ -48,7 +48,7 @@ from baton_checkpoints.domain.checkpoints import (
 from baton_checkpoints.domain.clock import ms_to_seconds
 from baton_checkpoints.domain.leases import Lease, LeaseGrant
 from baton_checkpoints.store import codec, layout, schema
-from baton_checkpoints.store.attributes import Item, from_item, to_attr, to_item
+from baton_checkpoints.store.attributes import Item, from_attr, from_item, to_attr, to_item
 
 REVISION: Final = "rev"
 STATUS: Final = "st"
@@ -437,8 +437,9 @@ def _save_expression(state_attribute: str, ttl_sent: bool, sent: tuple[bool, ...
 
 
 def saved_from_update(plan: SavePlan, attributes: Item) -> Saved:
-    """What a plain save wrote, from the item its UpdateItem returned."""
-    values = from_item(attributes)
+    """What a plain save wrote, from the item its UpdateItem returned (only what the answer needs is read: the item
+    holds the state too)."""
+    values = {name: from_attr(attributes[name]) for name in (schema.GSI1_PK, REVISION, EXPIRES)}
     return Saved(
         checkpoint_id=layout.read_checkpoint_keys("", "", values[schema.GSI1_PK])[4],
         subject_id=plan.key.subject_id,
