@@ -4,10 +4,12 @@ The second target of `coldstart.py` ("without the lean path"). Importing this mo
 `baton_checkpoints.handlers.api` and then, before the import ends (so inside the cold request's clock), everything
 the lean path leaves to the first request that needs it:
 
-* the deferred routers (the thread routes, their models and the thread planner:
-  `BatonResolver.include_router_when_asked`), included as the first /v1/threads request would include them
+* the deferred routers (every family's but the checkpoints': keys, blobs, history, leases, resume, threads with
+  their models and the thread planner, MCP, OAuth, tenants, usage, audit, the console;
+  `BatonResolver.include_router_when_asked`), included as their first requests would include them
   (`include_deferred_routers()`);
-* the thread store (`baton_checkpoints.store.threads`, which `Services.threads` builds on first use);
+* the repositories `Services` makes on first use (`LAZY_STORES`: blobs, history, leases, the purger, the audit
+  trail, threads);
 * powertools' whole `event_handler` package, as its own `__init__.py` loads it: every module it imports its
   re-exports from (AppSync, AppSync events, Bedrock agents, VPC Lattice, ... and asyncio with them), named by
   `baton_checkpoints.api.lazy_event_handler.exports` from that very file.
@@ -30,7 +32,11 @@ from baton_checkpoints.handlers.api import handler
 
 __all__ = ["handler", "loaded"]
 
-THREAD_STORE = "baton_checkpoints.store.threads"
+LAZY_STORES = tuple(
+    f"baton_checkpoints.store.{name}" for name in ("blobs", "history", "leases", "purge", "audit", "threads")
+)
+"""The modules of the repositories `Services` makes on their first use (OAuth's was made lazily before the lean path
+began, and stays out)."""
 
 
 def powertools_modules() -> list[str]:
@@ -43,11 +49,11 @@ def powertools_modules() -> list[str]:
 
 
 def load_what_the_lean_path_defers() -> list[str]:
-    """Include the deferred routers, import the thread store and powertools' whole event handler; the modules
-    imported, in order."""
+    """Include the deferred routers, import the repositories' modules and powertools' whole event handler; the
+    modules imported, in order."""
     deferred = app.deferred_routers()
     app.include_deferred_routers()
-    modules = [*deferred, THREAD_STORE, *powertools_modules()]
+    modules = [*deferred, *LAZY_STORES, *powertools_modules()]
     for module in modules[len(deferred) :]:
         importlib.import_module(module)
     gc.freeze()

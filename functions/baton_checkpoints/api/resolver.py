@@ -15,10 +15,11 @@ with `Wired` from `api/services.py`), which powertools' `Depends` fills in.
 
 import functools
 import importlib
+import re
 import threading
 import typing
 import uuid
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, replace
 from typing import Annotated, Any, Final
 
@@ -162,6 +163,14 @@ def _holds(path: str, prefix: str) -> bool:
     return prefix in path
 
 
+def _asking_for(prefixes: Iterable[str]) -> re.Pattern[str]:
+    """A pattern that finds what `_holds` would, for any of `prefixes`, in one search."""
+    alternatives = [
+        r"\A[^/]*(?:/[^/]*)?/*\Z" if prefix == API_ROOT else re.escape(prefix) for prefix in dict.fromkeys(prefixes)
+    ]
+    return re.compile("|".join(alternatives) or r"(?!)")
+
+
 def _kinds(params: Sequence[Any]) -> tuple[tuple[Any, ...], tuple[Any, ...]]:
     """The parameters powertools' `_normalize_multi_params` treats as scalars, and those it treats as models."""
     scalars = tuple(param for param in params if is_scalar_field(param))
@@ -188,12 +197,16 @@ class BatonResolver(APIGatewayHttpResolver):
         self._deferred: list[tuple[str, tuple[str, ...]]] = []
         """Routers not imported yet: each module's name and the path prefixes its routes answer."""
         self._deferred_lock = threading.Lock()
+        self._deferred_asked = _asking_for(())
+        """Matches a path that may be for a deferred router's route: one search per request instead of a test of
+        each prefix."""
 
     def include_router_when_asked(self, module: str, *prefixes: str) -> None:
         """Include the router of `module` when the first request whose path holds one of `prefixes` arrives
         (or the OpenAPI document is asked for, or SnapStart prepares): its module, and the models and modules it
         imports, stay off the cold start of every other route. Its routes answer exactly as if included now."""
         self._deferred.append((module, prefixes))
+        self._deferred_asked = _asking_for(prefix for _, known in self._deferred for prefix in known)
 
     def deferred_routers(self) -> list[str]:
         """The modules of the routers not included yet."""
@@ -201,7 +214,7 @@ class BatonResolver(APIGatewayHttpResolver):
 
     def include_deferred_routers(self, path: str | None = None) -> None:
         """Include the deferred routers whose prefixes `path` holds (None: all of them)."""
-        if not self._deferred:
+        if not self._deferred or (path is not None and not self._deferred_asked.search(path)):
             return
         with self._deferred_lock:
             for entry in list(self._deferred):
@@ -209,6 +222,7 @@ class BatonResolver(APIGatewayHttpResolver):
                 if path is None or any(_holds(path, prefix) for prefix in prefixes):
                     self.include_router(importlib.import_module(module).router)
                     self._deferred.remove(entry)
+            self._deferred_asked = _asking_for(prefix for _, prefixes in self._deferred for prefix in prefixes)
 
     def resolve(self, event: Mapping[str, Any], context: Any) -> dict[str, Any]:
         """Resolve one event; `last_call` then tells who asked what, however far the request got.
