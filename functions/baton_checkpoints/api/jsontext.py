@@ -23,10 +23,11 @@ def model_json(model: BaseModel) -> str:
     return model.model_dump_json(exclude_unset=True)
 
 
-def record_json(summary: BaseModel, state_text: bytes) -> str:
-    """A checkpoint record as compact JSON: its summary's fields, then `state` written as the canonical JSON the
-    store holds, spliced in as it is (parsing a 2 MB state only to serialize it again cost ~25 ms a read)."""
-    summary_json = model_json(summary)
+def record_json(summary: BaseModel | str, state_text: bytes) -> str:
+    """A checkpoint record as compact JSON: its summary's fields (a model, or already written as JSON), then `state`
+    written as the canonical JSON the store holds, spliced in as it is (parsing a 2 MB state only to serialize it
+    again cost ~25 ms a read)."""
+    summary_json = summary if isinstance(summary, str) else model_json(summary)
     if not summary_json.endswith("}"):
         raise ValueError("a record's summary must be a JSON object")
     return f'{summary_json[:-1]},"state":{state_text.decode("utf-8")}}}'

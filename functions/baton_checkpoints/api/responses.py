@@ -15,12 +15,15 @@ JSON = "application/json"
 T = TypeVar("T")
 
 
-def ok(data: BaseModel, request_id: str, status: int = 200, headers: dict[str, str] | None = None) -> Response[str]:
-    """A success envelope."""
+def ok(
+    data: BaseModel | str, request_id: str, status: int = 200, headers: dict[str, str] | None = None
+) -> Response[str]:
+    """A success envelope (`data`: a response model, or one already written as JSON)."""
+    text = data if isinstance(data, str) else model_json(data)
     return Response(
         status_code=status,
         content_type=JSON,
-        body=f'{{"data":{model_json(data)},"meta":{dumps({"request_id": request_id})}}}',
+        body=f'{{"data":{text},"meta":{dumps({"request_id": request_id})}}}',
         headers=headers or {},
     )
 
@@ -35,9 +38,10 @@ def plain(data: Any, request_id: str, next_cursor: Any = ...) -> Response[str]:
 
 
 def record(
-    summary: BaseModel, state_text: bytes, request_id: str, headers: dict[str, str] | None = None
+    summary: BaseModel | str, state_text: bytes, request_id: str, headers: dict[str, str] | None = None
 ) -> Response[str]:
-    """A success envelope of a checkpoint record (`record_json`)."""
+    """A success envelope of a checkpoint record (`record_json`; `summary` a model, or one already written as
+    JSON)."""
     return Response(
         status_code=200,
         content_type=JSON,

@@ -26,7 +26,7 @@ from baton_checkpoints.api.paths import (
     checkpoint_id_from_path,
     subject_from_path,
 )
-from baton_checkpoints.api.records import record_summary
+from baton_checkpoints.api.records import record_summary_json, save_result_json
 from baton_checkpoints.api.resolver import CurrentCall, Wired, context_of, needs
 from baton_checkpoints.api.responses import fitted_page, not_modified, ok, record
 from baton_checkpoints.api.routers.leases import lease_token_of
@@ -136,7 +136,7 @@ def _record_response(context: Context, found: Checkpoint, if_none_match: str | N
         raise ValueError("checkpoint was loaded without its state")
     # The record is the summary's fields and the state (`CheckpointRecord`, as the OpenAPI document describes it),
     # the state written as the canonical JSON the store holds.
-    summary = record_summary(found, context.services, context.now_ms)
+    summary = record_summary_json(found, context.services, context.now_ms)
     return record(summary, found.state_text, context.request_id, headers={"ETag": found.etag})
 
 
@@ -176,7 +176,7 @@ def save_checkpoint(
     if outcome.replayed:
         headers["Idempotent-Replayed"] = "true"
     status = 200 if outcome.saved.updated else 201
-    return ok(SaveResult.of(outcome.saved), call.request_id, status=status, headers=headers)
+    return ok(save_result_json(outcome.saved), call.request_id, status=status, headers=headers)
 
 
 @router.get(
