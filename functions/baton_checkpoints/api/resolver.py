@@ -477,12 +477,14 @@ class BatonResolver(APIGatewayHttpResolver):
             raise UnsupportedMediaType(content_type, expected)
         # Media types are case-insensitive (RFC 9110); powertools' body validation compares them case-sensitively,
         # so what the gate accepted is handed on in the one spelling it knows.
-        raw_headers = self.current_event.raw_event.get("headers") or {}
-        for name in [n for n in raw_headers if n.lower() == "content-type"]:
-            raw_headers[name] = expected
+        if content_type != expected:
+            raw_headers = self.current_event.raw_event.get("headers") or {}
+            for name in [n for n in raw_headers if n.lower() == "content-type"]:
+                raw_headers[name] = expected
         try:
             raw = event.decoded_body or ""
-            size = len(raw.encode("utf-8")) if isinstance(raw, str) else len(raw)
+            # (an ASCII body has as many bytes as characters; encoding another is where a lone surrogate fails)
+            size = len(raw) if not isinstance(raw, str) or raw.isascii() else len(raw.encode("utf-8"))
         except (UnicodeError, ValueError):  # not UTF-8, or text UTF-8 cannot carry (a lone surrogate)
             raise ValidationFailed.single("", "The body is not valid UTF-8 JSON.") from None
         if size > limits.MAX_BODY_BYTES:

@@ -47,7 +47,10 @@ def within_quota(limiter: RateLimiter, plan: SavePlan) -> SavePlan:
     learnt its usage: a save stores its state's bytes, and may create a checkpoint unless it writes one by id."""
     tenant_id = plan.key.tenant_id
     creates = limiter.quota_refusal(tenant_id, 0, creates=1) if plan.only_checkpoint is None else None
-    return replace(plan, over_quota=limiter.quota_refusal(tenant_id, plan.state.size), create_refused=creates)
+    over = limiter.quota_refusal(tenant_id, plan.state.size)
+    if over is plan.over_quota and creates is plan.create_refused:
+        return plan  # (within both quotas, as nearly every save is: nothing to change)
+    return replace(plan, over_quota=over, create_refused=creates)
 
 
 @operation("checkpoints:read")
