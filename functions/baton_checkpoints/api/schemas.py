@@ -5,7 +5,9 @@ build them with `of(...)` from what the domain hands back (`model_construct`: th
 they are not validated again on the way out) and `baton_checkpoints.api.responses` serializes them.
 """
 
-from __future__ import annotations
+# No `from __future__ import annotations` here: pydantic would evaluate every field's annotation from its string when
+# each class is created (about a fifth of the time the import spends creating these classes); without it Python builds
+# them as it runs the class body. A method's annotation that names its own class is quoted.
 
 import json
 from dataclasses import asdict
@@ -44,7 +46,12 @@ StateBytes = Annotated[int, Field(ge=1, le=limits.MAX_STATE_BYTES)]
 
 
 class ResponseModel(BaseModel):
-    """Base of response documentation: no field beyond those listed."""
+    """Base of response documentation: no field beyond those listed.
+
+    Each model's validator and serializer are built by its first use (`defer_build`): the routes build answers with
+    `model_construct`, so a model is built when an answer is first serialized, or when the OpenAPI document is
+    generated (powertools' `TypeAdapter`s of the documented responses defer too). Importing a router builds only the
+    unparametrized generic envelopes: pydantic builds `DataEnvelope` when `DataEnvelope[X]` is first made."""
 
     model_config = ConfigDict(extra="forbid", defer_build=True)
 
@@ -105,7 +112,7 @@ class SaveResult(ResponseModel):
     updated: bool
 
     @classmethod
-    def of(cls, saved: Saved) -> SaveResult:
+    def of(cls, saved: Saved) -> "SaveResult":
         """What a save answers, from what it wrote."""
         return cls.model_construct(
             checkpoint_id=saved.checkpoint_id,
@@ -231,7 +238,7 @@ class CheckpointRecord(CheckpointSummary):
     state: Annotated[Any, Field(description="The state as saved: any JSON value except null.")]
 
     @classmethod
-    def of_record(cls, cp: Checkpoint) -> CheckpointRecord:
+    def of_record(cls, cp: Checkpoint) -> "CheckpointRecord":
         """A checkpoint with its state parsed (it must have been read with its state)."""
         if cp.state_text is None:
             raise ValueError("checkpoint was loaded without its state")
@@ -331,7 +338,7 @@ class GrantInfo(ResponseModel):
     expires_at: Annotated[Time, Field(description="When it lapses unless refreshed (each refresh extends it)")]
 
     @classmethod
-    def of(cls, grant: Any) -> GrantInfo:
+    def of(cls, grant: Any) -> "GrantInfo":
         """A grant (`baton_checkpoints.domain.oauth.Grant`) as listed."""
         approval = grant.approval
         return cls.model_construct(
@@ -416,7 +423,7 @@ class BlobInfo(BlobFacts):
     download_expires_at: Time
 
     @classmethod
-    def of(cls, blob: Blob, download: Presigned) -> BlobInfo:
+    def of(cls, blob: Blob, download: Presigned) -> "BlobInfo":
         """A blob and its download URL."""
         return cls.model_construct(
             **cls.facts(blob), download_url=download.url, download_expires_at=format_ms(download.expires_ms)
@@ -429,7 +436,7 @@ class CreatedBlob(BlobFacts):
     upload: BlobUpload
 
     @classmethod
-    def of(cls, blob: Blob, upload: Presigned) -> CreatedBlob:
+    def of(cls, blob: Blob, upload: Presigned) -> "CreatedBlob":
         """A declared blob and its upload."""
         return cls.model_construct(
             **cls.facts(blob),
@@ -459,7 +466,7 @@ class TenantLimits(ResponseModel):
     effective: EffectiveLimits
 
     @classmethod
-    def of(cls, tenant_id: str, settings: Settings, defaults: Limits) -> TenantLimits:
+    def of(cls, tenant_id: str, settings: Settings, defaults: Limits) -> "TenantLimits":
         """The answer for a tenant's settings over the stage's defaults."""
         effective = EffectiveLimits.model_construct(**asdict(settings.over(defaults)))
         return cls.model_construct(tenant_id=tenant_id, **asdict(settings), effective=effective)
@@ -492,7 +499,7 @@ class UsageCounts(ResponseModel):
     s3: S3Usage
 
     @classmethod
-    def of(cls, counts: Counts) -> UsageCounts:
+    def of(cls, counts: Counts) -> "UsageCounts":
         """The figures of `counts`."""
         return cls.model_construct(
             requests=dict(sorted(counts.requests.items())),
@@ -524,7 +531,7 @@ class TenantUsage(ResponseModel):
     totals: UsageCounts
 
     @classmethod
-    def of(cls, tenant_id: str, days: list[Day]) -> TenantUsage:
+    def of(cls, tenant_id: str, days: list[Day]) -> "TenantUsage":
         """The answer for `days` (in order, with their levels)."""
         total = Counts()
         for day in days:

@@ -170,11 +170,13 @@ def plan_save(
         canonical = CanonicalState(text=text, sha256="")
     else:
         canonical = CanonicalState(text=text, sha256=hashlib.sha256(text).hexdigest())
-    resources = [ref.model_dump() for ref in request.resources]
+    # Their fields as they are (scalars each: what `model_dump()` gives), read without building the models'
+    # serializers, which nothing else uses (`RequestModel` builds them on first use).
+    resources = [dict(ref) for ref in request.resources]
     _check_unique(resources)
     source = None
     if request.source is not None:
-        source = {k: v for k, v in request.source.model_dump().items() if v is not None} or None
+        source = {k: v for k, v in request.source if v is not None} or None
     return SavePlan(
         key=CheckpointKey(tenant_id, request.subject_id, agent_id, request.kind),
         state=canonical,

@@ -4,7 +4,8 @@ Requests are strict (no type coercion: `"60"` is not an integer) and closed (unk
 that a typo or a wrong type never passes silently.
 """
 
-from __future__ import annotations
+# No `from __future__ import annotations` here, as in `api/schemas.py`: pydantic would evaluate every field's
+# annotation from its string when each class is created.
 
 import re
 from dataclasses import dataclass
@@ -63,9 +64,14 @@ MAX_REPR_CHARS: Final = 100
 
 
 class RequestModel(BaseModel):
-    """Base of request bodies: strict types, unknown fields rejected."""
+    """Base of request bodies: strict types, unknown fields rejected.
 
-    model_config = ConfigDict(strict=True, extra="forbid")
+    Each model's validator and serializer are built by its first use (`defer_build`, which subclasses inherit), not
+    by the import: a container's first save builds the save's body and nothing of the other routes' bodies, a
+    lookup none at all. (Powertools validates a route's body with a `TypeAdapter` of its own, which builds the
+    body's schema once for itself: building the model too, at import, was work no request used.)"""
+
+    model_config = ConfigDict(strict=True, extra="forbid", defer_build=True)
 
     def __repr_args__(self) -> Any:
         """Field values in a repr, short: powertools formats the route's arguments into a debug message on every
@@ -134,6 +140,8 @@ class SaveCheckpointRequest(RequestModel):
     expected_revision: Annotated[int, Field(ge=0, le=limits.MAX_SAFE_INTEGER)] | None = None
     status: Status | None = None
     format: Annotated[str, StringConstraints(min_length=1, max_length=limits.MAX_FORMAT_CHARS)] | None = None
+    # An empty list by a lambda, not `list`: building the model, pydantic reads its factory's signature, and reading
+    # a builtin's has `inspect` compile `tokenize`'s patterns (~2 ms of a container's first save).
     resources: Annotated[
         list[ResourceRef],
         Field(
@@ -143,7 +151,7 @@ class SaveCheckpointRequest(RequestModel):
                 "type it was declared with; names and blob ids unique. A blob belongs to one checkpoint."
             ),
         ),
-    ] = Field(default_factory=list)
+    ] = Field(default_factory=lambda: [])
     source: Source | None = None
     lease_token: LeaseToken | None = None
     keep_revisions: Annotated[int, Field(ge=limits.MIN_KEEP_REVISIONS, le=limits.MAX_KEEP_REVISIONS)] | None = None
@@ -252,7 +260,8 @@ _PARAMETER = rf" *; *{_TOKEN}=(?:{_TOKEN}|{_QUOTED})"
 MEDIA_TYPE_PATTERN = rf"^{_MEDIA_TOKEN}/{_MEDIA_TOKEN}(?:{_PARAMETER})*$"
 """A MIME type (RFC 6838 names, RFC 9110 parameters in printable ASCII), e.g. `application/pdf` or
 `text/plain; charset=utf-8`: what S3 stores as the object's Content-Type and signs into the upload URL."""
-_MEDIA_TYPE = re.compile(MEDIA_TYPE_PATTERN.removeprefix("^").removesuffix("$"))
+_MEDIA_TYPE = MEDIA_TYPE_PATTERN.removeprefix("^").removesuffix("$")
+"""Compiled by the first blob declared (`re`'s cache keeps it), not by the import."""
 
 
 class CreateBlobRequest(RequestModel):
@@ -287,7 +296,7 @@ class CreateBlobRequest(RequestModel):
     @classmethod
     def _media_type(cls, value: str) -> str:
         # The documented pattern, checked here for a sentence a person can act on (pydantic's would quote the regex).
-        if not _MEDIA_TYPE.fullmatch(value):
+        if not re.fullmatch(_MEDIA_TYPE, value):
             raise ValueError("must be a MIME type such as application/pdf or text/plain; charset=utf-8")
         return value
 

@@ -1,0 +1,128 @@
+"""A cold start builds the models it uses and no others: the api handler's import builds no validator or serializer
+of Baton's request and response models (pydantic's `defer_build`), and a container's first save, then a lookup, build
+only their own models; the bodies and answers of every other route stay unbuilt until a request uses them.
+
+Told by each model's `__pydantic_complete__` (False until pydantic has built its validator and serializer), in a
+fresh interpreter that imports the handler and serves a save and a lookup against in-process moto."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+REPO = Path(__file__).resolve().parents[2]
+
+GENERIC_ORIGINS = {"baton_checkpoints.api.schemas.DataEnvelope", "baton_checkpoints.api.schemas.ListEnvelope"}
+"""Built by a router's import all the same: pydantic builds a generic model when it is first parametrized
+(`DataEnvelope[SaveResult]` in a route's documented responses)."""
+SAVE_MODELS = {
+    "baton_checkpoints.domain.models.SaveCheckpointRequest",
+    "baton_checkpoints.domain.models.Source",
+    "baton_checkpoints.domain.models.ResourceRef",
+    "baton_checkpoints.api.schemas.SaveResult",
+}
+"""What a save may build: its body's models, its answer's."""
+LOOKUP_MODELS = {
+    "baton_checkpoints.api.schemas.CheckpointSummary",
+    "baton_checkpoints.api.schemas.CheckpointRecord",
+    "baton_checkpoints.api.schemas.Resource",
+    "baton_checkpoints.api.schemas.SourceOut",
+    "baton_checkpoints.api.schemas.Lease",
+}
+"""What a lookup may build: its answer's models."""
+OTHER_ROUTES = {
+    "baton_checkpoints.domain.models.RestoreRequest",
+    "baton_checkpoints.domain.models.AcquireLeaseRequest",
+    "baton_checkpoints.domain.models.CreateKeyRequest",
+    "baton_checkpoints.domain.models.CreateBlobRequest",
+    "baton_checkpoints.domain.tenancy.LimitsRequest",
+    "baton_checkpoints.api.schemas.LeaseGranted",
+    "baton_checkpoints.api.schemas.KeyInfo",
+    "baton_checkpoints.api.schemas.BlobInfo",
+    "baton_checkpoints.api.schemas.TenantUsage",
+    "baton_checkpoints.api.schemas.AuditPage",
+    "baton_checkpoints.api.schemas.ErrorEnvelope",
+}
+"""Models a cold start defines (their modules are imported) but a save and a lookup never use."""
+
+# A save and a lookup served against in-process moto (no socket); after each step, every Baton model defined so far
+# and whether pydantic has built it.
+PROBE = """
+import json, sys
+from moto import mock_aws
+from pydantic import BaseModel
+
+def models():
+    found, todo = {}, [BaseModel]
+    while todo:
+        for model in todo.pop().__subclasses__():
+            todo.append(model)
+            if model.__module__.startswith("baton_checkpoints."):
+                found[f"{model.__module__}.{model.__qualname__}"] = bool(model.__pydantic_complete__)
+    return found
+
+with mock_aws():
+    import boto3
+    from baton_checkpoints.store.schema import ensure_table
+    ensure_table(boto3.client("dynamodb", region_name="us-east-1"), "baton-probe")
+    from baton_checkpoints.api.services import build_services
+    from baton_checkpoints.domain.access import issue_key
+    from baton_checkpoints.settings import load_settings
+    services = build_services(load_settings({"BATON_TABLE_NAME": "baton-probe"}))
+    key = issue_key("t", "a", {"*"}, 1_700_000_000_000, secret="btn_probe_secret", key_id="key_" + "b" * 32)
+    services.keys.put(key.record)
+    from baton_checkpoints.handlers.api import handler
+    from baton_checkpoints.api.app import app
+    from baton_checkpoints.api.resolver import wired
+    app.dependency_overrides[wired] = lambda: services
+    seen = {"import": models()}
+    statuses = []
+    for step, name in (("save", "save_checkpoint"), ("lookup", "lookup_checkpoint")):
+        event = json.loads(open(f"{EVENTS}/{name}.json").read())
+        event["headers"]["authorization"] = "Bearer btn_probe_secret"
+        event["headers"].pop("idempotency-key", None)
+        statuses.append(handler(event, None)["statusCode"])
+        seen[step] = models()
+    # the probe can tell: a model of another route, used, is built
+    from baton_checkpoints.domain.models import CreateKeyRequest
+    CreateKeyRequest.model_validate({"agent_id": "a", "scopes": ["checkpoints:read"]})
+    seen["used"] = models()
+print(json.dumps({"statuses": statuses, **seen}))
+"""
+
+
+def probe() -> dict[str, Any]:
+    """Run the probe in a fresh interpreter and return what it saw."""
+    source = f"EVENTS = {str(REPO / 'events')!r}\n" + PROBE
+    env = {
+        "PATH": "",
+        "PYTHONPATH": str(REPO / "functions"),
+        "AWS_ACCESS_KEY_ID": "testing",
+        "AWS_SECRET_ACCESS_KEY": "testing",
+        "AWS_DEFAULT_REGION": "us-east-1",
+        "POWERTOOLS_LOG_LEVEL": "ERROR",
+    }
+    done = subprocess.run([sys.executable, "-c", source], env=env, capture_output=True, text=True, check=False)
+    assert done.returncode == 0, done.stderr
+    found: dict[str, Any] = json.loads(done.stdout.strip().splitlines()[-1])
+    return found
+
+
+def built(models: dict[str, bool]) -> set[str]:
+    return {name for name, complete in models.items() if complete}
+
+
+def test_a_cold_save_and_lookup_build_only_their_own_models() -> None:
+    seen = probe()
+    assert seen["statuses"] == [201, 200], seen["statuses"]
+    # Every model of another route is defined by the import (so the probe sees it), and never built
+    assert set(seen["import"]) >= OTHER_ROUTES, sorted(OTHER_ROUTES - set(seen["import"]))
+    assert built(seen["import"]) <= GENERIC_ORIGINS, sorted(built(seen["import"]))
+    assert built(seen["save"]) <= GENERIC_ORIGINS | SAVE_MODELS, sorted(built(seen["save"]))
+    assert built(seen["lookup"]) <= GENERIC_ORIGINS | SAVE_MODELS | LOOKUP_MODELS, sorted(built(seen["lookup"]))
+    assert not built(seen["lookup"]) & OTHER_ROUTES
+    # A model is built by its first use
+    assert seen["used"]["baton_checkpoints.domain.models.CreateKeyRequest"] is True
