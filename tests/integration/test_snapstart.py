@@ -58,6 +58,10 @@ def test_prepare_builds_what_a_first_request_would_without_calling_aws(hooks: An
     lazy = {name for name, value in vars(Services).items() if isinstance(value, cached_property)}
     assert set(hooks.LAZY_SERVICES) == lazy
     assert lazy <= set(vars(services))
+    # every model and every route's validators are built: a restored container's first request builds none
+    assert hooks.build_models() == []
+    save = next(r for r in hooks.app._static_routes if r.method == "POST" and r.openapi_path == "/v1/checkpoints")
+    assert save.body_field._type_adapter.pydantic_complete
     assert hooks.lambda_services.built is services
 
 

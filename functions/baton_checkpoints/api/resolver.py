@@ -495,14 +495,19 @@ class BatonResolver(APIGatewayHttpResolver):
 
     def prepare_routes(self) -> None:
         """Build now what each route's first request would (the deferred routers included, each route's annotations
-        evaluated, its dependants and body field, how it is called): SnapStart's snapshot holds them
-        (`handlers/snapstart.py`)."""
+        evaluated, its dependants and body field, the validators of its parameters and body, how it is called):
+        SnapStart's snapshot holds them (`handlers/snapstart.py`)."""
         self.include_deferred_routers()
         for route in self._static_routes + self._dynamic_routes:
             if route.openapi_extensions:
                 self._evaluate_annotations(route.func)
-                route.dependant  # noqa: B018 (built on first use: now)
-                route.body_field  # noqa: B018
+                dependant = route.dependant
+                fields = (*dependant.path_params, *dependant.query_params, *dependant.header_params)
+                for field in (*fields, *dependant.body_params, route.body_field):
+                    if field is not None:
+                        # powertools validates each with a TypeAdapter of its own, deferred with Baton's models
+                        # (`defer_build`) until its first request: built now
+                        field._type_adapter.rebuild()
                 self._direct(route)
 
     def allowed_methods(self, path: str) -> list[str]:

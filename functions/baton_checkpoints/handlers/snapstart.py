@@ -5,9 +5,10 @@ new container from that snapshot: what the first request would build is built be
 differ between containers is made anew after each restore.
 
 - **Before the snapshot** (`prepare`): the modules a first request of any route would import, the services and
-  their AWS clients, DynamoDB's and S3's (the settings come from the function's environment), and each route's
-  resolved annotations. No request is made to DynamoDB or S3 (botocore may read the function's credentials from
-  Lambda's own endpoint, as at any first request).
+  their AWS clients, DynamoDB's and S3's (the settings come from the function's environment), each route's
+  resolved annotations and its parameters' validators, and every model pydantic builds on first use. No request
+  is made to DynamoDB or S3 (botocore may read the function's credentials from Lambda's own endpoint, as at any
+  first request).
 - **After a restore** (`restore`): `random` is seeded again (its state is the snapshot's in every container; ids,
   secrets, lease tokens and request tags come from `secrets` and `uuid4`, which read the kernel's random source, and
   need nothing), the rate limiter's clock is anchored again (the snapshot's anchor is as old as the snapshot), and
@@ -20,6 +21,7 @@ import importlib
 import random
 from typing import Final
 
+from pydantic import BaseModel
 from snapshot_restore_py import register_after_restore, register_before_snapshot
 
 from baton_checkpoints.api import ratelimit
@@ -52,6 +54,22 @@ def prepare() -> None:
     if services.objects is not None:
         services.objects.client  # noqa: B018 (the S3 client, made by the first request that needs it: now)
     app.prepare_routes()
+    build_models()
+
+
+def build_models() -> list[type[BaseModel]]:
+    """Build every model of Baton's that pydantic left to its first use (`defer_build`: the answers' serializers,
+    the bodies' validators); the models built."""
+    built: list[type[BaseModel]] = []
+    todo: list[type[BaseModel]] = [BaseModel]
+    while todo:
+        for model in todo.pop().__subclasses__():
+            todo.append(model)
+            generic = bool(model.__pydantic_generic_metadata__["parameters"])  # (built when parametrized)
+            if model.__module__.startswith("baton_checkpoints.") and not model.__pydantic_complete__ and not generic:
+                model.model_rebuild()
+                built.append(model)
+    return built
 
 
 @register_after_restore
