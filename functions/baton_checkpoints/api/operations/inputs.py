@@ -74,6 +74,14 @@ def lease_token(text: str | None, named: Named, required: bool = False) -> str |
     return token
 
 
+LEASE_TOKEN_HEADER: Final = Named.header("Lease-Token")
+
+
+def lease_token_of(header: str | None, required: bool = False) -> str | None:
+    """The token a `Lease-Token` header carries (None when absent and not `required`), else 400 naming it."""
+    return lease_token(header, LEASE_TOKEN_HEADER, required)
+
+
 @dataclass(frozen=True)
 class Idempotent:
     """A request's idempotency key as sent (judged by `claim`, after the request's own fields, as the contract

@@ -20,6 +20,7 @@ from baton_checkpoints.api.openapi import (
 )
 from baton_checkpoints.api.operations import Context
 from baton_checkpoints.api.operations import checkpoints as operations
+from baton_checkpoints.api.operations.inputs import lease_token_of
 from baton_checkpoints.api.paths import (
     CheckpointIdParameter,
     SubjectIdParameter,
@@ -29,7 +30,6 @@ from baton_checkpoints.api.paths import (
 from baton_checkpoints.api.records import record_summary_json, save_result_json
 from baton_checkpoints.api.resolver import CurrentCall, Wired, context_of, needs
 from baton_checkpoints.api.responses import fitted_page, not_modified, ok, record
-from baton_checkpoints.api.routers.leases import lease_token_of
 from baton_checkpoints.api.schemas import (
     CheckpointRecord,
     CheckpointSummary,

@@ -11,7 +11,7 @@ from aws_lambda_powertools.event_handler.openapi.params import Body, Header
 from baton_checkpoints.api.idempotency import IdempotencyKeyHeader, idempotent
 from baton_checkpoints.api.openapi import AUTHENTICATED_ERRORS, REPLAYED_HEADER, responses
 from baton_checkpoints.api.operations import leases as operations
-from baton_checkpoints.api.operations.inputs import Named, lease_token
+from baton_checkpoints.api.operations.inputs import lease_token_of
 from baton_checkpoints.api.paths import CheckpointIdParameter, checkpoint_id_from_path
 from baton_checkpoints.api.resolver import CurrentCall, Wired, context_of, needs
 from baton_checkpoints.api.responses import ok
@@ -31,12 +31,6 @@ RequiredLeaseTokenHeader = Annotated[
 ]
 
 _HELD = "LEASE_HELD: another holder has a live lease (details.lease_expires_at)"
-LEASE_TOKEN_HEADER = Named.header("Lease-Token")
-
-
-def lease_token_of(header: str | None, required: bool = False) -> str | None:
-    """The token a `Lease-Token` header carries (None when absent and not `required`), else 400 naming it."""
-    return lease_token(header, LEASE_TOKEN_HEADER, required)
 
 
 @router.post(
