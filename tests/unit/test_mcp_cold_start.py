@@ -1,6 +1,7 @@
 """MCP and OAuth stay off the cold path: the api handler, imported and serving a save, loads neither `mcp_types`
 (~0.45 s) nor Baton's MCP package, nor OAuth's rules and endpoints (~3 ms of dataclasses and pages); only a request
-to /mcp (or to OAuth's routes) does."""
+to /mcp (or to OAuth's routes) does. Nor does it load any other family's router (`DEFERRED_ROUTERS`), nor the
+repositories only those families use."""
 
 from __future__ import annotations
 
@@ -10,6 +11,8 @@ import sys
 from pathlib import Path
 from typing import Any
 
+from baton_checkpoints.api.app import DEFERRED_ROUTERS
+
 REPO = Path(__file__).resolve().parents[2]
 MCP_MODULES = (
     "mcp_types",
@@ -18,6 +21,10 @@ MCP_MODULES = (
     "baton_checkpoints.api.mcp.tools",
     "baton_checkpoints.domain.oauth",
     "baton_checkpoints.api.oauth_endpoints",
+)
+OTHER_FAMILIES = (
+    *(f"baton_checkpoints.api.routers.{module}" for module, *_ in DEFERRED_ROUTERS),
+    *(f"baton_checkpoints.store.{name}" for name in ("blobs", "history", "leases", "purge", "audit", "threads")),
 )
 # A save served against in-process moto (no socket): the handler's whole path, then what it loaded.
 PROBE = """
@@ -55,7 +62,7 @@ print(json.dumps({"status": status, "import": after_import, "save": after_save, 
 def probe(call_mcp: bool) -> dict[str, Any]:
     """Run the probe in a fresh interpreter and return what it saw."""
     source = (
-        f"MODULES = {MCP_MODULES!r}\nEVENT = {str(REPO / 'events' / 'save_checkpoint.json')!r}\n"
+        f"MODULES = {(*MCP_MODULES, *OTHER_FAMILIES)!r}\nEVENT = {str(REPO / 'events' / 'save_checkpoint.json')!r}\n"
         f"MCP_EVENT = {str(REPO / 'events' / 'mcp_tools_call.json')!r}\nCALL_MCP = {call_mcp!r}\n" + PROBE
     )
     env = {
