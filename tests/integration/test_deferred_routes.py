@@ -89,6 +89,10 @@ def test_every_deferred_route_is_found_by_its_first_request(
     assert f"baton_checkpoints.api.routers.{module}" not in app.deferred_routers()
     if status >= 400:
         assert "No route matches" not in json.dumps(body), body
+    # And a wrong method on its path, first thing in another fresh container, is a 405 that names the method
+    status, body = ask(fresh(services), "PATCH", path)
+    assert status == 405, body
+    assert method in body["error"]["message"], body
 
 
 def test_a_wrong_method_on_a_thread_path_is_a_405_from_a_fresh_container(api: ApiDriver, services: Services) -> None:
