@@ -10,9 +10,11 @@ the lean path leaves to the first request that needs it:
   (`include_deferred_routers()`);
 * the repositories `Services` makes on first use (`LAZY_STORES`: blobs, history, leases, the purger, the audit
   trail, threads);
-* powertools' whole `event_handler` package, as its own `__init__.py` loads it: every module it imports its
-  re-exports from (AppSync, AppSync events, Bedrock agents, VPC Lattice, ... and asyncio with them), named by
-  `baton_checkpoints.api.lazy_event_handler.exports` from that very file.
+* the service logger, which every request made before the lean path (the access line now writes without it);
+* powertools' packages as their own `__init__.py` files load them (the root package with its Logger, Metrics and
+  Tracer; the whole `event_handler` package, every resolver it re-exports, AppSync, Bedrock agents, VPC Lattice, ...
+  and asyncio with them; every event source's data class): every module they import their re-exports from, named
+  by `baton_checkpoints.api.lazy_powertools.exports` from those very files.
 
 Then the handler's `gc.freeze()` again, as if the handler's own import had loaded all of it. Its `handler` is the api
 handler itself: the request is the same, only the import differs. The cold request's figure with this module beside
@@ -26,9 +28,10 @@ import importlib
 import importlib.util
 from pathlib import Path
 
-from baton_checkpoints.api import lazy_event_handler
+from baton_checkpoints.api import lazy_powertools
 from baton_checkpoints.api.app import app
 from baton_checkpoints.handlers.api import handler
+from baton_checkpoints.observability import logger
 
 __all__ = ["handler", "loaded"]
 
@@ -40,22 +43,26 @@ began, and stays out)."""
 
 
 def powertools_modules() -> list[str]:
-    """The modules powertools' `event_handler/__init__.py` imports its re-exports from, in its order."""
-    spec = importlib.util.find_spec(lazy_event_handler.PACKAGE)
-    if spec is None or spec.origin is None:
-        raise RuntimeError(f"{lazy_event_handler.PACKAGE} is not installed")
-    where = lazy_event_handler.exports(Path(spec.origin).read_text(encoding="utf-8"))
-    return list(dict.fromkeys(module for module, _ in where.values()))
+    """The modules powertools' lazily loaded packages' `__init__.py` files import their re-exports from, in order."""
+    modules: list[str] = []
+    for package in lazy_powertools.PACKAGES:
+        spec = importlib.util.find_spec(package)
+        if spec is None or spec.origin is None:
+            raise RuntimeError(f"{package} is not installed")
+        where = lazy_powertools.exports(Path(spec.origin).read_text(encoding="utf-8"), package)
+        modules.extend(module for module, _ in where.values())
+    return list(dict.fromkeys(modules))
 
 
 def load_what_the_lean_path_defers() -> list[str]:
-    """Include the deferred routers, import the repositories' modules and powertools' whole event handler; the
-    modules imported, in order."""
+    """Include the deferred routers, import the repositories' modules and powertools' packages whole; the modules
+    imported, in order."""
     deferred = app.deferred_routers()
     app.include_deferred_routers()
     modules = [*deferred, *LAZY_STORES, *powertools_modules()]
     for module in modules[len(deferred) :]:
         importlib.import_module(module)
+    logger()  # (made by every request's logging before the lean path, the first request's included)
     gc.freeze()
     return modules
 

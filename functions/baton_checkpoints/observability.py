@@ -1,5 +1,6 @@
 """Logging in one place, created on first use (powertools' Tracer alone costs ~0.5 s of cold start; metrics and
-tracing join here when something emits them).
+tracing join here when something emits them). The access line is written here, without powertools' Logger: a
+request that logs nothing else never imports powertools' logging (~10 ms of a cold start).
 
 Every line the function writes is JSON and carries the request id of the request being served (API Gateway's,
 the one clients see in `meta.request_id`). Each request writes one INFO access line; nothing here logs request
@@ -14,6 +15,7 @@ import sys
 from collections.abc import Iterator
 from contextlib import contextmanager
 from contextvars import ContextVar
+from dataclasses import dataclass
 from datetime import UTC, datetime
 from functools import cache
 from typing import TYPE_CHECKING
@@ -26,14 +28,29 @@ REQUEST_KEYS = ("request_id", "lambda_request_id")
 """The keys bound to every line while a request is served."""
 
 
-@cache
+_made: Logger | None = None
+"""The service logger, once something was logged through it."""
+
+
 def logger() -> Logger:
-    """The structured JSON logger of the service."""
+    """The structured JSON logger of the service, made by the first line logged through it (a request whose only line
+    is its access line never imports powertools' logging); inside a request, its lines carry the request's ids."""
+    log = _service_logger()
+    bound = _request_keys.get()
+    if bound is not None and not bound.on_logger:
+        log.append_keys(**bound.keys)
+        bound.on_logger = True
+    return log
+
+
+@cache
+def _service_logger() -> Logger:
+    global _made
     from aws_lambda_powertools import Logger
 
-    created = Logger(service=SERVICE, utc=True, use_rfc3339=True, json_serializer=_to_json)
-    _route_stray_records(created)
-    return created
+    _made = Logger(service=SERVICE, utc=True, use_rfc3339=True, json_serializer=_to_json)
+    _route_stray_records()
+    return _made
 
 
 def _to_json(record: dict[str, object]) -> str:
@@ -44,41 +61,62 @@ def _to_json(record: dict[str, object]) -> str:
     return orjson.dumps(record, default=str).decode("utf-8")
 
 
-def _route_stray_records(service_logger: Logger) -> None:
-    """Send other libraries' warnings through the same JSON handler, so they carry the request id too.
+class _StrayRecords(logging.Handler):
+    """Other libraries' warnings, written as the service logger writes its own lines (JSON, with the request's ids);
+    the first one makes the service logger."""
+
+    def __init__(self) -> None:
+        super().__init__(logging.WARNING)
+        # Baton's own records are written by the service logger's handler; the root must not write them again.
+        self.addFilter(lambda record: record.name != SERVICE and not record.name.startswith(SERVICE + "."))
+
+    def emit(self, record: logging.LogRecord) -> None:
+        try:
+            line = logger().registered_formatter.format(record)
+            sys.stdout.write(line + "\n")
+            sys.stdout.flush()
+        except Exception:
+            self.handleError(record)
+
+
+def _route_stray_records() -> None:
+    """Send other libraries' warnings through the service logger's formatter, so they carry the request id too.
 
     Only where nothing else formats them: on Lambda the runtime's own root handler stamps Lambda's request id on
     them (the access line names it as `lambda_request_id`), and a test runner has its own capture.
     """
     root = logging.getLogger()
-    if root.handlers:
-        return
-    handler = logging.StreamHandler(sys.stdout)
-    handler.setFormatter(service_logger.registered_formatter)
-    handler.setLevel(logging.WARNING)
-    # Baton's own records are written by the service logger's handler; the root must not write them again.
-    handler.addFilter(lambda record: record.name != SERVICE and not record.name.startswith(SERVICE + "."))
-    root.addHandler(handler)
+    if not root.handlers:
+        root.addHandler(_StrayRecords())
 
 
-_request_keys: ContextVar[dict[str, str] | None] = ContextVar("baton_request_keys", default=None)
-"""The ids of the request being served, for the access line (`request_logging` binds them)."""
+@dataclass
+class _Bound:
+    """The ids of the request being served, and whether the service logger carries them yet."""
+
+    keys: dict[str, str]
+    on_logger: bool = False
+
+
+_request_keys: ContextVar[_Bound | None] = ContextVar("baton_request_keys", default=None)
+"""The ids of the request being served (`request_logging` binds them)."""
 
 
 @contextmanager
 def request_logging(request_id: str, lambda_request_id: str | None) -> Iterator[None]:
     """Every line logged inside carries `request_id` (and Lambda's own id, to find its REPORT line)."""
-    log = logger()
-    log.append_keys(request_id=request_id, lambda_request_id=lambda_request_id)
     keys = {"request_id": request_id}
     if lambda_request_id is not None:
         keys["lambda_request_id"] = lambda_request_id
-    token = _request_keys.set(keys)
+    bound = _Bound(keys)
+    token = _request_keys.set(bound)
+    _route_stray_records()
     try:
         yield
     finally:
         _request_keys.reset(token)
-        log.remove_keys(REQUEST_KEYS)
+        if bound.on_logger and _made is not None:
+            _made.remove_keys(REQUEST_KEYS)
 
 
 def log_access(
@@ -94,16 +132,20 @@ def log_access(
     about 0.1 ms per request (`bench/harness/warm.py`: an eighth of a LangGraph thread put's own CPU), for a line whose
     keys are fixed.
     """
-    log = logger()
-    if not logging.getLogger(log.name).isEnabledFor(logging.INFO):
+    made = _made
+    if made is None:
+        if _level_to_be() > logging.INFO:
+            return
+    elif not logging.getLogger(SERVICE).isEnabledFor(logging.INFO):
         return
+    bound = _request_keys.get()
     line = {
         "level": "INFO",
         "location": "log_access",
         "message": "request",
         "timestamp": datetime.now(UTC).isoformat(timespec="milliseconds"),
         "service": SERVICE,
-        **(_request_keys.get() or {}),
+        **(bound.keys if bound is not None else {}),
         "method": method,
         "route": route,
         "status": status,
@@ -112,8 +154,15 @@ def log_access(
         "key_id": key_id,
         "xray_trace_id": _trace(),
     }
-    handler = log.logger_handler
     text = _to_json({name: value for name, value in line.items() if value is not None}) + "\n"
+    if made is None:
+        try:
+            sys.stdout.write(text)
+            sys.stdout.flush()
+        except (OSError, ValueError):  # a closed or broken stream: as `logging` does, the request is not failed
+            pass
+        return
+    handler = made.logger_handler
     handler.acquire()
     try:
         handler.stream.write(text)  # type: ignore[attr-defined]
@@ -122,6 +171,22 @@ def log_access(
         pass
     finally:
         handler.release()
+
+
+def _level_to_be() -> int:
+    """The level the service logger will have when it is made, read as powertools reads it (Lambda's advanced
+    logging controls first, then `POWERTOOLS_LOG_LEVEL`, then `LOG_LEVEL`; INFO when none is set), without making
+    it."""
+    from aws_lambda_powertools.shared import constants
+
+    name = (
+        constants.LAMBDA_ADVANCED_LOGGING_LEVELS.get(os.getenv(constants.LAMBDA_LOG_LEVEL_ENV))
+        or os.getenv(constants.POWERTOOLS_LOG_LEVEL_ENV)
+        or os.getenv(constants.POWERTOOLS_LOG_LEVEL_LEGACY_ENV)
+        or "INFO"
+    )
+    level = logging.getLevelName(name.upper())
+    return level if isinstance(level, int) else logging.INFO
 
 
 def _trace() -> str | None:

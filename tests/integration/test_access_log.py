@@ -168,3 +168,68 @@ def test_a_dependency_override_besides_the_services_sends_routes_through_powerto
     finally:
         app.dependency_overrides.pop(current_call)
     assert answer.status == 200, answer.raw_body
+
+
+HEALTH_IN_A_FRESH_PROCESS = """
+import json, sys
+from baton_checkpoints.handlers.api import handler
+event = json.loads(open(sys.argv[1]).read())
+status = handler(event, None)["statusCode"]
+print(json.dumps({"status": status, "logging": "aws_lambda_powertools.logging.logger" in sys.modules}))
+"""
+
+
+@pytest.mark.parametrize(
+    ("levels", "written"),
+    [
+        ({}, True),
+        ({"POWERTOOLS_LOG_LEVEL": "WARNING"}, False),
+        ({"LOG_LEVEL": "ERROR"}, False),
+        ({"POWERTOOLS_LOG_LEVEL": "DEBUG"}, True),
+        # Lambda's advanced logging controls come first, as powertools reads them
+        ({"AWS_LAMBDA_LOG_LEVEL": "WARN", "POWERTOOLS_LOG_LEVEL": "DEBUG"}, False),
+        ({"AWS_LAMBDA_LOG_LEVEL": "DEBUG", "POWERTOOLS_LOG_LEVEL": "ERROR"}, True),
+    ],
+)
+def test_a_request_that_logs_nothing_else_writes_its_access_line_at_the_configured_level_without_the_logger(
+    levels: dict[str, str], written: bool
+) -> None:
+    # Given a fresh process (a cold container) with the log level set as Lambda and powertools read it
+    from tests.integration.driver import EVENTS
+
+    env = {"PATH": "", "PYTHONPATH": ":".join(p for p in sys.path if p), "BATON_TABLE_NAME": "t", **levels}
+    # When it serves a request that logs nothing but its access line
+    done = subprocess.run(
+        [sys.executable, "-c", HEALTH_IN_A_FRESH_PROCESS, str(EVENTS / "health.json")],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=True,
+    )
+    *lines, outcome = done.stdout.splitlines()
+    # Then the access line is written when the level lets INFO through, and powertools' logging is never imported
+    assert json.loads(outcome) == {"status": 200, "logging": False}
+    access = [json.loads(line) for line in lines if '"message":"request"' in line]
+    assert len(access) == (1 if written else 0), done.stdout
+    if written:
+        assert access[0]["route"] == "/v1/health"
+        assert access[0]["request_id"]
+
+
+def test_another_librarys_warning_before_any_line_of_batons_is_a_json_line_with_the_request_id() -> None:
+    # Given a process with no logging set up, where nothing of Baton's has logged yet (the service logger unmade)
+    script = (
+        "import logging\n"
+        "from baton_checkpoints.observability import request_logging\n"
+        "with request_logging('req-456', 'lambda-1'):\n"
+        "    logging.getLogger('botocore.retries').warning('a library warning')\n"
+    )
+    # When a library logs a warning during a request
+    done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=60, check=True)
+    # Then it is a JSON line with the request's ids
+    lines = [json.loads(line) for line in done.stdout.splitlines()]
+    assert [(r["message"], r["request_id"], r["lambda_request_id"]) for r in lines] == [
+        ("a library warning", "req-456", "lambda-1")
+    ]
+    assert done.stderr == ""

@@ -1,16 +1,19 @@
 """MCP and OAuth stay off the cold path: the api handler, imported and serving a save, loads neither `mcp_types`
 (~0.45 s) nor Baton's MCP package, nor OAuth's rules and endpoints (~3 ms of dataclasses and pages); only a request
 to /mcp (or to OAuth's routes) does. Nor does it load any other family's router (`DEFERRED_ROUTERS`), nor the
-repositories only those families use."""
+repositories only those families use, nor the models of their answers (each family's `api/schemas_<family>.py`;
+with `domain.audit`, which only the audit answers name, ~5 ms of import)."""
 
 from __future__ import annotations
 
 import json
+import pkgutil
 import subprocess
 import sys
 from pathlib import Path
 from typing import Any
 
+from baton_checkpoints import api
 from baton_checkpoints.api.app import DEFERRED_ROUTERS
 
 REPO = Path(__file__).resolve().parents[2]
@@ -23,8 +26,11 @@ MCP_MODULES = (
     "baton_checkpoints.api.oauth_endpoints",
 )
 OTHER_FAMILIES = (
+    "aws_lambda_powertools.logging.logger",  # (a request that logs only its access line makes no Logger)
     *(f"baton_checkpoints.api.routers.{module}" for module, *_ in DEFERRED_ROUTERS),
     *(f"baton_checkpoints.store.{name}" for name in ("blobs", "history", "leases", "purge", "audit", "threads")),
+    *(f"baton_checkpoints.api.{m.name}" for m in pkgutil.iter_modules(api.__path__) if m.name.startswith("schemas_")),
+    "baton_checkpoints.domain.audit",
 )
 # A save served against in-process moto (no socket): the handler's whole path, then what it loaded.
 PROBE = """

@@ -1,6 +1,6 @@
 """The HTTP surface: one resolver, a router per resource, one error map, the MCP endpoint."""
 
-from baton_checkpoints.api import lazy_event_handler
+from baton_checkpoints.api import lazy_powertools
 
-# Before anything imports powertools' event handler: its package's unused resolvers stay unloaded.
-lazy_event_handler.install()
+# Before anything imports powertools: what its packages re-export and Baton does not use stays unloaded.
+lazy_powertools.install()
