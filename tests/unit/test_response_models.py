@@ -8,7 +8,8 @@ from typing import Any
 import pytest
 
 from baton_checkpoints.api.jsontext import model_json
-from baton_checkpoints.api.schemas import CheckpointRecord, CheckpointSummary, KeyInfo, SaveResult
+from baton_checkpoints.api.schemas import CheckpointRecord, CheckpointSummary, SaveResult
+from baton_checkpoints.api.schemas_keys import KeyInfo
 from baton_checkpoints.domain.access import KeyRecord
 from baton_checkpoints.domain.checkpoints import Checkpoint
 from baton_checkpoints.domain.clock import format_ms

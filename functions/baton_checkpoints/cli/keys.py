@@ -91,7 +91,7 @@ def create_key(args: TableKeyRequest, out: TextIO | None = None) -> int:
     except ValidationFailed as exc:
         print(f"baton keys create: {exc.message}", file=sys.stderr)
         return 2
-    from baton_checkpoints.api.schemas import CreatedKey
+    from baton_checkpoints.api.schemas_keys import CreatedKey
 
     issued = issue_key(
         request.tenant_id or args.tenant,

@@ -27,7 +27,8 @@ from baton_checkpoints.api.operations import leases as lease_operations
 from baton_checkpoints.api.operations import resume as resume_operation
 from baton_checkpoints.api.operations.inputs import Idempotent, Named, checkpoint_id, lease_token
 from baton_checkpoints.api.records import record_summary
-from baton_checkpoints.api.schemas import CheckpointSummary, DeleteResult, LeaseGranted, LeaseReleased, SaveResult
+from baton_checkpoints.api.schemas import CheckpointSummary, DeleteResult, SaveResult
+from baton_checkpoints.api.schemas_leases import LeaseGranted, LeaseReleased
 from baton_checkpoints.domain import limits
 from baton_checkpoints.domain.checkpoints import Checkpoint
 from baton_checkpoints.domain.clock import format_ms

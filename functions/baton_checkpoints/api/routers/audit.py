@@ -14,7 +14,7 @@ from baton_checkpoints.api.operations import audit as operations
 from baton_checkpoints.api.operations.inputs import Named
 from baton_checkpoints.api.resolver import CurrentCall, Wired, context_of, needs
 from baton_checkpoints.api.responses import JSON
-from baton_checkpoints.api.schemas import AuditPage
+from baton_checkpoints.api.schemas_audit import AuditPage
 from baton_checkpoints.domain import limits
 from baton_checkpoints.domain.audit import DEFAULT_PAGE, MAX_PAGE, RETENTION_DAYS, Action
 from baton_checkpoints.domain.clock import format_ms, parse_time

@@ -18,7 +18,8 @@ from baton_checkpoints.api.idempotency import IdempotencyKeyHeader, idempotency_
 from baton_checkpoints.api.openapi import AUTHENTICATED_ERRORS, REPLAYED_HEADER, WRITE_403, responses
 from baton_checkpoints.api.resolver import CurrentCall, Wired, needs
 from baton_checkpoints.api.responses import ok
-from baton_checkpoints.api.schemas import BlobInfo, CreatedBlob, DataEnvelope
+from baton_checkpoints.api.schemas import DataEnvelope
+from baton_checkpoints.api.schemas_blobs import BlobInfo, CreatedBlob
 from baton_checkpoints.domain.blobs import PENDING_DAYS, Blob
 from baton_checkpoints.domain.errors import NotFound
 from baton_checkpoints.domain.ids import new_blob_id

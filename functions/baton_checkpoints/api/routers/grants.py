@@ -15,7 +15,8 @@ from baton_checkpoints.api.operations import grants as operations
 from baton_checkpoints.api.operations.inputs import Named
 from baton_checkpoints.api.resolver import CurrentCall, Wired, context_of, needs
 from baton_checkpoints.api.responses import ok, page
-from baton_checkpoints.api.schemas import DataEnvelope, GrantInfo, GrantRevoked, ListEnvelope
+from baton_checkpoints.api.schemas import DataEnvelope, ListEnvelope
+from baton_checkpoints.api.schemas_keys import GrantInfo, GrantRevoked
 from baton_checkpoints.domain import limits
 from baton_checkpoints.domain.models import Identifier
 

@@ -12,7 +12,8 @@ from baton_checkpoints.api.openapi import AUTHENTICATED_ERRORS, CursorParameter,
 from baton_checkpoints.api.operations.audit import record
 from baton_checkpoints.api.resolver import ANY_SCOPE, CurrentCall, Wired, context_of, needs
 from baton_checkpoints.api.responses import ok, page
-from baton_checkpoints.api.schemas import Caller, CreatedKey, DataEnvelope, KeyDeleted, KeyInfo, ListEnvelope
+from baton_checkpoints.api.schemas import DataEnvelope, ListEnvelope
+from baton_checkpoints.api.schemas_keys import Caller, CreatedKey, KeyDeleted, KeyInfo
 from baton_checkpoints.domain import limits
 from baton_checkpoints.domain.access import check_can_issue, check_can_revoke, issue_key, key_validity
 from baton_checkpoints.domain.clock import format_ms

@@ -15,7 +15,8 @@ from baton_checkpoints.api.operations.inputs import lease_token_of
 from baton_checkpoints.api.paths import CheckpointIdParameter, checkpoint_id_from_path
 from baton_checkpoints.api.resolver import CurrentCall, Wired, context_of, needs
 from baton_checkpoints.api.responses import ok
-from baton_checkpoints.api.schemas import DataEnvelope, LeaseGranted, LeaseReleased
+from baton_checkpoints.api.schemas import DataEnvelope
+from baton_checkpoints.api.schemas_leases import LeaseGranted, LeaseReleased
 from baton_checkpoints.domain.clock import format_ms
 from baton_checkpoints.domain.models import AcquireLeaseRequest
 

@@ -14,7 +14,8 @@ from baton_checkpoints.api.operations import tenants as operations
 from baton_checkpoints.api.operations.inputs import Named, identifier
 from baton_checkpoints.api.resolver import CurrentCall, Wired, context_of, needs
 from baton_checkpoints.api.responses import ok
-from baton_checkpoints.api.schemas import DataEnvelope, TenantLimits
+from baton_checkpoints.api.schemas import DataEnvelope
+from baton_checkpoints.api.schemas_tenants import TenantLimits
 from baton_checkpoints.api.services import default_limits
 from baton_checkpoints.domain import limits
 from baton_checkpoints.domain.tenancy import LimitsRequest

@@ -12,7 +12,8 @@ from baton_checkpoints.api.openapi import AUTHENTICATED_ERRORS, responses
 from baton_checkpoints.api.operations import usage as operations
 from baton_checkpoints.api.resolver import CurrentCall, Wired, context_of, needs
 from baton_checkpoints.api.responses import ok
-from baton_checkpoints.api.schemas import DataEnvelope, TenantUsage
+from baton_checkpoints.api.schemas import DataEnvelope
+from baton_checkpoints.api.schemas_tenants import TenantUsage
 from baton_checkpoints.domain import limits
 from baton_checkpoints.domain.usage import DAY_PATTERN, MAX_RANGE_DAYS, RETENTION_DAYS
 
