@@ -41,7 +41,6 @@ and key, the recordings, then the timing; it prints the figures (`bench/run.py` 
 from __future__ import annotations
 
 import argparse
-import contextlib
 import cProfile
 import functools
 import json
@@ -58,6 +57,7 @@ from pathlib import Path
 from typing import IO, Any
 
 from bench.harness import langgraph_steps, replay, thread_put
+from bench.harness.sidebyside import LineChild
 from bench.paths import REPO, RESULTS
 
 SIZES = thread_put.SIZES
@@ -385,41 +385,18 @@ def serve(name: str, recording: Path) -> int:
 # -- the driver (the bench's process) ---------------------------------------------------------------------------------
 
 
-class _Worker:
-    """A running `serve` process."""
+class _Worker(LineChild):
+    """A running `serve` process, whose answers fail the run when they report an error."""
 
     def __init__(self, name: str, command: list[str], log: IO[str]) -> None:
-        from bench.harness.sidebyside import client_env
-
-        self.name = name
-        self.process = subprocess.Popen(
-            command, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=log, text=True, env=client_env()
-        )
+        super().__init__(name, command, log, "bench/results/peer_puts.log")
 
     def ask(self, command: dict[str, Any]) -> dict[str, Any]:
         """Send one command, wait for its answer; fail on an error."""
-        assert self.process.stdin is not None
-        assert self.process.stdout is not None
-        self.process.stdin.write(json.dumps(command) + "\n")
-        self.process.stdin.flush()
-        line = self.process.stdout.readline()
-        if not line:
-            raise RuntimeError(f"{self.name}'s put stopped answering (see bench/results/peer_puts.log)")
-        answer: dict[str, Any] = json.loads(line)
+        answer = super().ask(command)
         if "error" in answer:
             raise RuntimeError(f"{self.name}'s put: {answer['error']}")
         return answer
-
-    def close(self) -> None:
-        """Ask it to quit and wait."""
-        with contextlib.suppress(BrokenPipeError, ValueError, OSError):
-            assert self.process.stdin is not None
-            self.process.stdin.write(json.dumps({"cmd": "quit"}) + "\n")
-            self.process.stdin.flush()
-        try:
-            self.process.wait(timeout=10)
-        except subprocess.TimeoutExpired:
-            self.process.kill()
 
 
 def _python(name: str) -> Path:

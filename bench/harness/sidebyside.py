@@ -107,7 +107,43 @@ CLIENTS = (
 )
 
 
-class Worker:
+class LineChild:
+    """A measuring child process that answers one JSON line per JSON line it is sent (`clients.py`,
+    `peer_puts.py serve`), in the clients' environment (`client_env`)."""
+
+    def __init__(self, name: str, command: list[str], log: IO[str], logged_in: str) -> None:
+        """`logged_in`: where its stderr goes (`log`'s file), named when it stops answering."""
+        self.name = name
+        self.logged_in = logged_in
+        self.process = subprocess.Popen(
+            command, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=log, text=True, env=client_env()
+        )
+
+    def ask(self, command: dict[str, Any]) -> dict[str, Any]:
+        """Send one command, wait for its answer."""
+        assert self.process.stdin is not None
+        assert self.process.stdout is not None
+        self.process.stdin.write(json.dumps(command) + "\n")
+        self.process.stdin.flush()
+        line = self.process.stdout.readline()
+        if not line:
+            raise RuntimeError(f"{self.name} stopped answering (see {self.logged_in})")
+        answer: dict[str, Any] = json.loads(line)
+        return answer
+
+    def close(self) -> None:
+        """Ask it to quit and wait."""
+        with contextlib.suppress(BrokenPipeError, ValueError, OSError):
+            assert self.process.stdin is not None
+            self.process.stdin.write(json.dumps({"cmd": "quit"}) + "\n")
+            self.process.stdin.flush()
+        try:
+            self.process.wait(timeout=10)
+        except subprocess.TimeoutExpired:
+            self.process.kill()
+
+
+class Worker(LineChild):
     """A running `clients.py` process."""
 
     def __init__(self, spec: ClientSpec, endpoint: str, secret: str, sizes: tuple[int, ...], log: IO[str]) -> None:
@@ -127,30 +163,7 @@ class Worker:
         if spec.bucket:
             command += ["--bucket", spec.bucket]
         self.spec = spec
-        self.process = subprocess.Popen(
-            command, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=log, text=True, env=client_env()
-        )
-
-    def ask(self, command: dict[str, Any]) -> dict[str, Any]:
-        """Send one command, wait for its answer."""
-        assert self.process.stdin is not None
-        assert self.process.stdout is not None
-        self.process.stdin.write(json.dumps(command) + "\n")
-        self.process.stdin.flush()
-        line = self.process.stdout.readline()
-        if not line:
-            raise RuntimeError(f"{self.spec.name} stopped answering (see bench/results/clients.log)")
-        answer: dict[str, Any] = json.loads(line)
-        return answer
-
-    def close(self) -> None:
-        """Ask it to quit and wait."""
-        with contextlib.suppress(RuntimeError, BrokenPipeError, ValueError):
-            self.ask({"cmd": "quit"})
-        try:
-            self.process.wait(timeout=10)
-        except subprocess.TimeoutExpired:
-            self.process.kill()
+        super().__init__(spec.name, command, log, "bench/results/clients.log")
 
 
 def client_env() -> dict[str, str]:
