@@ -7,13 +7,9 @@ fresh interpreter that imports the handler and serves a save and a lookup agains
 
 from __future__ import annotations
 
-import json
-import subprocess
-import sys
-from pathlib import Path
 from typing import Any
 
-REPO = Path(__file__).resolve().parents[2]
+from tests.unit import cold_probe
 
 GENERIC_ORIGINS = {"baton_checkpoints.api.schemas.DataEnvelope", "baton_checkpoints.api.schemas.ListEnvelope"}
 """Built by a router's import all the same: pydantic builds a generic model when it is first parametrized
@@ -44,11 +40,9 @@ OTHER_ROUTES = {
 """Models a cold start defines (their modules are imported) but a save and a lookup never use. The answers of every
 other family (`api/schemas_<family>.py`: keys, blobs, leases, tenants, audit, resume) are not even defined."""
 
-# A save and a lookup served against in-process moto (no socket); after each step, every Baton model defined so far
-# and whether pydantic has built it.
+# A save and a lookup served by a cold container (`cold_probe`); after each step, every Baton model defined so far and
+# whether pydantic has built it.
 PROBE = """
-import json, sys
-from moto import mock_aws
 from pydantic import BaseModel
 
 def models():
@@ -60,51 +54,22 @@ def models():
                 found[f"{model.__module__}.{model.__qualname__}"] = bool(model.__pydantic_complete__)
     return found
 
-with mock_aws():
-    import boto3
-    from baton_checkpoints.store.schema import ensure_table
-    ensure_table(boto3.client("dynamodb", region_name="us-east-1"), "baton-probe")
-    from baton_checkpoints.api.services import build_services
-    from baton_checkpoints.domain.access import issue_key
-    from baton_checkpoints.settings import load_settings
-    services = build_services(load_settings({"BATON_TABLE_NAME": "baton-probe"}))
-    key = issue_key("t", "a", {"*"}, 1_700_000_000_000, secret="btn_probe_secret", key_id="key_" + "b" * 32)
-    services.keys.put(key.record)
-    from baton_checkpoints.handlers.api import handler
-    from baton_checkpoints.api.app import app
-    from baton_checkpoints.api.resolver import wired
-    app.dependency_overrides[wired] = lambda: services
-    seen = {"import": models()}
-    statuses = []
-    for step, name in (("save", "save_checkpoint"), ("lookup", "lookup_checkpoint")):
-        event = json.loads(open(f"{EVENTS}/{name}.json").read())
-        event["headers"]["authorization"] = "Bearer btn_probe_secret"
-        event["headers"].pop("idempotency-key", None)
-        statuses.append(handler(event, None)["statusCode"])
-        seen[step] = models()
-    # the probe can tell: a model of another route, used, is built
-    from baton_checkpoints.domain.models import CreateKeyRequest
-    CreateKeyRequest.model_validate({"agent_id": "a", "scopes": ["checkpoints:read"]})
-    seen["used"] = models()
+seen = {"import": models()}
+statuses = []
+for step, name in (("save", "save_checkpoint"), ("lookup", "lookup_checkpoint")):
+    statuses.append(handler(event(name), None)["statusCode"])
+    seen[step] = models()
+# the probe can tell: a model of another route, used, is built
+from baton_checkpoints.domain.models import CreateKeyRequest
+CreateKeyRequest.model_validate({"agent_id": "a", "scopes": ["checkpoints:read"]})
+seen["used"] = models()
 print(json.dumps({"statuses": statuses, **seen}))
 """
 
 
 def probe() -> dict[str, Any]:
     """Run the probe in a fresh interpreter and return what it saw."""
-    source = f"EVENTS = {str(REPO / 'events')!r}\n" + PROBE
-    env = {
-        "PATH": "",
-        "PYTHONPATH": str(REPO / "functions"),
-        "AWS_ACCESS_KEY_ID": "testing",
-        "AWS_SECRET_ACCESS_KEY": "testing",
-        "AWS_DEFAULT_REGION": "us-east-1",
-        "POWERTOOLS_LOG_LEVEL": "ERROR",
-    }
-    done = subprocess.run([sys.executable, "-c", source], env=env, capture_output=True, text=True, check=False)
-    assert done.returncode == 0, done.stderr
-    found: dict[str, Any] = json.loads(done.stdout.strip().splitlines()[-1])
-    return found
+    return cold_probe.run(PROBE)
 
 
 def built(models: dict[str, bool]) -> set[str]:
