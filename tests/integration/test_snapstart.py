@@ -62,6 +62,9 @@ def test_prepare_builds_what_a_first_request_would_without_calling_aws(hooks: An
     assert hooks.build_models() == []
     save = next(r for r in hooks.app._static_routes if r.method == "POST" and r.openapi_path == "/v1/checkpoints")
     assert save.body_field._type_adapter.pydantic_complete
+    from baton_checkpoints import observability
+
+    assert observability._made is not None
     assert hooks.lambda_services.built is services
 
 
