@@ -715,6 +715,13 @@ def _peer_put_reason(size: peer_puts.SizeFigures, peer: str, label: str, warm_fi
             f"floor (the strict parse, validation, packing and the same requests, none of the pipeline) "
             f"{thread.floor_ms:.3f} ms ({thread.floor_ms / theirs:.2f}×): see the thread put's own budget. "
         )
+        if thread.requests_alone_ms + client >= theirs:
+            text += (
+                f"Its requests alone and its client ({thread.requests_alone_ms + client:.3f} ms) already cost the "
+                "peer's whole put: a put through an API is a request from the agent and a request from the server, "
+                "where the peer's is one request from the agent, so no handler of Baton's, however lean, meets 1× as "
+                "this budget is set (a decision for the budget, not work for the code). "
+            )
     return (
         text
         + "Where the handler's time goes (cProfile, own time by package, scaled to its median; the profiler inflates "
