@@ -65,6 +65,12 @@ def test_prepare_builds_what_a_first_request_would_without_calling_aws(hooks: An
     from baton_checkpoints import observability
 
     assert observability._made is not None
+    # and the state codec's dictionary and tables: a first packed save makes none
+    from baton_checkpoints.store import codec
+
+    assert codec._zstd is not None
+    assert all(codec._zstd._compressors.values())
+    assert codec._zstd._decompressors
     assert hooks.lambda_services.built is services
 
 

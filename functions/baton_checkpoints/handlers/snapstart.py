@@ -6,9 +6,9 @@ differ between containers is made anew after each restore.
 
 - **Before the snapshot** (`prepare`): the modules a first request of any route would import, the services and
   their AWS clients, DynamoDB's and S3's (the settings come from the function's environment), each route's
-  resolved annotations and its parameters' validators, every model pydantic builds on first use, and the service
-  logger. No request is made to DynamoDB or S3 (botocore may read the function's credentials from Lambda's own
-  endpoint, as at any first request).
+  resolved annotations and its parameters' validators, every model pydantic builds on first use, the state codec's
+  dictionary and tables, and the service logger. No request is made to DynamoDB or S3 (botocore may read the
+  function's credentials from Lambda's own endpoint, as at any first request).
 - **After a restore** (`restore`): `random` is seeded again (its state is the snapshot's in every container; ids,
   secrets, lease tokens and request tags come from `secrets` and `uuid4`, which read the kernel's random source, and
   need nothing), the rate limiter's clock is anchored again (the snapshot's anchor is as old as the snapshot), and
@@ -27,6 +27,7 @@ from snapshot_restore_py import register_after_restore, register_before_snapshot
 from baton_checkpoints.api import ratelimit
 from baton_checkpoints.api.app import app, lambda_services
 from baton_checkpoints.observability import logger
+from baton_checkpoints.store import codec
 
 DEFERRED: Final = (
     "baton_checkpoints.api.mcp.protocol",
@@ -56,6 +57,7 @@ def prepare() -> None:
         services.objects.client  # noqa: B018 (the S3 client, made by the first request that needs it: now)
     app.prepare_routes()
     build_models()
+    codec.prepare()
     logger()  # (made by the first line logged besides an access line: a restored container's is made already)
 
 
