@@ -93,8 +93,9 @@ FORBIDDEN = ("boto3", "botocore.session", "botocore.client", "aws_xray_sdk", "mo
 LEAN_LABEL = "api handler: import + first save"
 EAGER_LABEL = "api handler without the lean path: import + first save"
 EAGER_MODULE = "bench.harness.eager_api"
-"""The api handler with what the lean path defers loaded by its import (`eager_api.py`): the thread routes, the
-thread store and powertools' whole event handler. Its figure beside the handler's own is what the lean path saves."""
+"""The api handler with what the lean path defers loaded by its import (`eager_api.py`): every deferred router, the
+repositories' modules, the service logger and powertools' packages whole. Its figure beside the handler's own is what
+the lean path saves."""
 
 TARGETS = (
     # The first target is the headline's, and the one whose imports are profiled.
