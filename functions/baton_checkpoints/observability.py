@@ -13,7 +13,7 @@ import logging
 import os
 import sys
 from collections.abc import Iterator
-from contextlib import contextmanager
+from contextlib import contextmanager, nullcontext
 from contextvars import ContextVar
 from dataclasses import dataclass
 from datetime import UTC, datetime
@@ -155,22 +155,15 @@ def log_access(
         "xray_trace_id": _trace(),
     }
     text = _to_json({name: value for name, value in line.items() if value is not None}) + "\n"
-    if made is None:
+    # The service logger's stream, under its handler's lock, once it is made; standard output, its stream, until then.
+    handler = made.logger_handler if made is not None else None
+    stream = handler.stream if handler is not None else sys.stdout  # type: ignore[attr-defined]
+    with handler.lock if handler is not None and handler.lock is not None else nullcontext():
         try:
-            sys.stdout.write(text)
-            sys.stdout.flush()
+            stream.write(text)
+            stream.flush()
         except (OSError, ValueError):  # a closed or broken stream: as `logging` does, the request is not failed
             pass
-        return
-    handler = made.logger_handler
-    handler.acquire()
-    try:
-        handler.stream.write(text)  # type: ignore[attr-defined]
-        handler.flush()
-    except (OSError, ValueError):  # a closed or broken stream: as `logging` does, the request is not failed for it
-        pass
-    finally:
-        handler.release()
 
 
 def _level_to_be() -> int:

@@ -100,3 +100,32 @@ def test_with_powertools_debugging_on_the_real_packages_are_imported(value: str)
         "print(json.dumps(['aws_lambda_powertools.logging.logger' in sys.modules]))"
     )
     assert _run(code, POWERTOOLS_DEBUG=value) == [True]
+
+
+def test_exports_names_where_each_re_export_comes_from() -> None:
+    from baton_checkpoints.api.lazy_powertools import exports
+
+    source = "from a.b import C as D\nfrom .e import F\nfrom . import g\nfrom ..h import I\nimport j\nK = 1\n"
+    assert exports(source, "pkg") == {"D": ("a.b", "C"), "F": ("pkg.e", "F"), "g": ("pkg.g", None)}
+
+
+def test_a_lazy_package_reads_a_name_its_init_imports_and_a_submodule_it_imports(
+    tmp_path: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from baton_checkpoints.api import lazy_powertools
+
+    package = tmp_path / "lazy_probe_pkg"
+    package.mkdir()
+    (package / "__init__.py").write_text("from .mod import VALUE\nfrom . import sub\n", encoding="utf-8")
+    (package / "mod.py").write_text("VALUE = 42\n", encoding="utf-8")
+    (package / "sub.py").write_text("NAME = 'sub'\n", encoding="utf-8")
+    monkeypatch.syspath_prepend(str(tmp_path))
+    try:
+        assert lazy_powertools._install("lazy_probe_pkg")
+        lazy = sys.modules["lazy_probe_pkg"]
+        assert "lazy_probe_pkg.mod" not in sys.modules  # nothing imported until read
+        assert lazy.VALUE == 42
+        assert lazy.sub.NAME == "sub"
+    finally:
+        for name in [m for m in sys.modules if m.startswith("lazy_probe_pkg")]:
+            del sys.modules[name]

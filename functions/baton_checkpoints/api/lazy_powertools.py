@@ -36,20 +36,21 @@ PACKAGES: Final = (ROOT, f"{ROOT}.event_handler", f"{ROOT}.utilities.data_classe
 """The packages `install` replaces, parents first (finding a subpackage imports its parent)."""
 
 
-def exports(init_source: str, package: str) -> dict[str, tuple[str, str]]:
+def exports(init_source: str, package: str) -> dict[str, tuple[str, str | None]]:
     """The names the `__init__.py` of `package` imports (to re-export them): for each, the module it comes from and
-    its name there."""
-    found: dict[str, tuple[str, str]] = {}
+    its name there (None: the name is that module itself, a submodule the package imports)."""
+    found: dict[str, tuple[str, str | None]] = {}
     for node in ast.parse(init_source).body:
-        if isinstance(node, ast.ImportFrom):
+        if not isinstance(node, ast.ImportFrom) or node.level > 1:
+            continue
+        for alias in node.names:
+            name = alias.asname or alias.name
             if node.level == 0 and node.module:
-                module = node.module
-            elif node.level == 1:  # `from .alb_event import ALBEvent`
-                module = f"{package}.{node.module}" if node.module else package
-            else:
-                continue
-            for alias in node.names:
-                found[alias.asname or alias.name] = (module, alias.name)
+                found[name] = (node.module, alias.name)
+            elif node.module:  # `from .alb_event import ALBEvent`
+                found[name] = (f"{package}.{node.module}", alias.name)
+            else:  # `from . import shared`
+                found[name] = (f"{package}.{alias.name}", None)
     return found
 
 
@@ -95,7 +96,8 @@ def _install(name: str) -> bool:
         if attribute not in where:
             raise AttributeError(f"module {name!r} has no attribute {attribute!r}")
         module, original = where[attribute]
-        value = getattr(importlib.import_module(module), original)
+        imported = importlib.import_module(module)
+        value = imported if original is None else getattr(imported, original)
         setattr(package, attribute, value)
         return value
 

@@ -155,20 +155,20 @@ API_ROOT: Final = "/"
 """A deferred router's "prefix" that stands for the API's own address (`/`, or a stage's name alone)."""
 
 
-def _holds(path: str, prefix: str) -> bool:
-    """True when a request for `path` may be for a route whose path holds `prefix`. (`in`, not a prefix test: a
-    stage's name may come first; including a router early is harmless, only late is not.)"""
-    if prefix == API_ROOT:
-        return path.rstrip("/").count("/") <= 1
-    return prefix in path
-
-
 def _asking_for(prefixes: Iterable[str]) -> re.Pattern[str]:
-    """A pattern that finds what `_holds` would, for any of `prefixes`, in one search."""
+    """A pattern that finds, in one search, a path that may be for a route whose path holds one of `prefixes`: the
+    prefix anywhere in it (`in`, not a prefix test: a stage's name may come first; including a router early is
+    harmless, only late is not), and for `API_ROOT` the API's address alone (at most one `/` besides trailing
+    ones)."""
     alternatives = [
         r"\A[^/]*(?:/[^/]*)?/*\Z" if prefix == API_ROOT else re.escape(prefix) for prefix in dict.fromkeys(prefixes)
     ]
     return re.compile("|".join(alternatives) or r"(?!)")
+
+
+def _holds(path: str, prefix: str) -> bool:
+    """True when a request for `path` may be for a route whose path holds `prefix` (`_asking_for`)."""
+    return _asking_for((prefix,)).search(path) is not None
 
 
 def _kinds(params: Sequence[Any]) -> tuple[tuple[Any, ...], tuple[Any, ...]]:

@@ -144,6 +144,14 @@ class _Zstd:
                 self._decoding_tables_built = True
         return decompressor
 
+    def prepare(self) -> None:
+        """An idle compressor at each level and an idle decompressor, if there is none yet."""
+        for level, idle in self._compressors.items():
+            if not idle:
+                idle.append(self._new_compressor(level))
+        if not self._decompressors:
+            self._decompressors.append(self._new_decompressor())
+
     def compress(self, text: bytes, level: int) -> bytes:
         idle = self._compressors[level]
         try:
@@ -199,12 +207,7 @@ def prepare() -> None:
     """Load the dictionary and build what the first packed state and the first unpacked one would (a compressor
     at each level, its tables precomputed, ~2 ms at level 6; the decoding tables): SnapStart's snapshot holds them
     (`handlers/snapstart.py`)."""
-    zstd = _codec()
-    for level, idle in zstd._compressors.items():
-        if not idle:
-            idle.append(zstd._new_compressor(level))
-    if not zstd._decompressors:
-        zstd._decompressors.append(zstd._new_decompressor())
+    _codec().prepare()
 
 
 def encode(text: bytes) -> bytes | None:
