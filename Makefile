@@ -18,7 +18,7 @@ CONTEXT ?=
 CHECK_CONTEXT = $(PYTHON) -c 'import sys; bad = [w for w in sys.argv[1:] if "=" not in w.strip("=")]; sys.exit(f"CONTEXT takes key=value words, not {bad}") if bad else None' $(CONTEXT)
 SYNTH_CONTEXT = $(shell $(PYTHON) -c 'import json, sys; print(json.dumps(dict(w.split("=", 1) for w in sys.argv[1:] if "=" in w.strip("="))))' stage=$(STAGE) $(CONTEXT))
 
-.PHONY: help serve test check lint types unit integration e2e infrastructure browser screenshots console-vendor fuzz soak bench openapi synth deploy destroy clean
+.PHONY: help serve test check lint types unit integration e2e infrastructure browser screenshots console-vendor fuzz soak bench openapi botocore-endpoints synth deploy destroy clean
 
 help:
 	@echo "make serve    run Baton on http://127.0.0.1:8787 against embedded moto (prints a dev key)"
@@ -28,6 +28,7 @@ help:
 	@echo "make soak     concurrent clients against baton serve for SOAK_SECONDS (default 300)"
 	@echo "make bench    Baton beside the LangGraph DynamoDB savers, its CPU and cold request: bench/report.md"
 	@echo "make openapi  regenerate docs/openapi.json"
+	@echo "make botocore-endpoints  regenerate botocore's endpoint data for Baton's services (after a botocore upgrade)"
 	@echo "make screenshots  the console's browser tests, writing their screenshots into docs/console/"
 	@echo "make synth    synthesize the CDK app into cdk.out/ (STAGE=dev|prod, CONTEXT='alarm_email=... cors_origins=...')"
 	@echo "make deploy   deploy it with your AWS credentials (STAGE, CONTEXT as for synth); make destroy removes it"
@@ -177,6 +178,9 @@ bench: $(STAMP) $(BENCH_PEERS)
 
 openapi: $(STAMP)
 	$(BIN)/python -m baton_checkpoints.api.openapi_export docs/openapi.json
+
+botocore-endpoints: $(STAMP)
+	$(BIN)/python -c "from baton_checkpoints.store.aws import write_trimmed_endpoints; print(write_trimmed_endpoints())"
 
 synth: $(INFRA_STAMP)
 	@$(CHECK_CONTEXT)

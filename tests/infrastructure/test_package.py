@@ -6,7 +6,9 @@ what is left out)."""
 
 from __future__ import annotations
 
+import json
 import os
+import re
 from pathlib import Path
 
 import pytest
@@ -70,6 +72,13 @@ def test_batons_own_package_leaves_out_the_cli_the_emulator_the_sdk_and_the_save
     assert shipped == BATON
     assert not set(NOT_DEPLOYED) & shipped
     assert not list((package / "baton_checkpoints").rglob("*.pyc.*"))
+    # Its data files: the state codec's dictionary, and botocore's endpoint data trimmed to Baton's services, made
+    # from the very botocore the package ships (else the function would parse botocore's whole file at cold start)
+    assert (package / "baton_checkpoints" / "store" / "state.zdict").is_file()
+    kept = json.loads((package / "baton_checkpoints" / "store" / "endpoints.json").read_text(encoding="utf-8"))
+    shipped_botocore = re.search(r"__version__ = '([^']+)'", (package / "botocore" / "__init__.py").read_text())
+    assert shipped_botocore is not None
+    assert kept["botocore"] == shipped_botocore.group(1)
 
 
 def test_every_module_ships_bytecode_for_the_runtimes_python(package: Path) -> None:

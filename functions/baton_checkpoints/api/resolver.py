@@ -197,16 +197,16 @@ class BatonResolver(APIGatewayHttpResolver):
         self._deferred: list[tuple[str, tuple[str, ...]]] = []
         """Routers not imported yet: each module's name and the path prefixes its routes answer."""
         self._deferred_lock = threading.Lock()
-        self._deferred_asked = _asking_for(())
+        self._deferred_asked: re.Pattern[str] | None = None
         """Matches a path that may be for a deferred router's route: one search per request instead of a test of
-        each prefix."""
+        each prefix. Compiled by the first request (None until then): not once per router the app defers."""
 
     def include_router_when_asked(self, module: str, *prefixes: str) -> None:
         """Include the router of `module` when the first request whose path holds one of `prefixes` arrives
         (or the OpenAPI document is asked for, or SnapStart prepares): its module, and the models and modules it
         imports, stay off the cold start of every other route. Its routes answer exactly as if included now."""
         self._deferred.append((module, prefixes))
-        self._deferred_asked = _asking_for(prefix for _, known in self._deferred for prefix in known)
+        self._deferred_asked = None
 
     def deferred_routers(self) -> list[str]:
         """The modules of the routers not included yet."""
@@ -214,7 +214,11 @@ class BatonResolver(APIGatewayHttpResolver):
 
     def include_deferred_routers(self, path: str | None = None) -> None:
         """Include the deferred routers whose prefixes `path` holds (None: all of them)."""
-        if not self._deferred or (path is not None and not self._deferred_asked.search(path)):
+        if not self._deferred:
+            return
+        if self._deferred_asked is None:
+            self._deferred_asked = _asking_for(prefix for _, prefixes in self._deferred for prefix in prefixes)
+        if path is not None and not self._deferred_asked.search(path):
             return
         with self._deferred_lock:
             for entry in list(self._deferred):
