@@ -130,9 +130,7 @@ def test_every_endpoint_of_batons_services_resolves_as_from_the_whole_file() -> 
                 service, partition["partition"]
             )
         for region in sorted(regions):
-            assert _outcome(ours.get_partition_for_region, region) == _outcome(
-                theirs.get_partition_for_region, region
-            )
+            assert _outcome(ours.get_partition_for_region, region) == _outcome(theirs.get_partition_for_region, region)
             for service in aws.SERVICES:
                 for variant in variants:
                     checked += 1

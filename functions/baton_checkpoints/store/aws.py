@@ -58,7 +58,7 @@ def known_services_loader() -> Any:
             try:
                 return orjson.loads(payload)
             except orjson.JSONDecodeError:
-                return super()._load_file(full_path, open_method)
+                return super()._load_file(full_path, open_method)  # type: ignore[misc]  # (untyped in the stubs)
 
     class KnownServicesLoader(Loader):
         FILE_LOADER_CLASS = OrjsonFileLoader
@@ -87,8 +87,9 @@ def known_services_loader() -> Any:
         @instance_cache
         def load_data_with_path(self, name: str) -> tuple[Any, str]:
             if name == "endpoints":
-                # The file botocore would read: the first location that has one.
-                path = next((p for p in self._potential_locations(name) if self.file_loader.exists(p)), None)
+                # The file botocore would read: the first of its search paths that has one.
+                locations = (os.path.join(p, name) for p in self.search_paths if os.path.isdir(p))
+                path = next((p for p in locations if self.file_loader.exists(p)), None)
                 if path is not None and self.is_builtin_path(path):
                     kept = orjson.loads(ENDPOINTS.read_bytes())
                     if kept["botocore"] == botocore.__version__:
