@@ -21,11 +21,15 @@ version it was trimmed from. Written by `make botocore-endpoints`; a test holds 
 
 
 def session() -> botocore.session.Session:
-    """A botocore session whose data loader knows only `SERVICES` (`known_services_loader`)."""
+    """A botocore session whose data loader knows only `SERVICES` (`known_services_loader`), and whose clients parse
+    DynamoDB's items directly (`item_wire.ItemParserFactory`)."""
     import botocore.session
+
+    from baton_checkpoints.store.item_wire import ItemParserFactory
 
     made = botocore.session.get_session()
     made.register_component("data_loader", known_services_loader()(made.get_config_variable("data_path")))
+    made.register_component("response_parser_factory", ItemParserFactory())
     return made
 
 
@@ -129,7 +133,8 @@ def write_trimmed_endpoints() -> Path:
 def dynamodb_client(endpoint_url: str | None = None) -> DynamoDBClient:
     """A DynamoDB client with short timeouts and standard retries (the API has 30 s in all).
 
-    Made with botocore itself: boto3 adds only import time. Parameter validation is off: every request is built
+    Made with botocore itself: boto3 adds only import time; its items are written and parsed directly (`item_wire`).
+    Parameter validation is off: every request is built
     by the store's own code, and botocore's check of a save's ~120-node request cost about a sixth of the save's
     CPU; DynamoDB validates again, and a request it refuses is a defect the store's tests catch.
     """
@@ -143,7 +148,21 @@ def dynamodb_client(endpoint_url: str | None = None) -> DynamoDBClient:
         parameter_validation=False,
     )
     client = session().create_client("dynamodb", endpoint_url=endpoint_url, config=config)
+    with_item_serializer(client)
     return cast("DynamoDBClient", client)
+
+
+def with_item_serializer(client: Any) -> Any:
+    """`client` writing DynamoDB's items directly (`item_wire.ItemSerializer`) instead of through botocore's
+    `JSONSerializer`, which it replaces: botocore takes no serializer of a caller's, so this is the client's own
+    attribute (a test fails if botocore renames it). A serializer of another kind is left as it is."""
+    from botocore.serialize import JSONSerializer
+
+    from baton_checkpoints.store.item_wire import ItemSerializer
+
+    if type(getattr(client, "_serializer", None)) is JSONSerializer:
+        client._serializer = ItemSerializer()
+    return client
 
 
 def s3_client(endpoint_url: str | None = None) -> S3Client:
