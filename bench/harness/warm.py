@@ -12,10 +12,11 @@ after the first request, as in a warm container).
   least any JSON API does with the same body, a bare `json.loads` + `hashlib.sha256`, timed alternately.
 * Own CPU of a 32 KB save: the same, and a cProfile of it grouped by package: where the time goes.
 * A plain save against a bare botocore UpdateItem of the same item, at 1, 4 and 32 KB: alternating with each timed
-  save, a bare `update_item` on Baton's own DynamoDB client (botocore's `_make_api_call`, as every operation of the
-  client) that SETs every attribute of the item the save writes (`replay.bare_update`: the item as the recorded
-  lookup read it back after the same save; no condition, nothing asked back), answered by the replay of moto's
-  answer to that very UpdateItem. Budget: the save at most `BUDGET_SAVE_UPDATE_RATIO` times it.
+  save, a bare `update_item` on botocore's own DynamoDB client configured as Baton's (`stock_client`; botocore's
+  `_make_api_call`, as every operation of the client) that SETs every attribute of the item the save writes
+  (`replay.bare_update`: the item as the recorded lookup read it back after the same save; no condition, nothing
+  asked back), answered by the replay of moto's answer to that very UpdateItem. Budget: the save at most
+  `BUDGET_SAVE_UPDATE_RATIO` times it.
 * A lookup (`GET /v1/checkpoints?subject_id=...&kind=...`) against a bare botocore GetItem of the same key, at 1, 4
   and 32 KB: the whole handler alternating with a bare `get_item` of the key Baton's lookup reads (as consistent as
   Baton's), both answered by the replay of moto's answer to the recorded lookup's GetItem. Budget:
@@ -24,7 +25,7 @@ after the first request, as in a warm container).
   size must be known without compressing it.
 * Own CPU of a LangGraph thread put (`POST /v1/threads/{id}/checkpoints`) of a graph step at a 6 KB and a 34 KB
   conversation (`thread_put.py`), in its steady state (a child of the checkpoint this container put last, the
-  thread's head touched moments ago), against a bare botocore PutItem, on Baton's client, of one item holding
+  thread's head touched moments ago), against a bare botocore PutItem, on a stock client, of one item holding
   everything the put wrote, timed alternately; every timed put's DynamoDB requests are counted (`before-call`) and
   must be `THREAD_PUT_REQUESTS`, else the run fails.
 
@@ -115,7 +116,8 @@ class SaveFigures:
     profile: list[tuple[str, float]]
     """(package or module, CPU ms per save) from cProfile, largest first (cProfile's own overhead inflates all)."""
     update_item_median_ms: float = 0.0
-    """A bare UpdateItem of the item the save writes, on Baton's client, timed in the same alternation
+    """A bare UpdateItem of the item the save writes, on botocore's own client (`stock_client`), timed in the same
+    alternation
     (`replay.bare_update`; 0.0 in figures written before it was measured)."""
     item_bytes: int = 0
     """That item, by DynamoDB's rules."""
@@ -150,7 +152,8 @@ class LookupFigures:
     median_ms: float
     p90_ms: float
     get_item_median_ms: float
-    """A bare GetItem of the same key on Baton's client (botocore serializes, signs and parses it; replayed)."""
+    """A bare GetItem of the same key on botocore's own client (`stock_client`; it serializes, signs and parses it;
+    replayed)."""
     calls_per_lookup: dict[str, float]
     profile: list[tuple[str, float]]
 
@@ -181,7 +184,8 @@ class ThreadPutFigures:
     median_ms: float
     p90_ms: float
     put_item_median_ms: float
-    """A bare PutItem of that item on Baton's client (botocore serializes, signs and parses it; replayed)."""
+    """A bare PutItem of that item on botocore's own client (`stock_client`; it serializes, signs and parses it;
+    replayed)."""
     requests: list[str]
     """The DynamoDB requests each timed put made (`before-call`), asserted equal to `THREAD_PUT_REQUESTS`."""
     key_reads: int
@@ -316,18 +320,35 @@ class Harness:
             raise RuntimeError(f"warm request answered {answer['statusCode']}: {str(answer.get('body'))[:500]}")
 
 
+def stock_client(client: Any) -> Any:
+    """botocore's own DynamoDB client, configured as `client` (Baton's) is, for the bare calls the budgets divide by:
+    made by a session of botocore as anyone has it, without what Baton's sessions change (their data loader and
+    `store/item_wire.py`'s serializer and parser), so that a bare call is botocore's cost, not Baton's. The replay
+    answers it as it answers Baton's (its handlers are botocore's built-in ones, on every session)."""
+    import botocore.session
+
+    return botocore.session.get_session().create_client(
+        "dynamodb",
+        region_name=client.meta.region_name,
+        endpoint_url=client.meta.endpoint_url,
+        config=client.meta.config,
+    )
+
+
 def measure_save(harness: Harness, size: int, saves: int, profile: bool) -> SaveFigures:
     """Median CPU of `saves` steady-state saves of a `size` state, alternating with a bare parse + hash of the same
-    body and a bare botocore UpdateItem of the item the save writes, on Baton's client (`replay.bare_update`)."""
+    body and a bare botocore UpdateItem of the item the save writes, on botocore's own client (`stock_client`,
+    `replay.bare_update`)."""
     import botocore.client
 
     client, read, item = harness.stored(size)
+    stock = stock_client(client)
     save_answers = harness.recording["requests"][f"{size}/2"]
     update_answers = harness.recording["requests"][f"{size}/update-item"]
     original = botocore.client.BaseClient._make_api_call  # type: ignore[attr-defined]
     update = replay.bare_update(harness.recording["table"], read["Key"], item)
     harness.stub.answer(update_answers)
-    if "Attributes" in original(client, "UpdateItem", copy.deepcopy(update)):
+    if "Attributes" in original(stock, "UpdateItem", copy.deepcopy(update)):
         raise RuntimeError(f"the bare UpdateItem of the {size}-byte item was not answered by its own recording")
     made: list[str] = []
 
@@ -343,7 +364,7 @@ def measure_save(harness: Harness, size: int, saves: int, profile: bool) -> Save
         return _cpu_us(call)
 
     def updates(count: int) -> list[Callable[[], Any]]:
-        return [functools.partial(original, client, "UpdateItem", copy.deepcopy(update)) for _ in range(count)]
+        return [functools.partial(original, stock, "UpdateItem", copy.deepcopy(update)) for _ in range(count)]
 
     state = states_for(size)[1]
     template = harness.event(state, size=size)  # (the subject of the item the bare UpdateItem writes)
@@ -396,10 +417,11 @@ def measure_save(harness: Harness, size: int, saves: int, profile: bool) -> Save
 
 def measure_lookup(harness: Harness, size: int, lookups: int, profile: bool) -> LookupFigures:
     """Median CPU of `lookups` lookups of the `size` state, alternating with a bare botocore GetItem of the same
-    key on Baton's client; both answered by the replay of the recorded lookup's GetItem."""
+    key on botocore's own client (`stock_client`); both answered by the replay of the recorded lookup's GetItem."""
     import botocore.client
 
     client, read, item = harness.stored(size)  # (also answers GetItem as the recorded lookup was answered)
+    stock = stock_client(client)
     original = botocore.client.BaseClient._make_api_call  # type: ignore[attr-defined]
     get = {"TableName": read["TableName"], "Key": read["Key"], "ConsistentRead": bool(read.get("ConsistentRead"))}
     made: list[str] = []
@@ -416,7 +438,7 @@ def measure_lookup(harness: Harness, size: int, lookups: int, profile: bool) -> 
         return spent
 
     def gets(count: int) -> list[Callable[[], Any]]:
-        return [functools.partial(original, client, "GetItem", copy.deepcopy(get)) for _ in range(count)]
+        return [functools.partial(original, stock, "GetItem", copy.deepcopy(get)) for _ in range(count)]
 
     warm_up = [harness.lookup(size) for _ in range(30)]
     started = time.process_time()
@@ -615,7 +637,7 @@ def thread_put_floor(client: Any) -> Callable[[dict[str, Any], list[tuple[str, d
 
 def measure_thread_put(harness: Harness, size: int, puts: int, profile: bool) -> ThreadPutFigures:
     """Median CPU of `puts` steady-state graph-step puts of a `size` conversation, alternating with a bare botocore
-    PutItem of one item holding everything the put wrote, on Baton's client."""
+    PutItem of one item holding everything the put wrote, on botocore's own client (`stock_client`)."""
     import botocore.client
 
     runs = ThreadPuts(harness, size)
@@ -633,9 +655,10 @@ def measure_thread_put(harness: Harness, size: int, puts: int, profile: bool) ->
     client = made[-1][0]
     item = thread_put.one_item([(operation, params) for _, operation, params in made])
     original = botocore.client.BaseClient._make_api_call  # type: ignore[attr-defined]
+    stock = stock_client(client)
     put_items = [
         functools.partial(
-            original, client, "PutItem", {"TableName": harness.recording["table"], "Item": copy.deepcopy(item)}
+            original, stock, "PutItem", {"TableName": harness.recording["table"], "Item": copy.deepcopy(item)}
         )
         for _ in range(puts)
     ]

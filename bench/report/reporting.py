@@ -545,10 +545,11 @@ def _save_reason(save: warm.SaveFigures) -> str:
     rest = save.median_ms - own
     return (
         f"Measured in this run: the whole handler {save.median_ms:.3f} ms against {bare:.3f} ms for the bare "
-        f"UpdateItem of the same {save.item_bytes:,} B item. Baton's own UpdateItem, made alone on the same client, "
-        f"costs {own:.3f} ms, {own / bare:.2f}× the bare one (which sets the same attributes with no condition and "
-        "asks nothing back, where Baton's carries its condition, its `if_not_exists` expressions and asks for the "
-        f"item back), so the request alone takes {own / bare / warm.BUDGET_SAVE_UPDATE_RATIO:.0%} of the budget. "
+        f"UpdateItem of the same {save.item_bytes:,} B item on botocore's own client. Baton's own UpdateItem, made "
+        f"alone on Baton's client, costs {own:.3f} ms, {own / bare:.2f}× the bare one (which sets the same "
+        "attributes with no condition and asks nothing back, where Baton's carries its condition, its "
+        "`if_not_exists` expressions and asks for the item back, and is written and parsed by `store/item_wire.py`), "
+        f"so the request alone takes {own / bare / warm.BUDGET_SAVE_UPDATE_RATIO:.0%} of the budget. "
         f"Everything else is {rest:.3f} ms ({rest / bare:.2f}× the bare UpdateItem, where the budget leaves "
         f"{max(0.0, warm.BUDGET_SAVE_UPDATE_RATIO - own / bare):.2f}×): powertools' routing and OpenAPI validation, "
         "the key check, the strict parse and pydantic's model, the codec, Baton's plan and item mapping, the answer "
@@ -1310,12 +1311,13 @@ def _botocore_section(figures: warm.WarmFigures) -> list[str]:
     lines = [
         "### A save and a lookup against bare botocore",
         "",
-        "Each timed save alternates (order flipped every pair) with a bare botocore UpdateItem on Baton's own "
-        "DynamoDB client of the item that save writes: the item as the recorded lookup read it back after the same "
+        "Each timed save alternates (order flipped every pair) with a bare botocore UpdateItem, on botocore's own "
+        "DynamoDB client configured as Baton's (`warm.stock_client`: none of Baton's changes to its sessions, "
+        "`store/item_wire.py` among them), of the item that save writes: the item as the recorded lookup read it back after the same "
         "save, every attribute but the key in one plain `SET`, no condition, nothing asked back "
         "(`replay.bare_update`), answered by the replay of moto's answer to that very UpdateItem. Each timed lookup "
-        "(`GET /v1/checkpoints`, the whole handler) alternates with a bare botocore GetItem of the key it reads (as "
-        "consistent), answered by the same replay as Baton's. CPU time, medians.",
+        "(`GET /v1/checkpoints`, the whole handler) alternates with a bare botocore GetItem, on the same stock "
+        "client, of the key it reads (as consistent), answered by the same replay as Baton's. CPU time, medians.",
         "",
         "| state | saves | save (median) | bare UpdateItem of the same item | ratio | Baton's own UpdateItem alone "
         "| everything else | item |",
@@ -1358,7 +1360,8 @@ def _thread_put_section(puts: list[warm.ThreadPutFigures]) -> list[str]:
         "the one before it on a thread whose head this container touched moments ago (its steady state: no read, "
         "no touch); DynamoDB answered by a replay of what moto answered to the same puts, the head's expiry moved "
         "to now. Every timed put's requests are counted (botocore `before-call`) and must be the steady state's, "
-        "else the run fails. Alternating with each put: a bare botocore PutItem, on Baton's client, of one item "
+        "else the run fails. Alternating with each put: a bare botocore PutItem, on botocore's own client "
+        "configured as Baton's (`warm.stock_client`), of one item "
         "holding everything the put wrote (the checkpoint item's attributes and, at 34 KB, the value's own item), "
         "answered by the replay of moto's answer to that PutItem; and the put's floor (`warm.thread_put_floor`): "
         "what any put must spend to keep the contract and Baton's stored form, with none of Baton's pipeline "
