@@ -1313,8 +1313,8 @@ def _botocore_section(figures: warm.WarmFigures) -> list[str]:
         "",
         "Each timed save alternates (order flipped every pair) with a bare botocore UpdateItem, on botocore's own "
         "DynamoDB client configured as Baton's (`warm.stock_client`: none of Baton's changes to its sessions, "
-        "`store/item_wire.py` among them), of the item that save writes: the item as the recorded lookup read it back after the same "
-        "save, every attribute but the key in one plain `SET`, no condition, nothing asked back "
+        "`store/item_wire.py` among them), of the item that save writes: the item as the recorded lookup read it "
+        "back after the same save, every attribute but the key in one plain `SET`, no condition, nothing asked back "
         "(`replay.bare_update`), answered by the replay of moto's answer to that very UpdateItem. Each timed lookup "
         "(`GET /v1/checkpoints`, the whole handler) alternates with a bare botocore GetItem, on the same stock "
         "client, of the key it reads (as consistent), answered by the same replay as Baton's. CPU time, medians.",
