@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import base64
 import re
-import unicodedata
 import uuid
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -252,6 +251,8 @@ def content_disposition(filename: str) -> str:
     header or add a parameter. Only the last path segment is kept, at most `MAX_FILENAME_CHARS` characters."""
     # Format characters (bidi overrides and isolates, zero-width joiners) and controls go first: U+202E in a name
     # would show `evil\u202etxt.exe` as `evilexe.txt` in a save dialog.
+    import unicodedata  # (its 1 MB table loads here, by a blob's download, not by every cold start)
+
     visible = "".join(c for c in filename if unicodedata.category(c) not in ("Cf", "Cc"))
     name = visible.replace("\\", "/").rpartition("/")[2].strip()[-MAX_FILENAME_CHARS:]
     if not name.strip("."):
