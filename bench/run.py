@@ -20,7 +20,8 @@ Steps, in one run (a few minutes on a 2-core machine, progress printed; the firs
 4. Baton's own CPU with AWS stubbed (`harness/warm.py`: saves, and a LangGraph graph step's put against a bare
    botocore PutItem of the same item); the same put, Baton's handler and `BatonSaver.put` together, against each
    peer's `put` of the same checkpoint, AWS stubbed alike, interleaved (`harness/peer_puts.py`); and its whole cold
-   request against a boto3 baseline (`harness/coldstart.py`).
+   request against a boto3 baseline (`harness/coldstart.py`). Then `baton serve` in a process of its own, over real
+   HTTP (`harness/serve.py`): a 32 KB save against a 1 KB save, and one client's saves and lookups per second.
 5. `bench/report.md` with every figure, every budget's verdict and the headlines (`report/reporting.py`), and
    `bench/report.png` (drawn by `report/plot.py` in the aws saver's environment, which carries matplotlib).
 
@@ -50,6 +51,7 @@ from typing import Any
 
 from bench.billing import capacity
 from bench.harness import baton_setup, coldstart, langgraph_steps, peer_puts, replay, sidebyside, warm
+from bench.harness import serve as serve_run
 from bench.harness import steady as steady_run
 from bench.harness.meter import MeteredMotoServer
 from bench.paths import BENCH, REPO, RESULTS
@@ -193,6 +195,22 @@ def main(argv: list[str] | None = None) -> int:
         except RuntimeError as exc:
             notes.append(f"the cold request was not measured: {_last(exc)}")
 
+    progress("a 32 KB save against a 1 KB save, and one client's throughput, through `baton serve` (harness/serve.py)")
+    serve: serve_run.ServeFigures | None = None
+    serve_json = RESULTS / "serve.json"
+    try:
+        run_child(
+            [
+                *(sys.executable, "-m", "bench.harness.serve", "--json", str(serve_json)),
+                *(("--rounds", "30", "--seconds", "0.5") if args.quick else ()),
+            ],
+            "bench.harness.serve",
+        )
+        serve = serve_run.from_json(json.loads(serve_json.read_text(encoding="utf-8")))
+        print(serve_run.summary(serve), flush=True)
+    except RuntimeError as exc:
+        notes.append(f"the figures through `baton serve` were not measured: {_last(exc)}")
+
     notes += notes_from(summary)
     plotted = False
     if PLOT_PYTHON.exists():
@@ -210,14 +228,14 @@ def main(argv: list[str] | None = None) -> int:
         notes.append("the shipped codec's figures are missing: `bench/studies/codec_study.py` could not report them")
     sections = (langgraph_steps.table(graph_steps), *((codec,) if codec else ()))
     report = reporting.render(
-        when, figures, cold, warm_figures, recording, notes, plotted, sections, steady, peer_figures
+        when, figures, cold, warm_figures, recording, notes, plotted, sections, steady, peer_figures, serve
     )
     REPORT.write_text(report, encoding="utf-8")
     if update_readme(figures, when):
         progress(f"updated the {README_SECTION!r} section of README.md")
     progress(f"wrote {REPORT.relative_to(REPO)}" + (f" and {PLOT.relative_to(REPO)}" if plotted else ""))
 
-    found = reporting.verdicts(figures, cold, warm_figures, recording, steady, peer_figures)
+    found = reporting.verdicts(figures, cold, warm_figures, recording, steady, peer_figures, serve)
     missed = [v for v in found if v.status == "missed"]
     for verdict in missed:
         print(f"budget missed: {verdict.figure}: {verdict.measured} (budget {verdict.budget})", file=sys.stderr)

@@ -14,7 +14,7 @@ from datetime import datetime
 from typing import Any
 
 from bench.billing import prices
-from bench.harness import coldstart, peer_puts, replay, warm
+from bench.harness import coldstart, peer_puts, replay, serve, warm
 from bench.harness.sidebyside import size_label
 
 READS = ("GetItem", "Query", "Scan", "BatchGetItem", "TransactGetItems")
@@ -320,6 +320,7 @@ def verdicts(
     recording: dict[str, Any] | None,
     steady: dict[str, Any] | None = None,
     peer_figures: peer_puts.PeerPutFigures | None = None,
+    served: serve.ServeFigures | None = None,
 ) -> list[Verdict]:
     """Every budget of performance.md, judged on this run's figures."""
     found: list[Verdict] = []
@@ -474,15 +475,39 @@ def verdicts(
             "not measured here",
         )
     )
-    found.append(
-        Verdict(
-            "a 32 KB save against a 1 KB save through `baton serve`",
-            "≤ 1.5 ×",
-            _serve_proxy(figures),
-            "not measured here",
+    if served is None:
+        found.append(
+            Verdict(
+                SERVE_FIGURE,
+                f"≤ {serve.BUDGET_RATIO:g} ×",
+                _serve_proxy(figures),
+                "not measured here",
+            )
         )
-    )
+    else:
+        found.append(
+            Verdict(
+                SERVE_FIGURE,
+                f"≤ {serve.BUDGET_RATIO:g} × (same run, alternating)",
+                f"{served.ratio:.2f}× ({served.large_ms:.2f} ms vs {served.small_ms:.2f} ms, medians of "
+                f"{served.rounds} alternating rounds, one client on loopback, each the whole round trip; the "
+                f"handler's own {served.large_handler_ms:.2f} vs {served.small_handler_ms:.2f} ms by its access log)",
+                met[served.ratio <= serve.BUDGET_RATIO],
+            )
+        )
+        found.append(
+            Verdict(
+                "local `baton serve` throughput, one client on loopback",
+                "reported, no budget",
+                f"{served.saves_per_second:.0f} saves a second (4 KB states), {served.lookups_per_second:.0f} lookups "
+                f"a second (sequential, {served.seconds:g} s each)",
+                "reported",
+            )
+        )
     return found
+
+
+SERVE_FIGURE = "a 32 KB save against a 1 KB save through `baton serve`"
 
 
 SAVE_FIGURE = "own CPU of a plain save against a bare botocore UpdateItem"
@@ -938,6 +963,31 @@ def _s3_note(sizes: list[int], what: str) -> str:
     return f"; state in the bucket at {', '.join(size_label(s) for s in sizes)}: S3 adds {what}"
 
 
+def _served(served: serve.ServeFigures) -> list[str]:
+    """The section on Baton through `baton serve`."""
+    return [
+        "## Through `baton serve`",
+        "",
+        "`baton serve` in a process of its own (embedded moto, no reaper, one container), one `httpx` client with "
+        "keep-alive on loopback (`bench/harness/serve.py`). Each timed request is the whole round trip, the server's "
+        "moto included; the handler's own time is what its access line states (`duration_ms`).",
+        "",
+        "| figure | 1 KB save | 32 KB save | ratio |",
+        "|---|---|---|---|",
+        f"| round trip (median of {served.rounds}, alternating) | {served.small_ms:.2f} ms | "
+        f"{served.large_ms:.2f} ms | {served.ratio:.2f}× |",
+        f"| the handler's own (access log) | {served.small_handler_ms:.2f} ms | {served.large_handler_ms:.2f} ms | "
+        f"{served.large_handler_ms / served.small_handler_ms:.2f}× |",
+        "",
+        f"One client, sequential requests for {served.seconds:g} s each: {served.saves_per_second:.0f} saves a second "
+        f"(4 KB states) and {served.lookups_per_second:.0f} lookups a second. The same handler spends about 1 ms of "
+        "its own on a save with AWS stubbed (above): the rest of a local request is moto's work in the same process "
+        "(the save's conditional write evaluated in Python, the usage counts `baton serve` writes after every "
+        "request, the table's stream), which a deployed function's DynamoDB does on its own machines.",
+        "",
+    ]
+
+
 def _serve_proxy(figures: Figures | None) -> str:
     if figures is None or "baton" not in figures.clients:
         return "not measured"
@@ -982,6 +1032,7 @@ def render(
     sections: tuple[str, ...] = (),
     steady: dict[str, Any] | None = None,
     peer_figures: peer_puts.PeerPutFigures | None = None,
+    served: serve.ServeFigures | None = None,
 ) -> str:
     """The report as Markdown; `sections` (Markdown, each with its heading) go before the method."""
     lines = [
@@ -1006,11 +1057,11 @@ def render(
             )
         lines.append("")
     lines += ["## Budgets", "", "| figure | budget | measured | verdict |", "|---|---|---|---|"]
-    for v in verdicts(figures, cold, warm_figures, recording, steady, peer_figures):
+    for v in verdicts(figures, cold, warm_figures, recording, steady, peer_figures, served):
         mark = {"met": "✅ met", "missed": "❌ **missed**"}.get(v.status, v.status)
         lines.append(f"| {v.figure} | {v.budget} | {v.measured} | {mark} |")
     lines.append("")
-    lines += _misses(verdicts(figures, cold, warm_figures, recording, steady, peer_figures))
+    lines += _misses(verdicts(figures, cold, warm_figures, recording, steady, peer_figures, served))
     if figures is not None:
         lines += _side_by_side(figures, plot)
     if warm_figures is not None:
@@ -1019,6 +1070,8 @@ def render(
         lines += _peer_put_section(peer_figures, warm_figures)
     if cold is not None:
         lines += _cold(cold)
+    if served is not None:
+        lines += _served(served)
     if figures is not None:
         lines += _listing(figures)
     for section in sections:
