@@ -45,9 +45,11 @@ import os
 import subprocess
 import sys
 import time
+from collections.abc import Callable
 from dataclasses import asdict
 from datetime import UTC, datetime
-from typing import Any
+from pathlib import Path
+from typing import Any, TypeVar
 
 from bench.billing import capacity
 from bench.harness import baton_setup, coldstart, langgraph_steps, peer_puts, replay, sidebyside, warm
@@ -66,6 +68,7 @@ BATON_BUCKET = next(spec.bucket for spec in sidebyside.CLIENTS if spec.name == "
 PLOT_PYTHON = BENCH / ".venv-peer-aws" / "bin" / "python"
 
 _started = time.perf_counter()
+T = TypeVar("T")
 
 
 def progress(message: str) -> None:
@@ -79,6 +82,12 @@ def run_child(command: list[str], what: str, env: dict[str, str] | None = None) 
     if done.returncode != 0:
         raise RuntimeError(f"{what} failed:\n{done.stderr[-4000:]}")
     return done.stdout
+
+
+def child_figures(command: list[str], what: str, out: Path, load: Callable[[dict[str, Any]], T]) -> T:
+    """Run a measuring child that writes its figures to `out` as JSON (`--json`), and read them with `load`."""
+    run_child([*command, "--json", str(out)], what)
+    return load(json.loads(out.read_text(encoding="utf-8")))
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -165,16 +174,16 @@ def main(argv: list[str] | None = None) -> int:
     peer_figures: peer_puts.PeerPutFigures | None = None
     if recording is not None:
         progress("Baton's own CPU with AWS stubbed")
-        warm_json = RESULTS / "warm.json"
         try:
-            run_child(
+            warm_figures = child_figures(
                 [
                     *(sys.executable, "-m", "bench.harness.warm", "--recording", str(recording_path)),
-                    *("--saves", str(args.saves), "--json", str(warm_json)),
+                    *("--saves", str(args.saves)),
                 ],
                 "bench.harness.warm",
+                RESULTS / "warm.json",
+                warm.from_json,
             )
-            warm_figures = warm.from_json(json.loads(warm_json.read_text(encoding="utf-8")))
             print(warm.summary(warm_figures), flush=True)
         except RuntimeError as exc:
             notes.append(f"Baton's own CPU with AWS stubbed was not measured: {_last(exc)}")
@@ -197,16 +206,16 @@ def main(argv: list[str] | None = None) -> int:
 
     progress("a 32 KB save against a 1 KB save, and one client's throughput, through `baton serve` (harness/serve.py)")
     serve: serve_run.ServeFigures | None = None
-    serve_json = RESULTS / "serve.json"
     try:
-        run_child(
+        serve = child_figures(
             [
-                *(sys.executable, "-m", "bench.harness.serve", "--json", str(serve_json)),
+                *(sys.executable, "-m", "bench.harness.serve"),
                 *(("--rounds", "30", "--seconds", "0.5") if args.quick else ()),
             ],
             "bench.harness.serve",
+            RESULTS / "serve.json",
+            serve_run.from_json,
         )
-        serve = serve_run.from_json(json.loads(serve_json.read_text(encoding="utf-8")))
         print(serve_run.summary(serve), flush=True)
     except RuntimeError as exc:
         notes.append(f"the figures through `baton serve` were not measured: {_last(exc)}")
