@@ -134,9 +134,9 @@ def dynamodb_client(endpoint_url: str | None = None) -> DynamoDBClient:
     """A DynamoDB client with short timeouts and standard retries (the API has 30 s in all).
 
     Made with botocore itself: boto3 adds only import time; its items are written and parsed directly (`item_wire`).
-    Parameter validation is off: every request is built
-    by the store's own code, and botocore's check of a save's ~120-node request cost about a sixth of the save's
-    CPU; DynamoDB validates again, and a request it refuses is a defect the store's tests catch.
+    Parameter validation is off: every request is built by the store's own code, and botocore's check of a save's
+    ~120-node request cost about a sixth of the save's CPU; DynamoDB validates again, and a request it refuses is a
+    defect the store's tests catch.
     """
     from botocore.config import Config
 
