@@ -79,11 +79,25 @@ def test_it_parses_each_file_as_botocore_does_keys_in_the_same_order(name: str) 
     assert json.dumps(ours) == json.dumps(theirs)  # the same order, nested (botocore's are OrderedDicts)
 
 
+@pytest.fixture(autouse=True)
+def no_customer_models(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    """botocore also looks in `~/.aws/models`: these tests must not depend on what this machine keeps there."""
+    monkeypatch.setattr(Loader, "CUSTOMER_DATA_PATH", str(tmp_path / "no-models"))
+
+
 def test_what_orjson_refuses_is_parsed_as_botocore_parses_it(tmp_path: Path) -> None:
-    (tmp_path / "odd.json").write_text('{"big": 123456789012345678901234567890, "nan": NaN}', encoding="utf-8")
+    (tmp_path / "odd.json").write_text('{"nan": NaN}', encoding="utf-8")
     ours = aws.known_services_loader()(None).file_loader.load_file(str(tmp_path / "odd"))
-    assert ours["big"] == 123456789012345678901234567890
     assert math.isnan(ours["nan"])
+
+
+@pytest.mark.parametrize("number", ["123456789012345678901234567890", "-9223372036854775809", "18446744073709551616"])
+def test_integers_past_64_bits_are_parsed_as_botocore_parses_them(tmp_path: Path, number: str) -> None:
+    # (orjson reads them as floats, without an error)
+    (tmp_path / "big.json").write_text(f'{{"big": {number}}}', encoding="utf-8")
+    ours = aws.known_services_loader()(None).file_loader.load_file(str(tmp_path / "big"))
+    assert ours == {"big": int(number)}
+    assert type(ours["big"]) is int
 
 
 def _full_endpoints() -> dict[str, Any]:
@@ -157,6 +171,24 @@ def test_an_endpoints_file_on_the_data_path_comes_first(tmp_path: Path) -> None:
     (tmp_path / "endpoints.json").write_text(json.dumps(mine), encoding="utf-8")
     endpoints, path = aws.known_services_loader()(str(tmp_path)).load_data_with_path("endpoints")
     assert (endpoints, path) == (mine, str(tmp_path / "endpoints"))
+
+
+def test_a_data_path_beside_botocores_own_is_not_taken_for_it(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    # A directory whose name merely starts with botocore's data directory's (`.../data-custom`)
+    monkeypatch.setattr(Loader, "BUILTIN_DATA_PATH", str(tmp_path / "data"))
+    (tmp_path / "data").mkdir()
+    (tmp_path / "data-custom").mkdir()
+    mine = {"partitions": [], "version": 3}
+    (tmp_path / "data-custom" / "endpoints.json").write_text(json.dumps(mine), encoding="utf-8")
+    endpoints, path = aws.known_services_loader()(str(tmp_path / "data-custom")).load_data_with_path("endpoints")
+    assert (endpoints, path) == (mine, str(tmp_path / "data-custom" / "endpoints"))
+
+
+def test_a_damaged_kept_copy_leaves_botocores_own_file(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    (tmp_path / "endpoints.json").write_text("{not json", encoding="utf-8")
+    monkeypatch.setattr(aws, "ENDPOINTS", tmp_path / "endpoints.json")
+    endpoints, _ = aws.known_services_loader()(None).load_data_with_path("endpoints")
+    assert endpoints == _full_endpoints()
 
 
 def test_another_botocore_reads_its_whole_file(monkeypatch: pytest.MonkeyPatch) -> None:

@@ -46,7 +46,8 @@ def known_services_loader() -> Any:
       This one hands out the copy trimmed to `SERVICES` (`ENDPOINTS`), when that copy was made from this very
       botocore and botocore would read its own file (no `AWS_DATA_PATH` or `~/.aws/models` copy comes first).
     - It parses JSON into `OrderedDict`s; orjson's plain dicts keep the same order, at a third of the time (~3 ms of
-      a DynamoDB model). What orjson refuses (NaN, integers past 64 bits) is parsed as botocore parses it.
+      a DynamoDB model). What orjson would read otherwise is parsed as botocore parses it: what it refuses (NaN),
+      and a file holding a run of 19 digits or more anywhere (orjson reads an integer past 64 bits as a float).
     Tests hold every answer equal to botocore's own loader's for `SERVICES`; anything else is botocore's as it is.
     """
     import botocore
@@ -59,10 +60,12 @@ def known_services_loader() -> Any:
                 return None
             with open_method(full_path, "rb") as file:
                 payload = file.read()
-            try:
-                return orjson.loads(payload)
-            except orjson.JSONDecodeError:
-                return super()._load_file(full_path, open_method)  # type: ignore[misc]  # (untyped in the stubs)
+            if payload.translate(_DIGITS).find(_LONG_NUMBER) < 0:
+                try:
+                    return orjson.loads(payload)
+                except orjson.JSONDecodeError:
+                    pass
+            return super()._load_file(full_path, open_method)  # type: ignore[misc]  # (untyped in the stubs)
 
     class KnownServicesLoader(Loader):
         FILE_LOADER_CLASS = OrjsonFileLoader
@@ -94,13 +97,22 @@ def known_services_loader() -> Any:
                 # The file botocore would read: the first of its search paths that has one.
                 locations = (os.path.join(p, name) for p in self.search_paths if os.path.isdir(p))
                 path = next((p for p in locations if self.file_loader.exists(p)), None)
-                if path is not None and self.is_builtin_path(path):
-                    kept = orjson.loads(ENDPOINTS.read_bytes())
-                    if kept["botocore"] == botocore.__version__:
-                        return kept["endpoints"], path
+                if path == os.path.join(self.BUILTIN_DATA_PATH, name):
+                    try:
+                        kept = orjson.loads(ENDPOINTS.read_bytes())
+                        if kept["botocore"] == botocore.__version__:
+                            return kept["endpoints"], path
+                    except (OSError, ValueError, KeyError, TypeError):
+                        pass  # (a copy missing or damaged: botocore's own file, as botocore reads it)
             return cast("tuple[Any, str]", super().load_data_with_path(name))
 
     return KnownServicesLoader
+
+
+_DIGITS: Final = bytes(0x30 if 0x30 <= byte <= 0x39 else 0x20 for byte in range(256))
+"""A translation of bytes that makes every digit `0` and everything else a space."""
+_LONG_NUMBER: Final = b"0" * 19
+"""19 digits in a row, translated: an integer that may not fit in 64 bits (or a string holding such a run)."""
 
 
 def trimmed_endpoints(endpoints: dict[str, Any]) -> dict[str, Any]:
@@ -155,13 +167,17 @@ def dynamodb_client(endpoint_url: str | None = None) -> DynamoDBClient:
 def with_item_serializer(client: Any) -> Any:
     """`client` writing DynamoDB's items directly (`item_wire.ItemSerializer`) instead of through botocore's
     `JSONSerializer`, which it replaces: botocore takes no serializer of a caller's, so this is the client's own
-    attribute (a test fails if botocore renames it). A serializer of another kind is left as it is."""
+    attribute (a test fails if botocore renames it), with the settings botocore gave the one it replaces (its
+    timestamps' precision). A serializer of another kind is left as it is."""
     from botocore.serialize import JSONSerializer
 
     from baton_checkpoints.store.item_wire import ItemSerializer
 
-    if type(getattr(client, "_serializer", None)) is JSONSerializer:
-        client._serializer = ItemSerializer()
+    serializer = getattr(client, "_serializer", None)
+    if type(serializer) is JSONSerializer:
+        replacement = ItemSerializer()
+        replacement.__dict__.update(vars(serializer))
+        client._serializer = replacement
     return client
 
 

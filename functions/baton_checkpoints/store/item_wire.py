@@ -33,24 +33,22 @@ _ResponseParserFactory: Any = parsers.ResponseParserFactory
 _JSONSerializer: Any = serialize.JSONSerializer
 
 
-_KNOWN: dict[int, tuple[Any, bool]] = {}
-"""What `is_item_value` found of each shape object, by its id (the shape kept, so that its id is not reused): a
-client's models hold a few dozen value shapes, each asked once per value of every request."""
+_ANSWER: Final = "_baton_item_value"
+"""The attribute under which `is_item_value` keeps its answer on each shape object: a client's models hold a few
+dozen value shapes, each asked once per value of every request (kept on the shape, it goes with the shape's model)."""
 
 
 def is_item_value(shape: Any) -> bool:
     """True when `shape` is DynamoDB's `AttributeValue`: a structure of exactly `MEMBERS`, none renamed on the
     wire (a renamed or added member would take botocore's own path)."""
-    known = _KNOWN.get(id(shape))
-    if known is not None and known[0] is shape:
-        return known[1]
-    answer = False
-    if shape.name == ATTRIBUTE_VALUE and shape.type_name == "structure":
-        members = shape.members
-        answer = members.keys() == MEMBERS and not any("name" in members[m].serialization for m in members)
-    if len(_KNOWN) < 4096:
-        _KNOWN[id(shape)] = (shape, answer)
-    return answer
+    answer = shape.__dict__.get(_ANSWER)
+    if answer is None:
+        answer = False
+        if shape.name == ATTRIBUTE_VALUE and shape.type_name == "structure":
+            members = shape.members
+            answer = members.keys() == MEMBERS and not any("name" in members[m].serialization for m in members)
+        shape.__dict__[_ANSWER] = answer
+    return bool(answer)
 
 
 _NOT_DIRECT: Final = object()
