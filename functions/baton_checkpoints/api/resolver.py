@@ -216,9 +216,13 @@ class BatonResolver(APIGatewayHttpResolver):
         """Include the deferred routers whose prefixes `path` holds (None: all of them)."""
         if not self._deferred:
             return
-        if self._deferred_asked is None:
-            self._deferred_asked = _asking_for(prefix for _, prefixes in self._deferred for prefix in prefixes)
-        if path is not None and not self._deferred_asked.search(path):
+        asked = self._deferred_asked
+        if asked is None:
+            with self._deferred_lock:  # (the list read whole: another thread may be including a router)
+                asked = self._deferred_asked = _asking_for(
+                    prefix for _, prefixes in self._deferred for prefix in prefixes
+                )
+        if path is not None and not asked.search(path):
             return
         with self._deferred_lock:
             for entry in list(self._deferred):
