@@ -33,8 +33,8 @@ The peers' environments (`bench/.venv-peer-aws`, `bench/.venv-peer-amazon`) are 
 `bench/requirements-peer-*.txt`; a missing one is reported as not measured. `--check` exits 1 when a budget is
 missed. Usage, from the repository's root: `python -m bench.run [--reps N] [--big-reps N] [--runs N] [--saves N]
 [--quick] [--check]` (`--quick`: 3 repetitions per figure, 2 for 2 MB states, 3 cold-start runs, 60 stubbed saves
-and puts against the peers', 3 turns of the LangGraph graph). `--saves` also bounds the puts timed against the
-peers' (`peer_puts.PUTS` at most).
+and puts against the peers', 3 turns of the LangGraph graph, 30 rounds and half a second per throughput figure
+through `baton serve`). `--saves` also bounds the puts timed against the peers' (`peer_puts.PUTS` at most).
 """
 
 from __future__ import annotations
@@ -206,11 +206,12 @@ def main(argv: list[str] | None = None) -> int:
 
     progress("a 32 KB save against a 1 KB save, and one client's throughput, through `baton serve` (harness/serve.py)")
     serve: serve_run.ServeFigures | None = None
+    quick_serve = ("--rounds", str(serve_run.QUICK_ROUNDS), "--seconds", str(serve_run.QUICK_SECONDS))
     try:
         serve = child_figures(
             [
                 *(sys.executable, "-m", "bench.harness.serve"),
-                *(("--rounds", "30", "--seconds", "0.5") if args.quick else ()),
+                *(quick_serve if args.quick else ()),
             ],
             "bench.harness.serve",
             RESULTS / "serve.json",
@@ -248,7 +249,7 @@ def main(argv: list[str] | None = None) -> int:
     missed = [v for v in found if v.status == "missed"]
     for verdict in missed:
         print(f"budget missed: {verdict.figure}: {verdict.measured} (budget {verdict.budget})", file=sys.stderr)
-    incomplete = recording is None or warm_figures is None or cold is None or peer_figures is None
+    incomplete = recording is None or warm_figures is None or cold is None or peer_figures is None or serve is None
     if incomplete:
         print("some figures were not measured: see the report's oddities", file=sys.stderr)
     return 1 if (missed or incomplete) and args.check else 0
