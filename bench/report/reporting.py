@@ -611,16 +611,18 @@ def _lookup_reason(lookup: warm.LookupFigures) -> str:
     own = lookup.call_median_ms
     rest = lookup.beside_get_ms
     takes = lookup.calls_per_lookup.get("TakeShare", 0.0)
+    share = f"one lookup in {1 / takes:.0f} also takes the tenant's share, an UpdateItem" if takes else "no take"
     return (
         f"Measured in this run: the whole handler {lookup.median_ms:.3f} ms against {bare:.3f} ms for the bare "
         f"GetItem of the same key on botocore's own client ({lookup.item_bytes:,} B item, answered by the same "
-        f"replay as Baton's). Baton's own GetItem, made alone on Baton's client, costs {own:.3f} ms "
-        f"({own / bare:.2f}× the bare one: the same request, its item parsed by `store/item_wire.py`). Everything "
+        f"replay as Baton's). Baton's own GetItem, made alone on Baton's client in the same alternation, costs "
+        f"{own:.3f} ms ({own / bare:.2f}× the bare one: the same request, its item parsed by `store/item_wire.py`; "
+        "inside a lookup it costs more, its code and data evicted from the processor's caches by the lookup's own "
+        "work, decompressing with the state's 256 KB dictionary above all). Everything "
         f"else is {rest:.3f} ms ({rest / bare:.2f}× the bare GetItem, where the budget leaves "
-        f"{max(0.0, warm.BUDGET_LOOKUP_RATIO - own / bare):.2f}×): the key check, the rate limiter (one lookup in "
-        f"{1 / takes if takes else 0:.0f} also takes the tenant's share, an UpdateItem), powertools' routing and its "
-        "validation of the query, reading the item and decompressing the stored state, and writing the "
-        f"{lookup.body_bytes:,} B answer and the access line. "
+        f"{max(0.0, warm.BUDGET_LOOKUP_RATIO - own / bare):.2f}×): the key check, the rate limiter ({share}), "
+        "powertools' routing and its validation of the query, reading the item and decompressing the stored state, "
+        f"and writing the {lookup.body_bytes:,} B answer and the access line. "
         "Where the whole lookup's CPU goes (cProfile, own time by package, scaled to the median; the profiler "
         "inflates code made of many small Python calls, botocore's above all): "
         f"{_where_it_goes(lookup.profile, lookup.median_ms)}."
@@ -1163,23 +1165,22 @@ MISS_REASONS = (
     ),
     (
         "warm overhead",
-        "The save's one UpdateItem, made alone on the same client with nothing around it, costs most of the budget "
-        'by itself (the column "its DynamoDB request alone" in Baton\'s own CPU below: botocore serializing, '
+        "The save's one UpdateItem, made alone on the same client with nothing around it, costs about a third of the "
+        'budget by itself (the column "its DynamoDB request alone" in Baton\'s own CPU below: botocore serializing, '
         "signing and parsing; its configuration knobs, such as account-id endpoints, checksums and the retry mode, "
-        "move it by less than this machine's noise). The rest is powertools' routing and OpenAPI validation "
-        "(about half of it), Baton's parse, plan and item mapping, and the access log line. Two costs sit outside "
-        "any one function (measured 2026-12-04 with a timer around each part of a 1 KB save): the same UpdateItem "
-        "costs about 0.47 ms right after a request against 0.38 ms made alone in a loop, because the request's own "
-        "code evicts botocore's from the processor's caches (about 0.1 ms of every save is botocore slowed down, "
-        "not Baton's code running), and writing the access line is a system call to a pipe, 30-60 µs of which "
-        "most is the kernel's. Cut so far: the update "
-        "expression is built once per shape of save, powertools' dependency tree once per route, the access line "
-        "is written by orjson, key checks skip characters the body cannot hold, a save's answer reads only "
-        "the three attributes it needs from the item DynamoDB returns, and item values are written and parsed "
-        "directly (`store/item_wire.py`: botocore's parse of the item a 4 KB save gets back took about 78 µs, 28 µs "
-        "now; its serialization of the request 51 µs, 31 µs now). What is left beyond that means leaving "
-        "botocore for the one call or powertools' validation for the save route; neither is taken here, because "
-        "both carry the contract's error handling and the OpenAPI document.",
+        "move it by less than this machine's noise). The rest is powertools' routing and OpenAPI validation (about "
+        "half of it), Baton's parse, plan and item mapping, and the access log line. Two costs sit outside any one "
+        "function (measured 2026-12-04 with a timer around each part of a 1 KB save): the same UpdateItem costs about"
+        " 0.47 ms right after a request against 0.38 ms made alone in a loop, because the request's own code evicts "
+        "botocore's from the processor's caches (about 0.1 ms of every save is botocore slowed down, not Baton's code"
+        " running), and writing the access line is a system call to a pipe, 30-60 µs of which most is the kernel's. "
+        "Cut so far: the update expression is built once per shape of save, powertools' dependency tree once per "
+        "route, the access line is written by orjson, key checks skip characters the body cannot hold, a save's "
+        "answer reads only the three attributes it needs from the item DynamoDB returns, and item values are written "
+        "and parsed directly (`store/item_wire.py`: botocore's parse of the item a 4 KB save gets back took about 78 "
+        "µs, 28 µs now; its serialization of the request about 50 µs, 30-40 µs now). What is left beyond that means "
+        "leaving botocore for the one call or powertools' validation for the save route; neither is taken here, "
+        "because both carry the contract's error handling and the OpenAPI document.",
     ),
     (
         "own CPU of a save",
