@@ -209,13 +209,16 @@ def server_env(environ: Mapping[str, str]) -> dict[str, str]:
 
 
 @contextmanager
-def serving() -> Iterator[tuple[_Server, str]]:
-    """A `baton serve` process and its URL, stopped at the end whatever happens (its start failing included)."""
+def serving(log: Path | None = None) -> Iterator[tuple[_Server, str]]:
+    """A `baton serve` process and its URL, stopped at the end whatever happens (its start failing included); then
+    every line it printed is in its `lines`, and in `log` when given."""
     server = _Server()
     try:
         yield server, server.url()
     finally:
         server.stop()
+        if log is not None:
+            log.write_text("\n".join(server.lines) + "\n", encoding="utf-8")
 
 
 def server_times(lines: list[str]) -> tuple[dict[str, float], dict[str, float]]:
@@ -313,24 +316,21 @@ def measure(rounds: int = ROUNDS, seconds: float = SECONDS, log: Path | None = N
     """Start `baton serve`, measure, stop it (its output written to `log` when given)."""
     import httpx
 
-    with serving() as (server, url):
-        try:
-            with httpx.Client(base_url=url, headers={"Authorization": f"Bearer {DEV_KEY}"}, timeout=30) as http:
-                small, large, steady = (_Subject(http, size) for size in (SMALL, LARGE, STEADY))
-                for _ in range(WARM_UP):
-                    small.save()
-                    large.save()
-                smalls, larges = alternate(small, large, rounds)
-                for _ in range(WARM_UP // 3):
-                    steady.save()
-                saves, saves_per_second = for_seconds(steady.save, seconds)
-                for _ in range(WARM_UP // 3):
-                    steady.lookup()
-                lookups, lookups_per_second = for_seconds(steady.lookup, seconds)
-        finally:
-            server.stop()
-            if log is not None:
-                log.write_text("\n".join(server.lines) + "\n", encoding="utf-8")
+    with (
+        serving(log) as (server, url),
+        httpx.Client(base_url=url, headers={"Authorization": f"Bearer {DEV_KEY}"}, timeout=30) as http,
+    ):
+        small, large, steady = (_Subject(http, size) for size in (SMALL, LARGE, STEADY))
+        for _ in range(WARM_UP):
+            small.save()
+            large.save()
+        smalls, larges = alternate(small, large, rounds)
+        for _ in range(WARM_UP // 3):
+            steady.save()
+        saves, saves_per_second = for_seconds(steady.save, seconds)
+        for _ in range(WARM_UP // 3):
+            steady.lookup()
+        lookups, lookups_per_second = for_seconds(steady.lookup, seconds)
     gateway, handler = server_times(server.lines)
     return ServeFigures(
         rounds=rounds,
