@@ -108,3 +108,29 @@ def test_the_document_and_snapstart_include_every_deferred_router(services: Serv
     prepared = fresh(services)
     prepared.prepare_routes()
     assert prepared.deferred_routers() == []
+
+
+def test_a_route_documents_its_responses_only_in_the_document(api: ApiDriver, services: Services) -> None:
+    """A route's first request makes no field of its documented response models (`api/openapi.py`'s `Documented`):
+    the document makes them, and describes each status (the committed document's test holds the whole text)."""
+    app = fresh(services)
+    status, found = ask(app, "GET", f"/v1/checkpoints/ckpt_{'0' * 32}")
+    assert status == 404, found
+    route = next(
+        r for r in app._static_routes + app._dynamic_routes if r.openapi_path == "/v1/checkpoints/{checkpoint_id}"
+    )
+    assert route.dependant.response_extra_models == []
+    assert all(answer == {} for answer in route.responses.values())
+    documented = json.loads(document(app))
+    described = documented["paths"]["/v1/checkpoints/{checkpoint_id}"]["get"]["responses"]
+    assert set(described) == {str(status) for status in route.responses}
+    assert described["200"]["content"]["application/json"]["schema"] == {
+        "$ref": "#/components/schemas/DataEnvelope_CheckpointRecord_"
+    }
+    assert {field.type_.__name__ for field in route.dependant.response_extra_models} >= {"ErrorEnvelope"}
+    # Made once: a second resolver on the same routers, documented after its route's first request, adds them once
+    again = fresh(services)
+    ask(again, "GET", f"/v1/checkpoints/ckpt_{'0' * 32}")
+    document(again)
+    twice = next(r for r in again._static_routes + again._dynamic_routes if r.openapi_path == route.openapi_path)
+    assert len(twice.dependant.response_extra_models) == len(route.dependant.response_extra_models)

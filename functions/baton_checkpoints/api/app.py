@@ -137,6 +137,7 @@ def document(app: BatonResolver) -> str:
         security=[{"bearer": []}],
     )
     app.include_deferred_routers()
+    app.document_responses()
     generated = json.loads(app.get_openapi_json_schema(title="Baton", version=__version__))
     return json.dumps(finish(generated), indent=2, ensure_ascii=False)
 

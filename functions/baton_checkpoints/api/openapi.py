@@ -4,13 +4,15 @@ touches that make the generated document say exactly what the API does."""
 from __future__ import annotations
 
 import json
+from collections.abc import Callable
+from functools import cache, partial
 from typing import Annotated, Any, cast
 
 from aws_lambda_powertools.event_handler.openapi.params import Query
 from aws_lambda_powertools.event_handler.openapi.types import OpenAPIResponse
 
 from baton_checkpoints.api.resolver import PUBLIC_EXTENSION
-from baton_checkpoints.api.schemas import ErrorEnvelope
+from baton_checkpoints.api.schemas import DataEnvelope, ErrorEnvelope, ListEnvelope
 from baton_checkpoints.domain import limits
 
 # The page cursor of every list route: checked by the store (bound to tenant and query), documented here.
@@ -113,16 +115,68 @@ _ERROR_HEADERS: dict[int, dict[str, Any]] = {
 }
 
 
+class Documented(dict[str, Any]):
+    """One status of a route's response documentation, made when the OpenAPI document is
+    (`BatonResolver.document_responses`), not when its router is imported. Empty until then, so that the route's
+    first request analyses no response model (powertools makes a field of each documented model when it first needs
+    the route's dependant), and the envelopes (`enveloped`, `paged`) are not parametrized at import (each
+    `DataEnvelope[X]` is a model class made, the first one building the generic). Together about 3 ms of a cold
+    request (`bench/harness/coldstart.py`). The statuses themselves are known at import: powertools keys a route by
+    them."""
+
+    def __init__(self, make: Callable[[], Any]) -> None:
+        super().__init__()
+        self._make = make
+
+    def made(self) -> Documented:
+        """This status's documentation, made now if it was not yet."""
+        if not self:
+            self.update(self._make())
+        return self
+
+
+def documented(
+    success: dict[int, tuple[str, Any]],
+    errors: tuple[int, ...],
+    headers: dict[int, dict[str, Any]] | None = None,
+    described: dict[int, str] | None = None,
+) -> dict[int, OpenAPIResponse]:
+    """`responses(...)` for a route's declaration: each status made when the OpenAPI document is (`Documented`)."""
+
+    @cache
+    def made() -> dict[int, OpenAPIResponse]:
+        return responses(success, errors, headers, described)
+
+    lazy = {status: Documented(partial(_status_of, made, status)) for status in (*success, *errors)}
+    return cast(dict[int, OpenAPIResponse], lazy)
+
+
+def _status_of(made: Callable[[], dict[int, OpenAPIResponse]], status: int) -> OpenAPIResponse:
+    return made()[status]
+
+
+def enveloped(model: Any) -> Callable[[], Any]:
+    """The envelope `{data, meta}` of `model` as a success body of `responses`, parametrized when it is made."""
+    return lambda: DataEnvelope[model]
+
+
+def paged(model: Any) -> Callable[[], Any]:
+    """The envelope of a page of `model`s as a success body of `responses`, parametrized when it is made."""
+    return lambda: ListEnvelope[model]
+
+
 def responses(
     success: dict[int, tuple[str, Any]],
     errors: tuple[int, ...],
     headers: dict[int, dict[str, Any]] | None = None,
     described: dict[int, str] | None = None,
 ) -> dict[int, OpenAPIResponse]:
-    """Response documentation: the success bodies given (None: no body), their `headers`, and the error envelope
-    for each error status, described as `described` says when the route's cases are narrower than the code's."""
+    """Response documentation: the success bodies given (None: no body; `enveloped(X)`, `paged(X)`: Baton's envelopes),
+    their `headers`, and the error envelope for each error status, described as `described` says when the route's
+    cases are narrower than the code's."""
     documented: dict[int, dict[str, Any]] = {}
-    for status, (description, model) in success.items():
+    for status, (description, body) in success.items():
+        model = body() if callable(body) and not isinstance(body, type) else body
         # An empty content map means "no body"; without one, powertools would describe the function's return type.
         content = {} if model is None else {"application/json": {"model": model}}
         documented[status] = {"description": description, "content": content}

@@ -9,7 +9,7 @@ from aws_lambda_powertools.event_handler.api_gateway import Router
 from aws_lambda_powertools.event_handler.openapi.params import Query
 
 from baton_checkpoints.api.jsontext import dumps
-from baton_checkpoints.api.openapi import AUTHENTICATED_ERRORS, CursorParameter, responses
+from baton_checkpoints.api.openapi import AUTHENTICATED_ERRORS, CursorParameter, documented
 from baton_checkpoints.api.operations import audit as operations
 from baton_checkpoints.api.operations.inputs import Named
 from baton_checkpoints.api.resolver import CurrentCall, Wired, context_of, needs
@@ -48,7 +48,7 @@ def _time(text: str | None, name: str) -> int | None:
         "an integrator's operator key reads each customer's trail."
     ),
     openapi_extensions=needs(operations.events),
-    responses=responses({200: ("A page of events", AuditPage)}, (400, *AUTHENTICATED_ERRORS)),
+    responses=documented({200: ("A page of events", AuditPage)}, (400, *AUTHENTICATED_ERRORS)),
     tags=["audit"],
 )
 def get_audit(

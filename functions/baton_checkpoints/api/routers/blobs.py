@@ -15,10 +15,15 @@ from aws_lambda_powertools.event_handler.api_gateway import Router
 from aws_lambda_powertools.event_handler.openapi.params import Body, Path
 
 from baton_checkpoints.api.idempotency import IdempotencyKeyHeader, idempotency_claim
-from baton_checkpoints.api.openapi import AUTHENTICATED_ERRORS, REPLAYED_HEADER, WRITE_403, responses
+from baton_checkpoints.api.openapi import (
+    AUTHENTICATED_ERRORS,
+    REPLAYED_HEADER,
+    WRITE_403,
+    documented,
+    enveloped,
+)
 from baton_checkpoints.api.resolver import CurrentCall, Wired, needs
 from baton_checkpoints.api.responses import ok
-from baton_checkpoints.api.schemas import DataEnvelope
 from baton_checkpoints.api.schemas_blobs import BlobInfo, CreatedBlob
 from baton_checkpoints.domain.blobs import PENDING_DAYS, Blob
 from baton_checkpoints.domain.errors import NotFound
@@ -55,8 +60,8 @@ _UNAVAILABLE = (
         "with another request answers 422."
     ),
     openapi_extensions=needs("blobs:write"),
-    responses=responses(
-        {201: ("Declared (or an idempotent replay of a declaration)", DataEnvelope[CreatedBlob])},
+    responses=documented(
+        {201: ("Declared (or an idempotent replay of a declaration)", enveloped(CreatedBlob))},
         (400, *AUTHENTICATED_ERRORS, 413, 415, 422),
         {201: REPLAYED_HEADER},
         described={403: WRITE_403, 503: _UNAVAILABLE},
@@ -97,8 +102,8 @@ def create_blob(
         "404, as a missing one does."
     ),
     openapi_extensions=needs("checkpoints:read"),
-    responses=responses(
-        {200: ("The blob", DataEnvelope[BlobInfo])},
+    responses=documented(
+        {200: ("The blob", enveloped(BlobInfo))},
         (*AUTHENTICATED_ERRORS, 404),
         described={503: _UNAVAILABLE},
     ),

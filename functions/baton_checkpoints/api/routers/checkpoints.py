@@ -16,7 +16,9 @@ from baton_checkpoints.api.openapi import (
     REPLAYED_HEADER,
     WRITE_403,
     CursorParameter,
-    responses,
+    documented,
+    enveloped,
+    paged,
 )
 from baton_checkpoints.api.operations import Context
 from baton_checkpoints.api.operations import checkpoints as operations
@@ -33,9 +35,7 @@ from baton_checkpoints.api.responses import fitted_page, not_modified, ok, recor
 from baton_checkpoints.api.schemas import (
     CheckpointRecord,
     CheckpointSummary,
-    DataEnvelope,
     DeleteResult,
-    ListEnvelope,
     SaveResult,
 )
 from baton_checkpoints.domain import limits
@@ -151,10 +151,10 @@ def _record_response(context: Context, found: Checkpoint, if_none_match: str | N
         "LEASE_LOST."
     ),
     openapi_extensions=needs(operations.save),
-    responses=responses(
+    responses=documented(
         {
-            201: ("Created (or an idempotent replay of a create)", DataEnvelope[SaveResult]),
-            200: ("Updated (or an idempotent replay of an update)", DataEnvelope[SaveResult]),
+            201: ("Created (or an idempotent replay of a create)", enveloped(SaveResult)),
+            200: ("Updated (or an idempotent replay of an update)", enveloped(SaveResult)),
         },
         (400, *AUTHENTICATED_ERRORS, 409, 413, 415, 422),
         {201: {**ETAG_HEADER, **REPLAYED_HEADER}, 200: {**ETAG_HEADER, **REPLAYED_HEADER}},
@@ -187,8 +187,8 @@ def save_checkpoint(
         'Sends ETag W/"<checkpoint_id>:<revision>"; If-None-Match with it answers 304.'
     ),
     openapi_extensions=needs(operations.lookup),
-    responses=responses(
-        {200: ("The checkpoint, state parsed", DataEnvelope[CheckpointRecord]), 304: (_NOT_MODIFIED, None)},
+    responses=documented(
+        {200: ("The checkpoint, state parsed", enveloped(CheckpointRecord)), 304: (_NOT_MODIFIED, None)},
         (400, *AUTHENTICATED_ERRORS, 404),
         {200: ETAG_HEADER, 304: ETAG_HEADER},
     ),
@@ -212,8 +212,8 @@ def lookup_checkpoint(
     summary="Get a checkpoint by id",
     description="For about a second after a create this may answer 404 (the id index is eventually consistent).",
     openapi_extensions=needs(operations.get),
-    responses=responses(
-        {200: ("The checkpoint, state parsed", DataEnvelope[CheckpointRecord]), 304: (_NOT_MODIFIED, None)},
+    responses=documented(
+        {200: ("The checkpoint, state parsed", enveloped(CheckpointRecord)), 304: (_NOT_MODIFIED, None)},
         (400, *AUTHENTICATED_ERRORS, 404),
         {200: ETAG_HEADER, 304: ETAG_HEADER},
     ),
@@ -237,8 +237,8 @@ def get_checkpoint(
         "(409 LEASE_HELD otherwise; 409 LEASE_LOST for a token whose lease is gone). Its kept revisions go with it."
     ),
     openapi_extensions=needs(operations.delete),
-    responses=responses(
-        {200: ("Deleted", DataEnvelope[DeleteResult])},
+    responses=documented(
+        {200: ("Deleted", enveloped(DeleteResult))},
         (400, *AUTHENTICATED_ERRORS, 404, 409),
         described={
             409: (
@@ -272,7 +272,7 @@ def delete_checkpoint(
         "Paginated with limit and an opaque cursor."
     ),
     openapi_extensions=needs(operations.list_subject),
-    responses=responses({200: ("A page of summaries", ListEnvelope[CheckpointSummary])}, (400, *AUTHENTICATED_ERRORS)),
+    responses=documented({200: ("A page of summaries", paged(CheckpointSummary))}, (400, *AUTHENTICATED_ERRORS)),
     tags=["checkpoints"],
 )
 def list_subject_checkpoints(

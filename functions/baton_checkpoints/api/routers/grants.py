@@ -10,12 +10,11 @@ from aws_lambda_powertools.event_handler import Response
 from aws_lambda_powertools.event_handler.api_gateway import Router
 from aws_lambda_powertools.event_handler.openapi.params import Path, Query
 
-from baton_checkpoints.api.openapi import AUTHENTICATED_ERRORS, CursorParameter, responses
+from baton_checkpoints.api.openapi import AUTHENTICATED_ERRORS, CursorParameter, documented, enveloped, paged
 from baton_checkpoints.api.operations import grants as operations
 from baton_checkpoints.api.operations.inputs import Named
 from baton_checkpoints.api.resolver import CurrentCall, Wired, context_of, needs
 from baton_checkpoints.api.responses import ok, page
-from baton_checkpoints.api.schemas import DataEnvelope, ListEnvelope
 from baton_checkpoints.api.schemas_keys import GrantInfo, GrantRevoked
 from baton_checkpoints.domain import limits
 from baton_checkpoints.domain.models import Identifier
@@ -44,7 +43,7 @@ GrantIdParameter = Annotated[
         "with a next_cursor to follow."
     ),
     openapi_extensions=needs(operations.list_grants),
-    responses=responses({200: ("A page of grants", ListEnvelope[GrantInfo])}, (400, *AUTHENTICATED_ERRORS)),
+    responses=documented({200: ("A page of grants", paged(GrantInfo))}, (400, *AUTHENTICATED_ERRORS)),
     tags=["oauth"],
 )
 def list_grants(
@@ -69,7 +68,7 @@ def list_grants(
         "agent's answers 404, as a grant that is not there)."
     ),
     openapi_extensions=needs(operations.revoke),
-    responses=responses({200: ("Revoked", DataEnvelope[GrantRevoked])}, (400, *AUTHENTICATED_ERRORS, 404)),
+    responses=documented({200: ("Revoked", enveloped(GrantRevoked))}, (400, *AUTHENTICATED_ERRORS, 404)),
     tags=["oauth"],
 )
 def revoke_grant(

@@ -15,14 +15,16 @@ from baton_checkpoints.api.openapi import (
     REPLAYED_HEADER,
     WRITE_403,
     CursorParameter,
-    responses,
+    documented,
+    enveloped,
+    paged,
 )
 from baton_checkpoints.api.operations.checkpoints import within_quota
 from baton_checkpoints.api.paths import CheckpointIdParameter, checkpoint_id_from_path
 from baton_checkpoints.api.records import record_summary
 from baton_checkpoints.api.resolver import CurrentCall, Wired, needs
 from baton_checkpoints.api.responses import fitted_page, ok, record
-from baton_checkpoints.api.schemas import CheckpointRecord, CheckpointSummary, DataEnvelope, ListEnvelope, SaveResult
+from baton_checkpoints.api.schemas import CheckpointRecord, CheckpointSummary, SaveResult
 from baton_checkpoints.domain import limits
 from baton_checkpoints.domain.checkpoints import Checkpoint
 from baton_checkpoints.domain.errors import ValidationFailed
@@ -67,8 +69,8 @@ def _only_agent(call: CurrentCall) -> str | None:
         "Paginated with limit and an opaque cursor."
     ),
     openapi_extensions=needs("checkpoints:read"),
-    responses=responses(
-        {200: ("A page of revision summaries", ListEnvelope[CheckpointSummary])}, (400, *AUTHENTICATED_ERRORS, 404)
+    responses=documented(
+        {200: ("A page of revision summaries", paged(CheckpointSummary))}, (400, *AUTHENTICATED_ERRORS, 404)
     ),
     tags=["history"],
 )
@@ -91,8 +93,8 @@ def list_revisions(
     summary="Get a kept revision",
     description='The revision as a full record, state included, with ETag W/"<checkpoint_id>:<revision>".',
     openapi_extensions=needs("checkpoints:read"),
-    responses=responses(
-        {200: ("The revision, state parsed", DataEnvelope[CheckpointRecord])},
+    responses=documented(
+        {200: ("The revision, state parsed", enveloped(CheckpointRecord))},
         (400, *AUTHENTICATED_ERRORS, 404),
         {200: ETAG_HEADER},
     ),
@@ -128,8 +130,8 @@ def _revision_record(call: CurrentCall, services: Wired, kept: Checkpoint) -> Re
         "Honors an Idempotency-Key header."
     ),
     openapi_extensions=needs("checkpoints:write"),
-    responses=responses(
-        {200: ("Restored as a new revision (or an idempotent replay)", DataEnvelope[SaveResult])},
+    responses=documented(
+        {200: ("Restored as a new revision (or an idempotent replay)", enveloped(SaveResult))},
         (400, *AUTHENTICATED_ERRORS, 404, 409, 413, 415, 422),
         {200: {**ETAG_HEADER, **REPLAYED_HEADER}},
         described={

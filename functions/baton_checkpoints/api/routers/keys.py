@@ -8,11 +8,10 @@ from aws_lambda_powertools.event_handler import Response
 from aws_lambda_powertools.event_handler.api_gateway import Router
 from aws_lambda_powertools.event_handler.openapi.params import Body, Path, Query
 
-from baton_checkpoints.api.openapi import AUTHENTICATED_ERRORS, CursorParameter, responses
+from baton_checkpoints.api.openapi import AUTHENTICATED_ERRORS, CursorParameter, documented, enveloped, paged
 from baton_checkpoints.api.operations.audit import record
 from baton_checkpoints.api.resolver import ANY_SCOPE, CurrentCall, Wired, context_of, needs
 from baton_checkpoints.api.responses import ok, page
-from baton_checkpoints.api.schemas import DataEnvelope, ListEnvelope
 from baton_checkpoints.api.schemas_keys import Caller, CreatedKey, KeyDeleted, KeyInfo
 from baton_checkpoints.domain import limits
 from baton_checkpoints.domain.access import check_can_issue, check_can_revoke, issue_key, key_validity
@@ -44,7 +43,7 @@ _TENANT_QUERY = "The query parameter tenant_id"
         "with its first key)."
     ),
     openapi_extensions=needs("keys:manage", acts_for=("agent_id", "tenant_id"), fresh_key=True),
-    responses=responses({201: ("Created", DataEnvelope[CreatedKey])}, (400, *AUTHENTICATED_ERRORS, 413, 415)),
+    responses=documented({201: ("Created", enveloped(CreatedKey))}, (400, *AUTHENTICATED_ERRORS, 413, 415)),
     tags=["keys"],
 )
 def create_key(call: CurrentCall, services: Wired, request: Annotated[CreateKeyRequest, Body()]) -> Response[str]:
@@ -81,7 +80,7 @@ def create_key(call: CurrentCall, services: Wired, request: Annotated[CreateKeyR
         "expires: what a client, such as the console, may offer. Any valid key may ask; nothing else is read."
     ),
     openapi_extensions=ANY_SCOPE,
-    responses=responses({200: ("The calling key", DataEnvelope[Caller])}, (401, 429, 503)),
+    responses=documented({200: ("The calling key", enveloped(Caller))}, (401, 429, 503)),
     tags=["keys"],
 )
 def whoami(call: CurrentCall) -> Response[str]:
@@ -99,7 +98,7 @@ def whoami(call: CurrentCall) -> Response[str]:
         "empty, with a next_cursor to follow."
     ),
     openapi_extensions=needs("keys:manage"),
-    responses=responses({200: ("A page of keys", ListEnvelope[KeyInfo])}, (400, *AUTHENTICATED_ERRORS)),
+    responses=documented({200: ("A page of keys", paged(KeyInfo))}, (400, *AUTHENTICATED_ERRORS)),
     tags=["keys"],
 )
 def list_keys(
@@ -125,7 +124,7 @@ def list_keys(
         "revokes only keys whose scopes it holds itself; without * only its own agent's."
     ),
     openapi_extensions=needs("keys:manage", fresh_key=True),
-    responses=responses({200: ("Revoked", DataEnvelope[KeyDeleted])}, (400, *AUTHENTICATED_ERRORS, 404)),
+    responses=documented({200: ("Revoked", enveloped(KeyDeleted))}, (400, *AUTHENTICATED_ERRORS, 404)),
     tags=["keys"],
 )
 def revoke_key(

@@ -9,13 +9,12 @@ from aws_lambda_powertools.event_handler.api_gateway import Router
 from aws_lambda_powertools.event_handler.openapi.params import Body, Header
 
 from baton_checkpoints.api.idempotency import IdempotencyKeyHeader, idempotent
-from baton_checkpoints.api.openapi import AUTHENTICATED_ERRORS, REPLAYED_HEADER, responses
+from baton_checkpoints.api.openapi import AUTHENTICATED_ERRORS, REPLAYED_HEADER, documented, enveloped
 from baton_checkpoints.api.operations import leases as operations
 from baton_checkpoints.api.operations.inputs import lease_token_of
 from baton_checkpoints.api.paths import CheckpointIdParameter, checkpoint_id_from_path
 from baton_checkpoints.api.resolver import CurrentCall, Wired, context_of, needs
 from baton_checkpoints.api.responses import ok
-from baton_checkpoints.api.schemas import DataEnvelope
 from baton_checkpoints.api.schemas_leases import LeaseGranted, LeaseReleased
 from baton_checkpoints.domain.clock import format_ms
 from baton_checkpoints.domain.models import AcquireLeaseRequest
@@ -45,10 +44,10 @@ _HELD = "LEASE_HELD: another holder has a live lease (details.lease_expires_at)"
         "an Idempotency-Key header: a replay answers the first answer (its lease) with Idempotent-Replayed: true."
     ),
     openapi_extensions=needs(operations.acquire),
-    responses=responses(
+    responses=documented(
         {
-            201: ("A new lease", DataEnvelope[LeaseGranted]),
-            200: ("The holder's live lease, renewed", DataEnvelope[LeaseGranted]),
+            201: ("A new lease", enveloped(LeaseGranted)),
+            200: ("The holder's live lease, renewed", enveloped(LeaseGranted)),
         },
         (400, *AUTHENTICATED_ERRORS, 404, 409, 413, 415, 422),
         {201: REPLAYED_HEADER, 200: REPLAYED_HEADER},
@@ -83,8 +82,8 @@ def acquire_lease(
         "token of ours answers 409 LEASE_LOST (taken over since), any other text 409 LEASE_HELD."
     ),
     openapi_extensions=needs(operations.release),
-    responses=responses(
-        {200: ("Released (or no lease was live)", DataEnvelope[LeaseReleased])},
+    responses=documented(
+        {200: ("Released (or no lease was live)", enveloped(LeaseReleased))},
         (400, *AUTHENTICATED_ERRORS, 404, 409),
         described={409: f"{_HELD}; LEASE_LOST: the token's lease was taken over since"},
     ),

@@ -13,10 +13,10 @@ from aws_lambda_powertools.event_handler.openapi.params import Path
 from aws_lambda_powertools.event_handler.openapi.types import OpenAPIResponse
 
 from baton_checkpoints import __version__
-from baton_checkpoints.api.openapi import responses
+from baton_checkpoints.api.openapi import documented, enveloped, responses
 from baton_checkpoints.api.resolver import PUBLIC, CurrentCall
 from baton_checkpoints.api.responses import ok
-from baton_checkpoints.api.schemas import DataEnvelope, Health
+from baton_checkpoints.api.schemas import Health
 from baton_checkpoints.domain.errors import NotFound
 
 router = Router()
@@ -50,7 +50,7 @@ SchemaNameParameter = Annotated[
     summary="Health check",
     description="Answers without a key and without touching AWS.",
     openapi_extensions=PUBLIC,
-    responses=responses({200: ("The function is up", DataEnvelope[Health])}, ()),
+    responses=documented({200: ("The function is up", enveloped(Health))}, ()),
     tags=["meta"],
 )
 def health(call: CurrentCall) -> Response[str]:

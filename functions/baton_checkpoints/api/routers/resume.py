@@ -9,7 +9,7 @@ from aws_lambda_powertools.event_handler.api_gateway import Router
 from aws_lambda_powertools.event_handler.openapi.params import Body
 
 from baton_checkpoints.api.jsontext import dumps
-from baton_checkpoints.api.openapi import AUTHENTICATED_ERRORS, responses
+from baton_checkpoints.api.openapi import AUTHENTICATED_ERRORS, documented
 from baton_checkpoints.api.operations import resume as operation
 from baton_checkpoints.api.resolver import CurrentCall, Wired, context_of, needs
 from baton_checkpoints.api.responses import JSON, ok
@@ -34,7 +34,7 @@ router = Router()
     # Not `acts_for`: naming another agent without `*` is the contract's 404 (as for a missing checkpoint), which
     # the route answers, never the gate's 403 of a write acting for another agent.
     openapi_extensions=needs(operation.resume),
-    responses=responses(
+    responses=documented(
         {200: ("What to resume, by data.status", ResumeEnvelope)},
         (400, *AUTHENTICATED_ERRORS, 404, 413, 415),
         described={

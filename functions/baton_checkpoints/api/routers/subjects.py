@@ -9,12 +9,12 @@ from aws_lambda_powertools.event_handler import Response
 from aws_lambda_powertools.event_handler.api_gateway import Router
 from pydantic import Field
 
-from baton_checkpoints.api.openapi import AUTHENTICATED_ERRORS, responses
+from baton_checkpoints.api.openapi import AUTHENTICATED_ERRORS, documented, enveloped
 from baton_checkpoints.api.operations.audit import record
 from baton_checkpoints.api.paths import SubjectIdParameter, subject_from_path
 from baton_checkpoints.api.resolver import CurrentCall, Wired, context_of, needs
 from baton_checkpoints.api.responses import ok
-from baton_checkpoints.api.schemas import DataEnvelope, ResponseModel
+from baton_checkpoints.api.schemas import ResponseModel
 from baton_checkpoints.domain import limits
 from baton_checkpoints.domain.models import SubjectId
 
@@ -58,8 +58,8 @@ class PurgeResult(ResponseModel):
         "complete true, never 404."
     ),
     openapi_extensions=needs("subjects:purge"),
-    responses=responses(
-        {200: ("Purged, or partly purged (complete false)", DataEnvelope[PurgeResult])},
+    responses=documented(
+        {200: ("Purged, or partly purged (complete false)", enveloped(PurgeResult))},
         (400, *AUTHENTICATED_ERRORS),
         described={
             503: (

@@ -9,12 +9,11 @@ from aws_lambda_powertools.event_handler import Response
 from aws_lambda_powertools.event_handler.api_gateway import Router
 from aws_lambda_powertools.event_handler.openapi.params import Body, Path
 
-from baton_checkpoints.api.openapi import AUTHENTICATED_ERRORS, responses
+from baton_checkpoints.api.openapi import AUTHENTICATED_ERRORS, documented, enveloped
 from baton_checkpoints.api.operations import tenants as operations
 from baton_checkpoints.api.operations.inputs import Named, identifier
 from baton_checkpoints.api.resolver import CurrentCall, Wired, context_of, needs
 from baton_checkpoints.api.responses import ok
-from baton_checkpoints.api.schemas import DataEnvelope
 from baton_checkpoints.api.schemas_tenants import TenantLimits
 from baton_checkpoints.api.services import default_limits
 from baton_checkpoints.domain import limits
@@ -47,7 +46,7 @@ def _tenant(raw: str) -> str:
     summary="Get a tenant's limits",
     description=_DESCRIPTION,
     openapi_extensions=needs(operations.limits),
-    responses=responses({200: ("The tenant's limits", DataEnvelope[TenantLimits])}, (400, *AUTHENTICATED_ERRORS)),
+    responses=documented({200: ("The tenant's limits", enveloped(TenantLimits))}, (400, *AUTHENTICATED_ERRORS)),
     tags=["tenants"],
 )
 def get_limits(call: CurrentCall, services: Wired, tenant_id: TenantIdParameter) -> Response[str]:
@@ -65,8 +64,8 @@ def get_limits(call: CurrentCall, services: Wired, tenant_id: TenantIdParameter)
         "Every container applies new limits within 10 seconds."
     ),
     openapi_extensions=needs(operations.set_limits),
-    responses=responses(
-        {200: ("The tenant's limits, as set", DataEnvelope[TenantLimits])}, (400, *AUTHENTICATED_ERRORS, 413, 415)
+    responses=documented(
+        {200: ("The tenant's limits, as set", enveloped(TenantLimits))}, (400, *AUTHENTICATED_ERRORS, 413, 415)
     ),
     tags=["tenants"],
 )

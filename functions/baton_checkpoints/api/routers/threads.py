@@ -18,12 +18,19 @@ from aws_lambda_powertools.event_handler.openapi.params import Body, Query
 from pydantic import Field
 
 from baton_checkpoints.api.jsontext import dumps
-from baton_checkpoints.api.openapi import AUTHENTICATED_ERRORS, WRITE_403, CursorParameter, responses
+from baton_checkpoints.api.openapi import (
+    AUTHENTICATED_ERRORS,
+    WRITE_403,
+    CursorParameter,
+    documented,
+    enveloped,
+    paged,
+)
 from baton_checkpoints.api.operations.audit import record, record_each
 from baton_checkpoints.api.paths import ThreadIdParameter, thread_from_path
 from baton_checkpoints.api.resolver import Call, CurrentCall, Wired, context_of, needs
 from baton_checkpoints.api.responses import fitted_json_page, ok, plain
-from baton_checkpoints.api.schemas import DataEnvelope, ListEnvelope, ResponseModel
+from baton_checkpoints.api.schemas import ResponseModel
 from baton_checkpoints.domain import limits, threads
 from baton_checkpoints.domain.clock import format_ms
 from baton_checkpoints.domain.errors import NotFound, ValidationFailed
@@ -207,8 +214,8 @@ _THREAD_404 = "NOT_FOUND: the thread (or the checkpoint) is missing, expired, de
         "checkpoint id: a put of an id already stored replaces it and keeps its pending writes."
     ),
     openapi_extensions=needs("checkpoints:write"),
-    responses=responses(
-        {201: ("Stored", DataEnvelope[PutAnswer])},
+    responses=documented(
+        {201: ("Stored", enveloped(PutAnswer))},
         (400, *AUTHENTICATED_ERRORS, 413, 415),
         described={403: WRITE_403},
     ),
@@ -251,8 +258,8 @@ def put_checkpoint(
         "(404): a deleted thread stays deleted, even when a checkpoint of the same id is put again."
     ),
     openapi_extensions=needs("checkpoints:write"),
-    responses=responses(
-        {200: ("Kept", DataEnvelope[WritesAnswer])},
+    responses=documented(
+        {200: ("Kept", enveloped(WritesAnswer))},
         (400, *AUTHENTICATED_ERRORS, 404, 413, 415),
         described={403: WRITE_403, 404: "NOT_FOUND: the checkpoint belongs to a deleted thread"},
     ),
@@ -290,8 +297,8 @@ def put_writes(
         "with its channel values resolved through channel_versions and its pending writes. Consistent read."
     ),
     openapi_extensions=needs("checkpoints:read"),
-    responses=responses(
-        {200: ("The tuple", DataEnvelope[ThreadTuple])}, (400, *AUTHENTICATED_ERRORS, 404), described={404: _THREAD_404}
+    responses=documented(
+        {200: ("The tuple", enveloped(ThreadTuple))}, (400, *AUTHENTICATED_ERRORS, 404), described={404: _THREAD_404}
     ),
     tags=["threads"],
 )
@@ -321,8 +328,8 @@ def get_checkpoint(
         "kept in the bucket comes as {type, url}: a presigned GET."
     ),
     openapi_extensions=needs("checkpoints:read"),
-    responses=responses(
-        {200: ("A page", ListEnvelope[ThreadTuple])}, (400, *AUTHENTICATED_ERRORS, 404), described={404: _THREAD_404}
+    responses=documented(
+        {200: ("A page", paged(ThreadTuple))}, (400, *AUTHENTICATED_ERRORS, 404), described={404: _THREAD_404}
     ),
     tags=["threads"],
 )
@@ -358,8 +365,8 @@ def list_checkpoints(
         "a very large thread leaves is removed by the reaper shortly after."
     ),
     openapi_extensions=needs("checkpoints:delete"),
-    responses=responses(
-        {200: ("Deleted", DataEnvelope[ThreadDeleted])}, (400, *AUTHENTICATED_ERRORS, 404), described={404: _THREAD_404}
+    responses=documented(
+        {200: ("Deleted", enveloped(ThreadDeleted))}, (400, *AUTHENTICATED_ERRORS, 404), described={404: _THREAD_404}
     ),
     tags=["threads"],
 )
@@ -386,8 +393,8 @@ def delete_thread(
         "before anything is written."
     ),
     openapi_extensions=needs("checkpoints:write"),
-    responses=responses(
-        {200: ("Copied", DataEnvelope[ThreadCopied])},
+    responses=documented(
+        {200: ("Copied", enveloped(ThreadCopied))},
         (400, *AUTHENTICATED_ERRORS, 404, 413, 415),
         described={
             403: WRITE_403,
@@ -430,7 +437,7 @@ def copy_thread(
         "and answers complete: false; prune again to go on."
     ),
     openapi_extensions=needs("checkpoints:delete"),
-    responses=responses({200: ("Pruned", DataEnvelope[ThreadsPruned])}, (400, *AUTHENTICATED_ERRORS, 415)),
+    responses=documented({200: ("Pruned", enveloped(ThreadsPruned))}, (400, *AUTHENTICATED_ERRORS, 415)),
     tags=["threads"],
 )
 def prune_threads(
@@ -466,7 +473,7 @@ def prune_threads(
         "deletes what it read and answers complete: false; delete again to go on."
     ),
     openapi_extensions=needs("checkpoints:delete"),
-    responses=responses({200: ("Deleted", DataEnvelope[RunsDeleted])}, (400, *AUTHENTICATED_ERRORS, 415)),
+    responses=documented({200: ("Deleted", enveloped(RunsDeleted))}, (400, *AUTHENTICATED_ERRORS, 415)),
     tags=["threads"],
 )
 def delete_for_runs(

@@ -8,11 +8,10 @@ from aws_lambda_powertools.event_handler import Response
 from aws_lambda_powertools.event_handler.api_gateway import Router
 from aws_lambda_powertools.event_handler.openapi.params import Query
 
-from baton_checkpoints.api.openapi import AUTHENTICATED_ERRORS, responses
+from baton_checkpoints.api.openapi import AUTHENTICATED_ERRORS, documented, enveloped
 from baton_checkpoints.api.operations import usage as operations
 from baton_checkpoints.api.resolver import CurrentCall, Wired, context_of, needs
 from baton_checkpoints.api.responses import ok
-from baton_checkpoints.api.schemas import DataEnvelope
 from baton_checkpoints.api.schemas_tenants import TenantUsage
 from baton_checkpoints.domain import limits
 from baton_checkpoints.domain.usage import DAY_PATTERN, MAX_RANGE_DAYS, RETENTION_DAYS
@@ -36,7 +35,7 @@ DayParameter = Annotated[str | None, Query(pattern=DAY_PATTERN, json_schema_extr
         "container; stored figures within about 20 seconds. tenant_id names another tenant (needs tenants:manage)."
     ),
     openapi_extensions=needs(operations.usage),
-    responses=responses({200: ("The tenant's usage", DataEnvelope[TenantUsage])}, (400, *AUTHENTICATED_ERRORS)),
+    responses=documented({200: ("The tenant's usage", enveloped(TenantUsage))}, (400, *AUTHENTICATED_ERRORS)),
     tags=["usage"],
 )
 def get_usage(
