@@ -11,7 +11,7 @@ from typing import Annotated, Any, cast
 from aws_lambda_powertools.event_handler.openapi.params import Query
 from aws_lambda_powertools.event_handler.openapi.types import OpenAPIResponse
 
-from baton_checkpoints.api.resolver import PUBLIC_EXTENSION
+from baton_checkpoints.api.resolver import PUBLIC_EXTENSION, BatonResolver
 from baton_checkpoints.api.schemas import DataEnvelope, ErrorEnvelope, ListEnvelope
 from baton_checkpoints.domain import limits
 
@@ -117,7 +117,7 @@ _ERROR_HEADERS: dict[int, dict[str, Any]] = {
 
 class Documented(dict[str, Any]):
     """One status of a route's response documentation, made when the OpenAPI document is
-    (`BatonResolver.document_responses`), not when its router is imported. Empty until then, so that the route's
+    (`document_responses`), not when its router is imported. Empty until then, so that the route's
     first request analyses no response model (powertools makes a field of each documented model when it first needs
     the route's dependant), and the envelopes (`enveloped`, `paged`) are not parametrized at import (each
     `DataEnvelope[X]` is a model class made, the first one building the generic). Together about 3 ms of a cold
@@ -153,6 +153,24 @@ def documented(
 
 def _status_of(made: Callable[[], dict[int, OpenAPIResponse]], status: int) -> OpenAPIResponse:
     return made()[status]
+
+
+def document_responses(app: BatonResolver) -> None:
+    """Make each route's response documentation (`Documented`, left empty by its router's import) and add its models
+    to the route's dependant, as powertools does with documentation given made: the OpenAPI document describes them
+    (`api/app.py`'s `document`, once every router is included)."""
+    from aws_lambda_powertools.event_handler.openapi.dependant import _add_extra_responses
+
+    for route in app.routes():
+        later = [answer for answer in (route.responses or {}).values() if isinstance(answer, Documented)]
+        if later:
+            # A dependant made while the documentation was empty holds none of its models; one made after it was
+            # made (by another resolver's document: routers are shared) holds them all.
+            dependant = route.dependant
+            for answer in later:
+                answer.made()
+            if not dependant.response_extra_models:
+                _add_extra_responses(dependant, route.responses)
 
 
 def enveloped(model: Any) -> Callable[[], Any]:

@@ -506,7 +506,7 @@ class BatonResolver(APIGatewayHttpResolver):
         evaluated, its dependants and body field, the validators of its parameters and body, how it is called):
         SnapStart's snapshot holds them (`handlers/snapstart.py`)."""
         self.include_deferred_routers()
-        for route in self._static_routes + self._dynamic_routes:
+        for route in self.routes():
             if route.openapi_extensions:
                 self._evaluate_annotations(route.func)
                 dependant = route.dependant
@@ -518,30 +518,14 @@ class BatonResolver(APIGatewayHttpResolver):
                         field._type_adapter.rebuild()
                 self._direct(route)
 
-    def document_responses(self) -> None:
-        """Make each route's response documentation (`api/openapi.py`'s `Documented`, left empty by its router's
-        import) and add its models to the route's dependant, as powertools does with documentation given made: the
-        OpenAPI document describes them (`api/app.py`'s `document`, once every router is included)."""
-        from aws_lambda_powertools.event_handler.openapi.dependant import _add_extra_responses
-
-        from baton_checkpoints.api.openapi import Documented
-
-        for route in self._static_routes + self._dynamic_routes:
-            later = [answer for answer in (route.responses or {}).values() if isinstance(answer, Documented)]
-            if later:
-                # A dependant made while the documentation was empty holds none of its models; one made after it was
-                # made (by another resolver's document: routers are shared) holds them all.
-                dependant = route.dependant
-                for answer in later:
-                    answer.made()
-                if not dependant.response_extra_models:
-                    _add_extra_responses(dependant, route.responses)
+    def routes(self) -> list[Route]:
+        """Every route included so far."""
+        return self._static_routes + self._dynamic_routes
 
     def allowed_methods(self, path: str) -> list[str]:
         """The methods registered for `path` (empty when no route has that path)."""
         self.include_deferred_routers(path)
-        routes = self._static_routes + self._dynamic_routes
-        return sorted({r.method for r in routes if r.rule.match(path)})
+        return sorted({r.method for r in self.routes() if r.rule.match(path)})
 
 
 def current_call(request: Request) -> Call:
