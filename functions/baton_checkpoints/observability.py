@@ -15,10 +15,11 @@ import sys
 from collections.abc import Iterator
 from contextlib import contextmanager, nullcontext
 from contextvars import ContextVar
-from dataclasses import dataclass
 from datetime import UTC, datetime
 from functools import cache
 from typing import TYPE_CHECKING
+
+from msgspec import Struct
 
 if TYPE_CHECKING:
     from aws_lambda_powertools import Logger
@@ -90,8 +91,7 @@ def _route_stray_records() -> None:
         root.addHandler(_StrayRecords())
 
 
-@dataclass
-class _Bound:
+class _Bound(Struct):
     """The ids of the request being served, and whether the service logger carries them yet."""
 
     keys: dict[str, str]

@@ -24,6 +24,7 @@ TOP_LEVEL = {
     "cachetools",
     "jsonschema",
     "mcp_types",
+    "msgspec",
     "orjson",
     "pybase64",
     "pydantic",

@@ -50,6 +50,7 @@ import pytest
 import time_machine
 from boto3.dynamodb.types import TypeDeserializer
 from botocore.retries.quota import RetryQuota
+from msgspec.structs import asdict
 
 from baton_checkpoints.domain.access import hash_secret
 from baton_checkpoints.domain.clock import format_ms
@@ -246,16 +247,16 @@ def _logical(raw: dict[str, Any], item: dict[str, Any]) -> dict[str, Any]:
         return _kept_revision(raw)
     if raw["pk"]["S"].startswith("C#"):
         # The lease counter outlives its lease (a release keeps it), and a new lease must count on from it.
-        return {**vars(store_items.checkpoint_from_item(raw)), "lease_counter": item.get(store_items.LEASE_COUNTER)}
+        return {**asdict(store_items.checkpoint_from_item(raw)), "lease_counter": item.get(store_items.LEASE_COUNTER)}
     if raw["pk"]["S"].startswith("D#") and BLOB_ANSWER in raw:
         return {"declared": item[BLOB_ANSWER], "request_id": item[store_items.REQUEST]}
     if raw["pk"]["S"].startswith(layout.BLOB_PK_PREFIX):
-        return dict(vars(store_items.blob_from_item(raw)))
+        return asdict(store_items.blob_from_item(raw))
     if raw["pk"]["S"].startswith("D#"):
         record = store_items.record_from_item(raw)
         if record.grant is not None:
             return {"grant": record.grant, "request_id": record.request_id, "expires_ms": record.expires_ms}
-        return {"result": dict(vars(record.saved)), "request_id": record.request_id, "expires_ms": record.expires_ms}
+        return {"result": asdict(record.saved), "request_id": record.request_id, "expires_ms": record.expires_ms}
     return item
 
 
@@ -267,7 +268,7 @@ def _kept_revision(raw: dict[str, Any]) -> dict[str, Any]:
     owner = stored_checkpoint(
         tenant_id=tenant_id, subject_id=subject_id, agent_id=agent_id, kind=kind, checkpoint_id=checkpoint_id
     )
-    return {**vars(store_items.revision_from_item(raw, owner)), "kept": True}
+    return {**asdict(store_items.revision_from_item(raw, owner)), "kept": True}
 
 
 def is_checkpoint(key: tuple[str, str]) -> bool:
@@ -2980,7 +2981,7 @@ def settings_of(ctx: LimitsContext, answer: Result) -> dict[str, int | None]:
     assert answer.data["tenant_id"] == ctx.tenant, answer.raw_body
     settings = {name: answer.data[name] for name in SETTING_NAMES}
     effective = Settings(**settings).over(default_limits(ctx.account.services.settings))
-    assert answer.data["effective"] == vars(effective), answer.raw_body
+    assert answer.data["effective"] == asdict(effective), answer.raw_body
     return settings
 
 
@@ -2990,7 +2991,7 @@ def stored_limits(ctx: LimitsContext) -> tuple[dict[str, int | None], int]:
 
     found = ctx.account.aws.get_item(TableName=TABLE, Key=layout.tenant_key(ctx.tenant), ConsistentRead=True)
     bucket = bucket_of(found.get("Item") or {})
-    return dict(vars(bucket.settings)), bucket.version
+    return asdict(bucket.settings), bucket.version
 
 
 def prepare_old_limits(ctx: LimitsContext) -> None:

@@ -183,7 +183,7 @@ def test_a_tool_save_of_plain_json_takes_the_canonical_fast_path(
     api: ApiDriver, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     # Given the save operation, watched for what its tool hands it
-    from dataclasses import replace
+    from msgspec.structs import replace
 
     seen: list[tuple[bool, bool | None]] = []
     watched = checkpoint_operations.save

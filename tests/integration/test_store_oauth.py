@@ -187,10 +187,10 @@ def test_a_client_lapses_with_its_ttl(services: Services, approval: oauth.Approv
 
 
 def test_grants_are_listed_live_by_agent_and_paged(services: Services, approval: oauth.Approval) -> None:
-    import dataclasses
+    from msgspec.structs import replace
 
     ids = [granted(services, approval, NOW + n)[0] for n in range(3)]  # grant ids sort by approval time
-    other = dataclasses.replace(approval, agent_id="reviewer")
+    other = replace(approval, agent_id="reviewer")
     other_id = granted(services, other, NOW + 1)[0]
     services.oauth.revoke_grant("acme", ids[1], NOW + 10)
     calls = CallCounter()

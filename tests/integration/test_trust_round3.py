@@ -291,7 +291,7 @@ def test_a_page_of_wide_summaries_stops_before_lambdas_limit_and_the_cursor_goes
     """The class of defects 1 and 7: 48 checkpoints whose summaries each carry 100 resources of 200 four-byte
     characters came to a 5.6 MB page of JSON (7.5 MB once base64-encoded): past Lambda's 6 MB, a 500. A page
     stops by encoded bytes, and its cursor starts the next page right after the last summary shown."""
-    from dataclasses import replace
+    from msgspec.structs import replace
 
     from baton_checkpoints.domain.clock import now_ms
     from baton_checkpoints.store import items

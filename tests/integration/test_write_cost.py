@@ -12,6 +12,7 @@ from typing import Any
 
 import pytest
 from bench.harness.states import conversation_state
+from msgspec.structs import asdict
 
 from baton_checkpoints.domain.checkpoints import (
     CheckpointKey,
@@ -102,8 +103,8 @@ def test_the_plain_and_the_idempotent_save_leave_the_same_attributes(aws: Any, s
         assert {k: next(iter(v)) for k, v in plain.items()} == {k: next(iter(v)) for k, v in idempotent.items()}
         a, b = items.checkpoint_from_item(plain), items.checkpoint_from_item(idempotent)
         differing = {"checkpoint_id", "subject_id", "recent_requests"}
-        assert {k: v for k, v in vars(a).items() if k not in differing} == {
-            k: v for k, v in vars(b).items() if k not in differing
+        assert {k: v for k, v in asdict(a).items() if k not in differing} == {
+            k: v for k, v in asdict(b).items() if k not in differing
         }
     key = CheckpointKey("acme", "plain", "operator", "conversation")
     assert services.checkpoints.get(key, NOW_MS + 10).revision == 2

@@ -2,12 +2,12 @@
 
 from __future__ import annotations
 
-import dataclasses
 import hashlib
 import json
 import re
 from typing import Any
 
+import msgspec
 import pytest
 
 from baton_checkpoints.domain import limits
@@ -410,11 +410,11 @@ def test_build_next_takes_the_status_format_and_source_of_the_plan() -> None:
 def test_build_next_never_changes_the_existing_checkpoint() -> None:
     # Given a live checkpoint
     existing = stored()
-    before = dataclasses.asdict(existing)
+    before = msgspec.to_builtins(existing)
     # When the next one is built over it
     build_next(existing, plan(), NEW_ID)
     # Then the existing one is unchanged
-    assert dataclasses.asdict(existing) == before
+    assert msgspec.to_builtins(existing) == before
 
 
 # --- request_fingerprint --------------------------------------------------------------------------------------

@@ -12,6 +12,7 @@ SERVER_MODULES = (
     "pydantic",
     "boto3",
     "botocore",
+    "msgspec",
     "baton_checkpoints.domain",
     "baton_checkpoints.local",
     "baton_checkpoints.store",

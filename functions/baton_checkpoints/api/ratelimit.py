@@ -13,8 +13,9 @@ from __future__ import annotations
 import threading
 import time
 from collections.abc import Callable
-from dataclasses import dataclass
 from typing import Final, Protocol
+
+from msgspec import Struct
 
 from baton_checkpoints.domain.errors import QuotaExceeded, RateLimited
 from baton_checkpoints.domain.tenancy import (
@@ -34,8 +35,7 @@ POLICY: Final = "tenant"
 WINDOW_SECONDS: Final = 60
 
 
-@dataclass
-class _Held:
+class _Held(Struct):
     """What this container holds of one tenant's bucket."""
 
     bucket: Bucket
@@ -44,8 +44,7 @@ class _Held:
     refused_until_us: int = 0
 
 
-@dataclass(frozen=True)
-class Admission:
+class Admission(Struct, frozen=True):
     """A request admitted: what the `RateLimit` header says of the tenant's bucket."""
 
     remaining: int

@@ -20,7 +20,6 @@ import threading
 import typing
 import uuid
 from collections.abc import Callable, Iterable, Mapping, Sequence
-from dataclasses import dataclass, replace
 from typing import Annotated, Any, Final
 
 from aws_lambda_powertools.event_handler import APIGatewayHttpResolver, Depends, Request, Response, depends
@@ -30,6 +29,8 @@ from aws_lambda_powertools.event_handler.middlewares import openapi_validation a
 from aws_lambda_powertools.event_handler.openapi.compat import is_scalar_field
 from aws_lambda_powertools.event_handler.openapi.exceptions import RequestValidationError
 from aws_lambda_powertools.utilities.data_classes.common import CaseInsensitiveDict
+from msgspec import Struct
+from msgspec.structs import replace
 from pydantic import BaseModel
 from pydantic._internal._utils import lenient_issubclass  # (what powertools itself judges these parameters with)
 
@@ -111,8 +112,7 @@ CALL_CONTEXT: Final = "call"
 """Where the resolver's context keeps the current request's `Call`."""
 
 
-@dataclass(frozen=True)
-class Call:
+class Call(Struct, frozen=True):
     """What the gate learned about the current request."""
 
     request_id: str
@@ -135,8 +135,7 @@ class Call:
         return self.principal
 
 
-@dataclass(frozen=True)
-class _Direct:
+class _Direct(Struct, frozen=True):
     """A route called without powertools' middleware chain (`BatonResolver._direct`): the names of its parameters
     that take the current `Call` and the services, if it has them."""
 

@@ -4,9 +4,9 @@
 # No `from __future__ import annotations`, as in `schemas.py`: pydantic would evaluate every field's annotation
 # from its string when each class is created. A method's annotation that names its own class is quoted.
 
-from dataclasses import asdict
 from typing import Annotated
 
+from msgspec.structs import asdict
 from pydantic import Field, StringConstraints
 
 from baton_checkpoints.api.schemas import ResponseModel

@@ -50,6 +50,10 @@ class Services:
     What every request may need is made with them; the other repositories (blobs, history, leases, the purger, the
     audit trail, threads, OAuth) by the first request that uses each: their modules stay off the cold start of a
     save or a lookup. All are made from the fields given here, so whoever builds services cannot wire them apart.
+
+    A dataclass, where Baton's other value objects are `msgspec.Struct`s: the repositories made on first use are
+    `cached_property`s, which need an instance `__dict__`, and the fields made from the others are not arguments.
+    There is one such object per container.
     """
 
     settings: Settings

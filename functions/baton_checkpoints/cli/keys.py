@@ -35,7 +35,16 @@ if TYPE_CHECKING:
 
     from baton_checkpoints.domain.access import KeyRecord
 
-SERVER_MODULES = ("pydantic", "botocore", "rfc8785", "aws_lambda_powertools", "orjson", "cachetools", "jsonschema")
+SERVER_MODULES = (
+    "pydantic",
+    "botocore",
+    "rfc8785",
+    "aws_lambda_powertools",
+    "orjson",
+    "cachetools",
+    "jsonschema",
+    "msgspec",
+)
 """What `keys create --table` imports of the server extra (its validation, the key store)."""
 OPERATOR_SCOPES = "*,tenants:manage"
 TABLE_FORM = "Direct to a table (--table: the first operator key, with AWS credentials)"

@@ -5,8 +5,9 @@ from __future__ import annotations
 import hashlib
 import secrets
 from collections.abc import Iterable
-from dataclasses import dataclass
 from typing import Final, Literal, get_args
+
+from msgspec import Struct
 
 from baton_checkpoints.domain.clock import format_ms, parse_time
 from baton_checkpoints.domain.errors import FieldError, Forbidden, NotFound, Unauthenticated, ValidationFailed
@@ -35,8 +36,7 @@ WILDCARD_COVERS: Final = frozenset(SCOPES) - {WILDCARD, TENANTS_MANAGE}
 SECRET_PREFIX: Final = "btn_"
 
 
-@dataclass(frozen=True)
-class Principal:
+class Principal(Struct, frozen=True):
     """The identity behind an authenticated API key. The tenant comes from here and nowhere else."""
 
     tenant_id: str
@@ -220,8 +220,7 @@ def hash_secret(secret: str) -> str:
     return hashlib.sha256(secret.encode("utf-8")).hexdigest()
 
 
-@dataclass(frozen=True)
-class KeyRecord:
+class KeyRecord(Struct, frozen=True):
     """An API key as stored: its hash, never its secret."""
 
     key_id: str
@@ -252,8 +251,7 @@ class KeyRecord:
         )
 
 
-@dataclass(frozen=True)
-class IssuedKey:
+class IssuedKey(Struct, frozen=True):
     """A key just issued: the record to store and the secret, which is shown once and never stored."""
 
     record: KeyRecord

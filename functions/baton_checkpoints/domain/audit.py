@@ -16,8 +16,9 @@ from __future__ import annotations
 
 import hashlib
 import json
-from dataclasses import dataclass, field
 from typing import Any, Final, Literal, get_args
+
+from msgspec import Struct, field
 
 from baton_checkpoints.domain.clock import format_ms
 
@@ -48,8 +49,7 @@ def event_hash(document: dict[str, Any]) -> str:
     return hashlib.sha256(text.encode("utf-8")).hexdigest()
 
 
-@dataclass(frozen=True)
-class Actor:
+class Actor(Struct, frozen=True):
     """Who acted: the key's id and agent (an OAuth approval: the key that signed the consent form; a grant ended
     by its own token: the key that approved it; Baton itself, ending a grant whose token was used twice: none)."""
 
@@ -57,8 +57,7 @@ class Actor:
     agent_id: str | None
 
 
-@dataclass(frozen=True)
-class Happened:
+class Happened(Struct, frozen=True):
     """An action that took place, before it is numbered and chained."""
 
     action: str
@@ -70,8 +69,7 @@ class Happened:
     details: dict[str, Any] = field(default_factory=dict)
 
 
-@dataclass(frozen=True)
-class Head:
+class Head(Struct, frozen=True):
     """The tenant's last event: its number, hash and time (none yet: 0, `GENESIS`, 0)."""
 
     seq: int = 0

@@ -8,8 +8,9 @@ checkpoint may hold it.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from typing import Final
+
+from msgspec import Struct
 
 from baton_checkpoints.domain.checkpoints import CheckpointKey
 
@@ -21,8 +22,7 @@ UPLOAD_SECONDS: Final = 900
 """How long a presigned upload or download URL is valid (15 minutes)."""
 
 
-@dataclass(frozen=True)
-class Blob:
+class Blob(Struct, frozen=True):
     """A declared blob, as its record holds it."""
 
     tenant_id: str

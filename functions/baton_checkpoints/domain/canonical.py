@@ -11,10 +11,10 @@ import hashlib
 import json
 import math
 import re
-from dataclasses import dataclass
 from typing import Any
 
 import rfc8785
+from msgspec import Struct
 
 from baton_checkpoints.domain.errors import ValidationFailed
 from baton_checkpoints.domain.limits import MAX_JSON_DEPTH, MAX_SAFE_INTEGER
@@ -54,8 +54,7 @@ class _DuplicatedKeys(dict[str, Any]):
         self.duplicate = key
 
 
-@dataclass
-class _Census:
+class _Census(Struct):
     """What parsing saw that the fast canonical form cannot write the way RFC 8785 does."""
 
     plain: bool = True
@@ -120,8 +119,7 @@ def _hooks(census: _Census, keys_in_bmp: bool) -> dict[str, Any]:
     }
 
 
-@dataclass(frozen=True)
-class Document:
+class Document(Struct, frozen=True):
     """A strictly parsed JSON document, and whether its canonical form may take the fast path."""
 
     value: JsonValue
@@ -220,8 +218,7 @@ def check_document(value: JsonValue, limit: int = MAX_JSON_DEPTH) -> None:
         stack.extend((child, (*path, key)) for key, child in reversed(children))
 
 
-@dataclass(frozen=True)
-class CanonicalState:
+class CanonicalState(Struct, frozen=True):
     """A state in its canonical form, with the digest and size the contract reports."""
 
     text: bytes

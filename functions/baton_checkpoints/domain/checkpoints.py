@@ -8,8 +8,9 @@ from __future__ import annotations
 
 import hashlib
 from collections.abc import Callable
-from dataclasses import dataclass, field
 from typing import Any
+
+from msgspec import Struct, field
 
 from baton_checkpoints.domain import limits
 from baton_checkpoints.domain.canonical import CanonicalState, canonical_json
@@ -38,8 +39,7 @@ def request_tag(request_id: str) -> bytes:
     return hashlib.blake2b(request_id.encode("utf-8"), digest_size=8).digest()
 
 
-@dataclass(frozen=True)
-class CheckpointKey:
+class CheckpointKey(Struct, frozen=True):
     """What a checkpoint is upserted on: (tenant, subject, agent, kind)."""
 
     tenant_id: str
@@ -48,8 +48,7 @@ class CheckpointKey:
     kind: str
 
 
-@dataclass(frozen=True)
-class IdempotencyClaim:
+class IdempotencyClaim(Struct, frozen=True):
     """An `Idempotency-Key`, the agent of the key that sent it (keys belong to the caller), and the fingerprint
     of the request that carries it."""
 
@@ -58,8 +57,7 @@ class IdempotencyClaim:
     fingerprint: str
 
 
-@dataclass(frozen=True)
-class SavePlan:
+class SavePlan(Struct, frozen=True):
     """A validated save, ready for the store: everything computed that does not depend on the stored item."""
 
     key: CheckpointKey
@@ -195,8 +193,7 @@ def plan_save(
     )
 
 
-@dataclass(frozen=True)
-class Saved:
+class Saved(Struct, frozen=True):
     """What a save wrote, as its answer reports it."""
 
     checkpoint_id: str
@@ -220,8 +217,7 @@ class Saved:
         return etag_for(self.checkpoint_id, self.revision)
 
 
-@dataclass(frozen=True)
-class SaveOutcome:
+class SaveOutcome(Struct, frozen=True):
     """What a save did, and whether it replays an earlier request (an idempotency key seen before)."""
 
     saved: Saved
@@ -233,8 +229,7 @@ class SaveOutcome:
         return not self.saved.updated
 
 
-@dataclass(frozen=True)
-class Checkpoint:
+class Checkpoint(Struct, frozen=True):
     """A stored checkpoint, as the domain sees it."""
 
     tenant_id: str
@@ -446,8 +441,7 @@ def request_fingerprint(method: str, path: str, body: Any, plain: bool = False) 
     return digest.hexdigest()
 
 
-@dataclass(frozen=True)
-class Page:
+class Page(Struct, frozen=True):
     """One page of a listing."""
 
     items: list[Checkpoint]

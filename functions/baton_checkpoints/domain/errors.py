@@ -7,7 +7,7 @@ turns AWS client errors into them.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from msgspec import Struct
 
 MAX_REPORTED_ERRORS = 50
 """At most this many violations are listed in `details.errors`; `details.more` counts the rest."""
@@ -23,8 +23,7 @@ def clip(text: str, limit: int = MAX_ECHOED_CHARS) -> str:
     return text if len(text) <= limit else text[: limit - 1] + "…"
 
 
-@dataclass(frozen=True)
-class FieldError:
+class FieldError(Struct, frozen=True):
     """One violation: where (an RFC 6901 pointer into the body, or a parameter's name) and the rule broken.
 
     `location` is `body` for body fields; for a query parameter, path parameter or header the pointer is

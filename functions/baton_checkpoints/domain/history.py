@@ -10,15 +10,15 @@ standard rate, and no more.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from typing import Final
+
+from msgspec import Struct
 
 from baton_checkpoints.domain.canonical import CanonicalState
 from baton_checkpoints.domain.checkpoints import Checkpoint, CheckpointKey, SavePlan
 
 
-@dataclass(frozen=True)
-class HistoryStep:
+class HistoryStep(Struct, frozen=True):
     """What a save does to its checkpoint's kept revisions."""
 
     keep_superseded: bool

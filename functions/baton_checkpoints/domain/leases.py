@@ -9,8 +9,9 @@ names an older lease), and the random part makes a token unguessable from the co
 from __future__ import annotations
 
 import secrets
-from dataclasses import dataclass
 from typing import Final
+
+from msgspec import Struct
 
 from baton_checkpoints.domain.clock import format_ms
 from baton_checkpoints.domain.errors import LeaseHeld, LeaseLost
@@ -18,8 +19,7 @@ from baton_checkpoints.domain.errors import LeaseHeld, LeaseLost
 TOKEN_RANDOM_BYTES: Final = 16
 
 
-@dataclass(frozen=True)
-class Lease:
+class Lease(Struct, frozen=True):
     """A checkpoint's lease as stored: live until `expires_ms`."""
 
     holder: str
@@ -91,8 +91,7 @@ def check_lease(lease: Lease | None, token: str | None, now_ms: int) -> None:
     raise LeaseLost(expiry)
 
 
-@dataclass(frozen=True)
-class LeaseGrant:
+class LeaseGrant(Struct, frozen=True):
     """What acquiring did: the lease now held, and whether it is new (201) or a renewal by its holder (200)."""
 
     lease: Lease

@@ -8,9 +8,9 @@ that a typo or a wrong type never passes silently.
 # annotation from its string when each class is created.
 
 import re
-from dataclasses import dataclass
 from typing import Annotated, Any, Final
 
+from msgspec import Struct
 from pydantic import BaseModel, ConfigDict, Field, StringConstraints, field_validator
 
 from baton_checkpoints.domain import limits
@@ -301,8 +301,7 @@ class CreateBlobRequest(RequestModel):
         return value
 
 
-@dataclass(frozen=True)
-class Presigned:
+class Presigned(Struct, frozen=True):
     """A presigned S3 request as a client must send it: the URL, the headers it was signed with, and when it stops
     working (the signing time, to the second, plus its validity)."""
 

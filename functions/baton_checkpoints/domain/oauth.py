@@ -16,9 +16,10 @@ import ipaddress
 import re
 import secrets
 from collections.abc import Iterable
-from dataclasses import dataclass
 from typing import Final
 from urllib.parse import SplitResult, urlsplit
+
+from msgspec import Struct
 
 from baton_checkpoints.domain.access import Principal, effective_scopes
 from baton_checkpoints.domain.errors import Unauthenticated
@@ -175,8 +176,7 @@ def check_redirect_uri(uri: str, pointer: str) -> str:
     )
 
 
-@dataclass(frozen=True)
-class Client:
+class Client(Struct, frozen=True):
     """A registered client: public (no secret), with the redirect URIs it may be sent back to."""
 
     client_id: str
@@ -356,8 +356,7 @@ def new_token(prefix: str) -> str:
 # ---- what is stored ---------------------------------------------------------------------------------------------
 
 
-@dataclass(frozen=True)
-class Approval:
+class Approval(Struct, frozen=True):
     """What a person approved on the consent page, for one client: carried by the authorization code, then by the
     grant its exchange makes."""
 
@@ -375,8 +374,7 @@ class Approval:
     """The client's name when approved (shown where grants are listed)."""
 
 
-@dataclass(frozen=True)
-class Code:
+class Code(Struct, frozen=True):
     """An authorization code as stored."""
 
     approval: Approval
@@ -385,8 +383,7 @@ class Code:
     """The grant its exchange made (set once used: a second exchange revokes that grant)."""
 
 
-@dataclass(frozen=True)
-class Token:
+class Token(Struct, frozen=True):
     """An access or refresh token as stored: which grant it stands for, and what that grant holds."""
 
     kind: str
@@ -413,8 +410,7 @@ class Token:
         )
 
 
-@dataclass(frozen=True)
-class Grant:
+class Grant(Struct, frozen=True):
     """A live grant as listed: what a person approved, for which client, until when."""
 
     grant_id: str

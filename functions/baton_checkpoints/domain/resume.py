@@ -11,9 +11,9 @@ from __future__ import annotations
 
 import json
 from collections.abc import Iterable
-from dataclasses import dataclass
 from typing import Annotated, Literal
 
+from msgspec import Struct
 from pydantic import ConfigDict, Field, StringConstraints
 
 from baton_checkpoints.domain import limits, opencheckpoint
@@ -60,8 +60,7 @@ class ResumeRequest(RequestModel):
 Outcome = Literal["ready", "ambiguous", "none", "closed"]
 
 
-@dataclass(frozen=True)
-class Decision:
+class Decision(Struct, frozen=True):
     """What the matching checkpoints mean, before any budget: `checkpoint` for `ready` and `closed`, `candidates`
     (newest updated first, at most `MAX_RESUME_CANDIDATES`) and `candidate_count` for `ambiguous`."""
 
@@ -132,8 +131,7 @@ def within_budget(required_bytes: int, budget_bytes: int | None) -> bool:
     return required_bytes <= limit
 
 
-@dataclass(frozen=True)
-class Lifted:
+class Lifted(Struct, frozen=True):
     """What a `ready` resume of an OpenCheckpoint document lists apart from its state, as canonical JSON arrays, so
     that a runtime can hold an approval or enforce a stop condition without reading the document's prose."""
 

@@ -15,9 +15,9 @@ overshoot bound documented in docs/api.md, and measured by the tests across `bat
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
 from typing import Annotated, Final
 
+from msgspec import Struct, field
 from pydantic import Field
 
 from baton_checkpoints.domain.errors import QuotaExceeded
@@ -43,8 +43,7 @@ MAX_STORAGE_BYTES: Final = 2**53 - 1
 MAX_CHECKPOINTS: Final = 2**53 - 1
 
 
-@dataclass(frozen=True)
-class Limits:
+class Limits(Struct, frozen=True):
     """A tenant's effective limits: its own settings, the stage's defaults where it has none."""
 
     requests_per_minute: int
@@ -63,8 +62,7 @@ class Limits:
         return max(1, min(MAX_SHARE, self.burst // SHARE_OF_BURST))
 
 
-@dataclass(frozen=True)
-class Settings:
+class Settings(Struct, frozen=True):
     """A tenant's own settings: None where the stage's default applies."""
 
     requests_per_minute: int | None = None
@@ -99,8 +97,7 @@ class LimitsRequest(RequestModel):
         return Settings(self.requests_per_minute, self.burst, self.storage_bytes, self.checkpoints)
 
 
-@dataclass(frozen=True)
-class Take:
+class Take(Struct, frozen=True):
     """What taking tokens from the tenant's bucket gives: `granted` tokens (0: refused) and the bucket's new `tat`,
     or, when refused, how long until one token is there."""
 
@@ -148,8 +145,7 @@ def full_in_seconds(tat_us: int | None, now_us: int) -> int:
     return -(-(tat_us - now_us) // 1_000_000)
 
 
-@dataclass(frozen=True)
-class Bucket:
+class Bucket(Struct, frozen=True):
     """What a container knows of a tenant's item: its settings, their version, the bucket's `tat`, and its usage."""
 
     settings: Settings
@@ -169,8 +165,7 @@ def quota_refusal(limits: Limits, usage: Usage, adds_bytes: int, creates: int = 
     return None
 
 
-@dataclass(frozen=True)
-class Taken:
+class Taken(Struct, frozen=True):
     """A take's outcome: the tokens granted (0: refused, with how long until one is there) and the item as the
     write left it (or as it stood, when refused)."""
 

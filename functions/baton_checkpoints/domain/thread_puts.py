@@ -14,8 +14,9 @@ from __future__ import annotations
 
 import enum
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass
 from typing import Any, Final, Protocol
+
+from msgspec import Struct
 
 from baton_checkpoints.domain.errors import PayloadTooLarge, QuotaExceeded
 from baton_checkpoints.domain.threads import (
@@ -60,8 +61,7 @@ HELD_ENTRY_BYTES: Final = 32
 """What a held value's entry adds to the item besides its bytes, channel and version (names of its fields, type)."""
 
 
-@dataclass(frozen=True, slots=True)
-class ThreadRef:
+class ThreadRef(Struct, frozen=True):
     """The thread a request works on: its owner (tenant, agent) and its id."""
 
     tenant_id: str
@@ -80,8 +80,7 @@ Given = bytes | InBucket
 """A new value as the store resolved it: its bytes, or an uploaded blob."""
 
 
-@dataclass(frozen=True, slots=True)
-class NewValue:
+class NewValue(Struct, frozen=True):
     """A channel's value new in a checkpoint: its channel, its version (as a key), its type and what was sent."""
 
     channel: str
@@ -90,8 +89,7 @@ class NewValue:
     sent: bytes | BlobRef
 
 
-@dataclass(frozen=True, slots=True)
-class PutPlan:
+class PutPlan(Struct, frozen=True):
     """A validated put, ready for the store: everything that does not depend on what the table holds."""
 
     ref: ThreadRef
@@ -168,8 +166,7 @@ class Place(enum.Enum):
     """In the bucket, as it is (answered by a presigned URL)."""
 
 
-@dataclass(frozen=True, slots=True)
-class Placed:
+class Placed(Struct, frozen=True):
     """A new value and where it goes: `stored` is what the table keeps of it (packed when `packed`), None in the
     bucket."""
 
@@ -180,8 +177,7 @@ class Placed:
     packed: bool
 
 
-@dataclass(frozen=True, slots=True)
-class Carried:
+class Carried(Struct, frozen=True):
     """What a checkpoint's item keeps of the channels it carries: bytes of its channel index, and of the values a read
     answers with (those in the table)."""
 
@@ -189,8 +185,7 @@ class Carried:
     answered_bytes: int = 0
 
 
-@dataclass(frozen=True, slots=True)
-class Placement:
+class Placement(Struct, frozen=True):
     """Where each new value goes, and what the checkpoint's item keeps of its channels, in bytes."""
 
     placed: tuple[Placed, ...]
@@ -252,8 +247,7 @@ def place(plan: PutPlan, given: Mapping[str, Given], carried: Carried, document_
     return Placement(tuple(placed), index)
 
 
-@dataclass(frozen=True, slots=True)
-class PlannedWrite:
+class PlannedWrite(Struct, frozen=True):
     """One write of a `put_writes`: where it is kept (its index), its channel, type and what was sent."""
 
     index: int
@@ -271,8 +265,7 @@ def _sent_bytes(sent: bytes | BlobRef) -> int:
     return len(sent) if isinstance(sent, bytes) else 0
 
 
-@dataclass(frozen=True, slots=True)
-class WritesPlan:
+class WritesPlan(Struct, frozen=True):
     """A validated `put_writes`, ready for the store."""
 
     ref: ThreadRef

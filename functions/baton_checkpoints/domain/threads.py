@@ -12,10 +12,10 @@ from __future__ import annotations
 import json
 import re
 from collections.abc import Callable, Iterable, Mapping
-from dataclasses import dataclass
 from typing import Annotated, Any, Final, Literal
 
 import pybase64
+from msgspec import Struct
 from pydantic import (
     BaseModel,
     ConfigDict,
@@ -158,8 +158,7 @@ def decode_data(data: str) -> bytes:
     return pybase64.b64decode(data, validate=True)
 
 
-@dataclass(frozen=True)
-class BlobRef:
+class BlobRef(Struct, frozen=True):
     """A value whose bytes were uploaded as a blob (`POST /v1/blobs`): too large for a request body."""
 
     blob_id: str
@@ -358,8 +357,7 @@ def overwrites(index: int) -> bool:
     return index < 0
 
 
-@dataclass(frozen=True)
-class PendingWrite:
+class PendingWrite(Struct, frozen=True):
     """A stored pending write, as a tuple shows it."""
 
     task_id: str
@@ -372,8 +370,7 @@ class PendingWrite:
     """A presigned download of the value when its bytes live in the bucket (then `data` is None)."""
 
 
-@dataclass(frozen=True)
-class StoredValue:
+class StoredValue(Struct, frozen=True):
     """A channel value or pending write as a tuple returns it: its bytes, or a presigned download of them."""
 
     type: str
@@ -386,8 +383,7 @@ class StoredValue:
         return len(self.data) if self.data is not None else len(self.url or "")
 
 
-@dataclass(frozen=True)
-class ThreadCheckpoint:
+class ThreadCheckpoint(Struct, frozen=True):
     """One checkpoint of a thread with everything LangGraph's tuple needs."""
 
     thread_id: str
@@ -402,8 +398,7 @@ class ThreadCheckpoint:
     """Bytes of the checkpoint and its metadata as stored JSON (what a page counts of them)."""
 
 
-@dataclass(frozen=True)
-class PutResult:
+class PutResult(Struct, frozen=True):
     """What a put answers."""
 
     namespace: str
@@ -411,8 +406,7 @@ class PutResult:
     expires_ms: int
 
 
-@dataclass(frozen=True)
-class Page:
+class Page(Struct, frozen=True):
     """A list page and the cursor to the next (None on the last); `cursor_after` is the cursor to the page after one
     of its checkpoints (where the answer is cut shorter by its bytes)."""
 

@@ -13,9 +13,10 @@ from __future__ import annotations
 
 import re
 from collections.abc import Iterable, Mapping
-from dataclasses import dataclass, field
 from datetime import UTC, date, datetime, timedelta
 from typing import Final
+
+from msgspec import Struct, field
 
 from baton_checkpoints.domain.errors import ValidationFailed
 
@@ -29,8 +30,7 @@ _DAY: Final = re.compile(DAY_PATTERN.removeprefix("^").removesuffix("$"))
 _EPOCH: Final = datetime(1970, 1, 1, tzinfo=UTC)
 
 
-@dataclass(frozen=True)
-class Usage:
+class Usage(Struct, frozen=True):
     """What a tenant stores, as the stream consumer last counted it (`store/metering.py`): bytes (items by DynamoDB's
     sizing rules, plus the S3 objects they stand for), live checkpoints, and threads."""
 
@@ -57,8 +57,7 @@ def day_of(epoch_ms: int) -> str:
     return (_EPOCH + timedelta(milliseconds=epoch_ms)).date().isoformat()
 
 
-@dataclass
-class Counts:
+class Counts(Struct):
     """What a container counted of one tenant on one day, not yet added to the day's item."""
 
     requests: dict[str, int] = field(default_factory=dict)
@@ -98,8 +97,7 @@ class Counts:
         )
 
 
-@dataclass(frozen=True)
-class Day:
+class Day(Struct, frozen=True):
     """One day's figures, as read back: what the containers counted, the stream's change of what the tenant stores
     over the day (`stored`), and the level at the day's end (`level`, filled by `levels`)."""
 
@@ -109,8 +107,7 @@ class Day:
     level: Usage = field(default_factory=Usage)
 
 
-@dataclass(frozen=True)
-class Range:
+class Range(Struct, frozen=True):
     """The days a read covers, first to last."""
 
     first: date

@@ -21,8 +21,9 @@ import random
 import re
 import time
 from collections.abc import Sequence
-from dataclasses import asdict
 from typing import TYPE_CHECKING, Any, Final
+
+import msgspec
 
 from baton_checkpoints.domain.audit import RETENTION_DAYS, Happened, Head, chained
 from baton_checkpoints.domain.clock import parse_time
@@ -141,7 +142,7 @@ class AuditTrail:
                     extra={
                         "defect": UNRECORDED,
                         "tenant_id": tenant_id,
-                        "audit_event": {**asdict(event), "at_ms": now_ms},
+                        "audit_event": {**msgspec.to_builtins(event), "at_ms": now_ms},
                     },
                     exc_info=True,
                 )

@@ -14,8 +14,9 @@ at it on the SDK's retry is this request's own write; an idempotency record hold
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Final, cast
+
+from msgspec import Struct
 
 from baton_checkpoints.domain import limits
 from baton_checkpoints.domain.blobs import Blob
@@ -62,8 +63,7 @@ _KEY_FREE: Final = f"attribute_not_exists(#{schema.PK}) OR #{items.EXPIRES} <= :
 the contract, though TTL may not have removed it yet)."""
 
 
-@dataclass(frozen=True)
-class Declared:
+class Declared(Struct, frozen=True):
     """A declared blob, the upload its first answer handed out, and whether this answer is a replay of it."""
 
     blob: Blob

@@ -29,9 +29,10 @@ import random
 import sys
 import time
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any, Final
+
+from msgspec import Struct
 
 from baton_checkpoints.domain.clock import format_ms, now_ms
 from baton_checkpoints.domain.lifecycle import is_terminal
@@ -59,8 +60,7 @@ LEASE_SECRET: Final = "lt"
 FLOOR: Final = "fl"
 
 
-@dataclass(frozen=True)
-class ChangeEvent:
+class ChangeEvent(Struct, frozen=True):
     """One event: its type, when it happened (ms since the epoch), and what it says (ids, never the state)."""
 
     detail_type: str

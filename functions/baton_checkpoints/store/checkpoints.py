@@ -10,10 +10,10 @@ from __future__ import annotations
 
 import random
 import time
-from dataclasses import replace
 from typing import TYPE_CHECKING, Any, Final, cast
 
 from cachetools import TTLCache
+from msgspec.structs import replace
 
 from baton_checkpoints.domain import limits
 from baton_checkpoints.domain.checkpoints import (

@@ -18,8 +18,9 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable, Iterator, Sequence
-from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Final, TypeVar
+
+from msgspec import Struct, field
 
 from baton_checkpoints.domain.errors import Unavailable
 from baton_checkpoints.store.attributes import Item
@@ -38,8 +39,7 @@ WRITE_ROUNDS: Final = 4
 WRITE_BACKOFF_SECONDS: Final = 0.05
 
 
-@dataclass
-class Reads:
+class Reads(Struct):
     """What one request may still read: item bytes (DynamoDB's sizes). `None` is no bound."""
 
     max_bytes: int | None = None
@@ -57,8 +57,7 @@ class Reads:
         self.bytes_read += sum(item_bytes(item) for item in items)
 
 
-@dataclass
-class QueryPages:
+class QueryPages(Struct):
     """The items of a Query, page by page (`ExclusiveStartKey` from each `LastEvaluatedKey`), consistent as the
     request says: iterate it for its items, or take a page at a time (`next_page`, `pages`).
 
@@ -75,7 +74,7 @@ class QueryPages:
     position: Item | None = None
     finished: bool = False
     counted: int = 0
-    _start: Item | None = field(default=None, repr=False)
+    _start: Item | None = None
 
     def next_page(self, limit: int | None = None) -> list[Item] | None:
         """The next page's items (one Query; at most `limit` read when given: DynamoDB's `Limit`), or None when
@@ -134,8 +133,7 @@ def count(
     return pages.counted, pages.finished
 
 
-@dataclass(frozen=True)
-class Unwritten:
+class Unwritten(Struct, frozen=True):
     """What `write_some` did not write: the requests (none when it wrote them all; else what was left of the batch
     it stopped at, then every request after it), and the transient failure of a resend that ended it, when that is
     what did (None when DynamoDB kept leaving them unprocessed, or the deadline came)."""
@@ -229,8 +227,7 @@ def _deletes(keys: Sequence[Item]) -> list[dict[str, Any]]:
     return [{"DeleteRequest": {"Key": key}} for key in keys]
 
 
-@dataclass(frozen=True)
-class Refused:
+class Refused(Struct, frozen=True):
     """A conditional write DynamoDB refused: the item it found (`{}` when there was none, or when the write did not
     ask for the old image), and whether the SDK had sent it more than once (an earlier attempt may have landed)."""
 

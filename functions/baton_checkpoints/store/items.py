@@ -30,10 +30,11 @@ A kept revision's item (`revision_item`) holds the revision's own `rev`, `st`, s
 from __future__ import annotations
 
 import itertools
-from dataclasses import dataclass
 from decimal import Decimal
 from functools import lru_cache
 from typing import Any, Final
+
+from msgspec import Struct
 
 from baton_checkpoints.domain import limits
 from baton_checkpoints.domain.blobs import Blob
@@ -148,8 +149,7 @@ INLINE_LIMIT_BYTES: Final = 350_000
 item limit, less room for the rest of the item (resources, names, the request ring)."""
 
 
-@dataclass(frozen=True)
-class Placement:
+class Placement(Struct, frozen=True):
     """Where a state's stored form goes: the attribute that holds it and its value (the text, the packed bytes, or
     the key of the object holding the packed bytes)."""
 
@@ -348,8 +348,7 @@ def revision_from_item(
     )
 
 
-@dataclass(frozen=True)
-class Update:
+class Update(Struct, frozen=True):
     """An UpdateExpression and the values it uses (names are all `#name`, resolved by the caller)."""
 
     expression: str
@@ -464,8 +463,7 @@ GRANT: Final = "lg"
 """The lease an idempotent lease request granted (instead of a save's answer `a`)."""
 
 
-@dataclass(frozen=True)
-class IdempotencyRecord:
+class IdempotencyRecord(Struct, frozen=True):
     """The first answer to an idempotency key: the request it answered and what it wrote."""
 
     fingerprint: str

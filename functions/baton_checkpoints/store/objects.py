@@ -11,10 +11,11 @@ import base64
 import re
 import uuid
 from collections.abc import Callable
-from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Final
 from urllib.parse import parse_qs, quote, urlencode, urlsplit
+
+from msgspec import Struct
 
 from baton_checkpoints.domain.blobs import UPLOAD_SECONDS
 from baton_checkpoints.domain.errors import Unavailable
@@ -41,8 +42,7 @@ Retry-After longer than a client's patience (the SDK waits at most 30 s) makes i
 retry in a loop."""
 
 
-@dataclass(frozen=True)
-class ObjectInfo:
+class ObjectInfo(Struct, frozen=True):
     """What S3 says of a stored object (a HEAD with checksum mode on)."""
 
     size: int

@@ -24,9 +24,10 @@ before the purge read it) outlives the purge; a write that close to a purge race
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from time import monotonic
 from typing import TYPE_CHECKING, Final
+
+from msgspec import Struct
 
 from baton_checkpoints.domain.errors import Unavailable
 from baton_checkpoints.store import layout, schema
@@ -48,8 +49,7 @@ _RECORDS_CONDITION: Final = f"#{schema.GSI1_PK} = :gpk"
 _KEYS_ONLY: Final = f"#{schema.PK}, #{schema.SK}"
 
 
-@dataclass(frozen=True)
-class Purged:
+class Purged(Struct, frozen=True):
     """What one purge call did.
 
     `deleted_checkpoints` counts the checkpoint items (sort key `C#...`) this call deleted for certain: a page whose

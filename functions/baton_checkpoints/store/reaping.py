@@ -43,8 +43,9 @@ same and nothing more. Any other AWS failure raises, and the batch reports that 
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Final, Union
+
+from msgspec import Struct, field
 
 from baton_checkpoints.domain.ids import BLOB_ID_PATTERN
 from baton_checkpoints.store import layout, schema
@@ -103,8 +104,7 @@ _STILL_CLAIMED_UNTAGGED: Final = (
 # -- the rules (pure) -------------------------------------------------------------------------------------------
 
 
-@dataclass(frozen=True)
-class References:
+class References(Struct, frozen=True):
     """What one checkpoint image references in the bucket."""
 
     states: frozenset[str] = frozenset()
@@ -139,8 +139,7 @@ def _is_state_object(key: str, tenant_id: str) -> bool:
     return key.startswith(folder) and bool(name) and "/" not in name
 
 
-@dataclass(frozen=True)
-class CheckpointChange:
+class CheckpointChange(Struct, frozen=True):
     """What a checkpoint record asks for: objects to retag attached, states and blobs to let go of."""
 
     tenant_id: str
@@ -166,15 +165,13 @@ class CheckpointChange:
         return layout.identity(self.key)
 
 
-@dataclass(frozen=True)
-class UnattachedBlobRemoved:
+class UnattachedBlobRemoved(Struct, frozen=True):
     """A blob record removed while no checkpoint held it (its upload expired unattached): its object goes too."""
 
     object_key: str
 
 
-@dataclass(frozen=True)
-class Ignored:
+class Ignored(Struct, frozen=True):
     """A record that asks for nothing, and why (for the log)."""
 
     reason: str
@@ -324,8 +321,7 @@ def still_holds(current: Item | None, kept: References, blob_id: str) -> bool:
 # -- the work (S3 and DynamoDB) ---------------------------------------------------------------------------------
 
 
-@dataclass
-class Outcome:
+class Outcome(Struct):
     """What the reaper did for one record (for the log line and the tests)."""
 
     retagged: list[str] = field(default_factory=list)

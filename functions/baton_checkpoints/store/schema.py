@@ -7,8 +7,9 @@ Query on the table itself, so that a save never moves an index entry (see `layou
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from typing import Any, Final
+
+from msgspec import Struct
 
 PK: Final = "pk"
 SK: Final = "sk"
@@ -33,8 +34,7 @@ KEY_ATTRIBUTES: Final[tuple[str, ...]] = (
 their entries hold only keys: written once when a checkpoint is created, untouched by later saves."""
 
 
-@dataclass(frozen=True)
-class Index:
+class Index(Struct, frozen=True):
     """A secondary index: its name, key attributes and projected attributes."""
 
     name: str
@@ -43,8 +43,7 @@ class Index:
     non_key_attributes: tuple[str, ...]
 
 
-@dataclass(frozen=True)
-class TableSchema:
+class TableSchema(Struct, frozen=True):
     """Everything about the table that code and infrastructure must agree on."""
 
     partition_key: str

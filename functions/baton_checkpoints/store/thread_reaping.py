@@ -36,8 +36,9 @@ from __future__ import annotations
 
 import time
 from collections.abc import Iterator
-from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Final
+
+from msgspec import Struct
 
 from baton_checkpoints.store import layout, schema
 from baton_checkpoints.store.attributes import Item, names_in
@@ -73,8 +74,7 @@ class Unfinished(RuntimeError):
     """The record's work did not finish before the deadline; what was done stays done, the retry does the rest."""
 
 
-@dataclass(frozen=True)
-class ThreadChange:
+class ThreadChange(Struct, frozen=True):
     """What a thread record asks for."""
 
     tenant_id: str

@@ -27,8 +27,9 @@ import time
 from collections.abc import Callable, Iterator, Mapping
 from contextlib import contextmanager
 from contextvars import ContextVar
-from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Final
+
+from msgspec import Struct, field
 
 from baton_checkpoints.domain.usage import RETENTION_DAYS, Counts, Day, Usage
 from baton_checkpoints.observability import logger
@@ -176,8 +177,7 @@ def watch(client: DynamoDBClient) -> None:
 # -- the container's counts of its tenants ----------------------------------------------------------------------------
 
 
-@dataclass
-class _Held:
+class _Held(Struct):
     counts: Counts = field(default_factory=Counts)
     requests: int = 0
     since: float = 0.0
@@ -185,8 +185,7 @@ class _Held:
     """After a write of these counts failed: not before then (a throttled table is not asked again at once)."""
 
 
-@dataclass(frozen=True)
-class Counting:
+class Counting(Struct, frozen=True):
     """One request being counted (`UsageMeter.begin`)."""
 
     tenant_id: str

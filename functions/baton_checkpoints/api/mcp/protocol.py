@@ -20,10 +20,11 @@ from __future__ import annotations
 
 import json
 from collections.abc import Mapping
-from dataclasses import dataclass, replace
 from typing import Any
 
 import mcp_types as mcp
+from msgspec import Struct
+from msgspec.structs import replace
 from pydantic import BaseModel
 from pydantic import ValidationError as ModelError
 
@@ -69,8 +70,7 @@ MAX_ID_CHARS = 200
 of 3 MB beside a 3 MB checkpoint would not fit Lambda's answer). Integers are bounded by the contract's JSON rules."""
 
 
-@dataclass(frozen=True)
-class Answer:
+class Answer(Struct, frozen=True):
     """The HTTP answer: a status and a JSON-RPC message (None: no body)."""
 
     status: int

@@ -10,10 +10,10 @@ from __future__ import annotations
 
 import json
 from collections.abc import Callable
-from dataclasses import dataclass
 from functools import cache
 from typing import Annotated, Any, TypeVar
 
+from msgspec import Struct
 from pydantic import BaseModel, ConfigDict, Field
 from pydantic import ValidationError as ModelError
 
@@ -42,8 +42,7 @@ Result = dict[str, Any]
 M = TypeVar("M", bound=BaseModel)
 
 
-@dataclass(frozen=True)
-class Hints:
+class Hints(Struct, frozen=True):
     """What a tool does to the world (MCP tool annotations), stated truthfully."""
 
     read_only: bool
@@ -51,8 +50,7 @@ class Hints:
     idempotent: bool
 
 
-@dataclass(frozen=True)
-class ToolSpec:
+class ToolSpec(Struct, frozen=True):
     """One tool: its name, what a model reads about it, and the operation a call runs."""
 
     name: str

@@ -16,8 +16,9 @@ resolver's gate and for a tool call alike.
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Concatenate, Generic, ParamSpec, TypeVar
+
+from msgspec import Struct
 
 from baton_checkpoints.domain.access import Principal
 
@@ -28,8 +29,7 @@ P = ParamSpec("P")
 R = TypeVar("R")
 
 
-@dataclass(frozen=True)
-class Context:
+class Context(Struct, frozen=True):
     """Who calls an operation, when, and on which services."""
 
     caller: Principal
@@ -38,8 +38,7 @@ class Context:
     services: Services
 
 
-@dataclass(frozen=True)
-class Operation(Generic[P, R]):
+class Operation(Struct, Generic[P, R], frozen=True):
     """An operation: its function, the scope it needs, and the body fields that say whom it acts for.
 
     Calling it checks the scope, whoever calls: a route's gate has checked it already (to rank a 403 before the

@@ -3,8 +3,9 @@
 
 from __future__ import annotations
 
-from dataclasses import replace
 from typing import TYPE_CHECKING
+
+from msgspec.structs import replace
 
 from baton_checkpoints.api.operations import Context, operation
 from baton_checkpoints.api.operations.inputs import Idempotent, claim

@@ -4,8 +4,9 @@ and named as their caller sent them: a route's error names the header or path pa
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass
 from typing import Any, Final
+
+from msgspec import Struct
 
 from baton_checkpoints.domain import limits
 from baton_checkpoints.domain.checkpoints import IdempotencyClaim, request_fingerprint
@@ -18,8 +19,7 @@ _IDEMPOTENCY_KEY: Final = re.compile(IDEMPOTENCY_KEY_PATTERN.removeprefix("^").r
 MAX_LEASE_TOKEN_CHARS: Final = 200
 
 
-@dataclass(frozen=True)
-class Named:
+class Named(Struct, frozen=True):
     """How an input is named in an error: its pointer, the sentence's subject, and where it was sent."""
 
     pointer: str
@@ -82,8 +82,7 @@ def lease_token_of(header: str | None, required: bool = False) -> str | None:
     return lease_token(header, LEASE_TOKEN_HEADER, required)
 
 
-@dataclass(frozen=True)
-class Idempotent:
+class Idempotent(Struct, frozen=True):
     """A request's idempotency key as sent (judged by `claim`, after the request's own fields, as the contract
     ranks them), the body it keys (its canonical form is part of the fingerprint), and how the key is named."""
 

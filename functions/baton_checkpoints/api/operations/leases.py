@@ -3,7 +3,7 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from msgspec import Struct
 
 from baton_checkpoints.api.operations import Context, operation
 from baton_checkpoints.api.operations.audit import record
@@ -12,8 +12,7 @@ from baton_checkpoints.domain.leases import LeaseGrant
 from baton_checkpoints.domain.models import AcquireLeaseRequest
 
 
-@dataclass(frozen=True)
-class Acquired:
+class Acquired(Struct, frozen=True):
     """What acquiring did, and whether it replays an earlier request with the same idempotency key."""
 
     grant: LeaseGrant

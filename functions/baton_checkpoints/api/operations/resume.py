@@ -4,7 +4,8 @@ and claims nothing."""
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass
+
+from msgspec import Struct
 
 from baton_checkpoints.api.operations import Context, operation
 from baton_checkpoints.api.records import record_summary
@@ -18,8 +19,7 @@ SUBJECT_PAGE = limits.MAX_PAGE_LIMIT
 """Summaries read per page of a subject's checkpoints (one Query answers them all unless there are more)."""
 
 
-@dataclass(frozen=True)
-class Ready:
+class Ready(Struct, frozen=True):
     """A `ready` answer's `data`, already written as compact JSON (the state spliced in as the store holds it)."""
 
     data_json: str

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from dataclasses import asdict
+from msgspec.structs import asdict
 
 from baton_checkpoints.api.operations import Context, operation
 from baton_checkpoints.api.operations.audit import record

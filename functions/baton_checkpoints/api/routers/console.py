@@ -9,7 +9,6 @@ and styles only from this origin, no inline script, no framing, requests only to
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from functools import cache
 from typing import Annotated, Any, Final
 
@@ -17,6 +16,7 @@ from aws_lambda_powertools.event_handler import Response
 from aws_lambda_powertools.event_handler.api_gateway import Router
 from aws_lambda_powertools.event_handler.openapi.params import Header, Path
 from aws_lambda_powertools.event_handler.openapi.types import OpenAPIResponse
+from msgspec import Struct
 
 from baton_checkpoints.api.openapi import responses
 from baton_checkpoints.api.resolver import PUBLIC
@@ -54,8 +54,7 @@ MEDIA_TYPES: Final = {
 INDEX: Final = "index.html"
 
 
-@dataclass(frozen=True)
-class Asset:
+class Asset(Struct, frozen=True):
     """One file of the console, as served."""
 
     body: str

@@ -8,13 +8,13 @@ routes take no Idempotency-Key: a retry writes the same items again and answers 
 from __future__ import annotations
 
 import time
-from dataclasses import replace
 from typing import Annotated, Any, Literal
 
 import pybase64
 from aws_lambda_powertools.event_handler import Response
 from aws_lambda_powertools.event_handler.api_gateway import Router
 from aws_lambda_powertools.event_handler.openapi.params import Body, Query
+from msgspec.structs import replace
 from pydantic import Field
 
 from baton_checkpoints.api.jsontext import dumps

@@ -7,8 +7,9 @@ from __future__ import annotations
 import hashlib
 import json
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
 from typing import Any, Final
+
+from msgspec import Struct, field
 
 from baton_checkpoints.domain import limits
 from baton_checkpoints.domain.thread_puts import (
@@ -88,8 +89,7 @@ CALL_INLINE_VALUE_BYTES: Final = 4_096
 """Most bytes of values over `INLINE_VALUE_BYTES` one `put_writes` call keeps in its checkpoint's item."""
 
 
-@dataclass(frozen=True)
-class Head:
+class Head(Struct, frozen=True):
     """What a thread's head says: its generation, when it expires, and when it was last deleted (nothing put before
     then shows)."""
 
@@ -106,8 +106,7 @@ class Head:
         )
 
 
-@dataclass(frozen=True)
-class Write:
+class Write(Struct, frozen=True):
     """One write of a put_writes: its index and its value."""
 
     index: int
@@ -130,8 +129,7 @@ class Write:
         return 0 if isinstance(self.raw, Uploaded) or len(self.raw) > ITEM_VALUE_BYTES else len(self.raw)
 
 
-@dataclass(frozen=True)
-class Uploaded:
+class Uploaded(Struct, frozen=True):
     """A value uploaded as a blob, checked: its size, SHA-256 (hex) and the object that holds its bytes."""
 
     size: int
@@ -139,8 +137,7 @@ class Uploaded:
     source: str
 
 
-@dataclass
-class Loaded:
+class Loaded(Struct):
     """A checkpoint item decoded, with the keys of what it references outside itself."""
 
     item: Item
