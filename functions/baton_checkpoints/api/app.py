@@ -127,7 +127,7 @@ def document(app: BatonResolver) -> str:
 
     from aws_lambda_powertools.event_handler.openapi.models import HTTPBearer
 
-    from baton_checkpoints.api.openapi import document_responses, finish
+    from baton_checkpoints.api.openapi import finish
 
     app.configure_openapi(
         title="Baton",
@@ -137,7 +137,6 @@ def document(app: BatonResolver) -> str:
         security=[{"bearer": []}],
     )
     app.include_deferred_routers()
-    document_responses(app)
     generated = json.loads(app.get_openapi_json_schema(title="Baton", version=__version__))
     return json.dumps(finish(generated), indent=2, ensure_ascii=False)
 

@@ -10,8 +10,9 @@ from typing import Annotated, Any, cast
 
 from aws_lambda_powertools.event_handler.openapi.params import Query
 from aws_lambda_powertools.event_handler.openapi.types import OpenAPIResponse
+from msgspec import Struct
 
-from baton_checkpoints.api.resolver import PUBLIC_EXTENSION, BatonResolver
+from baton_checkpoints.api.resolver import PUBLIC_EXTENSION, Documented
 from baton_checkpoints.api.schemas import DataEnvelope, ErrorEnvelope, ListEnvelope
 from baton_checkpoints.domain import limits
 
@@ -115,33 +116,14 @@ _ERROR_HEADERS: dict[int, dict[str, Any]] = {
 }
 
 
-class Documented(dict[str, Any]):
-    """One status of a route's response documentation, made when the OpenAPI document is
-    (`document_responses`), not when its router is imported. Empty until then, so that the route's
-    first request analyses no response model (powertools makes a field of each documented model when it first needs
-    the route's dependant), and the envelopes (`enveloped`, `paged`) are not parametrized at import (each
-    `DataEnvelope[X]` is a model class made, the first one building the generic). Together about 3 ms of a cold
-    request (`bench/harness/coldstart.py`). The statuses themselves are known at import: powertools keys a route by
-    them."""
-
-    def __init__(self, make: Callable[[], Any]) -> None:
-        super().__init__()
-        self._make = make
-
-    def made(self) -> Documented:
-        """This status's documentation, made now if it was not yet."""
-        if not self:
-            self.update(self._make())
-        return self
-
-
 def documented(
     success: dict[int, tuple[str, Any]],
     errors: tuple[int, ...],
     headers: dict[int, dict[str, Any]] | None = None,
     described: dict[int, str] | None = None,
 ) -> dict[int, OpenAPIResponse]:
-    """`responses(...)` for a route's declaration: each status made when the OpenAPI document is (`Documented`)."""
+    """`responses(...)` for a route's declaration: each status made when the OpenAPI document is (`Documented`: not
+    by the router's import, nor analysed by the route's first request)."""
 
     @cache
     def made() -> dict[int, OpenAPIResponse]:
@@ -155,32 +137,27 @@ def _status_of(made: Callable[[], dict[int, OpenAPIResponse]], status: int) -> O
     return made()[status]
 
 
-def document_responses(app: BatonResolver) -> None:
-    """Make each route's response documentation (`Documented`, left empty by its router's import) and add its models
-    to the route's dependant, as powertools does with documentation given made: the OpenAPI document describes them
-    (`api/app.py`'s `document`, once every router is included)."""
-    from aws_lambda_powertools.event_handler.openapi.dependant import _add_extra_responses
+class Enveloped(Struct, frozen=True):
+    """A success body of `responses`: Baton's envelope (`DataEnvelope`, `ListEnvelope`) of `model`, parametrized
+    when the documentation is made (each `DataEnvelope[X]` is a model class made, the first one building the
+    generic)."""
 
-    for route in app.routes():
-        later = [answer for answer in (route.responses or {}).values() if isinstance(answer, Documented)]
-        if later:
-            # A dependant made while the documentation was empty holds none of its models; one made after it was
-            # made (by another resolver's document: routers are shared) holds them all.
-            dependant = route.dependant
-            for answer in later:
-                answer.made()
-            if not dependant.response_extra_models:
-                _add_extra_responses(dependant, route.responses)
+    envelope: Any
+    model: Any
+
+    def made(self) -> Any:
+        """The envelope's model class."""
+        return self.envelope[self.model]
 
 
-def enveloped(model: Any) -> Callable[[], Any]:
-    """The envelope `{data, meta}` of `model` as a success body of `responses`, parametrized when it is made."""
-    return lambda: DataEnvelope[model]
+def enveloped(model: Any) -> Enveloped:
+    """The envelope `{data, meta}` of `model`, as a success body of `responses`."""
+    return Enveloped(DataEnvelope, model)
 
 
-def paged(model: Any) -> Callable[[], Any]:
-    """The envelope of a page of `model`s as a success body of `responses`, parametrized when it is made."""
-    return lambda: ListEnvelope[model]
+def paged(model: Any) -> Enveloped:
+    """The envelope of a page of `model`s, as a success body of `responses`."""
+    return Enveloped(ListEnvelope, model)
 
 
 def responses(
@@ -194,7 +171,7 @@ def responses(
     cases are narrower than the code's."""
     documented: dict[int, dict[str, Any]] = {}
     for status, (description, body) in success.items():
-        model = body() if callable(body) and not isinstance(body, type) else body
+        model = body.made() if isinstance(body, Enveloped) else body
         # An empty content map means "no body"; without one, powertools would describe the function's return type.
         content = {} if model is None else {"application/json": {"model": model}}
         documented[status] = {"description": description, "content": content}

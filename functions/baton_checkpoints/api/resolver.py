@@ -20,7 +20,7 @@ import threading
 import typing
 import uuid
 from collections.abc import Callable, Iterable, Mapping, Sequence
-from typing import Annotated, Any, Final
+from typing import TYPE_CHECKING, Annotated, Any, Final
 
 from aws_lambda_powertools.event_handler import APIGatewayHttpResolver, Depends, Request, Response, depends
 from aws_lambda_powertools.event_handler.api_gateway import ResponseBuilder, Route
@@ -50,6 +50,9 @@ from baton_checkpoints.domain.errors import (
     ValidationFailed,
 )
 from baton_checkpoints.domain.usage import day_of
+
+if TYPE_CHECKING:
+    from aws_lambda_powertools.event_handler.openapi.models import OpenAPI
 
 # Powertools rebuilds a route's dependency tree on every request (`typing.get_type_hints` of the route and of each
 # dependency: about a tenth of a warm save's own time). A function's dependencies are fixed once it is defined, so
@@ -177,6 +180,25 @@ def _kinds(params: Sequence[Any]) -> tuple[tuple[Any, ...], tuple[Any, ...]]:
         param for param in params if param not in scalars and lenient_issubclass(param.field_info.annotation, BaseModel)
     )
     return scalars, models
+
+
+class Documented(dict[str, Any]):
+    """One status of a route's response documentation (`api/openapi.py`'s `documented`), made when the OpenAPI
+    document is generated (`BatonResolver.get_openapi_schema`), not when its router is imported. Empty until then,
+    so that the route's first request analyses no response model (powertools makes a field of each documented model
+    when it first needs the route's dependant), and the envelopes are not parametrized at import. Together about
+    4 ms of a cold save (`bench/harness/coldstart.py`). The statuses themselves are known at import: powertools keys
+    a route by them."""
+
+    def __init__(self, make: Callable[[], Any]) -> None:
+        super().__init__()
+        self._make = make
+
+    def made(self) -> "Documented":
+        """This status's documentation, made now if it was not yet."""
+        if not self:
+            self.update(self._make())
+        return self
 
 
 class BatonResolver(APIGatewayHttpResolver):
@@ -520,6 +542,31 @@ class BatonResolver(APIGatewayHttpResolver):
     def routes(self) -> list[Route]:
         """Every route included so far."""
         return self._static_routes + self._dynamic_routes
+
+    def get_openapi_schema(self, *args: Any, **kwargs: Any) -> "OpenAPI":
+        """powertools' document, with each route's response documentation made first (`Documented`)."""
+        self.document_responses()
+        return super().get_openapi_schema(*args, **kwargs)
+
+    def document_responses(self) -> None:
+        """Make each route's response documentation (`Documented`) and add its models to the route's dependant, as
+        powertools does with documentation given made."""
+        from aws_lambda_powertools.event_handler.openapi.dependant import _add_extra_responses
+
+        for route in self.routes():
+            answers = list((route.responses or {}).values())
+            later = [answer for answer in answers if isinstance(answer, Documented)]
+            if not later:
+                continue
+            if len(later) != len(answers):
+                raise TypeError(f"{route.method} {route.openapi_path}: its responses are all documented() or none")
+            # A dependant made while the documentation was empty holds none of its models; one made after it was
+            # made (by another resolver's document: routers are shared) holds them all.
+            dependant = route.dependant
+            for answer in later:
+                answer.made()
+            if not dependant.response_extra_models:
+                _add_extra_responses(dependant, route.responses)
 
     def allowed_methods(self, path: str) -> list[str]:
         """The methods registered for `path` (empty when no route has that path)."""

@@ -142,7 +142,7 @@ class AuditTrail:
                     extra={
                         "defect": UNRECORDED,
                         "tenant_id": tenant_id,
-                        "audit_event": {**msgspec.to_builtins(event), "at_ms": now_ms},
+                        "audit_event": {**msgspec.to_builtins(event, enc_hook=str), "at_ms": now_ms},
                     },
                     exc_info=True,
                 )
