@@ -152,6 +152,8 @@ def dynamodb_client(endpoint_url: str | None = None) -> DynamoDBClient:
     """
     from botocore.config import Config
 
+    from baton_checkpoints.store.signing import sign_with_baton
+
     config = Config(
         retries={"mode": "standard", "max_attempts": 3},
         connect_timeout=2,
@@ -161,6 +163,7 @@ def dynamodb_client(endpoint_url: str | None = None) -> DynamoDBClient:
     )
     client = session().create_client("dynamodb", endpoint_url=endpoint_url, config=config)
     with_item_serializer(client)
+    sign_with_baton(client)
     return cast("DynamoDBClient", client)
 
 
@@ -190,6 +193,7 @@ def s3_client(endpoint_url: str | None = None) -> S3Client:
     """
     from botocore.config import Config
 
+
     config = Config(
         signature_version="s3v4",
         retries={"mode": "standard", "max_attempts": 3},
@@ -205,6 +209,7 @@ def s3_client(endpoint_url: str | None = None) -> S3Client:
 def events_client(endpoint_url: str | None = None) -> Any:
     """An EventBridge client (the reaper's change events), made on the first batch that has events to publish."""
     from botocore.config import Config
+
 
     config = Config(retries={"mode": "standard", "max_attempts": 3}, connect_timeout=2, read_timeout=5)
     return session().create_client("events", endpoint_url=endpoint_url, config=config)
