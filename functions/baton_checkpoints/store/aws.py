@@ -193,7 +193,6 @@ def s3_client(endpoint_url: str | None = None) -> S3Client:
     """
     from botocore.config import Config
 
-
     config = Config(
         signature_version="s3v4",
         retries={"mode": "standard", "max_attempts": 3},
@@ -209,7 +208,6 @@ def s3_client(endpoint_url: str | None = None) -> S3Client:
 def events_client(endpoint_url: str | None = None) -> Any:
     """An EventBridge client (the reaper's change events), made on the first batch that has events to publish."""
     from botocore.config import Config
-
 
     config = Config(retries={"mode": "standard", "max_attempts": 3}, connect_timeout=2, read_timeout=5)
     return session().create_client("events", endpoint_url=endpoint_url, config=config)

@@ -33,7 +33,7 @@ SIGNATURE_VERSION: Final = "baton-v4"
 _KEPT_KEYS: Final = 4
 """Signing keys kept (per secret, day, region and service): a container signs with one or two at a time."""
 _host_from_url = botocore.auth._host_from_url  # type: ignore[attr-defined]  # (the stubs know only public names)
-_keys: dict[tuple[str, str, str, str], bytes] = {}
+_keys: dict[tuple[bytes, str, str, str], bytes] = {}
 _keys_lock = threading.Lock()
 
 
@@ -60,8 +60,9 @@ class BatonSigV4Auth(SigV4Auth):
         if raw_items is None:
             return super().headers_to_sign(request)
         raw = (request.url, *raw_items())  # (the host comes from the URL when no header names it)
-        if self._selected is not None and self._selected[0] == raw:
-            return self._selected[1]
+        selected_before = self._selected
+        if selected_before is not None and selected_before[0] == raw:
+            return selected_before[1]
         if not all(type(value) is str and value.isascii() for _, value in raw[1:]):
             selected: Any = super().headers_to_sign(request)
         else:
@@ -92,27 +93,31 @@ class BatonSigV4Auth(SigV4Auth):
 
     def signature(self, string_to_sign: str, request: Any) -> str:
         """botocore's signature (`SigV4Auth.signature`), with the signing key derived once per secret, day, region
-        and service (the last `_KEPT_KEYS` of them kept, in this process's memory only)."""
+        and service: the last `_KEPT_KEYS` keys are kept, in this process's memory only, each found by a digest of
+        its secret (a rotated secret is not kept)."""
         botocore_auth: Any = self
         sign = botocore_auth._sign
         region, service = botocore_auth._region_name, botocore_auth._service_name
         secret = str(self.credentials.secret_key)
         day = request.context["timestamp"][0:8]
-        kept = (secret, day, region, service)
+        kept = (sha256(secret.encode()).digest(), day, region, service)
         key = _keys.get(kept)
         if key is None:
             key = sign(sign(sign(sign(f"AWS4{secret}".encode(), day), region), service), "aws4_request")
             with _keys_lock:
-                if len(_keys) >= _KEPT_KEYS:
-                    _keys.clear()
+                while len(_keys) >= _KEPT_KEYS:
+                    del _keys[next(iter(_keys))]  # the oldest
                 _keys[kept] = key
         signed: str = sign(key, string_to_sign, hex=True)
         return signed
 
 
 def choose_signer(signature_version: str, context: dict[str, Any], **_: Any) -> str | None:
-    """A `choose-signer` handler: Baton's signer where botocore would sign with plain SigV4 (its payload signed),
-    botocore's own choice otherwise (None: the next handler decides)."""
+    """A `choose-signer` handler for Baton's DynamoDB client (`sign_with_baton`): Baton's signer where botocore
+    would sign with plain SigV4, its payload signed; botocore's own choice otherwise (None: the next handler
+    decides). It runs before botocore's own handlers: S3's signing names (`s3v4`), an auth scheme preference in the
+    client's configuration, or a CRT signer would each choose otherwise, and none applies to this client (a test
+    holds the client's choice)."""
     if signature_version != "v4" or context.get("unsigned_payload") or context.get("auth_type") not in (None, "v4"):
         return None
     return SIGNATURE_VERSION
