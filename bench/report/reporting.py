@@ -618,10 +618,10 @@ def _save_floor(save: warm.SaveFigures) -> str:
     )
     if save.floor_ratio > warm.BUDGET_SAVE_UPDATE_RATIO:
         return (
-            f"{said}: no save that keeps the contract's strict JSON and the stored form's bytes (the stored-bytes "
-            "and cost-per-save budgets) meets this budget as set, however lean its pipeline. A decision for the "
-            "budget: measured against the floor, Baton's pipeline costs "
-            f"{save.median_ms / save.floor_ms:.2f}× it."
+            f"{said}: no save of this design (the contract's strict JSON, the stored form's bytes as the "
+            "stored-bytes and cost-per-save budgets want them, one conditional UpdateItem that answers from what it "
+            "wrote) meets this budget as set, however lean its pipeline. A decision for the budget: measured "
+            f"against the floor, Baton's whole save costs {save.median_ms / save.floor_ms:.2f}× it."
         )
     return f"{said}, so the pipeline above it ({save.median_ms - save.floor_ms:.3f} ms) is what is over."
 
@@ -644,13 +644,13 @@ def _lookup_reason(lookup: warm.LookupFigures) -> str:
         f"else is {rest:.3f} ms ({rest / bare:.2f}× the bare GetItem, where the budget leaves "
         f"{max(0.0, warm.BUDGET_LOOKUP_RATIO - own / bare):.2f}×): the key check, the rate limiter ({share}), "
         "powertools' routing and its validation of the query, reading the item and decompressing the stored state, "
-        f"and writing the {lookup.body_bytes:,} B answer and the access line. The access line is one write to a pipe "
-        "that another process reads, as Lambda's runtime reads a function's output (here the bench's parent): "
-        "waking that reader made it about 0.07 ms of a 1 KB lookup, against 0.025 ms written to /dev/null (measured "
-        "2026-12-04, a timer around it). "
+        f"and writing the {lookup.body_bytes:,} B answer and the access line. "
         "Where the whole lookup's CPU goes (cProfile, own time by package, scaled to the median; the profiler "
         "inflates code made of many small Python calls, botocore's above all): "
-        f"{_where_it_goes(lookup.profile, lookup.median_ms)}."
+        f"{_where_it_goes(lookup.profile, lookup.median_ms)}. Measured apart from this run (2026-12-04, a timer "
+        "around it in a 1 KB lookup): the access line is one write to a pipe that another process reads, as "
+        "Lambda's runtime reads a function's output (here the bench's parent), and waking that reader made it about "
+        "0.07 ms, against 0.025 ms written to /dev/null."
     )
 
 
@@ -1206,7 +1206,8 @@ MISS_REASONS = (
         "answer reads only the three attributes it needs from the item DynamoDB returns, and item values are written "
         "and parsed directly (`store/item_wire.py`: botocore's parse of the item a 4 KB save gets back took about 78 "
         "µs, 28 µs now; its serialization of the request about 50 µs, 30-40 µs now), and requests are signed without "
-        "the work botocore's signer repeats (`store/signing.py`: about 0.1 ms inside a request, 0.07 ms now). What is "
+        "the work botocore's signer repeats (`store/signing.py`: about 0.1 ms inside a request, 0.07 ms now, "
+        "timed the same way). What is "
         "left beyond that means "
         "leaving botocore for the one call or powertools' validation for the save route; neither is taken here, "
         "because both carry the contract's error handling and the OpenAPI document.",
@@ -1478,10 +1479,11 @@ def _botocore_section(figures: warm.WarmFigures) -> list[str]:
         "(`GET /v1/checkpoints`, the whole handler) alternates with a bare botocore GetItem, on the same stock "
         "client, of the key it reads (as consistent), answered by the same replay as Baton's. Every timed call's "
         "input (an event, a bare call's parameters) is made just before it, outside the timer, as Lambda's runtime "
-        "hands a handler the event it has just parsed, and no answer is kept past the next call "
-        "(`warm._fresh`). Beside each save, its floor (`warm.save_floor`): what any save keeping the contract and "
-        "the stored form must spend with none of Baton's pipeline (the strict parse, pydantic's model, the "
-        "canonical form and its hash, packing, the same UpdateItem on Baton's client), in the same alternation. "
+        "hands a handler the event it has just parsed (`warm._fresh`), and each answer is let go before the next "
+        "call. Beside each save, its floor (`warm.save_floor`): what any save of this design must spend to keep the "
+        "contract and the stored form, with none of Baton's pipeline (the strict parse, pydantic's model, the "
+        "canonical form and its hash, packing, the same conditional UpdateItem on Baton's client), in the same "
+        "alternation. "
         "CPU time, medians.",
         "",
         "| state | saves | save (median) | bare UpdateItem of the same item | ratio | Baton's own UpdateItem alone "
