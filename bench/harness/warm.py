@@ -52,7 +52,7 @@ from collections import defaultdict
 from collections.abc import Callable
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 from bench.billing import capacity
 from bench.harness import replay, thread_put
@@ -107,7 +107,7 @@ def _renewed(value: Any) -> Any:
 
 
 def _fresh(call: functools.partial[Any]) -> functools.partial[Any]:
-    """`call` with its arguments made anew (`_renewed`).
+    """`call` (a botocore call: client, operation, parameters) with its parameters made anew (`_renewed`).
 
     Every timed call gets its input made just before it, outside the timer: Lambda's runtime hands a handler the
     event it has just parsed, and a caller hands botocore the parameters it has just built, so a real call finds its
@@ -115,12 +115,13 @@ def _fresh(call: functools.partial[Any]) -> functools.partial[Any]:
     until the end made each request write to memory no earlier one had freed: together they put about 0.05 ms on a
     32 KB lookup that no Lambda pays (its request's own reads and writes then evict the codec's dictionary, whose
     inflating of the state took 60 µs instead of 30)."""
-    return functools.partial(call.func, *_renewed(call.args))
+    *head, params = call.args  # (the client, the operation, then its parameters)
+    return functools.partial(call.func, *head, _renewed(params))
 
 
 def _fresh_floor(call: functools.partial[Any]) -> functools.partial[Any]:
     """A thread put's floor (`thread_put_floor`) with its event and requests made anew (`_fresh`)."""
-    return _fresh(call)
+    return functools.partial(call.func, *_renewed(call.args))
 
 
 def _all_of(calls: list[functools.partial[Any]]) -> Callable[[], list[Any]]:
@@ -202,6 +203,15 @@ class LookupFigures:
     profile: list[tuple[str, float]]
     call_median_ms: float = 0.0
     """The lookup's own GetItem made alone on Baton's client (0.0 in figures written before it was measured)."""
+    floor_ms: float = 0.0
+    """The lookup's floor (`lookup_floor`), timed in the same alternation (0.0 in figures written before it was
+    measured)."""
+
+    @property
+    def floor_ratio(self) -> float:
+        """The floor over the bare GetItem: the least ratio a lookup of this design reaches (0.0 when not
+        measured)."""
+        return self.floor_ms / self.get_item_median_ms if self.floor_ms else 0.0
 
     @property
     def ratio(self) -> float:
@@ -519,6 +529,9 @@ def measure_lookup(harness: Harness, size: int, lookups: int, profile: bool) -> 
     mine: list[float] = []
     bare: list[float] = []
     alone: list[float] = []
+    least: list[float] = []
+    floor = lookup_floor()
+    now = int(time.time() * 1000)
     for i in range(lookups):
         # Alternate which goes first, so that neither always runs on caches the other just warmed; Baton's own
         # GetItem alone is timed in the same alternation as the bare one. Each input is made just before its call
@@ -527,7 +540,9 @@ def measure_lookup(harness: Harness, size: int, lookups: int, profile: bool) -> 
             mine.append(ours(_renewed(harness.lookup(size))))
             bare.append(_cpu_us(gets(1)[0]))
             alone.append(_cpu_us(_fresh(requests_alone[i])))
+            least.append(_cpu_us(functools.partial(floor, _fresh(requests_alone[i]), now)))
         else:
+            least.append(_cpu_us(functools.partial(floor, _fresh(requests_alone[i]), now)))
             alone.append(_cpu_us(_fresh(requests_alone[i])))
             bare.append(_cpu_us(gets(1)[0]))
             mine.append(ours(_renewed(harness.lookup(size))))
@@ -549,6 +564,7 @@ def measure_lookup(harness: Harness, size: int, lookups: int, profile: bool) -> 
         calls_per_lookup=dict(calls),
         profile=profiled,
         call_median_ms=statistics.median(alone) / 1000,
+        floor_ms=statistics.median(least) / 1000,
     )
 
 
@@ -694,6 +710,25 @@ def save_floor() -> Callable[[str, Callable[[], Any]], None]:
         SaveCheckpointRequest.model_validate(document.value)
         items.pack_state(canonicalize(document.value["state"], "/state", document.plain).text)
         request()
+
+    return floor
+
+
+def lookup_floor() -> Callable[[Callable[[], Any], int], None]:
+    """What any lookup of this design must do, with none of Baton's pipeline (routing, the key check, the rate
+    limiter, the usage count, validating the query, the log line): make the lookup's own GetItem on Baton's client
+    (`request`, as the lookup made it), read the checkpoint from its item (the state unpacked), and write the answer
+    as the lookup does (the record's JSON, the state spliced in; at `now_ms`)."""
+    from baton_checkpoints.api.jsontext import record_json
+    from baton_checkpoints.api.records import record_summary_json
+    from baton_checkpoints.store import items
+
+    def floor(request: Callable[[], Any], now_ms: int) -> None:
+        found = items.checkpoint_from_item(request()["Item"])
+        if found.state_text is None or found.resources:
+            raise RuntimeError("the lookup's floor reads a checkpoint with its state and no resources")
+        # (`services` signs a resource's download link: a checkpoint without resources needs none)
+        record_json(record_summary_json(found, cast(Any, None), now_ms), found.state_text)
 
     return floor
 

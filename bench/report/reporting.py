@@ -569,7 +569,8 @@ def _against_botocore(warm_figures: warm.WarmFigures) -> list[Verdict]:
                 LOOKUP_BUDGET,
                 f"{lookup.ratio:.2f}× ({lookup.median_ms:.3f} ms vs {lookup.get_item_median_ms:.3f} ms CPU, medians "
                 f"of {lookup.lookups} interleaved pairs; the item {lookup.item_bytes:,} B); its own GetItem alone "
-                f"{lookup.call_median_ms:.3f} ms, everything else {lookup.beside_get_ms:.3f} ms",
+                f"{lookup.call_median_ms:.3f} ms, everything else {lookup.beside_get_ms:.3f} ms"
+                + (f"; its floor {lookup.floor_ms:.3f} ms, {lookup.floor_ratio:.2f}×" if lookup.floor_ms else ""),
                 met[lookup.ratio <= warm.BUDGET_LOOKUP_RATIO],
                 _lookup_reason(lookup),
             )
@@ -650,7 +651,22 @@ def _lookup_reason(lookup: warm.LookupFigures) -> str:
         f"{_where_it_goes(lookup.profile, lookup.median_ms)}. Measured apart from this run (2026-12-04, a timer "
         "around it in a 1 KB lookup): the access line is one write to a pipe that another process reads, as "
         "Lambda's runtime reads a function's output (here the bench's parent), and waking that reader made it about "
-        "0.07 ms, against 0.025 ms written to /dev/null."
+        "0.07 ms, against 0.025 ms written to /dev/null." + _lookup_floor(lookup)
+    )
+
+
+def _lookup_floor(lookup: warm.LookupFigures) -> str:
+    """What a lookup's floor (`warm.lookup_floor`) says of its budget, when it was measured."""
+    if not lookup.floor_ms:
+        return ""
+    budget = warm.BUDGET_LOOKUP_RATIO * lookup.get_item_median_ms
+    return (
+        f" Its floor, timed in the same alternation (`warm.lookup_floor`: the same GetItem on Baton's client, the "
+        f"checkpoint read from its item and the answer written, none of the pipeline), is {lookup.floor_ms:.3f} ms, "
+        f"{lookup.floor_ratio:.2f}× the bare GetItem: the pipeline above it (routing and the query's validation, "
+        f"the key check, the rate limiter, the usage count, the access line) costs "
+        f"{lookup.median_ms - lookup.floor_ms:.3f} ms, where the budget leaves it "
+        f"{max(0.0, budget - lookup.floor_ms):.3f} ms."
     )
 
 
@@ -1483,8 +1499,8 @@ def _botocore_section(figures: warm.WarmFigures) -> list[str]:
         "call. Beside each save, its floor (`warm.save_floor`): what any save of this design must spend to keep the "
         "contract and the stored form, with none of Baton's pipeline (the strict parse, pydantic's model, the "
         "canonical form and its hash, packing, the same conditional UpdateItem on Baton's client), in the same "
-        "alternation. "
-        "CPU time, medians.",
+        "alternation. Beside each lookup, its floor (`warm.lookup_floor`): the same GetItem on Baton's client, the "
+        "checkpoint read from its item and the answer written, none of the pipeline. CPU time, medians.",
         "",
         "| state | saves | save (median) | bare UpdateItem of the same item | ratio | Baton's own UpdateItem alone "
         "| everything else | floor (ratio) | item |",
@@ -1501,8 +1517,8 @@ def _botocore_section(figures: warm.WarmFigures) -> list[str]:
         lines += [
             "",
             "| state | lookups | lookup (median) | bare GetItem of the same key | ratio | Baton's own GetItem alone | "
-            "everything else | item | answer | p90 | DynamoDB calls per lookup |",
-            "|---|---|---|---|---|---|---|---|---|---|---|",
+            "everything else | floor (ratio) | item | answer | p90 | DynamoDB calls per lookup |",
+            "|---|---|---|---|---|---|---|---|---|---|---|---|",
         ]
         for lookup in figures.lookups:
             calls = ", ".join(f"{n:g} {op}" for op, n in lookup.calls_per_lookup.items()) or "none"
@@ -1510,7 +1526,8 @@ def _botocore_section(figures: warm.WarmFigures) -> list[str]:
                 f"| {lookup.state_bytes:,} B | {lookup.lookups} | {lookup.median_ms:.3f} ms | "
                 f"{lookup.get_item_median_ms:.3f} ms | {lookup.ratio:.2f}× | {lookup.call_median_ms:.3f} ms | "
                 f"{lookup.beside_get_ms:.3f} ms | "
-                f"{lookup.item_bytes:,} B | {lookup.body_bytes:,} B | {lookup.p90_ms:.3f} ms | {calls} |"
+                + (f"{lookup.floor_ms:.3f} ms ({lookup.floor_ratio:.2f}×)" if lookup.floor_ms else "not measured")
+                + f" | {lookup.item_bytes:,} B | {lookup.body_bytes:,} B | {lookup.p90_ms:.3f} ms | {calls} |"
             )
     lines.append("")
     return lines
