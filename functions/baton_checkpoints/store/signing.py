@@ -46,7 +46,8 @@ class _SignedHeaders(dict[str, list[str]]):
 
 
 class BatonSigV4Auth(SigV4Auth):
-    """botocore's `SigV4Auth`, selecting a request's headers to sign once and reusing its signing keys."""
+    """botocore's `SigV4Auth`, selecting a request's headers to sign once, hashing its body's bytes as they are, and
+    reusing its signing keys."""
 
     def __init__(self, credentials: Any, service_name: str, region_name: str) -> None:
         super().__init__(credentials, service_name, region_name)
