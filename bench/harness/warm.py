@@ -425,19 +425,18 @@ def measure_save(harness: Harness, size: int, saves: int, profile: bool) -> Save
         harness.stub.answer(update_answers)
         return _cpu_us(call)
 
-    def updates(count: int) -> list[Callable[[], Any]]:
-        return [functools.partial(original, stock, "UpdateItem", copy.deepcopy(update)) for _ in range(count)]
+    bare_update = functools.partial(original, stock, "UpdateItem", update)  # (each call made with `_fresh`)
 
     state = states_for(size)[1]
     template = harness.event(state, size=size)  # (the subject of the item the bare UpdateItem writes)
     body = template["body"].encode("utf-8")
     warm_up = [copy.deepcopy(template) for _ in range(30)]
     started = time.process_time()
-    for event, call in zip(warm_up, updates(len(warm_up)), strict=True):
+    for event in warm_up:
         # warm caches (pydantic validators, the allocator, the key cache) before timing
         ours(event)
         bare_save(body)
-        theirs(call)
+        theirs(_fresh(bare_update))
     each = (time.process_time() - started) / len(warm_up)
     saves = max(MIN_SAVES, min(saves, int(SECONDS_PER_SIZE / each)))
     harness.stub.answer(save_answers)
@@ -461,13 +460,13 @@ def measure_save(harness: Harness, size: int, saves: int, profile: bool) -> Save
         if i % 2:
             mine.append(ours(_renewed(template)))
             bare.append(_cpu_us(lambda: bare_save(body)))
-            plain.append(theirs(updates(1)[0]))
+            plain.append(theirs(_fresh(bare_update)))
             alone.append(own(_fresh(requests_alone[i])))
             least.append(own(functools.partial(floor, _renewed(template["body"]), _fresh(requests_alone[i]))))
         else:
             least.append(own(functools.partial(floor, _renewed(template["body"]), _fresh(requests_alone[i]))))
             alone.append(own(_fresh(requests_alone[i])))
-            plain.append(theirs(updates(1)[0]))
+            plain.append(theirs(_fresh(bare_update)))
             bare.append(_cpu_us(lambda: bare_save(body)))
             mine.append(ours(_renewed(template)))
     calls: dict[str, float] = defaultdict(float)
@@ -513,14 +512,13 @@ def measure_lookup(harness: Harness, size: int, lookups: int, profile: bool) -> 
         answers.append(answer)  # (only the last is read)
         return spent
 
-    def gets(count: int) -> list[Callable[[], Any]]:
-        return [functools.partial(original, stock, "GetItem", copy.deepcopy(get)) for _ in range(count)]
+    bare_get = functools.partial(original, stock, "GetItem", get)  # (each call made with `_fresh`)
 
     warm_up = [harness.lookup(size) for _ in range(30)]
     started = time.process_time()
-    for event, call in zip(warm_up, gets(len(warm_up)), strict=True):
+    for event in warm_up:
         ours(event)
-        call()
+        _fresh(bare_get)()
     each = (time.process_time() - started) / len(warm_up)
     lookups = max(MIN_SAVES, min(lookups, int(SECONDS_PER_SIZE / each)))
     requests_alone = harness.last_request(harness.lookup(size), lookups, "GetItem")
@@ -538,13 +536,13 @@ def measure_lookup(harness: Harness, size: int, lookups: int, profile: bool) -> 
         # (`_fresh`, `_renewed`).
         if i % 2:
             mine.append(ours(_renewed(harness.lookup(size))))
-            bare.append(_cpu_us(gets(1)[0]))
+            bare.append(_cpu_us(_fresh(bare_get)))
             alone.append(_cpu_us(_fresh(requests_alone[i])))
             least.append(_cpu_us(functools.partial(floor, _fresh(requests_alone[i]), now)))
         else:
             least.append(_cpu_us(functools.partial(floor, _fresh(requests_alone[i]), now)))
             alone.append(_cpu_us(_fresh(requests_alone[i])))
-            bare.append(_cpu_us(gets(1)[0]))
+            bare.append(_cpu_us(_fresh(bare_get)))
             mine.append(ours(_renewed(harness.lookup(size))))
     calls: dict[str, float] = defaultdict(float)
     for operation in made:
@@ -783,25 +781,13 @@ def measure_thread_put(harness: Harness, size: int, puts: int, profile: bool) ->
     item = thread_put.one_item([(operation, params) for _, operation, params in made])
     original = botocore.client.BaseClient._make_api_call  # type: ignore[attr-defined]
     stock = stock_client(client)
-    put_items = [
-        functools.partial(
-            original, stock, "PutItem", {"TableName": harness.recording["table"], "Item": copy.deepcopy(item)}
-        )
-        for _ in range(puts)
-    ]
-    alone = [
-        [functools.partial(original, client, operation, copy.deepcopy(params)) for _, operation, params in made]
-        for _ in range(puts)
-    ]
+    # (each call made with `_fresh`)
+    put_item = functools.partial(original, stock, "PutItem", {"TableName": harness.recording["table"], "Item": item})
+    alone = [functools.partial(original, client, operation, params) for _, operation, params in made]
     events = [chain.child() for _ in range(puts)]
     body_bytes = len(events[0]["body"].encode())
     floor = thread_put_floor(client)
-    floors = [
-        functools.partial(
-            floor, copy.deepcopy(event), [(operation, copy.deepcopy(params)) for _, operation, params in made]
-        )
-        for event in events
-    ]
+    requests = [(operation, params) for _, operation, params in made]
     ours: list[float] = []
     bare: list[float] = []
     least: list[float] = []
@@ -810,13 +796,13 @@ def measure_thread_put(harness: Harness, size: int, puts: int, profile: bool) ->
         # made just before its call (`_fresh`, `_renewed`: the children are made ahead, in order, and made anew here).
         if i % 2:
             ours.append(runs.put(_renewed(event)))
-            bare.append(_cpu_us(_fresh(put_items[i])))
-            least.append(_cpu_us(_fresh_floor(floors[i])))
+            bare.append(_cpu_us(_fresh(put_item)))
+            least.append(_cpu_us(_fresh_floor(functools.partial(floor, event, requests))))
         else:
-            least.append(_cpu_us(_fresh_floor(floors[i])))
-            bare.append(_cpu_us(_fresh(put_items[i])))
+            least.append(_cpu_us(_fresh_floor(functools.partial(floor, event, requests))))
+            bare.append(_cpu_us(_fresh(put_item)))
             ours.append(runs.put(_renewed(event)))
-    requests_alone = [_cpu_us(_all_of([_fresh(call) for call in group])) for group in alone]
+    requests_alone = [_cpu_us(_all_of([_fresh(call) for call in alone])) for _ in range(puts)]
     profiled: list[tuple[str, float]] = []
     if profile:
         chain = runs.chain()
